@@ -1,0 +1,1 @@
+"""Measurement: kernels, background sampler, protocols, campaigns. Never fits models."""

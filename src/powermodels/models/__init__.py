@@ -1,0 +1,1 @@
+"""scikit-learn estimators. Imports numpy/scipy/pandas/sklearn only — never hardware code."""

@@ -1,0 +1,368 @@
+"""The table contract: every column name, unit and dtype of every table.
+
+Column names live here and only here (DESIGN.md ◆). Other modules import the
+constants (``schema.POWER_W``) instead of writing the strings, and check their
+inputs with the ``validate_*`` functions, which fail with a ``ValueError``
+that names the column and the problem.
+
+Tables
+------
+trace table
+    One row per sensor reading, on one monotonic host clock (``t_s``).
+run table
+    One row per measured run of a kernel configuration.
+trace matrix
+    One row per run, one column per resampled time point (a 2-D array or a
+    DataFrame whose columns are the time points); smoothing filters work along
+    axis 1 so each row stays an independent sample.
+instruction table
+    One row per microbenchmark or workload, one column per SASS opcode (counts)
+    plus ``time_s`` and ``energy_j``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Column",
+    "TableSpec",
+    "TRACE_TABLE",
+    "RUN_TABLE",
+    "INSTRUCTION_TABLE",
+    "validate_table",
+    "validate_trace_table",
+    "validate_run_table",
+    "validate_trace_matrix",
+    "validate_instruction_table",
+    "opcode_columns",
+]
+
+# --------------------------------------------------------------------------
+# Column names (units in the name).
+# --------------------------------------------------------------------------
+
+# identity and bookkeeping
+RUN_ID = "run_id"
+KERNEL = "kernel"
+CONFIG = "config"
+DEVICE = "device"
+PROTOCOL = "protocol"
+REPEAT = "repeat"
+TRIAL = "trial"
+LAUNCHES = "launches"
+WORKLOAD = "workload"
+
+# time
+T_S = "t_s"                          # monotonic host clock, seconds
+TIME_S = "time_s"                    # kernel time per launch (CUDA events), seconds
+WALL_S = "wall_s"                    # wall time a measurement took, seconds
+START_S = "start_s"                  # event start on the host clock
+END_S = "end_s"                      # event end on the host clock
+
+# sensor readings (trace table)
+POWER_INSTANT_W = "power_instant_w"  # NVML field 186 (instant)
+POWER_AVERAGE_W = "power_average_w"  # NVML field 185 (1 s average on Hopper)
+POWER_USAGE_W = "power_usage_w"      # nvmlDeviceGetPowerUsage
+ENERGY_COUNTER_J = "energy_counter_j"  # nvmlDeviceGetTotalEnergyConsumption, joules
+TEMPERATURE_C = "temperature_c"
+SM_CLOCK_MHZ = "sm_clock_mhz"
+MEM_CLOCK_MHZ = "mem_clock_mhz"
+THROTTLE_REASONS = "throttle_reasons"  # NVML bit mask
+REFERENCE_POWER_W = "reference_power_w"  # external meter or simulated truth
+LOAD_ACTIVITY = "load_activity"      # known load level (0..1) where the harness knows it
+
+# run table (per launch unless named otherwise)
+POWER_W = "power_w"
+ENERGY_J = "energy_j"
+SM_CLOCK_REQUESTED_MHZ = "sm_clock_requested_mhz"
+MEM_CLOCK_REQUESTED_MHZ = "mem_clock_requested_mhz"
+POWER_LIMIT_W = "power_limit_w"
+REFERENCE_ENERGY_J = "reference_energy_j"
+IDLE_POWER_W = "idle_power_w"
+ENERGY_UNCERTAINTY_J = "energy_uncertainty_j"
+
+# instruction table (besides one column per opcode)
+STATIC_POWER_W = "static_power_w"
+OPCODE_PREFIX = "op:"                # opcode count columns are "op:FFMA", "op:LDG.E.128", ...
+
+# DVFS features (DSO Table I runtime utilisation, DCGM-style)
+FEATURE_PREFIX = "feat:"             # feature columns are "feat:sm_active", "feat:ptx_fp32", ...
+
+
+# --------------------------------------------------------------------------
+# Column and table specifications.
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: its name, unit, dtype kind and valid range.
+
+    Parameters
+    ----------
+    name : str
+        Column name; the unit is part of the name (``_w``, ``_s``, ``_j``...).
+    kind : {"float", "int", "str", "bool"}
+        Expected dtype kind.
+    unit : str
+        Unit, for documentation.
+    minimum, maximum : float or None
+        Inclusive valid range for numeric columns.
+    nullable : bool
+        Whether NaN is allowed (e.g. a reading the GPU does not support, or
+        the energy counter, which is read on a slower cadence).
+    description : str
+        What the column holds.
+    """
+
+    name: str
+    kind: str = "float"
+    unit: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    nullable: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table: required and optional columns, sort key and minimum rows."""
+
+    name: str
+    required: tuple[Column, ...]
+    optional: tuple[Column, ...] = ()
+    time_column: str | None = None   # strictly increasing within each group
+    group_column: str | None = None  # groups within which time must increase
+    min_rows: int = 1
+
+    @property
+    def columns(self) -> dict[str, Column]:
+        return {c.name: c for c in (*self.required, *self.optional)}
+
+
+def _power(name: str, desc: str, nullable: bool = False) -> Column:
+    return Column(name, "float", "W", 0.0, 1e5, nullable, desc)
+
+
+TRACE_TABLE = TableSpec(
+    name="trace table",
+    required=(
+        Column(RUN_ID, "str", "", description="identifier of the run the reading belongs to"),
+        Column(T_S, "float", "s", description="monotonic host clock"),
+        _power(POWER_INSTANT_W, "NVML instant power (field 186)", nullable=True),
+    ),
+    optional=(
+        _power(POWER_AVERAGE_W, "NVML average power (field 185)", nullable=True),
+        _power(POWER_USAGE_W, "nvmlDeviceGetPowerUsage", nullable=True),
+        Column(ENERGY_COUNTER_J, "float", "J", 0.0, None, True,
+               "total energy counter; NaN between its slower reads"),
+        Column(TEMPERATURE_C, "float", "°C", -50.0, 150.0, True, "GPU temperature"),
+        Column(SM_CLOCK_MHZ, "float", "MHz", 0.0, 1e4, True, "SM clock"),
+        Column(MEM_CLOCK_MHZ, "float", "MHz", 0.0, 1e5, True, "memory clock"),
+        Column(THROTTLE_REASONS, "int", "bitmask", 0, None, False, "NVML throttle reasons"),
+        _power(REFERENCE_POWER_W, "external meter or simulated truth", nullable=True),
+        Column(LOAD_ACTIVITY, "float", "", 0.0, 1.0, True, "known load level"),
+    ),
+    time_column=T_S,
+    group_column=RUN_ID,
+    min_rows=2,
+)
+
+RUN_TABLE = TableSpec(
+    name="run table",
+    required=(
+        Column(KERNEL, "str", description="kernel name"),
+        Column(CONFIG, "str", description="stable id of the tunable-parameter configuration"),
+        Column(TIME_S, "float", "s", 0.0, None, description="kernel time per launch"),
+        _power(POWER_W, "mean power during the kernel"),
+        Column(ENERGY_J, "float", "J", 0.0, None, description="energy per launch"),
+    ),
+    optional=(
+        Column(DEVICE, "str", description="device name"),
+        Column(PROTOCOL, "str", description="measurement protocol"),
+        Column(REPEAT, "int", "", 0, None, description="repeat index"),
+        Column(LAUNCHES, "int", "", 1, None, description="launches in the run"),
+        Column(RUN_ID, "str", description="run id linking to the trace table"),
+        Column(TEMPERATURE_C, "float", "°C", -50.0, 150.0, True, "mean temperature"),
+        Column(SM_CLOCK_MHZ, "float", "MHz", 0.0, 1e4, True, "observed mean SM clock"),
+        Column(SM_CLOCK_REQUESTED_MHZ, "float", "MHz", 0.0, 1e4, True, "requested SM clock"),
+        Column(MEM_CLOCK_MHZ, "float", "MHz", 0.0, 1e5, True, "observed memory clock"),
+        Column(MEM_CLOCK_REQUESTED_MHZ, "float", "MHz", 0.0, 1e5, True, "requested memory clock"),
+        Column(POWER_LIMIT_W, "float", "W", 0.0, 1e5, True, "power limit in force"),
+        _power(REFERENCE_POWER_W, "reference mean power", nullable=True),
+        Column(REFERENCE_ENERGY_J, "float", "J", 0.0, None, True, "reference energy per launch"),
+        _power(IDLE_POWER_W, "idle power measured before the run", nullable=True),
+        Column(ENERGY_UNCERTAINTY_J, "float", "J", 0.0, None, True, "1-sigma energy uncertainty"),
+        Column(WALL_S, "float", "s", 0.0, None, True, "wall time the measurement took"),
+    ),
+    min_rows=1,
+)
+
+INSTRUCTION_TABLE = TableSpec(
+    name="instruction table",
+    required=(
+        Column(WORKLOAD, "str", description="microbenchmark or workload name"),
+        Column(TIME_S, "float", "s", 0.0, None, description="run time"),
+        Column(ENERGY_J, "float", "J", 0.0, None, description="measured energy of the run"),
+    ),
+    optional=(
+        _power(STATIC_POWER_W, "static + constant power", nullable=True),
+        _power(IDLE_POWER_W, "idle power", nullable=True),
+    ),
+    min_rows=1,
+)
+
+
+# --------------------------------------------------------------------------
+# Validation.
+# --------------------------------------------------------------------------
+
+_KIND_CHECK = {
+    "float": lambda s: pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s),
+    "int": lambda s: pd.api.types.is_integer_dtype(s)
+    or (pd.api.types.is_float_dtype(s) and bool(np.all(np.mod(s.dropna(), 1) == 0))),
+    "str": lambda s: pd.api.types.is_string_dtype(s) or pd.api.types.is_object_dtype(s)
+    or isinstance(s.dtype, pd.CategoricalDtype),
+    "bool": pd.api.types.is_bool_dtype,
+}
+
+
+def _fail(table: str, column: str, problem: str) -> None:
+    raise ValueError(f"{table}: column {column!r} {problem}")
+
+
+def _check_column(table: str, col: Column, s: pd.Series) -> None:
+    if not _KIND_CHECK[col.kind](s):
+        _fail(table, col.name, f"has dtype {s.dtype}, expected {col.kind}")
+    if col.kind not in ("float", "int"):
+        if s.isna().any() and not col.nullable:
+            _fail(table, col.name, f"has {int(s.isna().sum())} missing value(s)")
+        return
+    values = s.to_numpy(dtype=float, na_value=np.nan)
+    nan = np.isnan(values)
+    if nan.any() and not col.nullable:
+        _fail(table, col.name, f"has {int(nan.sum())} NaN value(s) (first at row {int(np.argmax(nan))})")
+    inf = np.isinf(values)
+    if inf.any():
+        _fail(table, col.name, f"has {int(inf.sum())} infinite value(s)")
+    finite = values[~nan]
+    unit = f" {col.unit}" if col.unit else ""
+    if col.minimum is not None and finite.size and finite.min() < col.minimum:
+        what = "negative" if col.minimum == 0 else "out-of-range"
+        _fail(table, col.name, f"has {what} value {finite.min():g}{unit} (minimum {col.minimum:g}{unit})")
+    if col.maximum is not None and finite.size and finite.max() > col.maximum:
+        _fail(table, col.name, f"has value {finite.max():g}{unit} above the plausible maximum {col.maximum:g}{unit}")
+
+
+def validate_table(df: pd.DataFrame, spec: TableSpec, required: Iterable[str] = ()) -> pd.DataFrame:
+    """Check ``df`` against ``spec`` and return it unchanged.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+    spec : TableSpec
+        Its specification.
+    required : iterable of str, optional
+        Optional columns of ``spec`` that the caller needs as well.
+
+    Raises
+    ------
+    ValueError
+        Naming the column and the problem: missing, wrong dtype, NaN/inf,
+        negative or out-of-range, unsorted or duplicate time, too few rows.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"{spec.name}: expected a pandas DataFrame, got {type(df).__name__}")
+    known = spec.columns
+    for name in (*[c.name for c in spec.required], *required):
+        if name not in df.columns:
+            raise ValueError(f"{spec.name}: column {name!r} is missing (have {list(df.columns)})")
+    if len(df) < spec.min_rows:
+        raise ValueError(f"{spec.name}: has {len(df)} row(s), needs at least {spec.min_rows}")
+    for name in df.columns:
+        if name in known:
+            _check_column(spec.name, known[name], df[name])
+    if spec.time_column is not None:
+        _check_time(df, spec)
+    return df
+
+
+def _check_time(df: pd.DataFrame, spec: TableSpec) -> None:
+    t = df[spec.time_column].to_numpy(dtype=float)
+    if spec.group_column is not None and spec.group_column in df.columns:
+        groups = df[spec.group_column].to_numpy()
+        same = groups[1:] == groups[:-1]
+    else:
+        same = np.ones(max(len(t) - 1, 0), dtype=bool)
+    dt = np.diff(t)[same]
+    if (dt < 0).any():
+        _fail(spec.name, spec.time_column, "is not sorted (time goes backwards within a run)")
+    if (dt == 0).any():
+        _fail(spec.name, spec.time_column, "has duplicate time stamps within a run")
+
+
+def validate_trace_table(df: pd.DataFrame, required: Iterable[str] = ()) -> pd.DataFrame:
+    """Validate a trace table (one row per sensor reading); see :data:`TRACE_TABLE`."""
+    return validate_table(df, TRACE_TABLE, required)
+
+
+def validate_run_table(df: pd.DataFrame, required: Iterable[str] = ()) -> pd.DataFrame:
+    """Validate a run table (one row per measured run); see :data:`RUN_TABLE`."""
+    return validate_table(df, RUN_TABLE, required)
+
+
+def opcode_columns(df: pd.DataFrame) -> list[str]:
+    """The opcode-count columns (``op:*``) of an instruction table, in order."""
+    return [c for c in df.columns if isinstance(c, str) and c.startswith(OPCODE_PREFIX)]
+
+
+def validate_instruction_table(df: pd.DataFrame, required: Iterable[str] = ()) -> pd.DataFrame:
+    """Validate an instruction table: opcode counts (``op:*``) must be finite and ≥ 0."""
+    validate_table(df, INSTRUCTION_TABLE, required)
+    ops = opcode_columns(df)
+    if not ops:
+        raise ValueError(f"instruction table: no opcode columns (names starting with {OPCODE_PREFIX!r})")
+    for name in ops:
+        _check_column(INSTRUCTION_TABLE.name, Column(name, "float", "count", 0.0), df[name])
+    return df
+
+
+def validate_trace_matrix(X, *, min_columns: int = 2) -> np.ndarray:
+    """Validate a trace matrix (runs × time points) and return it as float array.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_runs, n_times)
+        One row per run, one column per resampled time point.
+    min_columns : int, default=2
+        Fewest time points a row may have.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not 2-D, has too few time points, or holds NaN/inf or
+        negative power; for a DataFrame the offending column is named.
+    """
+    columns: Sequence = X.columns if isinstance(X, pd.DataFrame) else None
+    arr = np.asarray(X, dtype=float)
+    if arr.ndim != 2:
+        raise ValueError(f"trace matrix: expected 2-D (runs × time points), got {arr.ndim}-D")
+    if arr.shape[1] < min_columns:
+        raise ValueError(f"trace matrix: has {arr.shape[1]} time point(s), needs at least {min_columns}")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        j = int(np.argmax(bad.any(axis=0)))
+        name = columns[j] if columns is not None else j
+        raise ValueError(f"trace matrix: column {name!r} has NaN or infinite values")
+    neg = arr < 0
+    if neg.any():
+        j = int(np.argmax(neg.any(axis=0)))
+        name = columns[j] if columns is not None else j
+        raise ValueError(f"trace matrix: column {name!r} has negative power")
+    return arr

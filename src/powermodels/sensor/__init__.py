@@ -1,0 +1,1 @@
+"""Characterise and correct the built-in power sensor (Yang et al.; FinGraV)."""
