@@ -9,7 +9,7 @@ try:
 except PackageNotFoundError:  # running from a source tree (PYTHONPATH=src)
     __version__ = "0.1.0+src"
 
-from .devices import open_device  # noqa: E402
-from .utils import all_estimators  # noqa: E402
+from .devices import open_device
+from .utils import all_estimators
 
 __all__ = ["__version__", "all_estimators", "open_device"]

@@ -29,17 +29,17 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "INSTRUCTION_TABLE",
+    "RUN_TABLE",
+    "TRACE_TABLE",
     "Column",
     "TableSpec",
-    "TRACE_TABLE",
-    "RUN_TABLE",
-    "INSTRUCTION_TABLE",
-    "validate_table",
-    "validate_trace_table",
-    "validate_run_table",
-    "validate_trace_matrix",
-    "validate_instruction_table",
     "opcode_columns",
+    "validate_instruction_table",
+    "validate_run_table",
+    "validate_table",
+    "validate_trace_matrix",
+    "validate_trace_table",
 ]
 
 # --------------------------------------------------------------------------

@@ -24,8 +24,8 @@ __all__ = [
     "Settings",
     "SettingsChangeRefused",
     "SettingsGuard",
-    "open_device",
     "nvml_available",
+    "open_device",
 ]
 
 

@@ -23,13 +23,13 @@ from dataclasses import asdict, dataclass, field
 
 __all__ = [
     "NOT_AVAILABLE",
-    "Reading",
-    "DeviceInfo",
-    "Settings",
     "Device",
-    "SettingsGuard",
-    "SettingsChangeRefused",
+    "DeviceInfo",
+    "Reading",
     "RestoreError",
+    "Settings",
+    "SettingsChangeRefused",
+    "SettingsGuard",
 ]
 
 #: Value of a reading the GPU does not support (never an exception).
