@@ -86,6 +86,22 @@ REFERENCE_ENERGY_J = "reference_energy_j"
 IDLE_POWER_W = "idle_power_w"
 ENERGY_UNCERTAINTY_J = "energy_uncertainty_j"
 
+# sensor characterisation (powermodels.sensor; Yang Fig. 14 columns) and FinGraV
+SENSOR_FIELD = "field"               # which reading: power_instant_w, ..., energy_counter_j
+COUNTER_POWER_W = "counter_power_w"  # ΔE/Δt between energy-counter updates
+UPDATE_PERIOD_S = "update_period_s"
+WINDOW_S = "window_s"                # boxcar averaging window
+DELAY_S = "delay_s"                  # window end to update time
+RISE_TIME_S = "rise_time_s"          # 10 → 90 % on a step
+SAMPLED_FRACTION = "sampled_fraction"  # window / update period, at most 1
+RESPONSE_KIND = "response_kind"      # Yang Fig. 7 kind of transient response
+GAIN = "gain"                        # reading = gain · reference + offset
+OFFSET_W = "offset_w"
+EXECUTION = "execution"              # index of a kernel execution within a run
+PROFILE_TAG = "profile_tag"          # FinGraV: warmup / sse / ssp / other
+TOI_S = "toi_s"                      # FinGraV time of interest: time since kernel start
+
+
 # instruction table (besides one column per opcode)
 STATIC_POWER_W = "static_power_w"
 OPCODE_PREFIX = "op:"                # opcode count columns are "op:FFMA", "op:LDG.E.128", ...
