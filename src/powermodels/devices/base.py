@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import sys
 import threading
 import time
 import warnings
@@ -186,7 +187,12 @@ def _restore_all_at_exit() -> None:
     # Interpreter exit with a guard still open (e.g. a generator never closed,
     # sys.exit from a thread): put the device back before NVML goes away.
     for guard in reversed(list(_active_guards)):
-        guard._restore(reason="interpreter exit")
+        failures = guard._restore(reason="interpreter exit")
+        if failures:  # nobody is left to catch an exception: say it on stderr
+            print(
+                f"{guard.device.info.name}: could not restore {'; '.join(failures)}",
+                file=sys.stderr,
+            )
 
 
 atexit.register(_restore_all_at_exit)
@@ -227,8 +233,13 @@ class SettingsGuard:
             for key, method in wanted:
                 getattr(self.device, method)(getattr(self.target, key))
                 self.applied.append(key)
-        except BaseException:
-            self._restore(reason="error while applying settings")
+        except BaseException as err:
+            failures = self._restore(reason="error while applying settings")
+            if failures:  # report without masking the error that stopped the change
+                message = f"{self.device.info.name}: could not restore {'; '.join(failures)}"
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+                if hasattr(err, "add_note"):
+                    err.add_note(message)
             raise
         return self
 
@@ -251,6 +262,7 @@ class SettingsGuard:
             _active_guards.remove(self)
         assert self.previous is not None
         failures = []
+        interrupt: BaseException | None = None
         for key, method in reversed(_APPLY_ORDER):
             if key not in self.applied:
                 continue
@@ -265,6 +277,9 @@ class SettingsGuard:
                     last_error = err
                     if attempt + 1 < self.device.restore_attempts:
                         time.sleep(self.device.restore_retry_delay_s)
+                except BaseException as err:  # Ctrl-C mid-restore: finish restoring, then re-raise
+                    interrupt = interrupt or err
+                    last_error = err
             if last_error is not None:
                 failures.append(
                     f"{key} to {value!r} after {self.device.restore_attempts} attempts "
@@ -272,4 +287,10 @@ class SettingsGuard:
                 )
         self.applied.clear()
         self.restore_failures = failures
+        if interrupt is not None:
+            if failures and hasattr(interrupt, "add_note"):
+                interrupt.add_note(
+                    f"{self.device.info.name}: could not restore {'; '.join(failures)}"
+                )
+            raise interrupt
         return failures

@@ -1,0 +1,427 @@
+"""A fake ``pynvml`` for tests: one simulated GPU, a call log and injectable faults.
+
+Load a fresh copy per test (``load()``) and put it in ``sys.modules["pynvml"]``
+(the ``fake_nvml`` fixture in tests/devices/conftest.py does both), so the
+code under test imports it as if it were nvidia-ml-py.
+
+Faults
+------
+``fail_nth(name, n, error)``
+    The ``n``-th call of ``name`` from now raises ``error`` (an NVML return
+    code, or any exception instance such as ``KeyboardInterrupt()``).
+``fail_always(name, error)``
+    Every call of ``name`` raises (a permanently broken function).
+``unsupported(name)``
+    Every call raises ``NVMLError(NVML_ERROR_NOT_SUPPORTED)``.
+``unsupported_field(field_id)``
+    ``nvmlDeviceGetFieldValues`` succeeds but that field's ``nvmlReturn`` is
+    NOT_SUPPORTED.
+``remove(name)``
+    The function does not exist (an old nvidia-ml-py): ``AttributeError``.
+``heal(name)``
+    Remove the faults on ``name``.
+
+Every call is appended to ``calls`` as ``(name, args)``; ``count(name)``
+counts them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+
+# ---- constants (values as in nvml.h) ---------------------------------------
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_UNKNOWN = 999
+
+NVML_FI_DEV_POWER_AVERAGE = 185
+NVML_FI_DEV_POWER_INSTANT = 186
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_GRAPHICS = 0
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_VALUE_TYPE_DOUBLE = 0
+NVML_VALUE_TYPE_UNSIGNED_INT = 1
+NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3
+
+nvmlClocksEventReasonSwPowerCap = 0x4
+
+_MESSAGES = {
+    NVML_ERROR_UNINITIALIZED: "Uninitialized",
+    NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
+    NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
+    NVML_ERROR_NOT_FOUND: "Not Found",
+    NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+    NVML_ERROR_TIMEOUT: "Timeout",
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
+    NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    NVML_ERROR_UNKNOWN: "Unknown Error",
+}
+
+
+class NVMLError(Exception):
+    """Like pynvml.NVMLError: carries the NVML return code in ``value``."""
+
+    def __init__(self, value: int):
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return _MESSAGES.get(self.value, f"NVML error {self.value}")
+
+
+# ---- the simulated GPU -------------------------------------------------------
+class FakeGPU:
+    """State of the one fake GPU; units as NVML reports them (mW, mJ, MHz, °C)."""
+
+    def __init__(self):
+        self.name = "Fake H100 80GB HBM3"
+        self.uuid = "GPU-00000000-fake-0000-0000-000000000000"
+        self.driver = "580.00.00"
+        self.count = 1
+        self.power_instant_mw = 71_250
+        self.power_average_mw = 70_500
+        self.power_usage_mw = 71_000
+        self.energy_mj = 123_456_789
+        self.temperature_c = 31
+        self.sm_clock_mhz = 1980
+        self.mem_clock_mhz = 2619
+        self.throttle_reasons = 0
+        self.graphics_clocks = {
+            2619: list(range(1980, 344, -15)),
+            1593: list(range(1980, 344, -15)),
+        }
+        self.power_limit_min_mw = 200_000
+        self.power_limit_max_mw = 700_000
+        self.power_limit_default_mw = 700_000
+        self.power_limit_mw = 700_000
+        self.sm_locked: tuple | None = None
+        self.mem_locked: tuple | None = None
+        self.initialised = 0
+
+
+gpu = FakeGPU()
+calls: list[tuple[str, tuple]] = []
+_faults: dict[str, list] = {}  # name -> [("nth", remaining, error) | ("always", error)]
+_field_faults: dict[int, int] = {}
+_removed: set[str] = set()
+
+
+def reset() -> None:
+    """Fresh GPU, empty call log, no faults."""
+    global gpu
+    gpu = FakeGPU()
+    calls.clear()
+    _faults.clear()
+    _field_faults.clear()
+    _removed.clear()
+
+
+def count(name: str) -> int:
+    """How many times ``name`` was called."""
+    return sum(1 for n, _ in calls if n == name)
+
+
+def names() -> list[str]:
+    """The names of the calls made, in order."""
+    return [n for n, _ in calls]
+
+
+def fail_nth(name: str, n: int = 1, error: int | BaseException = NVML_ERROR_UNKNOWN) -> None:
+    """Make the ``n``-th call of ``name`` (counting from now) raise ``error``."""
+    _faults.setdefault(name, []).append(["nth", n, error])
+
+
+def fail_always(name: str, error: int | BaseException = NVML_ERROR_UNKNOWN) -> None:
+    """Make every call of ``name`` raise ``error``."""
+    _faults.setdefault(name, []).append(["always", error])
+
+
+def unsupported(name: str) -> None:
+    """Make ``name`` answer NOT_SUPPORTED, always."""
+    fail_always(name, NVML_ERROR_NOT_SUPPORTED)
+
+
+def unsupported_field(field_id: int, code: int = NVML_ERROR_NOT_SUPPORTED) -> None:
+    """Make one field of ``nvmlDeviceGetFieldValues`` come back with ``code``."""
+    _field_faults[field_id] = code
+
+
+def remove(name: str) -> None:
+    """Pretend the installed nvidia-ml-py has no function ``name``."""
+    _removed.add(name)
+
+
+def heal(name: str) -> None:
+    """Remove every fault on ``name``."""
+    _faults.pop(name, None)
+    _removed.discard(name)
+
+
+def _raise(error) -> None:
+    if isinstance(error, BaseException):
+        raise error
+    raise NVMLError(error)
+
+
+def _enter(name: str, args: tuple) -> None:
+    """Log the call, then raise an injected fault if one is due."""
+    calls.append((name, args))
+    for fault in _faults.get(name, []):
+        if fault[0] == "always":
+            _raise(fault[1])
+        if fault[0] == "nth" and fault[1] > 0:
+            fault[1] -= 1
+            if fault[1] == 0:
+                _raise(fault[2])
+
+
+def _nvml(function):
+    """Decorator: log, inject faults, and require nvmlInit for device calls."""
+    name = function.__name__
+
+    def wrapper(*args):
+        _enter(name, args)
+        if name not in ("nvmlInit", "nvmlShutdown") and gpu.initialised <= 0:
+            raise NVMLError(NVML_ERROR_UNINITIALIZED)
+        return function(*args)
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+_HANDLE = SimpleNamespace(index=0)
+
+
+def _check(handle) -> None:
+    if handle is not _HANDLE:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+
+
+@_nvml
+def nvmlInit():
+    gpu.initialised += 1
+
+
+@_nvml
+def nvmlShutdown():
+    if gpu.initialised <= 0:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    gpu.initialised -= 1
+
+
+@_nvml
+def nvmlSystemGetDriverVersion():
+    return gpu.driver
+
+
+@_nvml
+def nvmlDeviceGetCount():
+    return gpu.count
+
+
+@_nvml
+def nvmlDeviceGetHandleByIndex(index):
+    if not 0 <= index < gpu.count:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return _HANDLE
+
+
+@_nvml
+def nvmlDeviceGetName(handle):
+    _check(handle)
+    return gpu.name
+
+
+@_nvml
+def nvmlDeviceGetUUID(handle):
+    _check(handle)
+    return gpu.uuid
+
+
+def _field(field_id: int):
+    value = SimpleNamespace(dVal=0.0, uiVal=0, ulVal=0, ullVal=0, sllVal=0, siVal=0, usVal=0)
+    out = SimpleNamespace(
+        fieldId=field_id,
+        scopeId=0,
+        timestamp=0,
+        latencyUsec=0,
+        valueType=NVML_VALUE_TYPE_UNSIGNED_INT,
+        nvmlReturn=NVML_SUCCESS,
+        value=value,
+    )
+    if field_id in _field_faults:
+        out.nvmlReturn = _field_faults[field_id]
+    elif field_id == NVML_FI_DEV_POWER_INSTANT:
+        value.uiVal = gpu.power_instant_mw
+    elif field_id == NVML_FI_DEV_POWER_AVERAGE:
+        value.uiVal = gpu.power_average_mw
+    else:
+        out.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
+    return out
+
+
+@_nvml
+def nvmlDeviceGetFieldValues(handle, fieldIds):
+    _check(handle)
+    return [_field(f) for f in fieldIds]
+
+
+@_nvml
+def nvmlDeviceGetPowerUsage(handle):
+    _check(handle)
+    return gpu.power_usage_mw
+
+
+@_nvml
+def nvmlDeviceGetTotalEnergyConsumption(handle):
+    _check(handle)
+    return gpu.energy_mj
+
+
+@_nvml
+def nvmlDeviceGetTemperature(handle, sensor):
+    _check(handle)
+    if sensor != NVML_TEMPERATURE_GPU:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return gpu.temperature_c
+
+
+@_nvml
+def nvmlDeviceGetClockInfo(handle, clock_type):
+    _check(handle)
+    if clock_type in (NVML_CLOCK_SM, NVML_CLOCK_GRAPHICS):
+        return gpu.sm_clock_mhz
+    if clock_type == NVML_CLOCK_MEM:
+        return gpu.mem_clock_mhz
+    raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+
+
+@_nvml
+def nvmlDeviceGetCurrentClocksEventReasons(handle):
+    _check(handle)
+    return gpu.throttle_reasons
+
+
+@_nvml
+def nvmlDeviceGetCurrentClocksThrottleReasons(handle):
+    _check(handle)
+    return gpu.throttle_reasons
+
+
+@_nvml
+def nvmlDeviceGetSupportedMemoryClocks(handle):
+    _check(handle)
+    return list(gpu.graphics_clocks)
+
+
+@_nvml
+def nvmlDeviceGetSupportedGraphicsClocks(handle, memoryClockMHz):
+    _check(handle)
+    if memoryClockMHz not in gpu.graphics_clocks:
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return list(gpu.graphics_clocks[memoryClockMHz])
+
+
+@_nvml
+def nvmlDeviceGetPowerManagementLimitConstraints(handle):
+    _check(handle)
+    return [gpu.power_limit_min_mw, gpu.power_limit_max_mw]
+
+
+@_nvml
+def nvmlDeviceGetPowerManagementLimit(handle):
+    _check(handle)
+    return gpu.power_limit_mw
+
+
+@_nvml
+def nvmlDeviceGetPowerManagementDefaultLimit(handle):
+    _check(handle)
+    return gpu.power_limit_default_mw
+
+
+@_nvml
+def nvmlDeviceGetEnforcedPowerLimit(handle):
+    _check(handle)
+    return gpu.power_limit_mw
+
+
+@_nvml
+def nvmlDeviceSetGpuLockedClocks(handle, minGpuClockMHz, maxGpuClockMHz):
+    _check(handle)
+    gpu.sm_locked = (minGpuClockMHz, maxGpuClockMHz)
+    gpu.sm_clock_mhz = maxGpuClockMHz
+
+
+@_nvml
+def nvmlDeviceResetGpuLockedClocks(handle):
+    _check(handle)
+    gpu.sm_locked = None
+
+
+@_nvml
+def nvmlDeviceSetMemoryLockedClocks(handle, minMemClockMHz, maxMemClockMHz):
+    _check(handle)
+    gpu.mem_locked = (minMemClockMHz, maxMemClockMHz)
+    gpu.mem_clock_mhz = maxMemClockMHz
+
+
+@_nvml
+def nvmlDeviceResetMemoryLockedClocks(handle):
+    _check(handle)
+    gpu.mem_locked = None
+
+
+@_nvml
+def nvmlDeviceSetPowerManagementLimit(handle, limit):
+    _check(handle)
+    if not gpu.power_limit_min_mw <= limit <= gpu.power_limit_max_mw:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    gpu.power_limit_mw = limit
+
+
+def _hide_removed(module: ModuleType) -> None:
+    """Make ``remove(name)`` act like a missing attribute on the module object."""
+
+    class _Module(ModuleType):
+        def __getattribute__(self, name):
+            if name in object.__getattribute__(self, "_removed"):
+                raise AttributeError(f"module 'pynvml' has no attribute {name!r}")
+            return super().__getattribute__(name)
+
+        def __dir__(self):
+            removed = object.__getattribute__(self, "_removed")
+            return [n for n in super().__dir__() if n not in removed]
+
+    module.__class__ = _Module
+
+
+def load(name: str = "pynvml") -> ModuleType:
+    """A fresh, independent copy of this fake, named ``name``."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _hide_removed(module)
+    return module
+
+
+def install(name: str = "pynvml") -> ModuleType:
+    """Load a fresh copy and put it in ``sys.modules[name]`` (for subprocesses)."""
+    module = load(name)
+    sys.modules[name] = module
+    return module
