@@ -181,13 +181,16 @@ def _raise(error) -> None:
 def _enter(name: str, args: tuple) -> None:
     """Log the call, then raise an injected fault if one is due."""
     calls.append((name, args))
-    for fault in _faults.get(name, []):
+    due = None
+    for fault in _faults.get(name, []):  # count down every pending fault before raising one
         if fault[0] == "always":
-            _raise(fault[1])
-        if fault[0] == "nth" and fault[1] > 0:
+            due = fault[1] if due is None else due
+        elif fault[1] > 0:
             fault[1] -= 1
-            if fault[1] == 0:
-                _raise(fault[2])
+            if fault[1] == 0 and due is None:
+                due = fault[2]
+    if due is not None:
+        _raise(due)
 
 
 def _nvml(function):
