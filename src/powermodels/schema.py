@@ -101,13 +101,40 @@ EXECUTION = "execution"              # index of a kernel execution within a run
 PROFILE_TAG = "profile_tag"          # FinGraV: warmup / sse / ssp / other
 TOI_S = "toi_s"                      # FinGraV time of interest: time since kernel start
 
-
 # instruction table (besides one column per opcode)
 STATIC_POWER_W = "static_power_w"
 OPCODE_PREFIX = "op:"                # opcode count columns are "op:FFMA", "op:LDG.E.128", ...
 
 # DVFS features (DSO Table I runtime utilisation, DCGM-style)
 FEATURE_PREFIX = "feat:"             # feature columns are "feat:sm_active", "feat:ptx_fp32", ...
+# runtime utilisation, ratios 0..1 (DCGM SMACT, SMOCC, TENSO, DRAMA, FP64A, FP32A, FP16A, INTAC)
+FEAT_SM_ACTIVE = FEATURE_PREFIX + "sm_active"
+FEAT_SM_OCCUPANCY = FEATURE_PREFIX + "sm_occupancy"
+FEAT_TENSOR_ACTIVE = FEATURE_PREFIX + "tensor_active"
+FEAT_DRAM_ACTIVE = FEATURE_PREFIX + "dram_active"
+FEAT_FP64_ACTIVE = FEATURE_PREFIX + "fp64_active"
+FEAT_FP32_ACTIVE = FEATURE_PREFIX + "fp32_active"
+FEAT_FP16_ACTIVE = FEATURE_PREFIX + "fp16_active"
+FEAT_INT_ACTIVE = FEATURE_PREFIX + "int_active"
+RUNTIME_FEATURES = (FEAT_SM_ACTIVE, FEAT_SM_OCCUPANCY, FEAT_TENSOR_ACTIVE, FEAT_DRAM_ACTIVE,
+                    FEAT_FP64_ACTIVE, FEAT_FP32_ACTIVE, FEAT_FP16_ACTIVE, FEAT_INT_ACTIVE)
+# static PTX features (DSO Table II), fraction of their category: "feat:ptx_inst:fma", ...
+PTX_INSTRUCTION_PREFIX = FEATURE_PREFIX + "ptx_inst:"
+PTX_TYPE_PREFIX = FEATURE_PREFIX + "ptx_type:"
+PTX_SPACE_PREFIX = FEATURE_PREFIX + "ptx_space:"
+
+# DVFS model parameters (DSO eq. 1-2), one row per kernel
+DVFS_P0_W = "dvfs_p0_w"
+DVFS_KAPPA_W = "dvfs_kappa_w"                      # per unit relative voltage
+DVFS_GAMMA_W_PER_MHZ = "dvfs_gamma_w_per_mhz"
+DVFS_C_W_PER_MHZ = "dvfs_c_w_per_mhz"              # per MHz of core clock, per V²
+DVFS_T0_S = "dvfs_t0_s"
+DVFS_ALPHA_S_MHZ = "dvfs_alpha_s_mhz"
+DVFS_BETA_S_MHZ = "dvfs_beta_s_mhz"
+DVFS_PARAMETERS = (DVFS_P0_W, DVFS_KAPPA_W, DVFS_GAMMA_W_PER_MHZ, DVFS_C_W_PER_MHZ,
+                   DVFS_T0_S, DVFS_ALPHA_S_MHZ, DVFS_BETA_S_MHZ)
+DVFS_REFERENCE_TIME_S = "dvfs_reference_time_s"    # measured at the reference (highest) clock pair
+DVFS_REFERENCE_POWER_W = "dvfs_reference_power_w"
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,226 @@
+"""Predicting the DVFS model's parameters from kernel features (DSO §IV-D).
+
+DSO learns the seven parameters of eq. 1-2 from a kernel's runtime
+utilisation (DCGM, Table I) and static PTX instruction mix (Table II) with
+a multi-layer perceptron (100, 50, 25 neurons, sigmoid activations),
+tuning batch size and learning rate by grid search with three-fold
+cross-validation. The features are size-free ratios, so the targets are
+the parameters of the kernel's *normalised* time and power — ``T/T_ref``
+and ``P/P_ref`` at the reference (highest) clock pair, as in the DSO
+authors' own parameter files — and the profiling run that measures the
+features also measures ``T_ref`` and ``P_ref``, which scale them back.
+
+Workflow::
+
+    table = kernel_parameters(runs, ...)          # per-kernel fits (training kernels)
+    pred = DVFSParameterPredictor().fit(features, table[schema.DVFS_PARAMETERS])
+    params = pred.predict_params(new_features, reference_time_s=..., reference_power_w=...)
+    optimize_clocks(params[0], clocks, eta=0.8, p_max_w=...)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.compose import TransformedTargetRegressor
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.neural_network import MLPRegressor
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from powermodels import schema
+from powermodels.models.dvfs import DVFSParams, DVFSPowerModel, DVFSTimeModel
+
+__all__ = ["DVFSParameterPredictor", "kernel_parameters"]
+
+#: DSO tunes batch size and learning rate (§IV-D); the L2 penalty keeps the small data sane.
+DEFAULT_PARAM_GRID = {
+    "batch_size": [16, 64],
+    "learning_rate_init": [1e-3, 1e-2],
+    "alpha": [1e-4, 1e-2],
+}
+
+
+class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
+    """Scaled features → MLP (100, 50, 25), logistic, grid search with 3-fold CV (DSO §IV-D).
+
+    A multi-output regressor from kernel features to DVFS parameters
+    (usually the normalised ones from :func:`kernel_parameters`). Targets
+    are standardised as well, since the seven parameters differ by orders of
+    magnitude.
+
+    Parameters
+    ----------
+    estimator : regressor or None, default=None
+        Replaces the MLP pipeline (then ``hidden_layer_sizes``, ``activation``,
+        ``max_iter`` are unused and ``param_grid`` keys are its own).
+    hidden_layer_sizes : tuple of int, default=(100, 50, 25)
+    activation : str, default="logistic"
+        DSO's sigmoid.
+    param_grid : dict or None, default=None
+        Grid over the MLP's parameters (e.g. ``{"batch_size": [16, 64]}``);
+        ``None`` uses ``DEFAULT_PARAM_GRID``, ``{}`` fits once without search.
+    cv : int, default=3
+        Folds of the grid search.
+    max_iter : int, default=2000
+    random_state : int or None, default=None
+
+    Attributes
+    ----------
+    model_ : fitted regressor (the grid search's best when searching)
+    best_params_ : dict
+        Grid values chosen (empty without search).
+    n_iter_ : int
+        Epochs of the final MLP fit (default estimator only).
+    n_outputs_ : int
+    """
+
+    def __init__(self, estimator=None, hidden_layer_sizes=(100, 50, 25), activation="logistic",
+                 param_grid=None, cv=3, max_iter=2000, random_state=None):
+        self.estimator = estimator
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.param_grid = param_grid
+        self.cv = cv
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    @classmethod
+    def _check_instance(cls):
+        # A small net and no search keep sklearn's ~40 common checks fast.
+        return cls(hidden_layer_sizes=(16,), param_grid={}, max_iter=300, random_state=0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.regressor_tags.poor_score = True  # a neural net on the checks' tiny data
+        return tags
+
+    def _base(self):
+        """The model to fit and the prefix of its MLP parameters for the grid."""
+        if self.estimator is not None:
+            return clone(self.estimator), ""
+        mlp = MLPRegressor(hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation,
+                           max_iter=self.max_iter, random_state=self.random_state)
+        net = Pipeline([("scale", StandardScaler()), ("mlp", mlp)])
+        return TransformedTargetRegressor(regressor=net, transformer=StandardScaler()), "regressor__mlp__"
+
+    def fit(self, X, y):
+        """Fit features ``X`` (n_kernels, n_features) to parameters ``y`` (n_kernels, n_params)."""
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
+        base, prefix = self._base()
+        grid = DEFAULT_PARAM_GRID if self.param_grid is None else self.param_grid
+        if grid:
+            if not isinstance(grid, dict):
+                raise ValueError(f"param_grid must be a dict, got {type(grid).__name__}")
+            grid = {prefix + k: list(v) for k, v in grid.items()}
+            cv = KFold(self.cv, shuffle=True, random_state=self.random_state)
+            search = GridSearchCV(base, grid, cv=cv, scoring="neg_mean_squared_error")
+            search.fit(X, y)
+            self.model_ = search.best_estimator_
+            self.best_params_ = {k[len(prefix):]: v for k, v in search.best_params_.items()}
+        else:
+            self.model_ = base.fit(X, y)
+            self.best_params_ = {}
+        if self.estimator is None:
+            self.n_iter_ = self.model_.regressor_.named_steps["mlp"].n_iter_
+        return self
+
+    def predict(self, X):
+        """Predicted parameters, shape (n, n_params) (or (n,) for one target)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.model_.predict(X)
+
+    def predict_params(self, X, *, voltage_knee_mhz: float, voltage_slope_per_ghz: float,
+                       reference_time_s=None, reference_power_w=None) -> list[DVFSParams]:
+        """Predicted DVFS models, one per row of ``X``, ready for the optimiser.
+
+        Negative predictions are clipped to 0 (eq. 1-2 need non-negative
+        parameters). With ``reference_time_s`` / ``reference_power_w`` (the
+        profiled kernel's measured time and power at the reference clocks)
+        normalised parameters are scaled to seconds and watts.
+        """
+        pred = np.asarray(self.predict(X), dtype=float).reshape(-1, len(schema.DVFS_PARAMETERS))
+        n = len(pred)
+        t_ref = np.ones(n) if reference_time_s is None else np.broadcast_to(
+            np.asarray(reference_time_s, dtype=float), (n,))
+        p_ref = np.ones(n) if reference_power_w is None else np.broadcast_to(
+            np.asarray(reference_power_w, dtype=float), (n,))
+        out = []
+        for row, t, p in zip(pred, t_ref, p_ref, strict=True):
+            params = DVFSParams.from_values(row, voltage_knee_mhz=voltage_knee_mhz,
+                                            voltage_slope_per_ghz=voltage_slope_per_ghz)
+            out.append(params.clipped().scaled(time_factor=t, power_factor=p))
+        return out
+
+
+def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
+                      core_clock_column: str = schema.SM_CLOCK_MHZ,
+                      mem_clock_column: str = schema.MEM_CLOCK_MHZ,
+                      time_column: str = schema.TIME_S, power_column: str = schema.POWER_W,
+                      voltage_knee_mhz: float, voltage_slope_per_ghz: float,
+                      normalize: bool = True) -> pd.DataFrame:
+    """Fit DSO eq. 1-2 per kernel: the training targets of :class:`DVFSParameterPredictor`.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        One row per measured run (several clock pairs per kernel).
+    group_column, core_clock_column, mem_clock_column, time_column, power_column : str
+        Column names.
+    voltage_knee_mhz, voltage_slope_per_ghz : float
+        The GPU's V(f) shape (see :func:`powermodels.models.dvfs.fit_voltage_curve`).
+    normalize : bool, default=True
+        Fit ``T/T_ref`` and ``P/P_ref`` (reference: the kernel's highest
+        memory clock and highest core clock there, mean over repeats).
+
+    Returns
+    -------
+    DataFrame
+        Indexed by kernel: ``schema.DVFS_PARAMETERS`` plus
+        ``schema.DVFS_REFERENCE_TIME_S``, ``schema.DVFS_REFERENCE_POWER_W``,
+        ``schema.SM_CLOCK_MHZ`` and ``schema.MEM_CLOCK_MHZ`` of the reference.
+    """
+    if not isinstance(runs, pd.DataFrame):
+        raise ValueError(f"runs must be a DataFrame, got {type(runs).__name__}")
+    for col in (group_column, core_clock_column, mem_clock_column, time_column, power_column):
+        if col not in runs.columns:
+            raise ValueError(f"runs: column {col!r} is missing")
+    for col in (core_clock_column, mem_clock_column, time_column, power_column):
+        v = runs[col].to_numpy(dtype=float)
+        if not np.all(np.isfinite(v)) or np.any(v <= 0):
+            raise ValueError(f"runs: column {col!r} must be finite and positive")
+    rows = {}
+    for kernel, g in runs.groupby(group_column, sort=False):
+        fc = g[core_clock_column].to_numpy(dtype=float)
+        fm = g[mem_clock_column].to_numpy(dtype=float)
+        t = g[time_column].to_numpy(dtype=float)
+        p = g[power_column].to_numpy(dtype=float)
+        if len(np.unique(fc)) < 3:
+            raise ValueError(f"runs: kernel {kernel!r} has fewer than 3 distinct core clocks")
+        m_ref = fm.max()
+        c_ref = fc[fm == m_ref].max()
+        at_ref = (fm == m_ref) & (fc == c_ref)
+        t_ref, p_ref = float(t[at_ref].mean()), float(p[at_ref].mean())
+        if normalize:
+            t, p = t / t_ref, p / p_ref
+        X = np.column_stack([fc, fm])
+        tp = DVFSTimeModel().fit(X, t).params_
+        pp = DVFSPowerModel(voltage_knee_mhz=voltage_knee_mhz,
+                            voltage_slope_per_ghz=voltage_slope_per_ghz).fit(X, p).params_
+        row = pp.as_series()
+        row[schema.DVFS_T0_S] = tp.t0_s
+        row[schema.DVFS_ALPHA_S_MHZ] = tp.alpha_s_mhz
+        row[schema.DVFS_BETA_S_MHZ] = tp.beta_s_mhz
+        row[schema.DVFS_REFERENCE_TIME_S] = t_ref
+        row[schema.DVFS_REFERENCE_POWER_W] = p_ref
+        row[schema.SM_CLOCK_MHZ] = c_ref
+        row[schema.MEM_CLOCK_MHZ] = m_ref
+        rows[kernel] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = group_column
+    return out
