@@ -1,0 +1,195 @@
+"""Shared input handling for the sensor estimators: columns, groups, updates.
+
+Every characterisation estimator takes the same input: either a trace table
+(a DataFrame; columns picked by name or position through ``*_column``
+parameters, the reading taken from ``power_column`` unless ``y`` is given) or
+a numeric array whose column 0 is the time in seconds and column 1 the known
+load (activity or reference power), with the sensor reading passed as ``y``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import validate_data
+
+from .. import schema
+
+MIN_SAMPLES = 3
+
+
+def _column(X: pd.DataFrame, spec, what: str) -> pd.Series:
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        if not -X.shape[1] <= spec < X.shape[1]:
+            raise ValueError(f"{what}: position {spec} is out of range for {X.shape[1]} column(s)")
+        return X.iloc[:, int(spec)]
+    if spec not in X.columns:
+        raise ValueError(f"{what}: column {spec!r} is missing (have {list(X.columns)})")
+    return X[spec]
+
+
+def series_from_input(estimator, X, y, *, time_column, load_column, power_column,
+                      group_column=None, need_load=True, reset=True):
+    """Validate ``X``/``y`` and return ``(t, load, reading, groups)`` as arrays.
+
+    Parameters
+    ----------
+    estimator : BaseEstimator
+        Receives ``n_features_in_`` (and ``feature_names_in_``) from
+        :func:`sklearn.utils.validation.validate_data`.
+    X : DataFrame or array-like of shape (n_samples, n_features)
+        A trace table, or an array ``[time_s, load, ...]``.
+    y : array-like of shape (n_samples,) or None
+        The sensor reading; required with an array ``X``.
+    time_column, load_column, power_column, group_column : str or int or None
+        Column names (or positions) used when ``X`` is a DataFrame.
+    need_load : bool
+        Whether the load column is needed (update-period estimation does not).
+
+    Returns
+    -------
+    t, load, reading : ndarray of shape (n_samples,)
+        Sorted by ``(group, t)``; ``load`` is None when not needed.
+    groups : ndarray of shape (n_samples,)
+        Integer group codes (all zero without a group column).
+    """
+    name = type(estimator).__name__
+    groups = None
+    if isinstance(X, pd.DataFrame):
+        cols = {"time": _column(X, time_column, f"{name}: time_column")}
+        if need_load:
+            cols["load"] = _column(X, load_column, f"{name}: load_column")
+        if y is None:
+            cols["reading"] = _column(X, power_column, f"{name}: power_column")
+        if group_column is not None and (
+            isinstance(group_column, (int, np.integer)) or group_column in X.columns
+        ):
+            groups = pd.factorize(_column(X, group_column, f"{name}: group_column"))[0]
+        names = [str(s.name) for s in cols.values()]
+        if len(set(names)) == len(names):
+            sel = pd.DataFrame({n: s.to_numpy() for n, s in zip(names, cols.values(), strict=True)})
+        else:  # one column used twice: no feature names
+            sel = np.column_stack([s.to_numpy() for s in cols.values()])
+        arr = validate_data(estimator, sel, reset=reset, dtype="numeric",
+                            ensure_min_samples=MIN_SAMPLES)
+        arr = np.asarray(arr, dtype=float)
+        t = arr[:, 0]
+        load = arr[:, 1] if need_load else None
+        if y is None:
+            reading = arr[:, -1]
+        else:
+            reading = _reading(y, len(t), name)
+    else:
+        if y is None:
+            raise ValueError(
+                f"{name} requires y to be passed, but the target y is None "
+                "(with an array X, y is the sensor reading; or pass a trace table)"
+            )
+        arr, yy = validate_data(estimator, X, y, reset=reset, dtype="numeric",
+                                ensure_min_samples=MIN_SAMPLES, y_numeric=True)
+        arr = np.asarray(arr, dtype=float)
+        need = 2 if need_load else 1
+        if arr.shape[1] < need:
+            raise ValueError(
+                f"{name}: X needs {need} feature(s) (time_s{', load' if need_load else ''}), "
+                f"got {arr.shape[1]} feature(s)"
+            )
+        t = arr[:, 0]
+        load = arr[:, 1] if need_load else None
+        reading = np.asarray(yy, dtype=float)
+    if groups is None:
+        groups = np.zeros(len(t), dtype=int)
+    order = np.lexsort((t, groups))
+    return (t[order], None if load is None else load[order], reading[order], groups[order])
+
+
+def _reading(y, n: int, name: str) -> np.ndarray:
+    r = np.asarray(y, dtype=float).ravel()
+    if r.shape[0] != n:
+        raise ValueError(f"{name}: y has {r.shape[0]} value(s) but X has {n} row(s)")
+    if not np.all(np.isfinite(r)):
+        raise ValueError(f"{name}: y (the sensor reading) has NaN or infinite values")
+    return r
+
+
+def update_points(t: np.ndarray, reading: np.ndarray, tol: float = 0.0):
+    """Times and values at which the reading changed (the sensor's updates).
+
+    The first sample of a run is not an update (its start is unknown), so it
+    is dropped. ``tol`` is the smallest change that counts as an update.
+
+    Returns
+    -------
+    index : ndarray of int
+        Row indices of the first sample of every new value.
+    """
+    if len(reading) < 2:
+        return np.zeros(0, dtype=int)
+    changed = np.abs(np.diff(reading)) > tol
+    return np.flatnonzero(changed) + 1
+
+
+def robust_update_period(t_updates: np.ndarray) -> tuple[float, np.ndarray]:
+    """Update period from update times, robust to repeated equal values.
+
+    The median interval between value changes (Yang §IV-A, artifact A1) is the
+    first guess; an update that repeated the previous value shows up as an
+    interval near an integer multiple of it, so every interval within 25 % of
+    an integer multiple ``k`` is counted as ``k`` periods and the period is
+    ``sum(intervals) / sum(k)``. Robust as long as fewer than half the updates
+    repeat a value.
+
+    Returns
+    -------
+    period : float
+        Seconds; NaN with fewer than two updates.
+    intervals : ndarray
+        The raw intervals between value changes.
+    """
+    d = np.diff(np.asarray(t_updates, dtype=float))
+    d = d[d > 0]
+    if d.size == 0:
+        return float("nan"), d
+    base = float(np.median(d))
+    k = np.maximum(np.rint(d / base), 1.0)
+    ok = np.abs(d / base - k) <= 0.25
+    if not ok.any():
+        return base, d
+    return float(d[ok].sum() / k[ok].sum()), d
+
+
+def counter_power(trace: pd.DataFrame, *, counter_column=schema.ENERGY_COUNTER_J,
+                  time_column=schema.T_S, group_column=schema.RUN_ID) -> pd.DataFrame:
+    """Power derived from the energy counter: ``ΔE/Δt`` between its reads.
+
+    The counter is read on its own slower cadence (NaN between reads). Every
+    read at which the counter changed becomes one row, with the derived mean
+    power since the previous change in :data:`schema.COUNTER_POWER_W`, so the
+    same estimators characterise the counter like any power field (its
+    window is the interval between counter updates).
+
+    Returns
+    -------
+    DataFrame
+        The rows of ``trace`` at which the counter changed, with the derived
+        power column added.
+    """
+    if counter_column not in trace.columns:
+        raise ValueError(f"counter_power: column {counter_column!r} is missing")
+    df = trace[trace[counter_column].notna()]
+    parts = []
+    keys = df[group_column] if group_column in df.columns else pd.Series(0, index=df.index)
+    for _, g in df.groupby(keys, sort=False):
+        e = g[counter_column].to_numpy(dtype=float)
+        tt = g[time_column].to_numpy(dtype=float)
+        keep = np.concatenate([[True], np.diff(e) != 0])
+        g, e, tt = g[keep], e[keep], tt[keep]
+        if len(g) < 2:
+            continue
+        p = np.diff(e) / np.diff(tt)
+        g = g.iloc[1:].copy()
+        g[schema.COUNTER_POWER_W] = p
+        parts.append(g)
+    if not parts:
+        raise ValueError(f"counter_power: column {counter_column!r} changes fewer than twice")
+    return pd.concat(parts)

@@ -1,0 +1,131 @@
+"""Steady-state gain and offset of a reading against a reference (Yang §IV-B b, artifact A3)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .. import schema
+from ._series import series_from_input, update_points
+from .window import boxcar_mean, cumulative_integral
+
+__all__ = ["SteadyStateGain"]
+
+
+class SteadyStateGain(BaseEstimator):
+    """``reading = gain · reference + offset`` at steady state.
+
+    Yang §IV-B b (Figs. 8–9): hold several constant load levels, average the
+    reading and the reference meter over the settled part of each, and fit a
+    line. Here every update of the reading whose reference stayed flat over
+    the preceding ``settle_s`` (standard deviation at most ``max_ripple``
+    of the reference's range) is one point: the reading against the mean
+    reference over that span. The fit is ordinary least squares. With
+    ``settle_s=0`` every update counts and the reference is taken at the
+    update time (for a reading without averaging lag).
+
+    Parameters
+    ----------
+    time_column : str or int, default=schema.T_S
+    reference_column : str or int, default=schema.REFERENCE_POWER_W
+        The reference power (external meter; the simulated meter in CI).
+    power_column : str or int, default=schema.POWER_INSTANT_W
+    group_column : str or int or None, default=schema.RUN_ID
+    settle_s : float, default=1.5
+        How long the reference must have been flat (longer than the reading's
+        window plus delay: 1 s + on Hopper's average field).
+    max_ripple : float, default=0.02
+
+    Attributes
+    ----------
+    gain_ : float
+    offset_w_ : float
+    n_points_ : int
+        Steady updates used.
+    residual_w_ : float
+        RMS residual of the line, watts.
+    n_features_in_ : int
+    """
+
+    def __init__(self, time_column=schema.T_S, reference_column=schema.REFERENCE_POWER_W,
+                 power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
+                 settle_s=1.5, max_ripple=0.02):
+        self.time_column = time_column
+        self.reference_column = reference_column
+        self.power_column = power_column
+        self.group_column = group_column
+        self.settle_s = settle_s
+        self.max_ripple = max_ripple
+
+    @classmethod
+    def _check_instance(cls):
+        # sklearn's random data is never steady: compare at the update times
+        return cls(settle_s=0.0)
+
+    def fit(self, X, y=None):
+        """Fit gain and offset.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            A trace table, or an array ``[time_s, reference_power_w]``.
+        y : array-like of shape (n_samples,), optional
+            The reading (required with an array ``X``).
+
+        Returns
+        -------
+        self
+        """
+        if self.settle_s < 0:
+            raise ValueError(f"settle_s must be >= 0, got {self.settle_s}")
+        if self.max_ripple < 0:
+            raise ValueError(f"max_ripple must be >= 0, got {self.max_ripple}")
+        t, ref, reading, groups = series_from_input(
+            self, X, y, time_column=self.time_column, load_column=self.reference_column,
+            power_column=self.power_column, group_column=self.group_column)
+        span = float(np.ptp(ref)) or 1.0
+        xs, ys = [], []
+        for g in np.unique(groups):
+            m = groups == g
+            tg, rg, vg = t[m], ref[m], reading[m]
+            idx = update_points(tg, vg)
+            if self.settle_s == 0:
+                idx = np.arange(tg.size)
+                xs.append(rg)
+                ys.append(vg)
+                continue
+            idx = idx[tg[idx] >= tg[0] + self.settle_s]
+            if idx.size == 0:
+                continue
+            u = tg[idx]
+            C = cumulative_integral(tg, rg)
+            C2 = cumulative_integral(tg, rg ** 2)
+            mean = boxcar_mean(C, u, self.settle_s, 0.0)
+            var = np.maximum(boxcar_mean(C2, u, self.settle_s, 0.0) - mean ** 2, 0.0)
+            steady = np.sqrt(var) <= self.max_ripple * span
+            xs.append(mean[steady])
+            ys.append(vg[idx][steady])
+        x = np.concatenate(xs) if xs else np.zeros(0)
+        yv = np.concatenate(ys) if ys else np.zeros(0)
+        if x.size < 2 or np.ptp(x) <= 1e-9 * (abs(x).max() + 1):
+            raise ValueError(
+                f"{type(self).__name__}: needs steady readings at two or more load levels "
+                f"(found {x.size} steady update(s)); hold each level longer than settle_s")
+        A = np.column_stack([x, np.ones_like(x)])
+        (gain, offset), *_ = np.linalg.lstsq(A, yv, rcond=None)
+        self.gain_ = float(gain)
+        self.offset_w_ = float(offset)
+        self.residual_w_ = float(np.sqrt(np.mean((A @ [gain, offset] - yv) ** 2)))
+        self.n_points_ = int(x.size)
+        return self
+
+    def correct(self, reading):
+        """Map readings onto the reference scale: ``(reading - offset) / gain``."""
+        check_is_fitted(self)
+        return (np.asarray(reading, dtype=float) - self.offset_w_) / self.gain_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.requires_fit = True
+        return tags
