@@ -1,0 +1,300 @@
+"""Batched bounded least squares for the small physical curves (thesis eq. 4.1 and 4.5).
+
+Both curves are *linear* in two of their four parameters once the other two
+are fixed: eq. 4.1 ``P = p0 + a·f·V(f; knee, slope)²`` is linear in
+``(p0, a)``; eq. 4.5 ``T = a/(1+b f) + c/(1+d f)`` is linear in ``(a, c)``.
+So every fit here is
+
+1. a grid over the two nonlinear parameters, solving the 2×2 linear least
+   squares in closed form at each grid point (a deterministic multi-start that
+   never lands in a bad local minimum of the linear part), then
+2. a projected Levenberg–Marquardt refinement of all four parameters inside
+   box bounds.
+
+Everything is vectorised over *groups*: arrays have shape ``(G, n)`` with a
+0/1 mask for groups with fewer than ``n`` points, so one call fits thousands
+of configurations at once. Frequencies are scaled per group to ``x = f / f_max``
+and targets to ``y / y_max`` so the same damping and tolerances work for MHz
+and watts alike; the callers convert the parameters back to physical units.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["fit_power_batch", "fit_rational_batch", "pad_groups", "power_curve", "rational_curve"]
+
+
+# --------------------------------------------------------------------------
+# Data layout
+# --------------------------------------------------------------------------
+
+
+def pad_groups(codes: np.ndarray, n_groups: int, *columns: np.ndarray):
+    """Scatter 1-D ``columns`` into padded ``(G, n_max)`` arrays by group code.
+
+    Returns ``(mask, padded...)``; padded cells hold 0 and have mask 0.
+    """
+    codes = np.asarray(codes)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=n_groups)
+    n_max = max(int(counts.max(initial=0)), 1)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    sorted_codes = codes[order]
+    pos = np.arange(codes.size) - starts[sorted_codes]
+    mask = np.zeros((n_groups, n_max))
+    mask[sorted_codes, pos] = 1.0
+    out = []
+    for col in columns:
+        arr = np.zeros((n_groups, n_max))
+        arr[sorted_codes, pos] = np.asarray(col, dtype=float)[order]
+        out.append(arr)
+    return (mask, *out)
+
+
+# --------------------------------------------------------------------------
+# Curves and Jacobians in scaled units
+# --------------------------------------------------------------------------
+
+
+def power_curve(p: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Eq. 4.1 in scaled units; ``p[..., :] = (p0, a, knee, slope)``."""
+    p0, a, knee, slope = (p[..., i : i + 1] for i in range(4))
+    v = 1.0 + slope * np.maximum(x - knee, 0.0)
+    return p0 + a * x * v * v
+
+
+def _power_jac(p, x):
+    p0, a, knee, slope = (p[..., i : i + 1] for i in range(4))
+    above = np.maximum(x - knee, 0.0)
+    v = 1.0 + slope * above
+    f = p0 + a * x * v * v
+    dv = 2.0 * a * x * v
+    jac = np.stack(
+        [np.ones_like(x), x * v * v, -dv * slope * (x > knee), dv * above], axis=-1
+    )
+    return f, jac
+
+
+def rational_curve(p: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Eq. 4.5 in scaled units; ``p[..., :] = (a, b, c, d)``."""
+    a, b, c, d = (p[..., i : i + 1] for i in range(4))
+    return a / (1.0 + b * x) + c / (1.0 + d * x)
+
+
+def _rational_jac(p, x):
+    a, b, c, d = (p[..., i : i + 1] for i in range(4))
+    u = 1.0 / (1.0 + b * x)
+    w = 1.0 / (1.0 + d * x)
+    f = a * u + c * w
+    jac = np.stack([u, -a * x * u * u, w, -c * x * w * w], axis=-1)
+    return f, jac
+
+
+# --------------------------------------------------------------------------
+# Closed-form two-basis least squares (with non-negative coefficients)
+# --------------------------------------------------------------------------
+
+
+def _nonneg_two_basis(b0, b1, y, m):
+    """Least squares ``y ≈ c0·b0 + c1·b1`` with ``c0, c1 ≥ 0``, batched.
+
+    All inputs broadcast to ``(..., n)``; returns ``c0, c1, sse`` of shape ``(...)``.
+    """
+    s00 = np.sum(m * b0 * b0, -1)
+    s01 = np.sum(m * b0 * b1, -1)
+    s11 = np.sum(m * b1 * b1, -1)
+    s0y = np.sum(m * b0 * y, -1)
+    s1y = np.sum(m * b1 * y, -1)
+    syy = np.sum(m * y * y, -1)
+    det = s00 * s11 - s01 * s01
+    ok = det > 1e-12 * np.maximum(s00 * s11, 1e-300)
+    safe = np.where(ok, det, 1.0)
+    c0 = np.where(ok, (s11 * s0y - s01 * s1y) / safe, 0.0)
+    c1 = np.where(ok, (s00 * s1y - s01 * s0y) / safe, 0.0)
+    # Candidates on the boundary of the non-negative quadrant.
+    only0 = np.where(s00 > 0, np.maximum(s0y, 0.0) / np.where(s00 > 0, s00, 1.0), 0.0)
+    only1 = np.where(s11 > 0, np.maximum(s1y, 0.0) / np.where(s11 > 0, s11, 1.0), 0.0)
+
+    def sse(k0, k1):
+        return syy - 2 * k0 * s0y - 2 * k1 * s1y + k0 * k0 * s00 + 2 * k0 * k1 * s01 + k1 * k1 * s11
+
+    inside = ok & (c0 >= 0) & (c1 >= 0)
+    e_in = np.where(inside, sse(c0, c1), np.inf)
+    e0 = sse(only0, 0.0)
+    e1 = sse(0.0, only1)
+    best = np.argmin(np.stack([e_in, e0, e1]), axis=0)
+    c0 = np.choose(best, [c0, only0, np.zeros_like(only0)])
+    c1 = np.choose(best, [c1, np.zeros_like(only1), only1])
+    return c0, c1, np.maximum(np.choose(best, [e_in, e0, e1]), 0.0)
+
+
+# --------------------------------------------------------------------------
+# Projected Levenberg–Marquardt
+# --------------------------------------------------------------------------
+
+
+def _lm(fun_jac, p, x, y, m, lower, upper, max_iter=100, tol=1e-10):
+    """Batched projected Levenberg–Marquardt; returns ``(p, sse, n_iter)``.
+
+    ``lower``/``upper`` broadcast to ``p``'s shape ``(G, P)``. Each group keeps
+    its own damping; a step is accepted only where it lowers that group's SSE,
+    so the result is never worse than the start.
+    """
+    p = np.clip(p, lower, upper)
+    f, jac = fun_jac(p, x)
+    r = m * (y - f)
+    cost = np.sum(r * r, -1)
+    lam = np.full(p.shape[0], 1e-3)
+    active = np.ones(p.shape[0], dtype=bool)
+    n_iter = 0
+    eye = np.eye(p.shape[1])
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 - n_iter is returned
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        ja = jac[idx] * m[idx, :, None]
+        ra = r[idx]
+        a_mat = np.einsum("gni,gnj->gij", ja, ja)
+        grad = np.einsum("gni,gn->gi", ja, ra)
+        diag = np.diagonal(a_mat, axis1=1, axis2=2)
+        scale = np.maximum(diag, 1e-12 * np.maximum(diag.max(-1, keepdims=True), 1e-300))
+        lhs = a_mat + lam[idx, None, None] * scale[:, :, None] * eye
+        try:
+            step = np.linalg.solve(lhs, grad[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # singular even with damping: take the pseudo-inverse step
+            step = np.einsum("gij,gj->gi", np.linalg.pinv(lhs), grad)
+        trial = np.clip(p[idx] + step, lower if np.ndim(lower) < 2 else lower[idx],
+                        upper if np.ndim(upper) < 2 else upper[idx])
+        f_t, jac_t = fun_jac(trial, x[idx])
+        r_t = m[idx] * (y[idx] - f_t)
+        cost_t = np.sum(r_t * r_t, -1)
+        better = np.isfinite(cost_t) & (cost_t < cost[idx])
+        gain = np.where(better, cost[idx] - cost_t, 0.0)
+        b_idx = idx[better]
+        p[b_idx] = trial[better]
+        r[b_idx] = r_t[better]
+        jac[b_idx] = jac_t[better]
+        cost[b_idx] = cost_t[better]
+        lam[idx] = np.where(better, np.maximum(lam[idx] / 3.0, 1e-12), lam[idx] * 4.0)
+        # Converged: tiny relative gain after an accepted step, or damping blew up.
+        small = better & (gain <= tol * np.maximum(cost[idx], 1e-30))
+        done = small | (lam[idx] > 1e10) | (cost[idx] <= 1e-30)
+        active[idx[done]] = False
+    return p, cost, n_iter
+
+
+# --------------------------------------------------------------------------
+# The two fits
+# --------------------------------------------------------------------------
+
+_RISES = np.array([0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5])
+_KNEE_FRACTIONS = np.linspace(0.0, 1.0, 11)
+
+
+def _scales(x_raw, y_raw, m):
+    xs = np.max(np.abs(x_raw) * m, axis=1)
+    ys = np.max(np.abs(y_raw) * m, axis=1)
+    xs = np.where(xs > 0, xs, 1.0)
+    ys = np.where(ys > 0, ys, 1.0)
+    return xs, ys
+
+
+def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0):
+    """Fit eq. 4.1 to every row of padded ``f`` (MHz), ``p`` (W) with mask ``m``.
+
+    Returns ``(params, sse, n_iter)``; ``params[:, :] = (p_static_w,
+    a_w_per_mhz, knee_mhz, slope_per_ghz)``, ``sse`` in W².
+    """
+    f = np.asarray(f, float)
+    p = np.asarray(p, float)
+    m = np.asarray(m, float)
+    xs, ys = _scales(f, p, m)
+    x = f / xs[:, None]
+    y = p / ys[:, None]
+    big = np.where(m > 0, x, np.inf)
+    xmin = np.min(big, axis=1)
+    xmin = np.where(np.isfinite(xmin), xmin, 0.0)
+    xmax = np.max(np.where(m > 0, x, -np.inf), axis=1)
+    xmax = np.where(np.isfinite(xmax), xmax, 1.0)
+    start = np.concatenate(
+        [_power_grid(x[s], y[s], m[s], xmin[s], xmax[s]) for s in _chunks(x.shape[0], x.shape[1] * 99)]
+    )
+    lower = np.stack([np.zeros_like(xmin), np.zeros_like(xmin), xmin, np.zeros_like(xmin)], axis=1)
+    upper = np.stack(
+        [np.full_like(xmin, np.inf), np.full_like(xmin, np.inf), xmax,
+         max_rise / np.maximum(xmax - xmin, 1e-6)], axis=1
+    )
+    par, cost, n_iter = _lm(_power_jac, start, x, y, m, lower, upper, max_iter=max_iter)
+    out = np.empty_like(par)
+    out[:, 0] = par[:, 0] * ys
+    out[:, 1] = par[:, 1] * ys / xs
+    out[:, 2] = par[:, 2] * xs
+    out[:, 3] = par[:, 3] / xs * 1000.0
+    return out, cost * ys**2, n_iter
+
+
+def _power_grid(x, y, m, xmin, xmax):
+    """Best grid start for eq. 4.1: knee × rise (``rise = slope·(x_max − knee)``)."""
+    knees = xmin[:, None] + _KNEE_FRACTIONS[None, :] * (xmax - xmin)[:, None]  # (G, K)
+    room = np.maximum(xmax[:, None] - knees, 1e-6)
+    slopes = _RISES[None, None, :] / room[:, :, None]  # (G, K, R)
+    xx = x[:, None, None, :]
+    v = 1.0 + slopes[..., None] * np.maximum(xx - knees[:, :, None, None], 0.0)
+    b1 = xx * v * v
+    c0, c1, sse = _nonneg_two_basis(np.ones_like(b1), b1, y[:, None, None, :], m[:, None, None, :])
+    g = np.arange(x.shape[0])
+    k_i, r_i = np.unravel_index(sse.reshape(x.shape[0], -1).argmin(axis=1), sse.shape[1:])
+    return np.stack([c0[g, k_i, r_i], c1[g, k_i, r_i], knees[g, k_i], slopes[g, k_i, r_i]], axis=1)
+
+
+def _chunks(n_groups, cells_per_group, budget=4_000_000):
+    """Slices of groups so each grid evaluation stays within ``budget`` cells (memory)."""
+    step = max(1, budget // max(cells_per_group, 1))
+    return [slice(i, i + step) for i in range(0, max(n_groups, 1), step)]
+
+
+_RATES = np.concatenate(([0.0], np.logspace(-2, 3, 16)))
+
+
+def _rational_grid(x, y, m):
+    """Best grid start for eq. 4.5 over pairs of rates ``b < d``."""
+    i_b, i_d = np.triu_indices(_RATES.size, k=1)  # b < d: the two terms are interchangeable
+    b = _RATES[i_b]
+    d = _RATES[i_d]
+    xx = x[:, None, :]
+    u = 1.0 / (1.0 + b[None, :, None] * xx)
+    w = 1.0 / (1.0 + d[None, :, None] * xx)
+    c0, c1, sse = _nonneg_two_basis(u, w, y[:, None, :], m[:, None, :])
+    best = sse.argmin(axis=1)
+    g = np.arange(x.shape[0])
+    return np.stack([c0[g, best], b[best], c1[g, best], d[best]], axis=1)
+
+
+def fit_rational_batch(f, t, m, max_iter=100, max_rate=1e4):
+    """Fit eq. 4.5 to every row of padded ``f`` (MHz), ``t`` with mask ``m``.
+
+    Returns ``(params, sse, n_iter)``; ``params[:, :] = (a, b, c, d)`` with
+    ``b, d`` in 1/MHz and ``a, c`` in the unit of ``t``; ``b ≤ d`` by convention.
+    """
+    f = np.asarray(f, float)
+    t = np.asarray(t, float)
+    m = np.asarray(m, float)
+    xs, ys = _scales(f, t, m)
+    x = f / xs[:, None]
+    y = t / ys[:, None]
+    start = np.concatenate(
+        [_rational_grid(x[s], y[s], m[s]) for s in _chunks(x.shape[0], x.shape[1] * 136)]
+    )
+    lower = np.zeros(4)
+    upper = np.array([np.inf, max_rate, np.inf, max_rate])
+    par, cost, n_iter = _lm(_rational_jac, start, x, y, m, lower, upper, max_iter=max_iter)
+    # Canonical order: the slower-decaying term first.
+    swap = par[:, 1] > par[:, 3]
+    par[swap] = par[swap][:, [2, 3, 0, 1]]
+    out = np.empty_like(par)
+    out[:, 0] = par[:, 0] * ys
+    out[:, 1] = par[:, 1] / xs
+    out[:, 2] = par[:, 2] * ys
+    out[:, 3] = par[:, 3] / xs
+    return out, cost * ys**2, n_iter

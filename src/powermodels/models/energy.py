@@ -1,0 +1,128 @@
+"""Energy from corrected power and time (thesis eq. 4.3 and 4.4).
+
+``E = P_corr · Δt`` with the measured kernel time (eq. 4.3), or
+``E = P_corr · T_model(f)`` with a fitted :class:`RationalTimeModel` (eq. 4.4)
+when the kernel never ran at that clock. Put it after the corrections in a
+``Pipeline``: ``FrequencyCorrection → TemperatureCorrection → EnergyModel``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .. import schema
+from ._columns import column_index, numeric_column, table_array
+from .frequency import _is_fitted
+from .runtime import RationalTimeModel
+
+__all__ = ["EnergyModel"]
+
+
+class EnergyModel(RegressorMixin, BaseEstimator):
+    """Energy per launch: corrected power × measured (eq. 4.3) or modelled (eq. 4.4) time.
+
+    Parameters
+    ----------
+    power_column : str or int, default="power_w"
+        Column of (corrected) power, W.
+    time_column : str or int or None, default="time_s"
+        Column of measured time per launch, s. Needed by ``fit`` when the
+        time model is fitted here, and by ``predict`` with ``time="measured"``.
+    frequency_column : str or int, default="sm_clock_mhz"
+        Column of the clock (MHz) at which to evaluate the time model. For a
+        prediction at a reference clock, pass the corrected table with this
+        column set to the reference clock.
+    time : {"measured", "model"}, default="measured"
+        Which time to multiply by.
+    time_model : RationalTimeModel or None, default=None
+        Time model for ``time="model"``. None fits a new one on ``fit``'s
+        table (clock → time column); an unfitted one is cloned and fitted; a
+        fitted one is used as it is.
+
+    Attributes
+    ----------
+    time_model_ : RationalTimeModel or None
+        The fitted time model (None with ``time="measured"``).
+    """
+
+    def __init__(self, power_column=schema.POWER_W, time_column=schema.TIME_S,
+                 frequency_column=schema.SM_CLOCK_MHZ, time="measured", time_model=None):
+        self.power_column = power_column
+        self.time_column = time_column
+        self.frequency_column = frequency_column
+        self.time = time
+        self.time_model = time_model
+
+    @classmethod
+    def _check_instance(cls):
+        return cls(power_column=0, time_column=1, time="measured")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.string = True
+        tags.target_tags.required = False
+        tags.regressor_tags.poor_score = True  # the target is never learnt from
+        return tags
+
+    def fit(self, X, y=None):
+        """Fit the time model (``time="model"``); ``y`` is ignored."""
+        if self.time not in ("measured", "model"):
+            raise ValueError(f"time must be 'measured' or 'model', got {self.time!r}")
+        X = table_array(X)
+        validate_data(self, X, reset=True, skip_check_array=True)
+        if y is not None:  # not learnt from, but must describe the same rows
+            y = np.asarray(y)
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = column_or_1d(y, warn=True)
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"y has {y.shape[0]} rows, X has {X.shape[0]}")
+            if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+                raise ValueError("Input y contains NaN or infinity")
+        numeric_column(X, column_index(X, self.power_column, "power_column"), "power_column",
+                       nonnegative=True, unit=" W")
+        self.time_model_ = None
+        if self.time == "measured":
+            if self.time_column is None:
+                raise ValueError("time='measured' needs time_column")
+            numeric_column(X, column_index(X, self.time_column, "time_column"), "time_column",
+                           nonnegative=True, unit=" s")
+            return self
+        if self.time_model is not None and not isinstance(self.time_model, RationalTimeModel):
+            raise ValueError(
+                f"time_model must be a RationalTimeModel or None, got {type(self.time_model).__name__}"
+            )
+        if self.time_model is not None and _is_fitted(self.time_model):
+            self.time_model_ = self.time_model
+            return self
+        if self.time_column is None:
+            raise ValueError("fitting the time model needs time_column (or pass a fitted time_model)")
+        f = numeric_column(X, column_index(X, self.frequency_column, "frequency_column"),
+                           "frequency_column", nonnegative=True, unit=" MHz")
+        t = numeric_column(X, column_index(X, self.time_column, "time_column"), "time_column",
+                           nonnegative=True, unit=" s")
+        model = clone(self.time_model) if self.time_model is not None else RationalTimeModel()
+        self.time_model_ = model.set_params(frequency_column=0).fit(f[:, None], t)
+        return self
+
+    def predict_time(self, X) -> np.ndarray:
+        """Time per launch used for each row (measured or modelled)."""
+        check_is_fitted(self, "time_model_")
+        X = table_array(X)
+        if self.time == "measured":
+            return numeric_column(X, column_index(X, self.time_column, "time_column"),
+                                  "time_column", nonnegative=True, unit=" s")
+        f = numeric_column(X, column_index(X, self.frequency_column, "frequency_column"),
+                           "frequency_column", nonnegative=True, unit=" MHz")
+        return self.time_model_.predict_at(f)
+
+    def predict(self, X) -> np.ndarray:
+        """Energy per launch, J."""
+        check_is_fitted(self, "time_model_")
+        X = table_array(X)
+        validate_data(self, X, reset=False, skip_check_array=True)
+        p = numeric_column(X, column_index(X, self.power_column, "power_column"), "power_column",
+                           nonnegative=True, unit=" W")
+        return p * self.predict_time(X)
