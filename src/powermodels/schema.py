@@ -104,6 +104,8 @@ TOI_S = "toi_s"                      # FinGraV time of interest: time since kern
 # instruction table (besides one column per opcode)
 STATIC_POWER_W = "static_power_w"
 OPCODE_PREFIX = "op:"                # opcode count columns are "op:FFMA", "op:LDG.E.128", ...
+L1_HIT_RATE = "l1_hit_rate"          # L1 hit fraction of global-memory sectors (ncu), 0..1
+L2_HIT_RATE = "l2_hit_rate"          # L2 hit fraction of sectors (ncu), 0..1
 
 # DVFS features (DSO Table I runtime utilisation, DCGM-style)
 FEATURE_PREFIX = "feat:"             # feature columns are "feat:sm_active", "feat:ptx_fp32", ...
@@ -256,6 +258,8 @@ INSTRUCTION_TABLE = TableSpec(
     optional=(
         _power(STATIC_POWER_W, "static + constant power", nullable=True),
         _power(IDLE_POWER_W, "idle power", nullable=True),
+        Column(L1_HIT_RATE, "float", "", 0.0, 1.0, True, "L1 hit fraction of global accesses"),
+        Column(L2_HIT_RATE, "float", "", 0.0, 1.0, True, "L2 hit fraction"),
     ),
     min_rows=1,
 )
