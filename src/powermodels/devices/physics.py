@@ -1,0 +1,189 @@
+"""Physical ground truth of the simulated GPU: V(f), power, leakage, thermal RC, power cap.
+
+The model is DSO eq. 1 extended with activity factors and a temperature-
+dependent leakage term (thesis §4.2.2, eq. 4.6: power rises linearly with die
+temperature at a fixed clock)::
+
+    P = P0 + κ·V(f)·(1 + λ·(T − T_ref))                 static + leakage
+          + c·f·V(f)²·(a_idle + (1 − a_idle)·a)          core dynamic, a = core activity
+          + γ·f_mem·(m_idle + (1 − m_idle)·m)            memory, m = memory activity
+
+with ``f`` in GHz and ``V`` the voltage relative to its value below the knee.
+``V(f)`` is flat below the knee and rises linearly above it (the Kernel Tuner
+shape of :func:`powermodels.models.voltage.relative_voltage`, thesis eq. 4.1),
+softened over ``voltage_knee_width_mhz`` with a softplus; a width of 0 gives
+exactly the piecewise-linear shape.
+
+Temperature follows a first-order thermal RC, solved exactly over each
+control step: ``T ← T_amb + (T − T_amb)·e^{−dt/τ} + R·P·(1 − e^{−dt/τ})``.
+
+Default values mimic an H100 SXM (Hopper, 700 W): idle ≈ 100 W, a full FP32
+load at 1980 MHz ≈ 590 W rising ~25 W as the die heats (so it runs
+unthrottled at 1980 MHz, as measured on the lent GPU), and a load that keeps
+both the SMs and HBM fully busy exceeds 700 W and is power-capped. The RC
+constants (R = 0.07 K/W, τ = 5 s) reproduce the measured warm-up of
+DESIGN.md (31 → 48 °C in 3 s of full FMA load) with a plausible steady state
+(~70 °C); a τ of tens of seconds cannot heat 17 °C in 3 s without an
+implausibly hot steady state, so a single fast pole stands for the die.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+__all__ = ["GPUPhysics", "clock_table"]
+
+
+@dataclass(frozen=True)
+class GPUPhysics:
+    """Parameters of the simulated GPU's physics (defaults: H100-SXM-like).
+
+    Parameters
+    ----------
+    sm_clock_min_mhz, sm_clock_max_mhz, sm_clock_step_mhz : float
+        Supported graphics clocks (H100: 345–1980 MHz in 15 MHz steps). The
+        maximum is the boost clock used when the clock is not locked.
+    mem_clocks_mhz : tuple of float
+        Supported memory clocks, the first is the default. H100 SXM has
+        2619 MHz; a second, lower clock (ratio of the H200's 3201/2201 pair)
+        lets DVFS over both domains be simulated.
+    power_limit_w, power_limit_min_w, power_limit_max_w : float
+        Default, minimum and maximum power limit (Hopper SXM: 700 W).
+    p0_w : float
+        Constant board power (P0 of DSO eq. 1).
+    leakage_w : float
+        Leakage κ at relative voltage 1 and ``t_ref_c``.
+    leakage_per_c : float
+        Relative leakage increase per °C (λ); linear, so the thesis eq. 4.7
+        temperature correction is exact at a fixed clock.
+    t_ref_c : float
+        Reference temperature of the leakage term.
+    core_w_per_ghz : float
+        Core dynamic coefficient c (W per GHz at relative voltage 1, activity 1).
+    idle_activity : float
+        Core activity of an idle GPU (clock tree, housekeeping).
+    mem_w_per_ghz : float
+        Memory coefficient γ (W per GHz of memory clock at activity 1).
+    mem_idle_activity : float
+        Memory activity of an idle GPU (refresh, PHY).
+    voltage_knee_mhz, voltage_slope_per_ghz : float
+        V(f) knee and relative slope above it (V_rel(1980) ≈ 1.5).
+    voltage_knee_width_mhz : float
+        Softness of the knee; 0 gives the piecewise-linear shape.
+    thermal_resistance_k_per_w, thermal_tau_s : float
+        First-order thermal RC: steady-state rise per watt and time constant.
+    clock_recovery_mhz_per_s : float
+        How fast the clock climbs back after a power-cap episode (the cap
+        itself acts within one control step).
+    fine_step_s : float
+        Internal grid of the power truth (0.2 ms); launches shorter than a
+        step occupy it fractionally.
+    control_step_s : float
+        Grid of the clock controller and thermal model (1 ms), a multiple of
+        ``fine_step_s``.
+    """
+
+    sm_clock_min_mhz: float = 345.0
+    sm_clock_max_mhz: float = 1980.0
+    sm_clock_step_mhz: float = 15.0
+    mem_clocks_mhz: tuple = (2619.0, 1800.0)
+    power_limit_w: float = 700.0
+    power_limit_min_w: float = 200.0
+    power_limit_max_w: float = 700.0
+    p0_w: float = 25.0
+    leakage_w: float = 30.0
+    leakage_per_c: float = 0.02
+    t_ref_c: float = 25.0
+    core_w_per_ghz: float = 108.0
+    idle_activity: float = 0.02
+    mem_w_per_ghz: float = 50.0
+    mem_idle_activity: float = 0.1
+    voltage_knee_mhz: float = 1200.0
+    voltage_slope_per_ghz: float = 0.64
+    voltage_knee_width_mhz: float = 40.0
+    thermal_resistance_k_per_w: float = 0.07
+    thermal_tau_s: float = 5.0
+    clock_recovery_mhz_per_s: float = 15000.0
+    fine_step_s: float = 2e-4
+    control_step_s: float = 1e-3
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "mem_clocks_mhz":
+                if len(value) < 1 or not all(math.isfinite(v) and v > 0 for v in value):
+                    raise ValueError(f"GPUPhysics: mem_clocks_mhz must be positive clocks, got {value!r}")
+                continue
+            if not (isinstance(value, (int, float)) and math.isfinite(value)):
+                raise ValueError(f"GPUPhysics: {f.name} must be a finite number, got {value!r}")
+            nonneg = ("voltage_knee_width_mhz", "idle_activity", "mem_idle_activity", "leakage_per_c",
+                      "p0_w", "leakage_w", "mem_w_per_ghz", "voltage_slope_per_ghz", "t_ref_c",
+                      "voltage_knee_mhz")
+            if f.name in nonneg:
+                if value < 0:
+                    raise ValueError(f"GPUPhysics: {f.name} must be >= 0, got {value!r}")
+            elif value <= 0:
+                raise ValueError(f"GPUPhysics: {f.name} must be > 0, got {value!r}")
+        if self.sm_clock_min_mhz > self.sm_clock_max_mhz:
+            raise ValueError("GPUPhysics: sm_clock_min_mhz must not exceed sm_clock_max_mhz")
+        if not self.power_limit_min_w <= self.power_limit_w <= self.power_limit_max_w:
+            raise ValueError("GPUPhysics: power_limit_w must lie within [power_limit_min_w, power_limit_max_w]")
+        for name in ("idle_activity", "mem_idle_activity"):
+            if getattr(self, name) > 1:
+                raise ValueError(f"GPUPhysics: {name} must be <= 1")
+        ratio = self.control_step_s / self.fine_step_s
+        if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
+            raise ValueError("GPUPhysics: control_step_s must be a whole multiple of fine_step_s")
+
+    # -- shapes ----------------------------------------------------------------
+
+    def relative_voltage(self, f_mhz):
+        """V(f)/V_min: flat below the knee, linear above, softened over the knee width."""
+        f = np.asarray(f_mhz, dtype=float)
+        x = f - self.voltage_knee_mhz
+        w = self.voltage_knee_width_mhz
+        if w > 0:
+            # softplus: → max(x, 0) far from the knee, smooth within ~w of it
+            above = w * np.logaddexp(0.0, x / w)
+        else:
+            above = np.maximum(x, 0.0)
+        return 1.0 + self.voltage_slope_per_ghz * above / 1000.0
+
+    def power_terms(self, f_mhz, f_mem_mhz, temperature_c):
+        """Split power into ``(A, Bc, Bm)`` with ``P = A + Bc·a + Bm·m``.
+
+        ``a`` and ``m`` are the core and memory activities (0..1); ``A`` is the
+        power at zero activity (static, leakage, idle toggling).
+        """
+        f_ghz = np.asarray(f_mhz, dtype=float) / 1000.0
+        fm_ghz = np.asarray(f_mem_mhz, dtype=float) / 1000.0
+        v = self.relative_voltage(np.asarray(f_mhz, dtype=float))
+        leak = self.leakage_w * v * (1.0 + self.leakage_per_c * (np.asarray(temperature_c) - self.t_ref_c))
+        core = self.core_w_per_ghz * f_ghz * v * v
+        mem = self.mem_w_per_ghz * fm_ghz
+        a_idle, m_idle = self.idle_activity, self.mem_idle_activity
+        base = self.p0_w + leak + core * a_idle + mem * m_idle
+        return base, core * (1.0 - a_idle), mem * (1.0 - m_idle)
+
+    def power_w(self, f_mhz, f_mem_mhz, temperature_c, activity=0.0, mem_activity=0.0):
+        """True power (W) at the given clocks, temperature and activities."""
+        a, bc, bm = self.power_terms(f_mhz, f_mem_mhz, temperature_c)
+        return a + bc * np.asarray(activity, dtype=float) + bm * np.asarray(mem_activity, dtype=float)
+
+    def idle_temperature_c(self, ambient_c: float, f_mhz: float, f_mem_mhz: float) -> float:
+        """Steady-state temperature of the idle GPU: solves ``T = T_amb + R·P_idle(T)``."""
+        # P_idle is linear in T: P = p + q·T
+        p1 = float(self.power_w(f_mhz, f_mem_mhz, 1.0))
+        p0 = float(self.power_w(f_mhz, f_mem_mhz, 0.0))
+        q = p1 - p0
+        r = self.thermal_resistance_k_per_w
+        return (ambient_c + r * p0) / (1.0 - r * q)
+
+
+def clock_table(physics: GPUPhysics) -> np.ndarray:
+    """Supported SM clocks in MHz, ascending."""
+    n = round((physics.sm_clock_max_mhz - physics.sm_clock_min_mhz) / physics.sm_clock_step_mhz)
+    return physics.sm_clock_min_mhz + physics.sm_clock_step_mhz * np.arange(n + 1)
