@@ -1,0 +1,602 @@
+"""Wattchmen on the lent Hopper GPU: measure, profile, fit, predict held-out workloads.
+
+Three steps (Wattchmen §3.3, §4, §5):
+
+``measure``  (GPU) steady-state power of every microbenchmark in
+    :mod:`powermodels.harness.microbench` and of ≥10 held-out workloads (cuBLAS
+    SGEMM/HGEMM/DGEMM, a tiled SGEMM, reduction, sort, FFT, STREAM triad, SpMV,
+    softmax, transpose, histogram, scan) from the NVML total-energy counter
+    (idle power first; the counter is polled while the GPU is kept busy and
+    the power is the counter's slope between two of its update edges).
+    Then re-runs itself under ``ncu --clock-control none`` at small iteration
+    counts for SASS opcode counts (with modifiers) and L1/L2 hit rates;
+    microbenchmark counts are extrapolated linearly to the measured iteration
+    count from two profiled counts (exact for loop bodies). Writes the two
+    instruction tables.
+``profile``  (internal, run under ncu by ``measure``).
+``analyze``  (anywhere) fits :class:`~powermodels.models.instruction.InstructionEnergyModel`
+    on the microbenchmarks, predicts the held-out workloads, prints direct
+    and extended MAPE, coverage and two breakdowns next to Wattchmen's H100
+    numbers (16 % direct / 12 % extended, Table 7).
+
+Usage::
+
+    PYTHONPATH=src python3 benchmarks/gpu_wattchmen.py measure --out $OUT
+    PYTHONPATH=src python benchmarks/gpu_wattchmen.py analyze --data datasets/h100
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from powermodels import schema  # noqa: E402
+from powermodels.harness import sass  # noqa: E402
+from powermodels.harness.microbench import MICROBENCHMARKS  # noqa: E402
+
+# Profiled iteration counts of the microbenchmarks (counts are linear in iters).
+PROFILE_ITERS = (8, 16)   # multiples of 8: ptxas unrolls the outer loop by 4
+TARGET_LAUNCH_S = 0.02     # one microbenchmark launch ≈ 20 ms at the measured iteration count
+BATCH_S = 0.05             # work queued per batch while the counter is polled
+WARM_S = 0.8               # warm-up before the power window (ramp and clock settle)
+WINDOW_S = 2.2             # power window
+NCU_METRICS = [sass.OPCODE_METRIC, "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
+               "gpu__time_duration.sum"]
+
+TILED_SGEMM = r"""
+extern "C" __global__ void tiled_sgemm(const float* A, const float* B, float* C, int n) {
+  __shared__ float As[32][33], Bs[32][33];
+  int tx = threadIdx.x, ty = threadIdx.y, row = blockIdx.y * 32 + ty, col = blockIdx.x * 32 + tx;
+  float acc = 0.f;
+  for (int t = 0; t < n; t += 32) {
+    As[ty][tx] = A[row * n + t + tx];
+    Bs[ty][tx] = B[(t + ty) * n + col];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 32; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  C[row * n + col] = acc;
+}
+"""
+MARKER = r'extern "C" __global__ void pm_marker(int* p) { if (p[0] == 12345) p[1] = 1; }'
+
+
+# --------------------------------------------------------------------------- GPU side
+
+class Gpu:
+    """CuPy + NVML handles, compiled microbenchmarks and buffers."""
+
+    def __init__(self, cubin_dir: Path):
+        import cupy as cp
+        import pynvml
+
+        self.cp, self.nvml = cp, pynvml
+        pynvml.nvmlInit()
+        self.h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        self.sm_count = cp.cuda.Device(0).attributes["MultiProcessorCount"]
+        self.modules = {}
+        cubin_dir.mkdir(parents=True, exist_ok=True)
+        for src in sorted({m.source for m in MICROBENCHMARKS.values()}):
+            path = MICROBENCHMARKS[next(n for n, m in MICROBENCHMARKS.items()
+                                        if m.source == src)].path
+            cubin = cubin_dir / f"{Path(src).stem}.cubin"
+            if not cubin.exists():
+                sass.compile_cubin(path, out=cubin)
+            self.modules[src] = cp.RawModule(path=str(cubin))
+        big = 512 * 2**20
+        self.inp = cp.random.uniform(1.0, 2.0, size=big // 4 + 2**20, dtype=cp.float32)
+        self.out = cp.zeros(big // 4 + 2**22, dtype=cp.float32)
+        self.marker_fn = cp.RawKernel(MARKER, "pm_marker")
+        self.marker_buf = cp.zeros(4, dtype=cp.int32)
+
+    def info(self) -> dict:
+        nv = self.nvml
+        name = nv.nvmlDeviceGetName(self.h)
+        return {
+            "gpu": name.decode() if isinstance(name, bytes) else name,
+            "driver": _s(nv.nvmlSystemGetDriverVersion()),
+            "sm_count": int(self.sm_count),
+            "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "cupy": self.cp.__version__,
+        }
+
+    def energy_mj(self) -> int:
+        return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.h)
+
+    def launcher(self, name: str, iters: int):
+        m = MICROBENCHMARKS[name]
+        fn = self.modules[m.source].get_function(m.kernel)
+        grid, block = (m.grid(self.sm_count),), (m.block,)
+        args = (self.inp, self.out, np.int64(iters), np.uint32(m.mask))
+        return lambda: fn(grid, block, args)
+
+    def marker(self, code: int, end: bool):
+        self.marker_fn((code + 1,), (2 if end else 1,), (self.marker_buf,))
+
+    def sample_state(self) -> dict:
+        nv = self.nvml
+        return {"temperature_c": float(nv.nvmlDeviceGetTemperature(self.h, nv.NVML_TEMPERATURE_GPU)),
+                "sm_clock_mhz": float(nv.nvmlDeviceGetClockInfo(self.h, nv.NVML_CLOCK_SM)),
+                "mem_clock_mhz": float(nv.nvmlDeviceGetClockInfo(self.h, nv.NVML_CLOCK_MEM))}
+
+    def time_once(self, step, repeat: int = 3) -> float:
+        cp = self.cp
+        step()
+        cp.cuda.Device().synchronize()
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        for _ in range(repeat):
+            step()
+        b.record()
+        b.synchronize()
+        return cp.cuda.get_elapsed_time(a, b) / 1e3 / repeat
+
+    def steady_power(self, step, step_s: float, warm_s: float = WARM_S,
+                     window_s: float = WINDOW_S) -> dict:
+        """Keep the GPU busy with ``step`` and read the energy counter's slope.
+
+        Two batches stay queued so the GPU never idles while the host polls the
+        counter (≈4 ms a read). Power = ΔE/Δt between the first and last counter
+        update edges inside the window; time per step from CUDA events over the
+        window's batches.
+        """
+        cp = self.cp
+        per_batch = max(1, round(BATCH_S / max(step_s, 1e-6)))
+        inflight, samples = [], []
+        t0 = time.monotonic()
+        t_win, t_end = t0 + warm_s, t0 + warm_s + window_s
+        ev_start = ev_stop = None
+        steps_in_window = 0
+        while True:
+            now = time.monotonic()
+            while len(inflight) < 2 and now < t_end:
+                if ev_start is None and now >= t_win:
+                    ev_start = cp.cuda.Event()
+                    ev_start.record()
+                for _ in range(per_batch):
+                    step()
+                if ev_start is not None:
+                    steps_in_window += per_batch
+                ev = cp.cuda.Event()
+                ev.record()
+                inflight.append(ev)
+            samples.append((time.monotonic(), self.energy_mj()))
+            while inflight and inflight[0].done:
+                inflight.pop(0)
+            if now >= t_end:
+                break
+        ev_stop = cp.cuda.Event()
+        ev_stop.record()
+        state = self.sample_state()
+        ev_stop.synchronize()
+        gpu_s = cp.cuda.get_elapsed_time(ev_start, ev_stop) / 1e3
+        power = _counter_slope(samples, t_win + 0.1, t_end)
+        return {"power_w": power, "time_s": gpu_s / steps_in_window, "steps": steps_in_window,
+                "per_batch": per_batch, "n_samples": len(samples), **state}
+
+    def idle_power(self, seconds: float = 3.0) -> float:
+        self.cp.cuda.Device().synchronize()
+        time.sleep(1.0)
+        samples, t0 = [], time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            samples.append((time.monotonic(), self.energy_mj()))
+            time.sleep(0.002)
+        return _counter_slope(samples, t0, t0 + seconds)
+
+
+def _s(x):
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def _counter_slope(samples, t_from, t_to) -> float:
+    """Power (W) from (t, mJ) samples: slope between the first and last update edges in range."""
+    t = np.array([s[0] for s in samples])
+    e = np.array([s[1] for s in samples], dtype=float)
+    edge = np.flatnonzero(np.diff(e) != 0) + 1
+    edge = edge[(t[edge] >= t_from) & (t[edge] <= t_to)]
+    if len(edge) < 2:
+        return float("nan")
+    i, j = edge[0], edge[-1]
+    return (e[j] - e[i]) / 1e3 / (t[j] - t[i])
+
+
+def workloads(gpu: Gpu) -> dict:
+    """Held-out workloads (not microbenchmarks): name → zero-argument step."""
+    cp = gpu.cp
+    rs = cp.random.RandomState(0)
+    w = {}
+
+    def gemm(n, dtype):
+        a = rs.uniform(-1, 1, (n, n)).astype(dtype)
+        b = rs.uniform(-1, 1, (n, n)).astype(dtype)
+        c = cp.empty((n, n), dtype=dtype)
+        return lambda: cp.matmul(a, b, out=c)
+
+    w["cublas_sgemm_4096"] = gemm(4096, cp.float32)
+    w["cublas_hgemm_8192"] = gemm(8192, cp.float16)
+    w["cublas_dgemm_4096"] = gemm(4096, cp.float64)
+
+    n = 2048
+    tiled = cp.RawKernel(TILED_SGEMM, "tiled_sgemm")
+    ta, tb = rs.uniform(-1, 1, (n, n), dtype=cp.float32), rs.uniform(-1, 1, (n, n), dtype=cp.float32)
+    tc = cp.empty((n, n), dtype=cp.float32)
+    w["tiled_sgemm_2048"] = lambda: tiled((n // 32, n // 32), (32, 32), (ta, tb, tc, np.int32(n)))
+
+    x = rs.uniform(0, 1, 2**28, dtype=cp.float32)
+    w["reduction_sum_256M"] = lambda: x.sum()
+    xs = rs.uniform(0, 1, 2**24, dtype=cp.float32)
+    w["sort_16M"] = lambda: cp.sort(xs)
+    xf = (rs.uniform(0, 1, 2**24) + 1j * rs.uniform(0, 1, 2**24)).astype(cp.complex64)
+    w["fft_16M"] = lambda: cp.fft.fft(xf)
+    triad = cp.ElementwiseKernel("T b, T c, T s", "T a", "a = b + s * c", "pm_triad")
+    tb_, tc_, ta_ = (rs.uniform(0, 1, 2**26, dtype=cp.float32) for _ in range(3))
+    w["stream_triad_64M"] = lambda: triad(tb_, tc_, np.float32(3.0), ta_)
+
+    import cupyx.scipy.sparse as sp
+    rows, per_row = 2**21, 16
+    indptr = cp.arange(0, rows * per_row + 1, per_row, dtype=cp.int32)
+    indices = rs.randint(0, rows, rows * per_row).astype(cp.int32)
+    data = rs.uniform(0, 1, rows * per_row, dtype=cp.float32)
+    mat = sp.csr_matrix((data, indices, indptr), shape=(rows, rows))
+    vec = rs.uniform(0, 1, rows, dtype=cp.float32)
+    w["spmv_csr_2M"] = lambda: mat @ vec
+    sm = rs.uniform(-4, 4, (4096, 8192), dtype=cp.float32)
+
+    def softmax():
+        e = cp.exp(sm - sm.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    w["softmax_4096x8192"] = softmax
+    tr = rs.uniform(0, 1, (8192, 8192), dtype=cp.float32)
+    w["transpose_8192"] = lambda: cp.ascontiguousarray(tr.T)
+    bins = rs.randint(0, 1024, 2**26).astype(cp.int32)
+    w["histogram_64M"] = lambda: cp.bincount(bins, minlength=1024)
+    cs = rs.uniform(0, 1, 2**26, dtype=cp.float32)
+    w["cumsum_64M"] = lambda: cp.cumsum(cs)
+    return w
+
+
+def calibrate_iters(gpu: Gpu, name: str) -> int:
+    probe = 64 if name != "nanosleep" else 256
+    t = gpu.time_once(gpu.launcher(name, probe), repeat=2)
+    iters = max(PROFILE_ITERS[-1] * 4, round(probe * TARGET_LAUNCH_S / max(t, 1e-7)))
+    return int(iters // 8 * 8)  # same unrolled-loop remainder as the profiled counts
+
+
+def cmd_measure(args) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = open(out / "measure_log.txt", "a")
+
+    def say(msg):
+        print(msg, flush=True)
+        log.write(msg + "\n")
+        log.flush()
+
+    if args.record:  # profile only: reuse an earlier energy phase
+        record = json.loads(Path(args.record).read_text())
+        say(f"reusing {args.record}")
+        return _profile_and_tables(record, out, say)
+    gpu = Gpu(Path("/tmp/pm_cubins"))
+    info = gpu.info()
+    say(json.dumps(info))
+    names = [n for n in MICROBENCHMARKS if not args.only or n in args.only.split(",")]
+    record = {"info": info, "idle_power_w": None, "micro": {}, "workloads": {}}
+    record["idle_power_w"] = gpu.idle_power()
+    say(f"idle power {record['idle_power_w']:.2f} W")
+    t_start = time.monotonic()
+    for name in names:
+        try:
+            iters = calibrate_iters(gpu, name)
+            step = gpu.launcher(name, iters)
+            res = gpu.steady_power(step, gpu.time_once(step, repeat=1))
+            res["iters"] = iters
+            record["micro"][name] = res
+            say(f"{name:14s} iters={iters:8d} t={res['time_s'] * 1e3:8.3f} ms "
+                f"P={res['power_w']:7.2f} W T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
+        except Exception as err:  # one broken benchmark must not lose the rest
+            say(f"{name}: FAILED {type(err).__name__}: {err}")
+    wl = workloads(gpu)
+    for name, step in wl.items():
+        if args.only and name not in args.only.split(","):
+            continue
+        try:
+            step_s = gpu.time_once(step, repeat=3)
+            res = gpu.steady_power(step, step_s)
+            record["workloads"][name] = res
+            say(f"{name:20s} t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
+                f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
+        except Exception as err:
+            say(f"{name}: FAILED {type(err).__name__}: {err}")
+    say(f"energy phase took {time.monotonic() - t_start:.0f} s")
+    (out / "measure.json").write_text(json.dumps(record, indent=1))
+    del gpu, wl
+    return _profile_and_tables(record, out, say)
+
+
+def _profile_and_tables(record: dict, out: Path, say) -> int:
+    # ncu phase: this script again, under the profiler, at small iteration counts.
+    ncu = sass.find_tool("ncu")
+    if ncu is None:
+        say("ncu not found: no opcode counts")
+        return 1
+    rep = Path("/tmp/pm_profile")
+    plan = {"micro": list(record["micro"]), "workloads": list(record["workloads"])}
+    (rep.parent / "pm_plan.json").write_text(json.dumps(plan))
+    # Try the modifier-resolved metric with the NVTX filter first; fall back to the
+    # base-opcode metric and to no filter (markers still segment the launches).
+    csv_text, metric = "", None
+    for metric, nvtx in ((sass.OPCODE_METRIC, True), (sass.OPCODE_METRIC, False),
+                         ("sass__inst_executed_per_opcode", False)):
+        metrics = [metric, *NCU_METRICS[1:]]
+        cmd = [ncu, "--clock-control", "none", *(["--nvtx", "--nvtx-include", "pm/"] if nvtx else []),
+               "--metrics", ",".join(metrics), "--force-overwrite", "-o", str(rep),
+               sys.executable, __file__, "profile", "--plan", str(rep.parent / "pm_plan.json")]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        say(f"ncu ({metric}, nvtx={nvtx}) rc={proc.returncode} in {time.monotonic() - t0:.0f} s; "
+            f"tail: {proc.stdout[-800:]} {proc.stderr[-800:]}")
+        csv = subprocess.run([ncu, "-i", str(rep) + ".ncu-rep", "--csv", "--page", "raw",
+                              "--print-metric-instances", "details"],
+                             capture_output=True, text=True, check=False)
+        try:
+            launches = sass.parse_ncu_csv(csv.stdout, metric)
+        except ValueError as err:
+            say(f"ncu csv unusable: {err}; {csv.stderr[-500:]}")
+            launches = []
+        if any("pm_marker" not in x["kernel"] for x in launches):
+            csv_text = csv.stdout
+            break
+    (out / "ncu_raw.csv").write_text(csv_text)
+    if not csv_text:
+        say("no usable ncu profile")
+        return 1
+    record["ncu_metric"] = metric
+    (out / "measure.json").write_text(json.dumps(record, indent=1))
+    micro, wtab = build_tables(record, csv_text, plan, metric)
+    micro.to_parquet(out / "wattchmen_microbench.parquet")
+    wtab.to_parquet(out / "wattchmen_workloads.parquet")
+    say(f"tables: {micro.shape} microbenchmarks, {wtab.shape} workloads")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    """Run under ncu: each item between two marker kernels, inside NVTX range 'pm'."""
+    import cupy as cp
+
+    def push():
+        try:
+            cp.cuda.nvtx.RangePush("pm")
+        except Exception:  # without NVTX the markers still segment the launches
+            pass
+
+    def pop():
+        try:
+            cp.cuda.nvtx.RangePop()
+        except Exception:
+            pass
+
+    plan = json.loads(Path(args.plan).read_text())
+    gpu = Gpu(Path("/tmp/pm_cubins"))
+    code = 0
+    for name in plan["micro"]:
+        for iters in PROFILE_ITERS:
+            step = gpu.launcher(name, iters)
+            step()
+            cp.cuda.Device().synchronize()
+            push()
+            gpu.marker(code, end=False)
+            step()
+            gpu.marker(code, end=True)
+            cp.cuda.Device().synchronize()
+            pop()
+            code += 1
+    wl = workloads(gpu)
+    for name in plan["workloads"]:
+        step = wl[name]
+        step()
+        step()
+        cp.cuda.Device().synchronize()
+        push()
+        gpu.marker(code, end=False)
+        step()
+        gpu.marker(code, end=True)
+        cp.cuda.Device().synchronize()
+        pop()
+        code += 1
+    return 0
+
+
+def _marker(launch) -> tuple[int, bool] | None:
+    if "pm_marker" not in launch["kernel"]:
+        return None
+    grid = [int(v) for v in launch["grid"].strip("()").split(",")]
+    block = [int(v) for v in launch["block"].strip("()").split(",")]
+    return grid[0] - 1, block[0] == 2
+
+
+def segment_launches(launches: list[dict]) -> dict[int, list[dict]]:
+    """Group ncu launches by the marker code of the segment they fall in."""
+    out: dict[int, list[dict]] = {}
+    current = None
+    for launch in launches:
+        mark = _marker(launch)
+        if mark is not None:
+            current = None if mark[1] else mark[0]
+            if current is not None:
+                out.setdefault(current, [])
+            continue
+        if current is not None:
+            out[current].append(launch)
+    return out
+
+
+def _aggregate(launches: list[dict]) -> tuple[dict, float, float]:
+    """Sum opcode counts; hit rates weighted by each kernel's global-memory instructions."""
+    counts: dict[str, float] = {}
+    w1 = w2 = h1 = h2 = 0.0
+    for launch in launches:
+        mem = 0.0
+        for op, c in launch["opcodes"].items():
+            counts[op] = counts.get(op, 0.0) + c
+            if op.split(".")[0] in ("LDG", "STG", "RED", "REDG", "ATOMG", "LD", "ST", "LDGSTS"):
+                mem += c
+        m = launch["metrics"]
+        r1, r2 = m.get("l1tex__t_sector_hit_rate.pct"), m.get("lts__t_sector_hit_rate.pct")
+        if r1 is not None and np.isfinite(r1) and mem > 0:
+            h1, w1 = h1 + mem * r1 / 100, w1 + mem
+        if r2 is not None and np.isfinite(r2) and mem > 0:
+            h2, w2 = h2 + mem * r2 / 100, w2 + mem
+    return counts, (h1 / w1 if w1 else np.nan), (h2 / w2 if w2 else np.nan)
+
+
+def build_tables(record: dict, csv_text: str, plan: dict, metric: str = sass.OPCODE_METRIC,
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Instruction tables (one row per microbenchmark / workload) from measurements and ncu."""
+    seg = segment_launches(sass.parse_ncu_csv(csv_text, metric))
+    idle = record["idle_power_w"]
+    static = record["micro"].get("nanosleep", {}).get("power_w", np.nan)
+    rows_m, rows_w, code = [], [], 0
+    a, b = PROFILE_ITERS
+    for name in plan["micro"]:
+        ca, _, _ = _aggregate(seg.get(code, []))
+        cb, r1, r2 = _aggregate(seg.get(code + 1, []))
+        code += 2
+        meas = record["micro"][name]
+        n = meas["iters"]
+        ops = set(ca) | set(cb)
+        counts = {op: max(0.0, ca.get(op, 0.0) + (cb.get(op, 0.0) - ca.get(op, 0.0)) * (n - a) / (b - a))
+                  for op in ops}
+        rows_m.append(_row(name, meas, counts, r1, r2, idle, static))
+    for name in plan["workloads"]:
+        counts, r1, r2 = _aggregate(seg.get(code, []))
+        code += 1
+        rows_w.append(_row(name, record["workloads"][name], counts, r1, r2, idle, static))
+    return _frame(rows_m), _frame(rows_w)
+
+
+def _row(name, meas, counts, r1, r2, idle, static) -> dict:
+    row = {schema.WORKLOAD: name, schema.TIME_S: meas["time_s"],
+           schema.ENERGY_J: meas["power_w"] * meas["time_s"], schema.POWER_W: meas["power_w"],
+           schema.STATIC_POWER_W: static, schema.IDLE_POWER_W: idle,
+           schema.L1_HIT_RATE: r1, schema.L2_HIT_RATE: r2,
+           schema.TEMPERATURE_C: meas["temperature_c"], schema.SM_CLOCK_MHZ: meas["sm_clock_mhz"]}
+    row.update({schema.OPCODE_PREFIX + op: c for op, c in counts.items()})
+    return row
+
+
+def _frame(rows) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    ops = sorted(schema.opcode_columns(df))
+    df[ops] = df[ops].fillna(0.0)
+    return df[[c for c in df.columns if c not in ops] + ops]
+
+
+# --------------------------------------------------------------------------- analysis
+
+WATTCHMEN_H100 = {"direct_mape_pct": 16.0, "extended_mape_pct": 12.0,
+                  "direct_coverage_pct": 66.0, "extended_coverage_pct": 92.0}
+
+
+def cmd_analyze(args) -> int:
+    from powermodels.models.instruction import InstructionEnergyModel
+
+    data = Path(args.data)
+    micro = pd.read_parquet(data / "wattchmen_microbench.parquet")
+    wl = pd.read_parquet(data / "wattchmen_workloads.parquet")
+    micro = micro[np.isfinite(micro[schema.ENERGY_J])].reset_index(drop=True)
+    wl = wl[np.isfinite(wl[schema.ENERGY_J]) & (wl[schema.opcode_columns(wl)].sum(axis=1) > 0)]
+    wl = wl.reset_index(drop=True)
+    for df in (micro, wl):  # prediction sees only what a profiler gives (time, counts, hit rates)
+        for col in (schema.POWER_W, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ):
+            if col in df:
+                df.drop(columns=col, inplace=True)
+    y = wl[schema.ENERGY_J].to_numpy()
+    lines = []
+    results = {}
+    for label, ext in (("direct", "none"), ("extended", "bucket")):
+        model = InstructionEnergyModel(extension=ext).fit(micro)
+        pred = model.predict(wl)
+        ape = np.abs(pred - y) / y * 100
+        cov = model.coverage(wl)
+        results[label] = {"model": model, "pred": pred, "ape": ape, "cov": cov}
+    m = results["extended"]["model"]
+    lines.append(f"fit on {len(micro)} microbenchmarks: {len(m.energies_)} opcode features, "
+                 f"rank {m.rank_}, relative residual {m.relative_residual_:.3f}, "
+                 f"static+constant power {m.static_power_w_:.1f} W\n")
+    lines.append("| workload | measured J | direct J | APE % | extended J | APE % | coverage direct % | coverage extended % |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for i, name in enumerate(wl[schema.WORKLOAD]):
+        d, e = results["direct"], results["extended"]
+        lines.append(f"| {name} | {y[i]:.4g} | {d['pred'][i]:.4g} | {d['ape'][i]:.1f} | "
+                     f"{e['pred'][i]:.4g} | {e['ape'][i]:.1f} | {100 * d['cov'][i]:.0f} | "
+                     f"{100 * e['cov'][i]:.0f} |")
+    summary = {
+        "direct_mape_pct": float(results["direct"]["ape"].mean()),
+        "extended_mape_pct": float(results["extended"]["ape"].mean()),
+        "direct_coverage_pct": float(100 * results["direct"]["cov"].mean()),
+        "extended_coverage_pct": float(100 * results["extended"]["cov"].mean()),
+    }
+    lines.append("\n| | ours (this GPU) | Wattchmen H100 (Table 7, §5.2.3) |")
+    lines.append("|---|---|---|")
+    for key, label in (("direct_mape_pct", "direct MAPE %"), ("extended_mape_pct", "extended MAPE %"),
+                       ("direct_coverage_pct", "direct coverage %"),
+                       ("extended_coverage_pct", "extended coverage %")):
+        lines.append(f"| {label} | {summary[key]:.1f} | {WATTCHMEN_H100[key]:.0f} |")
+    for name in args.breakdown.split(","):
+        if name not in set(wl[schema.WORKLOAD]):
+            continue
+        row = wl[wl[schema.WORKLOAD] == name]
+        bd = m.breakdown(row)
+        comp = bd.groupby("component")["energy_j"].sum().sort_values(ascending=False)
+        lines.append(f"\nbreakdown of {name} (measured {row[schema.ENERGY_J].iloc[0]:.4g} J):\n")
+        lines.append("| component | J | % |")
+        lines.append("|---|---|---|")
+        for k, v in comp.items():
+            lines.append(f"| {k} | {v:.4g} | {100 * v / comp.sum():.1f} |")
+        top = bd.sort_values("energy_j", ascending=False).head(8)
+        lines.append("\n| opcode | count | J/instr | J | source |")
+        lines.append("|---|---|---|---|---|")
+        for _, r in top.iterrows():
+            lines.append(f"| {r['opcode']} | {r['count']:.3g} | {r['energy_per_instruction_j']:.3g} | "
+                         f"{r['energy_j']:.4g} | {r['source']} |")
+    text = "\n".join(lines)
+    print(text)
+    out = REPO / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "wattchmen.md").write_text(text + "\n")
+    (out / "wattchmen.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--out", default=os.environ.get("OUT", "wattchmen_out"))
+    m.add_argument("--only", default="", help="comma-separated subset of names")
+    m.add_argument("--record", default="", help="measure.json of an earlier run: profile only")
+    pr = sub.add_parser("profile")
+    pr.add_argument("--plan", required=True)
+    a = sub.add_parser("analyze")
+    a.add_argument("--data", default=str(REPO / "datasets" / "h100"))
+    a.add_argument("--breakdown", default="cublas_sgemm_4096,stream_triad_64M")
+    args = p.parse_args(argv)
+    return {"measure": cmd_measure, "profile": cmd_profile, "analyze": cmd_analyze}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
