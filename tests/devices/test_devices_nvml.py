@@ -118,6 +118,14 @@ def test_field_values_call_unsupported_gives_nan_powers(nvml_device, fake_nvml):
     assert fake_nvml.count("nvmlDeviceGetFieldValues") == 1
 
 
+def test_short_field_answer_is_nan_not_a_crash(nvml_device, fake_nvml, monkeypatch):
+    full = fake_nvml.nvmlDeviceGetFieldValues
+    monkeypatch.setattr(fake_nvml, "nvmlDeviceGetFieldValues", lambda h, ids: full(h, ids)[:1])
+    reading = nvml_device.read()
+    assert reading.power_instant_w == pytest.approx(71.25)
+    assert math.isnan(reading.power_average_w)
+
+
 def test_transient_error_is_nan_once_then_retried(nvml_device, fake_nvml):
     fake_nvml.fail_nth("nvmlDeviceGetPowerUsage", 1, fake_nvml.NVML_ERROR_TIMEOUT)
     assert math.isnan(nvml_device.read().power_usage_w)

@@ -99,7 +99,9 @@ class NVMLDevice(Device):
     Notes
     -----
     :meth:`read` costs one ``nvmlDeviceGetFieldValues`` call for both power
-    fields (186 instant, 185 average; Yang §III) plus ``nvmlDeviceGetPowerUsage``,
+    fields (186 instant, 185 average: on Hopper a 25 ms and a 1 s boxcar every
+    100 ms, Yang §II-C and Fig. 14) plus ``nvmlDeviceGetPowerUsage`` (the 1 s
+    average on Ampere and newer, Yang §II-C),
     the GPU temperature, the SM and memory clocks and the clock-event
     (throttle) reasons — each about 1 µs on an H100/H200. The total-energy
     counter is *not* part of :meth:`read`: it takes milliseconds a call on
@@ -109,8 +111,8 @@ class NVMLDevice(Device):
     --------
     >>> from powermodels.devices.nvml import NVMLDevice  # doctest: +SKIP
     >>> gpu = NVMLDevice(0)                              # doctest: +SKIP
-    >>> gpu.read().power_instant_w                       # doctest: +SKIP
-    72.4
+    >>> gpu.read().power_instant_w  # idle H200, driver 580  # doctest: +SKIP
+    78.292
     """
 
     def __init__(self, index: int = 0):
@@ -190,6 +192,7 @@ class NVMLDevice(Device):
                 continue
             raw = getattr(value.value, _VALUE_ATTR.get(value.valueType, "uiVal"))
             out.append(raw / 1000.0)  # mW -> W
+        out += [NOT_AVAILABLE] * (2 - len(out))  # a short answer must not crash a sampler
         return out[0], out[1]
 
     def read(self) -> Reading:
