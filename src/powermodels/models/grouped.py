@@ -48,7 +48,8 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator
-        Cloned once per group.
+        Cloned once per group. It sees ``X`` without the group column, so its
+        column positions count from there (names are unaffected).
     group_column : str, int or None, default=None
         Column of ``X`` holding the group; None: pass ``groups=``, and without
         it every row is one group.
