@@ -1,0 +1,363 @@
+"""Runners: one interface for running kernels and reading traces, real GPU or simulated.
+
+The protocols (:mod:`powermodels.harness.protocols`) are written once against
+:class:`Runner`; two implementations exist:
+
+* :class:`SimulatedRunner` — ``gpu.run`` / ``gpu.idle`` / ``gpu.square_wave``
+  advance the :class:`~powermodels.devices.simulated.SimulatedGPU`'s clock and
+  ``gpu.trace`` returns what a background sampler would have recorded;
+* :class:`CupyRunner` — CuPy launches timed with CUDA events mapped onto the
+  host clock (:class:`~powermodels.harness.sampler.EventClock`) while a
+  :class:`~powermodels.harness.sampler.Sampler` thread reads the sensor.
+
+Times returned by every method are on the device's host clock (``device.now()``),
+the clock of the trace table's ``t_s``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..devices.base import Device
+from . import workloads
+
+__all__ = [
+    "HOPPER_SENSOR",
+    "CupyRunner",
+    "Runner",
+    "SensorProfile",
+    "SimulatedRunner",
+    "make_runner",
+    "merge_intervals",
+]
+
+
+@dataclass(frozen=True)
+class SensorProfile:
+    """What the protocols need to know about the power sensor (Yang §IV, Fig. 14).
+
+    A reading at host time ``t`` of a boxcar sensor averages the power over
+    ``[t - delay_s - window_s, t - delay_s]``.
+
+    Attributes
+    ----------
+    update_period_s : float
+        Time between new values.
+    instant_window_s : float
+        Boxcar window of the instant reading (field 186).
+    average_window_s : float
+        Boxcar window of the average reading (field 185).
+    delay_s : float
+        Reporting delay beyond the window.
+    rise_time_s : float
+        Time the power takes to rise after a load starts (Yang: ~250 ms).
+    """
+
+    update_period_s: float = 0.1
+    instant_window_s: float = 0.025
+    average_window_s: float = 1.0
+    delay_s: float = 0.0
+    rise_time_s: float = 0.25
+
+
+#: Hopper/A100 defaults from Yang Fig. 14 (100 ms update, 25 ms instant window, 1 s average).
+HOPPER_SENSOR = SensorProfile()
+
+
+def merge_intervals(intervals: np.ndarray, tol_s: float = 1e-6) -> np.ndarray:
+    """Merge ``(n, 2)`` [start, end] intervals that touch (gap ≤ ``tol_s``) into blocks."""
+    iv = np.asarray(intervals, dtype=float).reshape(-1, 2)
+    if iv.shape[0] == 0:
+        return iv
+    iv = iv[np.argsort(iv[:, 0])]
+    out = [list(iv[0])]
+    for s, e in iv[1:]:
+        if s - out[-1][1] <= tol_s:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return np.array(out)
+
+
+class Runner(ABC):
+    """Run kernels and read what the sensor recorded, on one host clock."""
+
+    device: Device
+    sensor: SensorProfile
+
+    @property
+    def device_name(self) -> str:
+        return self.device.info.name
+
+    def now(self) -> float:
+        return self.device.now()
+
+    @abstractmethod
+    def run(self, kernel: str, config: dict, launches: int = 1, gap_s: float = 0.0) -> np.ndarray:
+        """Launch ``kernel`` with ``config`` ``launches`` times; ``(launches, 2)`` [start, end] host times."""
+
+    @abstractmethod
+    def idle(self, seconds: float) -> tuple[float, float]:
+        """Leave the GPU idle for ``seconds``; (start, end)."""
+
+    @abstractmethod
+    def trace(self, start_s: float, end_s: float, run_id: str = "run") -> pd.DataFrame:
+        """Trace table of the sensor readings in ``[start_s, end_s]``."""
+
+    @abstractmethod
+    def square_wave(self, on_s: float, off_s: float, periods: int, amplitude: float = 1.0) -> np.ndarray:
+        """Yang's square-wave load; ``(periods, 2)`` [on_start, on_end] host times."""
+
+    @abstractmethod
+    def step(self, duration_s: float, amplitude: float = 1.0) -> tuple[float, float]:
+        """One continuous load of ``duration_s``; (start, end)."""
+
+    def reference_energy_j(self, intervals: np.ndarray) -> float:
+        """True (or externally metered) energy over the intervals; NaN when unknown."""
+        return math.nan
+
+    def launch_time_s(self, kernel: str, config: dict, launches: int = 3) -> float:
+        """Per-launch time of a warm kernel (median of ``launches`` timed launches after one warm-up)."""
+        self.run(kernel, config, 1)
+        iv = self.run(kernel, config, launches)
+        return float(np.median(iv[:, 1] - iv[:, 0]))
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Stop background threads."""
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SimulatedRunner(Runner):
+    """Runner over a :class:`~powermodels.devices.simulated.SimulatedGPU`.
+
+    Parameters
+    ----------
+    gpu : SimulatedGPU
+        The simulated device.
+    sample_period_s : float, default=1e-3
+        Period of the emulated background sampler (``gpu.trace``).
+    """
+
+    def __init__(self, gpu, sample_period_s: float = 1e-3):
+        self.device = gpu
+        self.gpu = gpu
+        self.sample_period_s = sample_period_s
+        s = gpu.sensor
+        self.sensor = SensorProfile(
+            update_period_s=s.update_period_s,
+            instant_window_s=s.instant_window_s,
+            average_window_s=s.average_window_s,
+            delay_s=getattr(s, "delay_s", 0.0),
+            rise_time_s=HOPPER_SENSOR.rise_time_s,
+        )
+        self._cache: dict = {}
+
+    def _workload(self, kernel, config):
+        key = (kernel, workloads.config_id(kernel, config))
+        if key not in self._cache:
+            self._cache[key] = workloads.simulated_workload(kernel, config)
+        return self._cache[key]
+
+    def run(self, kernel, config, launches=1, gap_s=0.0):
+        if launches < 1:
+            raise ValueError(f"run: launches must be >= 1, got {launches}")
+        return np.asarray(self.gpu.run(self._workload(kernel, config), launches=int(launches), gap_s=gap_s))
+
+    def launch_time_s(self, kernel, config, launches=3):
+        w = self._workload(kernel, config)
+        r = self.gpu.read()
+        return float(w.time_s(r.sm_clock_mhz, r.mem_clock_mhz)) if np.isfinite(r.sm_clock_mhz) \
+            else super().launch_time_s(kernel, config, launches)
+
+    def idle(self, seconds):
+        return tuple(self.gpu.idle(seconds))
+
+    def trace(self, start_s, end_s, run_id="run"):
+        # like waiting for a real sampler to pass end_s: the GPU idles meanwhile
+        if end_s > self.gpu.now():
+            self.gpu.idle(end_s - self.gpu.now())
+        start_s = max(start_s, 0.0)
+        return self.gpu.trace(start_s, end_s, sample_period_s=self.sample_period_s, run_id=run_id)
+
+    def square_wave(self, on_s, off_s, periods, amplitude=1.0):
+        return np.asarray(self.gpu.square_wave(on_s, off_s, periods, amplitude=amplitude))
+
+    def step(self, duration_s, amplitude=1.0):
+        return tuple(self.gpu.step(duration_s, amplitude=amplitude))
+
+    def reference_energy_j(self, intervals):
+        return float(sum(self.gpu.true_energy_j(s, e) for s, e in merge_intervals(intervals)))
+
+
+class CupyRunner(Runner):
+    """Runner on a real GPU: CuPy launches, CUDA events on the host clock, background sampler.
+
+    Parameters
+    ----------
+    device : Device
+        Usually :class:`~powermodels.devices.nvml.NVMLDevice`; its ``now()``
+        must be ``time.perf_counter`` (the clock the events are mapped onto).
+    sample_period_s : float, default=5e-4
+        Fast sampler period.
+    energy_period_s : float, default=0.02
+        Energy-counter period.
+    sensor : SensorProfile, default=HOPPER_SENSOR
+        Sensor timing used by the protocols.
+    in_flight : int, default=32
+        Launches allowed in the queue ahead of the GPU, so the host never
+        blocks inside a launch call.
+    """
+
+    def __init__(self, device: Device, sample_period_s: float = 5e-4, energy_period_s: float = 0.02,
+                 sensor: SensorProfile = HOPPER_SENSOR, in_flight: int = 32):
+        from .sampler import EventClock, Sampler
+
+        self.device = device
+        self.sensor = sensor
+        self.in_flight = in_flight
+        self.sampler = Sampler(device, period_s=sample_period_s, energy_period_s=energy_period_s).start()
+        self.clock = EventClock(now=device.now)
+        self.clock.calibrate()
+        self._prepared: dict = {}
+        self._square: dict = {}
+
+    def prepared(self, kernel, config):
+        key = (kernel, workloads.config_id(kernel, config))
+        if key not in self._prepared:
+            self._prepared[key] = workloads.prepare(kernel, config)
+        return self._prepared[key]
+
+    def run(self, kernel, config, launches=1, gap_s=0.0):
+        return self._launch(self.prepared(kernel, config), launches, gap_s)
+
+    def _launch(self, pk, launches, gap_s=0.0, at=None):
+        import cupy as cp
+
+        if launches < 1:
+            raise ValueError(f"run: launches must be >= 1, got {launches}")
+        stream = cp.cuda.get_current_stream()
+        if gap_s > 0 or at is not None:
+            starts, ends = [], []
+            for i in range(launches):
+                if at is not None:
+                    _sleep_until(at[i], self.device.now)
+                e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                e0.record(stream)
+                pk.launch(stream)
+                e1.record(stream)
+                starts.append(e0)
+                ends.append(e1)
+                if gap_s > 0:
+                    e1.synchronize()
+                    _sleep_until(self.device.now() + gap_s, self.device.now)
+            ends[-1].synchronize()
+            self.clock.calibrate(8)
+            return np.column_stack([self.clock.host_times(starts), self.clock.host_times(ends)])
+        events = [cp.cuda.Event()]
+        events[0].record(stream)
+        window = self.in_flight
+        for i in range(launches):
+            pk.launch(stream)
+            ev = cp.cuda.Event()
+            ev.record(stream)
+            events.append(ev)
+            if i >= window:
+                events[i - window].synchronize()  # keep the queue short; releases the GIL
+        events[-1].synchronize()
+        self.clock.calibrate(8)
+        t = self.clock.host_times(events)
+        return np.column_stack([t[:-1], t[1:]])
+
+    def idle(self, seconds):
+        import cupy as cp
+
+        cp.cuda.get_current_stream().synchronize()
+        start = self.device.now()
+        _sleep_until(start + seconds, self.device.now)
+        return start, self.device.now()
+
+    def trace(self, start_s, end_s, run_id="run"):
+        self.sampler.wait_past(end_s)
+        return self.sampler.table(start_s, end_s, run_id=run_id)
+
+    # -- square wave (Yang §IV) -----------------------------------------------
+
+    def calibrate_square_wave(self, amplitude: float = 1.0, target_s: float = 0.05) -> tuple[float, float]:
+        """Fit kernel time = ``c0 + c1 · iterations`` for the square-wave kernel; return (c0, c1).
+
+        Times four chain lengths around ``target_s`` (three launches each,
+        median) and fits the line by least squares.
+        """
+        guess = 200_000
+        pk = workloads.square_wave_kernel(amplitude, guess)
+        t_guess = float(np.median(np.diff(self._launch(pk, 3), axis=1)))
+        per_iter = t_guess / guess
+        xs, ys = [], []
+        for frac in (0.25, 0.5, 1.0, 1.5):
+            n = max(1000, int(frac * target_s / per_iter))
+            pk = workloads.square_wave_kernel(amplitude, n)
+            iv = self._launch(pk, 3)
+            xs.append(n)
+            ys.append(float(np.median(iv[:, 1] - iv[:, 0])))
+        c1, c0 = np.polyfit(np.array(xs, float), np.array(ys), 1)
+        self._square[amplitude] = (float(c0), float(c1))
+        return float(c0), float(c1)
+
+    def _square_kernel(self, on_s, amplitude):
+        if amplitude not in self._square:
+            self.calibrate_square_wave(amplitude, target_s=max(on_s, 0.01))
+        c0, c1 = self._square[amplitude]
+        iterations = max(1, round((on_s - c0) / c1))
+        return workloads.square_wave_kernel(amplitude, iterations)
+
+    def square_wave(self, on_s, off_s, periods, amplitude=1.0):
+        pk = self._square_kernel(on_s, amplitude)
+        # the host schedules each period on its own clock, so launch jitter never accumulates
+        t0 = self.device.now() + 0.01
+        at = t0 + (on_s + off_s) * np.arange(periods)
+        return self._launch(pk, periods, at=at)
+
+    def step(self, duration_s, amplitude=1.0):
+        chunk = min(0.05, duration_s)
+        pk = self._square_kernel(chunk, amplitude)
+        n = max(1, round(duration_s / chunk))
+        iv = self._launch(pk, n)
+        return float(iv[0, 0]), float(iv[-1, 1])
+
+    def close(self):
+        self.sampler.stop()
+
+
+def _sleep_until(t_s: float, now) -> None:
+    """Sleep until host time ``t_s``; the last 0.2 ms by yielding (``sleep(0)`` releases the GIL,
+    so the sampler thread is never starved by the wait)."""
+    while True:
+        left = t_s - now()
+        if left <= 0:
+            return
+        time.sleep(left - 1e-4 if left > 2e-4 else 0)
+
+
+def make_runner(device: Device | str = "auto", **kwargs) -> Runner:
+    """A runner for ``device`` (a Device, or a kind for :func:`~powermodels.devices.open_device`).
+
+    Simulated devices get a :class:`SimulatedRunner`, NVML devices a :class:`CupyRunner`.
+    """
+    if isinstance(device, str):
+        from ..devices import open_device
+
+        device = open_device(device, **kwargs.pop("device_kwargs", {}))
+    if device.info.kind == "simulated":
+        return SimulatedRunner(device, **kwargs)
+    return CupyRunner(device, **kwargs)
