@@ -156,6 +156,23 @@ class _TraceFilter(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._check_params()
         return self._filter(Z)
 
+    def fit_transform(self, X, y=None):
+        """Fit and filter ``X`` in one pass (validates it once).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_runs, n_times)
+            Trace matrix.
+        y : ignored
+
+        Returns
+        -------
+        X_smooth : ndarray of shape (n_runs, n_times)
+        """
+        Z = self._validate(X, reset=True)
+        self._check_params()
+        return self._filter(Z)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True  # rows are power traces (validate_trace_matrix)
@@ -239,9 +256,8 @@ class GHFilter(_TraceFilter):
 
     Eliminating ``dx`` gives the linear IIR filter
     ``X(z)/Z(z) = (g + (h - g) z⁻¹) / (1 + (g + h - 2) z⁻¹ + (1 - g) z⁻²)``,
-    which is run with :func:`scipy.signal.lfilter` across all rows at once
-    after one explicit step that sets its internal state from ``x0`` and
-    ``dx0``. It is stable for ``0 < g < 2`` and ``0 < h < 4 - 2g``, tracks a
+    which is run with one :func:`scipy.signal.lfilter` call across all rows,
+    its initial state (``zi``) set from ``x0`` and ``dx0``. It is stable for ``0 < g < 2`` and ``0 < h < 4 - 2g``, tracks a
     linear ramp without lag at steady state, and ``g = 1, h = 0`` is the
     identity. ``dt`` only enters through ``dx0`` (the output does not depend
     on it when ``dx0 = 0``).
@@ -294,18 +310,13 @@ class GHFilter(_TraceFilter):
     def _filter(self, Z: np.ndarray) -> np.ndarray:
         g, h, dt, dx0 = float(self.g), float(self.h), float(self.dt), float(self.dx0)
         x_init = _initial_level(self.x0, Z)
-        out = np.empty_like(Z)
-        # First step explicitly: it is where x0 and dx0 enter.
-        x_pred = x_init + dt * dx0
-        out[:, 0] = x_pred + g * (Z[:, 0] - x_pred)
-        if Z.shape[1] > 1:
-            b = np.array([g, h - g])
-            a = np.array([1.0, g + h - 2.0, 1.0 - g])
-            # Transposed direct form II state after the first step, such that the
-            # difference equation continues from y[-1] = x_init, y[0] = out[:, 0].
-            zi = np.stack([b[1] * Z[:, 0] - a[1] * out[:, 0] - a[2] * x_init,
-                           -a[2] * out[:, 0]], axis=1)
-            out[:, 1:], _ = lfilter(b, a, Z[:, 1:], axis=1, zi=zi)
+        b = np.array([g, h - g])
+        a = np.array([1.0, g + h - 2.0, 1.0 - g])
+        # Transposed direct form II state before the first sample, chosen so that
+        # y[0] = x_pred + g (z[0] - x_pred) with x_pred = x0 + dt dx0, and the
+        # difference equation then continues from y[-1] = x0 (one lfilter call).
+        zi = np.stack([(1.0 - g) * (x_init + dt * dx0), -(1.0 - g) * x_init], axis=1)
+        out, _ = lfilter(b, a, Z, axis=1, zi=zi)
         return out
 
 
