@@ -177,13 +177,13 @@ def test_shape_kept_and_rows_independent(est, Z):
 
 @settings(max_examples=25, deadline=None)
 @given(g=st.floats(0.1, 1.0), h=st.floats(0.02, 0.5), start=st.floats(50, 500),
-       slope=st.floats(-0.05, 0.5))
+       slope=st.floats(-0.01, 0.5))
 def test_gh_tracks_a_ramp_without_lag_at_steady_state(g, h, start, slope):
     assume(2 * g + h < 4)
     a = [1.0, g + h - 2.0, 1.0 - g]
     assume(np.abs(np.roots(a)).max() < 0.98)   # the transient dies out within the trace
     n = 3000
-    ramp = start + 100 * slope + slope * np.arange(n)
+    ramp = start + slope * np.arange(n)   # stays > 0 W: start >= 50, slope >= -0.01
     out = GHFilter(g=g, h=h).fit_transform(ramp[None, :])[0]   # starts with dx0 = 0
     np.testing.assert_allclose(out[-50:], ramp[-50:], rtol=0, atol=1e-6)
 
