@@ -160,36 +160,47 @@ def robust_update_period(t_updates: np.ndarray) -> tuple[float, np.ndarray]:
 
 def counter_power(trace: pd.DataFrame, *, counter_column=schema.ENERGY_COUNTER_J,
                   time_column=schema.T_S, group_column=schema.RUN_ID) -> pd.DataFrame:
-    """Power derived from the energy counter: ``ΔE/Δt`` between its reads.
+    """Power derived from the energy counter: ``ΔE/Δt`` between its changes.
 
-    The counter is read on its own slower cadence (NaN between reads). Every
-    read at which the counter changed becomes one row, with the derived mean
-    power since the previous change in :data:`schema.COUNTER_POWER_W`, so the
-    same estimators characterise the counter like any power field (its
-    window is the interval between counter updates).
+    The counter is read on its own slower cadence (NaN between reads) and
+    itself changes only every counter update. At every read where it
+    changed, the mean power since the previous change is ``ΔE/Δt``; that
+    value is held until the next change and written, for every row of the
+    trace, to :data:`schema.COUNTER_POWER_W` (NaN before the second change).
+    The trace keeps its fine-grained load columns, so the same estimators
+    characterise the counter like any power field (its window should come
+    out as the interval between counter updates).
 
     Returns
     -------
     DataFrame
-        The rows of ``trace`` at which the counter changed, with the derived
-        power column added.
+        A copy of ``trace`` with the derived power column added.
     """
-    if counter_column not in trace.columns:
-        raise ValueError(f"counter_power: column {counter_column!r} is missing")
-    df = trace[trace[counter_column].notna()]
-    parts = []
-    keys = df[group_column] if group_column in df.columns else pd.Series(0, index=df.index)
-    for _, g in df.groupby(keys, sort=False):
-        e = g[counter_column].to_numpy(dtype=float)
-        tt = g[time_column].to_numpy(dtype=float)
-        keep = np.concatenate([[True], np.diff(e) != 0])
-        g, e, tt = g[keep], e[keep], tt[keep]
-        if len(g) < 2:
+    for c in (counter_column, time_column):
+        if c not in trace.columns:
+            raise ValueError(f"counter_power: column {c!r} is missing")
+    out = trace.copy()
+    derived = np.full(len(out), np.nan)
+    keys = out[group_column] if group_column in out.columns else pd.Series(0, index=out.index)
+    pos = np.arange(len(out))
+    n_changes = 0
+    for _, rows in pd.Series(pos, index=out.index).groupby(keys.to_numpy(), sort=False):
+        r = rows.to_numpy()
+        e = out[counter_column].to_numpy(dtype=float)[r]
+        tt = out[time_column].to_numpy(dtype=float)[r]
+        read = np.flatnonzero(np.isfinite(e))
+        if read.size < 2:
             continue
-        p = np.diff(e) / np.diff(tt)
-        g = g.iloc[1:].copy()
-        g[schema.COUNTER_POWER_W] = p
-        parts.append(g)
-    if not parts:
-        raise ValueError(f"counter_power: column {counter_column!r} changes fewer than twice")
-    return pd.concat(parts)
+        changed = read[np.concatenate([[True], np.diff(e[read]) != 0])]
+        if changed.size < 3:
+            continue
+        n_changes += changed.size
+        p = np.diff(e[changed]) / np.diff(tt[changed])
+        held = np.full(r.size, np.nan)
+        for k in range(1, changed.size):
+            held[changed[k]:] = p[k - 1]
+        derived[r] = held
+    if n_changes == 0:
+        raise ValueError(f"counter_power: column {counter_column!r} changes fewer than 3 times in every run")
+    out[schema.COUNTER_POWER_W] = derived
+    return out

@@ -17,14 +17,17 @@ __all__ = ["BoxcarWindow", "boxcar_mean", "cumulative_integral"]
 def cumulative_integral(t: np.ndarray, x: np.ndarray):
     """A callable ``C(s)``: the integral of ``x`` from ``t[0]`` to ``s``.
 
-    Trapezoidal inside ``[t[0], t[-1]]``; outside, the first and last values
-    are held (the load before the trace is taken to be its first value), so
-    a window reaching before the trace start stays defined and the loss of
-    :class:`BoxcarWindow` stays continuous in the window and delay.
+    A sample ``x[k]`` is taken as the mean over ``(t[k-1], t[k]]`` — what
+    the trace's load column holds (the share of the last sample interval
+    the load ran) and, near enough, a fast meter's reading. Outside the
+    trace the first and last values are held (the load before the trace is
+    taken to be its first value), so a window reaching before the trace
+    start stays defined and the loss of :class:`BoxcarWindow` stays
+    continuous in the window and delay.
     """
     t = np.asarray(t, dtype=float)
     x = np.asarray(x, dtype=float)
-    c = np.concatenate([[0.0], np.cumsum(0.5 * (x[1:] + x[:-1]) * np.diff(t))])
+    c = np.concatenate([[0.0], np.cumsum(x[1:] * np.diff(t))])
 
     def C(s):
         s = np.asarray(s, dtype=float)
@@ -80,9 +83,12 @@ class BoxcarWindow(BaseEstimator):
         Largest window considered.
     max_delay_s : float, default=0.2
         Largest delay considered.
-    discard_s : float, default=0.0
+    discard_s : float or None, default=None
         Updates in the first ``discard_s`` seconds of each run are not
-        compared (Yang discards the first second).
+        compared (Yang discards the first second). The default,
+        ``max_window_s + max_delay_s``, keeps only updates whose window lies
+        inside the run for every window and delay tried, so the load before
+        the run (unknown) never enters the emulation.
     n_windows : int, default=60
         Points of the (geometric) window grid.
 
@@ -127,7 +133,7 @@ class BoxcarWindow(BaseEstimator):
 
     def __init__(self, time_column=schema.T_S, load_column=schema.LOAD_ACTIVITY,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
-                 max_window_s=1.5, max_delay_s=0.2, discard_s=0.0, n_windows=60):
+                 max_window_s=1.5, max_delay_s=0.2, discard_s=None, n_windows=60):
         self.time_column = time_column
         self.load_column = load_column
         self.power_column = power_column
@@ -142,10 +148,15 @@ class BoxcarWindow(BaseEstimator):
             raise ValueError(f"max_window_s must be > 0, got {self.max_window_s}")
         if not self.max_delay_s >= 0:
             raise ValueError(f"max_delay_s must be >= 0, got {self.max_delay_s}")
-        if not self.discard_s >= 0:
-            raise ValueError(f"discard_s must be >= 0, got {self.discard_s}")
+        if self.discard_s is not None and not self.discard_s >= 0:
+            raise ValueError(f"discard_s must be >= 0 or None, got {self.discard_s}")
         if int(self.n_windows) < 3:
             raise ValueError(f"n_windows must be >= 3, got {self.n_windows}")
+
+    def _discard(self) -> float:
+        if self.discard_s is None:
+            return float(self.max_window_s + self.max_delay_s)
+        return float(self.discard_s)
 
     def _runs(self, X, y, reset):
         t, load, reading, groups = series_from_input(
@@ -160,7 +171,7 @@ class BoxcarWindow(BaseEstimator):
             tu = 0.5 * (tg[idx - 1] + tg[idx])
             if idx.size >= 2:
                 all_updates.append(tu)
-            keep = tu >= tg[0] + self.discard_s
+            keep = tu >= tg[0] + self._discard()
             if keep.sum() >= 2:
                 runs.append((cumulative_integral(tg, lg), tu[keep], rg[idx][keep]))
         return t, runs, all_updates
@@ -183,8 +194,9 @@ class BoxcarWindow(BaseEstimator):
         t, runs, all_updates = self._runs(X, y, reset=True)
         if not runs:
             raise ValueError(
-                f"{type(self).__name__}: the reading changed fewer than 3 times after "
-                f"discard_s={self.discard_s}; need a trace of a varying load")
+                f"{type(self).__name__}: the reading changed fewer than 3 times after the "
+                f"first {self._discard():g} s of each run (discard_s); need a longer trace "
+                "of a varying load")
         dt = np.diff(t)
         dt = float(np.median(dt[dt > 0])) if (dt > 0).any() else 1e-3
         w_lo = min(max(dt, 1e-4), self.max_window_s / 2)

@@ -1,0 +1,123 @@
+"""``powermodels characterize``: how does this GPU's power sensor behave? (Yang §IV)
+
+Runs Yang's experiments on the chosen device — a fast square wave to find
+the update period (artifact A1), square waves at 2/3 … 4/3 of that period
+(A4), one long step after a long idle (A2/A3) — records the traces through
+the harness's runner (the simulated GPU, or CuPy + the background NVML
+sampler on a real GPU: the square-wave kernel of ``kernels/square_wave.cu``),
+and writes the characterisation of every reading with plots.
+Never changes any GPU setting.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+NAME = "characterize"
+HELP = "Characterise the built-in power sensor (update period, window, delay, rise time, gain)."
+
+FRACTIONS = (2 / 3, 3 / 4, 4 / 5, 6 / 5, 5 / 4, 4 / 3)  # Yang §IV-C, artifact A4
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
+    parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
+    parser.add_argument("--preset", default="hopper",
+                        help="simulated sensor preset (volta, turing, ga100, hopper, ada)")
+    parser.add_argument("--seed", type=int, default=0, help="simulated GPU seed")
+    parser.add_argument("--reference-meter", action="store_true",
+                        help="simulated GPU: record its 5 kHz reference meter (gain/offset)")
+    parser.add_argument("--seconds", type=float, default=4.0,
+                        help="length of each square-wave run (Yang: 9 s)")
+    parser.add_argument("--step-seconds", type=float, default=3.0, help="length of the step")
+    parser.add_argument("--out", required=True, help="output folder (report.md, CSV, plots, traces)")
+
+
+def record(runner, *, seconds: float = 4.0, step_seconds: float = 3.0, log=print):
+    """Run the experiments on ``runner`` and return ``(square, step, probe)`` trace tables.
+
+    The load columns come from the launch intervals the runner returns (see
+    :func:`~powermodels.sensor.report.attach_load`), so the same code serves
+    the simulated GPU and a real one.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from .. import schema
+    from ..sensor.report import attach_load
+    from ..sensor.update_period import UpdatePeriod
+
+    def one(run_id, before_s, body, after_s):
+        a, _ = runner.idle(before_s)
+        iv = np.asarray(body(), dtype=float).reshape(-1, 2)
+        _, b = runner.idle(after_s)
+        return attach_load(runner.trace(a, b, run_id=run_id), iv)
+
+    # A1: a 20 ms square wave for 2 s, fast enough for every known update period
+    probe = one("probe", 0.3, lambda: runner.square_wave(0.01, 0.01, 100), 0.2)
+    period = UpdatePeriod(power_column=schema.POWER_INSTANT_W).fit(probe).update_period_s_
+    log(f"update period (probe): {period * 1e3:.1f} ms")
+    runs = []
+    for frac in FRACTIONS:
+        p = frac * period
+        n = max(4, int(np.ceil(seconds / p)))
+        log(f"square wave {frac:.3f} × {period * 1e3:.0f} ms = {p * 1e3:.1f} ms, {n} periods")
+        runs.append(one(f"square-{frac:.3f}", 0.5, lambda p=p, n=n: runner.square_wave(p / 2, p / 2, n),
+                        0.3))
+    square = pd.concat(runs, ignore_index=True)
+    log(f"step: 2 s idle, {step_seconds} s load, 1.5 s idle")
+    runner.idle(0.5)
+    step = one("step", 2.0, lambda: [runner.step(step_seconds)], 1.5)
+    return square, step, probe
+
+
+def run(args) -> int:
+    from .. import schema
+    from ..devices import nvml_available, open_device
+    from ..harness.runner import make_runner
+    from ..sensor.report import characterize_traces, write_report
+
+    kind = args.device
+    if kind == "auto":
+        kind = "nvml" if nvml_available(args.index) else "simulated"
+        print(f"powermodels characterize: using the {'NVIDIA GPU' if kind == 'nvml' else 'simulated GPU'}",
+              file=sys.stderr)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if kind == "simulated":
+        from ..devices.simulated import PRESETS
+
+        if args.preset not in PRESETS:
+            raise ValueError(f"--preset: unknown preset {args.preset!r} (have {sorted(PRESETS)})")
+        device = open_device("simulated", seed=args.seed, preset=args.preset,
+                             reference_meter=args.reference_meter)
+        sample = min(1e-3, PRESETS[args.preset].update_period_s / 50)
+        runner = make_runner(device, sample_period_s=sample)
+    else:
+        try:
+            import cupy  # noqa: F401
+        except ImportError as err:
+            raise ValueError("--device nvml needs CuPy to run the square-wave kernel "
+                             "(pip install 'powermodels[gpu]')") from err
+        device = open_device("nvml", index=args.index)
+        runner = make_runner(device)
+    with runner:
+        square, step, probe = record(runner, seconds=args.seconds, step_seconds=args.step_seconds,
+                                     log=lambda m: print(m, file=sys.stderr))
+    for name, df in (("square", square), ("step", step), ("probe", probe)):
+        df.to_parquet(out / f"trace_{name}.parquet", index=False)
+    ref = schema.REFERENCE_POWER_W
+    reference = ref if ref in square.columns and square[ref].notna().all() else None
+    result = characterize_traces(square, step, reference_column=reference)
+    info = device.info
+    notes = (f"Device: {info.name} ({info.kind}"
+             + (f", preset {args.preset}, seed {args.seed}" if kind == "simulated" else
+                f", driver {info.driver}") + ").\n"
+             f"Command: `powermodels characterize --device {args.device} --preset {args.preset} "
+             f"--out {args.out}`.")
+    path = write_report(result, out, square, step, title=f"Sensor characterisation: {info.name}",
+                        notes=notes)
+    print(result.table.to_string(index=False))
+    print(f"report: {path}", file=sys.stderr)
+    return 0
