@@ -157,15 +157,23 @@ def _lm(fun_jac, p, x, y, m, lower, upper, max_iter=100, tol=1e-10):
         ra = r[idx]
         a_mat = np.einsum("gni,gnj->gij", ja, ja)
         grad = np.einsum("gni,gn->gi", ja, ra)
+        # Parameters on a bound whose descent direction points outside are frozen
+        # for this step; otherwise clipping bends every step and LM stalls there.
+        lo = lower if np.ndim(lower) < 2 else lower[idx]
+        hi = upper if np.ndim(upper) < 2 else upper[idx]
+        pa = p[idx]
+        frozen = ((pa <= lo) & (grad < 0)) | ((pa >= hi) & (grad > 0))
+        free = (~frozen).astype(float)
+        a_mat = a_mat * free[:, :, None] * free[:, None, :]
+        grad = grad * free
         diag = np.diagonal(a_mat, axis1=1, axis2=2)
         scale = np.maximum(diag, 1e-12 * np.maximum(diag.max(-1, keepdims=True), 1e-300))
-        lhs = a_mat + lam[idx, None, None] * scale[:, :, None] * eye
+        lhs = a_mat + (lam[idx, None, None] * scale[:, :, None] + frozen[:, :, None]) * eye
         try:
             step = np.linalg.solve(lhs, grad[..., None])[..., 0]
         except np.linalg.LinAlgError:  # singular even with damping: take the pseudo-inverse step
             step = np.einsum("gij,gj->gi", np.linalg.pinv(lhs), grad)
-        trial = np.clip(p[idx] + step, lower if np.ndim(lower) < 2 else lower[idx],
-                        upper if np.ndim(upper) < 2 else upper[idx])
+        trial = np.clip(pa + step, lo, hi)
         f_t, jac_t = fun_jac(trial, x[idx])
         r_t = m[idx] * (y[idx] - f_t)
         cost_t = np.sum(r_t * r_t, -1)
@@ -189,7 +197,8 @@ def _lm(fun_jac, p, x, y, m, lower, upper, max_iter=100, tol=1e-10):
 # --------------------------------------------------------------------------
 
 _RISES = np.array([0.0, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5])
-_KNEE_FRACTIONS = np.linspace(0.0, 1.0, 11)
+_KNEE_FRACTIONS = np.linspace(0.0, 1.0, 21)
+_N_STARTS = 3
 
 
 def _scales(x_raw, y_raw, m):
@@ -217,15 +226,39 @@ def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0):
     xmin = np.where(np.isfinite(xmin), xmin, 0.0)
     xmax = np.max(np.where(m > 0, x, -np.inf), axis=1)
     xmax = np.where(np.isfinite(xmax), xmax, 1.0)
-    start = np.concatenate(
-        [_power_grid(x[s], y[s], m[s], xmin[s], xmax[s]) for s in _chunks(x.shape[0], x.shape[1] * 99)]
-    )
+    cells = x.shape[1] * _KNEE_FRACTIONS.size * _RISES.size
+    starts = np.concatenate(
+        [_power_grid(x[s], y[s], m[s], xmin[s], xmax[s]) for s in _chunks(x.shape[0], cells)]
+    )  # (G, S, 4)
+    n_g, n_s = starts.shape[:2]
     lower = np.stack([np.zeros_like(xmin), np.zeros_like(xmin), xmin, np.zeros_like(xmin)], axis=1)
     upper = np.stack(
         [np.full_like(xmin, np.inf), np.full_like(xmin, np.inf), xmax,
          max_rise / np.maximum(xmax - xmin, 1e-6)], axis=1
     )
-    par, cost, n_iter = _lm(_power_jac, start, x, y, m, lower, upper, max_iter=max_iter)
+    # Refine every start at once (groups × starts as one batch), keep each group's best.
+    rep = np.repeat(np.arange(n_g), n_s)
+    par, cost, n_iter = _lm(_power_jac, starts.reshape(-1, 4), x[rep], y[rep], m[rep],
+                            lower[rep], upper[rep], max_iter=max_iter)
+    pick = cost.reshape(n_g, n_s).argmin(axis=1)
+    par = par.reshape(n_g, n_s, 4)[np.arange(n_g), pick]
+    cost = cost.reshape(n_g, n_s)[np.arange(n_g), pick]
+    # The model has a kink in the knee at every measured clock, where LM can
+    # stall: restart once from the knee moved half a clock step either way.
+    n_pts = np.maximum(m.sum(axis=1), 2.0)
+    half = 0.5 * (xmax - xmin) / (n_pts - 1)
+    restarts = np.repeat(par[:, None, :], 2, axis=1)
+    restarts[:, 0, 2] -= half
+    restarts[:, 1, 2] += half
+    rep2 = np.repeat(np.arange(n_g), 2)
+    par2, cost2, n_iter2 = _lm(_power_jac, restarts.reshape(-1, 4), x[rep2], y[rep2], m[rep2],
+                               lower[rep2], upper[rep2], max_iter=max_iter)
+    cand_p = np.concatenate([par[:, None], par2.reshape(n_g, 2, 4)], axis=1)
+    cand_c = np.concatenate([cost[:, None], cost2.reshape(n_g, 2)], axis=1)
+    pick = cand_c.argmin(axis=1)
+    par = cand_p[np.arange(n_g), pick]
+    cost = cand_c[np.arange(n_g), pick]
+    n_iter = max(n_iter, n_iter2)
     out = np.empty_like(par)
     out[:, 0] = par[:, 0] * ys
     out[:, 1] = par[:, 1] * ys / xs
@@ -243,9 +276,19 @@ def _power_grid(x, y, m, xmin, xmax):
     v = 1.0 + slopes[..., None] * np.maximum(xx - knees[:, :, None, None], 0.0)
     b1 = xx * v * v
     c0, c1, sse = _nonneg_two_basis(np.ones_like(b1), b1, y[:, None, None, :], m[:, None, None, :])
-    g = np.arange(x.shape[0])
-    k_i, r_i = np.unravel_index(sse.reshape(x.shape[0], -1).argmin(axis=1), sse.shape[1:])
-    return np.stack([c0[g, k_i, r_i], c1[g, k_i, r_i], knees[g, k_i], slopes[g, k_i, r_i]], axis=1)
+    # The knee makes the SSE piecewise smooth (it changes whenever the knee
+    # crosses a measured clock), so keep the best start of each of several knees.
+    best_r = sse.argmin(axis=2)  # (G, K): best rise per knee
+    g = np.arange(x.shape[0])[:, None]
+    k_all = np.arange(sse.shape[1])[None, :]
+    per_knee = sse[g, k_all, best_r]
+    # Prefer local minima along the knee axis (distinct basins), best first.
+    padded = np.pad(per_knee, ((0, 0), (1, 1)), constant_values=np.inf)
+    local = (per_knee <= padded[:, :-2]) & (per_knee <= padded[:, 2:])
+    key = np.where(local, per_knee, per_knee + np.abs(per_knee).max(axis=1, keepdims=True) + 1.0)
+    top = np.argsort(key, axis=1)[:, :_N_STARTS]  # (G, S)
+    r_top = best_r[g, top]
+    return np.stack([c0[g, top, r_top], c1[g, top, r_top], knees[g, top], slopes[g, top, r_top]], axis=-1)
 
 
 def _chunks(n_groups, cells_per_group, budget=4_000_000):
@@ -271,7 +314,7 @@ def _rational_grid(x, y, m):
     return np.stack([c0[g, best], b[best], c1[g, best], d[best]], axis=1)
 
 
-def fit_rational_batch(f, t, m, max_iter=100, max_rate=1e4):
+def fit_rational_batch(f, t, m, max_iter=200, max_rate=1e4):
     """Fit eq. 4.5 to every row of padded ``f`` (MHz), ``t`` with mask ``m``.
 
     Returns ``(params, sse, n_iter)``; ``params[:, :] = (a, b, c, d)`` with

@@ -35,8 +35,9 @@ class RationalTimeModel(RegressorMixin, BaseEstimator):
     frequency_column : str or int, default=0
         Column of ``X`` holding the core clock in MHz (a name needs a
         DataFrame). Other columns are ignored.
-    max_iter : int, default=100
-        Levenberg–Marquardt iterations after the grid start.
+    max_iter : int, default=200
+        Levenberg–Marquardt iterations after the grid start (the ``b ≈ d``
+        and ``d → ∞`` directions are flat, so convergence can be slow).
 
     Attributes
     ----------
@@ -59,7 +60,7 @@ class RationalTimeModel(RegressorMixin, BaseEstimator):
     True
     """
 
-    def __init__(self, frequency_column=0, max_iter=100):
+    def __init__(self, frequency_column=0, max_iter=200):
         self.frequency_column = frequency_column
         self.max_iter = max_iter
 
@@ -147,7 +148,7 @@ def _check_time(y) -> np.ndarray:
     return y
 
 
-def fit_rational_time_batch(frequency_mhz, time_s, groups, *, max_iter=100) -> pd.DataFrame:
+def fit_rational_time_batch(frequency_mhz, time_s, groups, *, max_iter=200) -> pd.DataFrame:
     """Fit eq. 4.5 separately for every group, all groups at once.
 
     Returns a DataFrame indexed by group with ``a``, ``b_per_mhz``, ``c``,
