@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from powermodels.schema import validate_trace_matrix
 
-__all__ = ["GHFilter", "KalmanFilter1D", "MovingAverage"]
+__all__ = ["GHFilter", "KalmanFilter1D", "MovingAverage", "first_order_recurrence", "kalman_gains"]
 
 
 def _check_real(name: str, value, *, low: float | None = None, high: float | None = None,
