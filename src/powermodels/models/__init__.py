@@ -1,1 +1,21 @@
 """scikit-learn estimators. Imports numpy/scipy/pandas/sklearn only — never hardware code."""
+
+# Frequency, time, temperature and energy models of the thesis (eq. 4.1-4.7) and the per-config meta-estimator.
+from .energy import EnergyModel
+from .frequency import FrequencyCorrection, FrequencyPowerModel, fit_frequency_power_batch
+from .grouped import GroupedEstimator, compare_per_group_vs_global
+from .runtime import RationalTimeModel, fit_rational_time_batch
+from .temperature import TemperatureCorrection, WeakTemperatureCorrelationWarning
+
+__all__ = [
+    "EnergyModel",
+    "FrequencyCorrection",
+    "FrequencyPowerModel",
+    "GroupedEstimator",
+    "RationalTimeModel",
+    "TemperatureCorrection",
+    "WeakTemperatureCorrelationWarning",
+    "compare_per_group_vs_global",
+    "fit_frequency_power_batch",
+    "fit_rational_time_batch",
+]
