@@ -131,7 +131,7 @@ def test_steady_state_gain_from_staircase():
     reading = 1.04 * _sensor_trace(t, ref, 0.1, 1.0) - 3.0
     X = pd.DataFrame({schema.RUN_ID: "g", schema.T_S: t, schema.POWER_AVERAGE_W: reading,
                       schema.REFERENCE_POWER_W: ref})
-    est = SteadyStateGain(power_column=schema.POWER_AVERAGE_W).fit(X)
+    est = SteadyStateGain(power_column=schema.POWER_AVERAGE_W, window_s=1.0).fit(X)
     assert est.gain_ == pytest.approx(1.04, rel=1e-3)
     assert est.offset_w_ == pytest.approx(-3.0, abs=0.3)
     assert np.allclose(est.correct(reading[-1]), ref[-1], rtol=1e-3)

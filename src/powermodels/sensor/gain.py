@@ -18,10 +18,15 @@ class SteadyStateGain(BaseEstimator):
 
     Yang §IV-B b (Figs. 8–9): hold several constant load levels, average the
     reading and the reference meter over the settled part of each, and fit a
-    line. Here every update of the reading whose reference stayed flat over
-    the preceding ``settle_s`` (standard deviation at most ``max_ripple``
-    of the reference's range) is one point: the reading against the mean
-    reference over that span. The fit is ordinary least squares. With
+    line. Here every update of the reading whose reference stayed flat from
+    ``settle_s`` before to ``lookahead_s`` after it (standard deviation at
+    most ``max_ripple`` of the reference's range) is one point: the reading
+    against the mean reference over the reading's own window (``window_s``,
+    ``delay_s`` from :class:`BoxcarWindow`) widened by ``lookahead_s`` on
+    both sides, so a slow drift (temperature) biases neither. Looking ahead keeps a lagging
+    reference (the energy counter: ΔE/Δt is published up to an update
+    period late) from pairing a reading taken after a load change with a
+    reference value from before it. The fit is ordinary least squares. With
     ``settle_s=0`` every update counts and the reference is taken at the
     update time (for a reading without averaging lag).
 
@@ -36,6 +41,10 @@ class SteadyStateGain(BaseEstimator):
         How long the reference must have been flat (longer than the reading's
         window plus delay: 1 s + on Hopper's average field).
     max_ripple : float, default=0.02
+    lookahead_s : float, default=0.3
+        How long after the update the reference must stay flat as well.
+    window_s, delay_s : float, default=0.0
+        The reading's boxcar window and delay.
 
     Attributes
     ----------
@@ -50,13 +59,16 @@ class SteadyStateGain(BaseEstimator):
 
     def __init__(self, time_column=schema.T_S, reference_column=schema.REFERENCE_POWER_W,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
-                 settle_s=1.5, max_ripple=0.02):
+                 settle_s=1.5, max_ripple=0.02, lookahead_s=0.3, window_s=0.0, delay_s=0.0):
         self.time_column = time_column
         self.reference_column = reference_column
         self.power_column = power_column
         self.group_column = group_column
         self.settle_s = settle_s
         self.max_ripple = max_ripple
+        self.lookahead_s = lookahead_s
+        self.window_s = window_s
+        self.delay_s = delay_s
 
     @classmethod
     def _check_instance(cls):
@@ -79,6 +91,10 @@ class SteadyStateGain(BaseEstimator):
         """
         if self.settle_s < 0:
             raise ValueError(f"settle_s must be >= 0, got {self.settle_s}")
+        if self.window_s < 0 or self.delay_s < 0:
+            raise ValueError(f"window_s and delay_s must be >= 0, got {self.window_s}, {self.delay_s}")
+        if self.lookahead_s < 0:
+            raise ValueError(f"lookahead_s must be >= 0, got {self.lookahead_s}")
         if self.max_ripple < 0:
             raise ValueError(f"max_ripple must be >= 0, got {self.max_ripple}")
         t, ref, reading, groups = series_from_input(
@@ -95,20 +111,26 @@ class SteadyStateGain(BaseEstimator):
                 xs.append(rg)
                 ys.append(vg)
                 continue
-            idx = idx[tg[idx] >= tg[0] + self.settle_s]
+            idx = idx[(tg[idx] >= tg[0] + self.settle_s)
+                      & (tg[idx] <= tg[-1] - self.lookahead_s)]
             if idx.size == 0:
                 continue
-            u = tg[idx]
+            u = tg[idx] + self.lookahead_s
+            span_s = self.settle_s + self.lookahead_s
             C = cumulative_integral(tg, rg)
             C2 = cumulative_integral(tg, rg ** 2)
-            mean = boxcar_mean(C, u, self.settle_s, 0.0)
-            var = np.maximum(boxcar_mean(C2, u, self.settle_s, 0.0) - mean ** 2, 0.0)
+            mean = boxcar_mean(C, u, span_s, 0.0)
+            var = np.maximum(boxcar_mean(C2, u, span_s, 0.0) - mean ** 2, 0.0)
             steady = np.sqrt(var) <= self.max_ripple * span
-            xs.append(mean[steady])
+            # the reference over the reading's own window, widened both ways
+            paired = boxcar_mean(C, u - self.delay_s,
+                                 self.window_s + 2 * self.lookahead_s, 0.0)
+            xs.append(paired[steady])
             ys.append(vg[idx][steady])
         x = np.concatenate(xs) if xs else np.zeros(0)
         yv = np.concatenate(ys) if ys else np.zeros(0)
-        if x.size < 2 or np.ptp(x) <= 1e-9 * (abs(x).max() + 1):
+        # two levels at least a fifth of the reference's range apart
+        if x.size < 2 or np.ptp(x) < 0.2 * span:
             raise ValueError(
                 f"{type(self).__name__}: needs steady readings at two or more load levels "
                 f"(found {x.size} steady update(s)); hold each level longer than settle_s")

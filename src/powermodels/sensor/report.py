@@ -162,7 +162,8 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
         if reference_column is not None:
             try:
                 gain = SteadyStateGain(reference_column=reference_column, power_column=col,
-                                       settle_s=win.window_s_ + win.delay_s_ + 0.2).fit(both)
+                                       settle_s=max(0.5, win.window_s_ + win.delay_s_ + 0.2),
+                                       window_s=win.window_s_, delay_s=win.delay_s_).fit(both)
             except ValueError as err:
                 skipped[f"{name}:gain"] = str(err)
         fitted[name] = {"update": up, "window": win, "step": resp, "gain": gain}

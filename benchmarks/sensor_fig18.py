@@ -1,0 +1,319 @@
+"""Yang Fig. 18 — energy error of naive vs good practice vs our corrected estimate —
+and the wall time each needs to come within 2 % of the reference.
+
+Part 1 (Fig. 18): loads of 25 %, 100 % and 800 % of the update period (25, 100,
+800 ms kernels on Hopper), measured
+
+* **naive** (Yang artifact A5): three single launches, the reading integrated
+  over each launch, averaged — on ``power_usage_w`` (nvidia-smi's default
+  ``power.draw``, the 1 s average on Hopper) and on the instant field;
+* **good practice** (Yang §V-A): max(32 launches, 5 s), 8 controlled delays of
+  one instant window, launches in the rise time discarded (0.1 s instant, 1.25 s
+  average), readings shifted by delay + window/2, integrated over the launches;
+* **ours**: :func:`powermodels.sensor.correction.window_aware_energy` with the
+  window, delay and gain found by ``characterize`` — on the instant field
+  (gain/offset calibrated against the energy counter) and on the energy counter
+  itself (ΔE/Δt, window = its update period) — on the *same* data as naive
+  (single launches) and as good practice.
+
+Part 2 (wall time): kernels of 10 µs, 1 ms and 100 ms run back to back for a
+measurement time D; for every approach the smallest wall time (D plus the wait
+for the readings that cover the run's end) at which the 90th percentile of the
+absolute error over ``--trials`` trials (random idle 0–1 s before each, so random
+sensor phase) is ≤ 2 %.
+
+Reference: on the simulated GPU the exact true energy of the same launches
+(``gpu.true_energy_j``); on a real GPU the energy counter over a long (≥ 5 s)
+back-to-back run of the same kernel (long-run reference, per launch).
+
+Usage::
+
+    python benchmarks/sensor_fig18.py [--device simulated|nvml] [--preset hopper] [--trials 12]
+                                      [--out benchmarks/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from powermodels import schema
+from powermodels.sensor._series import counter_power
+from powermodels.sensor.correction import (
+    discard_rise,
+    good_practice_energy,
+    naive_energy,
+    phase_shift_gaps,
+    window_aware_energy,
+)
+from powermodels.sensor.gain import SteadyStateGain
+from powermodels.sensor.report import characterize_traces
+
+FIELDS = (schema.POWER_INSTANT_W, schema.POWER_USAGE_W, schema.ENERGY_COUNTER_J)
+APPROACHES = ("naive (usage)", "naive (instant)", "good practice (usage)",
+              "good practice (instant)", "ours (instant)", "ours (counter)")
+
+
+# ----------------------------------------------------------------------------- loads
+
+def timed_load(runner, length_s: float, launches: int, gaps=None) -> np.ndarray:
+    """``launches`` back-to-back timed loads of ``length_s``; idle ``gaps[i]`` after launch i."""
+    gaps = np.zeros(launches) if gaps is None else np.asarray(gaps)
+    cut = np.flatnonzero(gaps > 0)
+    bounds = np.concatenate([[0], cut + 1, [launches]])
+    out = []
+    for a, b in itertools.pairwise(bounds):
+        if b <= a:
+            continue
+        if hasattr(runner, "_square_kernel"):  # real GPU: one calibrated kernel, queued back to back
+            pk = runner._square_kernel(length_s, 1.0)
+            out.append(runner._launch(pk, int(b - a)))
+        else:
+            out.append(np.asarray(runner.square_wave(length_s, 0.0, int(b - a))))
+        if gaps[b - 1] > 0:
+            runner.idle(float(gaps[b - 1]))
+    return np.concatenate(out)
+
+
+def record_run(runner, length_s, launches, rng, gaps=None, wait_s=1.4):
+    """Idle a random 0–1 s (+0.3 s context), run, wait for the readings; return (trace, intervals)."""
+    a, _ = runner.idle(0.3 + float(rng.uniform(0, 1)))
+    iv = timed_load(runner, length_s, launches, gaps)
+    _, b = runner.idle(wait_s)
+    return runner.trace(a, b, run_id="m"), iv
+
+
+# ----------------------------------------------------------------------------- sensor knowledge
+
+def characterise(runner, log):
+    from powermodels.commands.characterize import record
+
+    square, step, _ = record(runner, seconds=3.0, log=log)
+    result = characterize_traces(square, step, fields=FIELDS)
+    ch = {f: result.row(f) for f in FIELDS if f not in result.skipped}
+    # gain/offset of the instant field against the energy counter (no meter needed)
+    ct = counter_power(step)
+    ct = ct[ct[schema.COUNTER_POWER_W].notna()]
+    inst = result.row(schema.POWER_INSTANT_W)
+    g = SteadyStateGain(reference_column=schema.COUNTER_POWER_W, power_column=schema.POWER_INSTANT_W,
+                        settle_s=1.0, window_s=inst[schema.WINDOW_S], delay_s=inst[schema.DELAY_S]).fit(ct)
+    ch["gain"], ch["offset_w"] = g.gain_, g.offset_w_
+    return result, ch
+
+
+def estimate_all(trace, iv, ch, *, gp: bool) -> dict:
+    """Every approach's ``(energy per launch, launches it counted)``; NaN where it cannot say."""
+    inst = ch[schema.POWER_INSTANT_W]
+    use = ch.get(schema.POWER_USAGE_W, inst)
+    cnt = ch[schema.ENERGY_COUNTER_J]
+    out = {}
+
+    def per_launch(fn, used=iv):
+        try:
+            e = fn()
+            return e.energy_j / e.launches, used
+        except ValueError:
+            return np.nan, used
+
+    out["naive (usage)"] = per_launch(lambda: naive_energy(trace, iv, power_column=schema.POWER_USAGE_W))
+    out["naive (instant)"] = per_launch(lambda: naive_energy(trace, iv))
+    for name, row, col in (("usage", use, schema.POWER_USAGE_W), ("instant", inst, schema.POWER_INSTANT_W)):
+        long_window = row[schema.WINDOW_S] > row[schema.UPDATE_PERIOD_S]
+        rise = 0.25 + row[schema.WINDOW_S] if long_window else 0.1  # Yang: 1250 ms / 100 ms
+        shift = row[schema.DELAY_S] + row[schema.WINDOW_S] / 2
+        rise = rise if gp else 0.0
+        out[f"good practice ({name})"] = per_launch(
+            lambda rise=rise, shift=shift, col=col: good_practice_energy(
+                trace, iv, rise_s=rise, shift_s=shift, power_column=col),
+            used=iv[discard_rise(iv, rise)])
+    out["ours (instant)"] = per_launch(lambda: window_aware_energy(
+        trace, iv, window_s=inst[schema.WINDOW_S], delay_s=inst[schema.DELAY_S],
+        gain=ch["gain"], offset_w=ch["offset_w"]))
+    ct = counter_power(trace)
+    out["ours (counter)"] = per_launch(lambda: window_aware_energy(
+        ct, iv, window_s=cnt[schema.WINDOW_S], delay_s=cnt[schema.DELAY_S],
+        power_column=schema.COUNTER_POWER_W))
+    return out
+
+
+def errors(runner, est: dict, long_ref) -> dict:
+    """Relative error of every approach against the reference for the launches it counted."""
+    out = {}
+    for approach, (value, used) in est.items():
+        if len(used) == 0:
+            out[approach] = np.nan
+            continue
+        ref = long_ref if long_ref is not None else runner.reference_energy_j(used) / len(used)
+        out[approach] = value / ref - 1
+    return out
+
+
+def long_run_reference(runner, length_s, rng, cnt_row) -> float | None:
+    """Real GPU: per-launch energy from the counter over ≥ 5 s back to back (first 1 s dropped)."""
+    if hasattr(runner, "gpu"):
+        return None  # the simulated GPU knows the truth
+    n = max(32, int(np.ceil(5.0 / length_s)))
+    trace, iv = record_run(runner, length_s, n, rng, wait_s=0.4)
+    keep = iv[:, 0] >= iv[0, 0] + 1.0
+    ct = counter_power(trace)
+    e = window_aware_energy(ct, iv[keep], window_s=cnt_row[schema.WINDOW_S], delay_s=cnt_row[schema.DELAY_S],
+                            power_column=schema.COUNTER_POWER_W)
+    return e.energy_j / e.launches
+
+
+# ----------------------------------------------------------------------------- the two parts
+
+def fig18(runner, ch, rng, trials, update_s, log):
+    rows = []
+    window = ch[schema.POWER_INSTANT_W][schema.WINDOW_S]
+    for frac in (0.25, 1.0, 8.0):
+        length = frac * update_s
+        long_ref = long_run_reference(runner, length, rng, ch[schema.ENERGY_COUNTER_J])
+        for trial in range(trials):
+            # naive data: three single launches
+            naive = []
+            for _ in range(3):  # Yang A5: the naive energy is the mean of three single runs
+                trace, iv = record_run(runner, length, 1, rng)
+                est = estimate_all(trace, iv, ch, gp=False)
+                naive.append({a: v for a, (v, _) in est.items()}
+                             | {"reference": long_ref if long_ref is not None
+                                else runner.reference_energy_j(iv)})
+            nv = pd.DataFrame(naive).mean()
+            # good-practice data: max(32, 5 s) launches with 8 controlled delays
+            n = max(32, int(np.ceil(5.0 / length)))
+            gaps = phase_shift_gaps(n, 8, window) if window < update_s else None
+            trace, iv = record_run(runner, length, n, rng, gaps=gaps)
+            gp = errors(runner, estimate_all(trace, iv, ch, gp=True), long_ref)
+            load = f"{frac:.0%} ({length * 1e3:.0f} ms)"
+            for approach in APPROACHES:
+                if not approach.startswith("good practice"):
+                    rows.append({"load": load, "approach": approach, "data": "3 single launches",
+                                 "trial": trial, "error": nv[approach] / nv["reference"] - 1})
+                if not approach.startswith("naive"):
+                    rows.append({"load": load, "approach": approach, "data": f"{n} launches + 8 shifts",
+                                 "trial": trial, "error": gp[approach]})
+        log(f"fig18: {length * 1e3:.0f} ms done")
+    return pd.DataFrame(rows)
+
+
+def wall_time(runner, ch, rng, trials, kernels, durations, log):
+    inst, cnt = ch[schema.POWER_INSTANT_W], ch[schema.ENERGY_COUNTER_J]
+    use = ch.get(schema.POWER_USAGE_W, inst)
+    wait = {  # time after the run's end until the readings that cover it exist
+        "naive (usage)": 0.0, "naive (instant)": 0.0,
+        "good practice (usage)": use[schema.DELAY_S] + use[schema.WINDOW_S] / 2,
+        "good practice (instant)": inst[schema.DELAY_S] + inst[schema.WINDOW_S] / 2,
+        "ours (instant)": inst[schema.DELAY_S] + inst[schema.WINDOW_S] + inst[schema.UPDATE_PERIOD_S],
+        "ours (counter)": cnt[schema.DELAY_S] + cnt[schema.WINDOW_S] + cnt[schema.UPDATE_PERIOD_S],
+    }
+    rows = []
+    for length in kernels:
+        long_ref = long_run_reference(runner, length, rng, cnt)
+        for d in durations:
+            n = max(1, round(d / length))
+            for trial in range(trials):
+                t0 = time.perf_counter()
+                trace, iv = record_run(runner, length, n, rng)
+                err = errors(runner, estimate_all(trace, iv, ch, gp=True), long_ref)
+                run_s = float(iv[-1, 1] - iv[0, 0])
+                for approach in APPROACHES:
+                    rows.append({"kernel_s": length, "duration_s": d, "trial": trial, "approach": approach,
+                                 "wall_s": run_s + wait[approach], "error": err[approach],
+                                 "host_s": time.perf_counter() - t0})
+        log(f"wall time: {length * 1e6:.0f} µs kernel done")
+    return pd.DataFrame(rows)
+
+
+def summarise_wall(df: pd.DataFrame, target: float = 0.02) -> pd.DataFrame:
+    out = []
+    for (k, a), g in df.groupby(["kernel_s", "approach"], sort=False):
+        p90 = g.groupby("duration_s").agg(p90=("error", lambda e: np.nanquantile(np.abs(e), 0.9)),
+                                          wall=("wall_s", "median"))
+        ok = p90[p90["p90"] <= target]
+        out.append({"kernel": _fmt_s(k), "approach": a,
+                    "wall_s_to_2pct": float(ok["wall"].min()) if len(ok) else np.nan,
+                    "p90_error_at_1s": float(p90["p90"].iloc[np.argmin(np.abs(p90.index - 1.0))]),
+                    "p90_error_longest": float(p90["p90"].iloc[-1])})
+    return pd.DataFrame(out)
+
+
+def _fmt_s(s: float) -> str:
+    return f"{s * 1e6:.0f} µs" if s < 1e-3 else f"{s * 1e3:.0f} ms"
+
+
+def _md(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in df.itertuples(index=False):
+        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="simulated", choices=("simulated", "nvml"))
+    ap.add_argument("--preset", default="hopper")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--trials", type=int, default=12)
+    ap.add_argument("--fig18-trials", type=int, default=8)
+    ap.add_argument("--kernels", default="1e-5,1e-3,0.1", help="kernel lengths for part 2 (s)")
+    ap.add_argument("--durations", default="0.1,0.2,0.3,0.5,0.75,1,1.5,2,3,5",
+                    help="measurement times D for part 2 (s)")
+    ap.add_argument("--skip-wall", action="store_true")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    args = ap.parse_args(argv)
+
+    from powermodels.devices import open_device
+    from powermodels.harness.runner import make_runner
+
+    def log(m):
+        print(m, file=sys.stderr, flush=True)
+
+    t_start = time.perf_counter()
+    if args.device == "simulated":
+        device = open_device("simulated", preset=args.preset, seed=args.seed)
+        runner = make_runner(device, sample_period_s=min(1e-3, device.sensor.update_period_s / 50))
+    else:
+        device = open_device("nvml")
+        runner = make_runner(device)
+    rng = np.random.default_rng(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = f"{args.device}_{args.preset}" if args.device == "simulated" else "nvml"
+    with runner:
+        result, ch = characterise(runner, log)
+        update_s = ch[schema.POWER_INSTANT_W][schema.UPDATE_PERIOD_S]
+        log(result.table.to_string(index=False))
+        f18 = fig18(runner, ch, rng, args.fig18_trials, update_s, log)
+        f18.to_csv(out / f"sensor_fig18_{tag}.csv", index=False)
+        summary = (f18.groupby(["load", "approach", "data"], sort=False)["error"]
+                   .agg(mean_error="mean", std_error="std", max_abs_error=lambda e: np.abs(e).max())
+                   .reset_index())
+        wall = None
+        if not args.skip_wall:
+            ks = [float(k) for k in args.kernels.split(",")]
+            ds = [float(d) for d in args.durations.split(",")]
+            raw = wall_time(runner, ch, rng, args.trials, ks, ds, log)
+            raw.to_csv(out / f"sensor_wall_{tag}.csv", index=False)
+            wall = summarise_wall(raw)
+    text = [f"# Yang Fig. 18 and wall time to 2 % — {device.info.name}", "",
+            f"Command: `python benchmarks/sensor_fig18.py {' '.join(argv or sys.argv[1:])}` "
+            f"({time.perf_counter() - t_start:.0f} s).", "",
+            "## Characterisation used", "", _md(result.table),
+            f"\nInstant-field gain/offset against the energy counter: {ch['gain']:.4f}, {ch['offset_w']:.2f} W", "",
+            "## Fig. 18: energy-per-launch error (estimate / reference − 1)", "", _md(summary)]
+    if wall is not None:
+        text += ["", "## Wall time to ≤ 2 % (90th percentile of |error| over trials)", "", _md(wall)]
+    (out / f"sensor_fig18_{tag}.md").write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
