@@ -106,6 +106,9 @@ STATIC_POWER_W = "static_power_w"
 OPCODE_PREFIX = "op:"                # opcode count columns are "op:FFMA", "op:LDG.E.128", ...
 L1_HIT_RATE = "l1_hit_rate"          # L1 hit fraction of global-memory sectors (ncu), 0..1
 L2_HIT_RATE = "l2_hit_rate"          # L2 hit fraction of sectors (ncu), 0..1
+L1_SECTORS = "l1_sectors"            # 32-byte global-memory sectors through L1 per run (ncu)
+L2_SECTORS = "l2_sectors"            # sectors the SMs moved through L2 per run (ncu)
+DRAM_SECTORS = "dram_sectors"        # sectors read + written in DRAM per run (ncu)
 
 # DVFS features (DSO Table I runtime utilisation, DCGM-style)
 FEATURE_PREFIX = "feat:"             # feature columns are "feat:sm_active", "feat:ptx_fp32", ...
@@ -260,6 +263,9 @@ INSTRUCTION_TABLE = TableSpec(
         _power(IDLE_POWER_W, "idle power", nullable=True),
         Column(L1_HIT_RATE, "float", "", 0.0, 1.0, True, "L1 hit fraction of global accesses"),
         Column(L2_HIT_RATE, "float", "", 0.0, 1.0, True, "L2 hit fraction"),
+        Column(L1_SECTORS, "float", "sectors", 0.0, None, True, "global sectors through L1"),
+        Column(L2_SECTORS, "float", "sectors", 0.0, None, True, "sectors through L2 from the SMs"),
+        Column(DRAM_SECTORS, "float", "sectors", 0.0, None, True, "DRAM sectors read + written"),
     ),
     min_rows=1,
 )
