@@ -40,6 +40,8 @@ def test_prefit_time_model_used_as_given():
     tm = RationalTimeModel().fit(df[[schema.SM_CLOCK_MHZ]].to_numpy(), df[schema.TIME_S])
     em = EnergyModel(time="model", time_model=tm, time_column=None).fit(df)
     assert em.time_model_ is tm
+    at_ref = EnergyModel(time="model", time_model=tm, reference_frequency_mhz=1500.0).fit(df)
+    np.testing.assert_allclose(at_ref.predict(df), df[schema.POWER_W] * tm.predict_at(1500.0))
 
 
 def test_pipeline_frequency_temperature_energy():

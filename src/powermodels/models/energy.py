@@ -31,15 +31,17 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         Column of measured time per launch, s. Needed by ``fit`` when the
         time model is fitted here, and by ``predict`` with ``time="measured"``.
     frequency_column : str or int, default="sm_clock_mhz"
-        Column of the clock (MHz) at which to evaluate the time model. For a
-        prediction at a reference clock, pass the corrected table with this
-        column set to the reference clock.
+        Column of the clock (MHz) each run ran at: the time model is fitted
+        on it and, without ``reference_frequency_mhz``, evaluated at it.
     time : {"measured", "model"}, default="measured"
         Which time to multiply by.
     time_model : RationalTimeModel or None, default=None
         Time model for ``time="model"``. None fits a new one on ``fit``'s
         table (clock → time column); an unfitted one is cloned and fitted; a
         fitted one is used as it is.
+    reference_frequency_mhz : float or None, default=None
+        With ``time="model"``: evaluate the time model at this clock for every
+        row (eq. 4.4 after a :class:`FrequencyCorrection` to the same clock).
 
     Attributes
     ----------
@@ -48,12 +50,14 @@ class EnergyModel(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, power_column=schema.POWER_W, time_column=schema.TIME_S,
-                 frequency_column=schema.SM_CLOCK_MHZ, time="measured", time_model=None):
+                 frequency_column=schema.SM_CLOCK_MHZ, time="measured", time_model=None,
+                 reference_frequency_mhz=None):
         self.power_column = power_column
         self.time_column = time_column
         self.frequency_column = frequency_column
         self.time = time
         self.time_model = time_model
+        self.reference_frequency_mhz = reference_frequency_mhz
 
     @classmethod
     def _check_instance(cls):
@@ -71,6 +75,9 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         """Fit the time model (``time="model"``); ``y`` is ignored."""
         if self.time not in ("measured", "model"):
             raise ValueError(f"time must be 'measured' or 'model', got {self.time!r}")
+        ref = self.reference_frequency_mhz
+        if ref is not None and (not np.isfinite(ref) or ref <= 0):
+            raise ValueError(f"reference_frequency_mhz must be a positive clock in MHz, got {ref!r}")
         X = table_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
         if y is not None:  # not learnt from, but must describe the same rows
@@ -114,6 +121,8 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         if self.time == "measured":
             return numeric_column(X, column_index(X, self.time_column, "time_column"),
                                   "time_column", nonnegative=True, unit=" s")
+        if self.reference_frequency_mhz is not None:
+            return np.full(X.shape[0], float(self.time_model_.predict_at(self.reference_frequency_mhz)))
         f = numeric_column(X, column_index(X, self.frequency_column, "frequency_column"),
                            "frequency_column", nonnegative=True, unit=" MHz")
         return self.time_model_.predict_at(f)
