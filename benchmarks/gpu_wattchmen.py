@@ -22,7 +22,7 @@ Three steps (Wattchmen §3.3, §4, §5):
 Usage::
 
     PYTHONPATH=src python3 benchmarks/gpu_wattchmen.py measure --out $OUT
-    PYTHONPATH=src python benchmarks/gpu_wattchmen.py analyze --data datasets/h100
+    PYTHONPATH=src python benchmarks/gpu_wattchmen.py analyze --data datasets/h200
 """
 
 from __future__ import annotations
@@ -52,6 +52,13 @@ TARGET_LAUNCH_S = 0.02     # one microbenchmark launch ≈ 20 ms at the measured
 BATCH_S = 0.05             # work queued per batch while the counter is polled
 WARM_S = 0.8               # warm-up before the power window (ramp and clock settle)
 WINDOW_S = 2.2             # power window
+# Memory traffic per launch (32-byte sectors), profiled in a separate ncu pass.
+SECTOR_METRICS = {
+    schema.L1_SECTORS: ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+    schema.L2_SECTORS: ("lts__t_sectors_srcunit_tex.sum",),
+    schema.DRAM_SECTORS: ("dram__sectors_read.sum", "dram__sectors_write.sum"),
+}
 NCU_METRICS = [sass.OPCODE_METRIC, "l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct",
                "gpu__time_duration.sum"]
 
@@ -289,6 +296,8 @@ def cmd_measure(args) -> int:
     if args.record:  # profile only: reuse an earlier energy phase
         record = json.loads(Path(args.record).read_text())
         say(f"reusing {args.record}")
+        if args.sectors:
+            return _profile_sectors(record, out, say)
         return _profile_and_tables(record, out, say)
     gpu = Gpu(Path("/tmp/pm_cubins"))
     info = gpu.info()
@@ -325,6 +334,49 @@ def cmd_measure(args) -> int:
     (out / "measure.json").write_text(json.dumps(record, indent=1))
     del gpu, wl
     return _profile_and_tables(record, out, say)
+
+
+def _profile_sectors(record: dict, out: Path, say) -> int:
+    """Second ncu pass (hardware counters only): global sectors through L1, L2 and DRAM."""
+    ncu = sass.find_tool("ncu")
+    rep = Path("/tmp/pm_sectors")
+    plan = {"micro": list(record["micro"]), "workloads": list(record["workloads"])}
+    (rep.parent / "pm_plan.json").write_text(json.dumps(plan))
+    metrics = [m for names in SECTOR_METRICS.values() for m in names]
+    cmd = [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "pm/",
+           "--metrics", ",".join(metrics), "--force-overwrite", "-o", str(rep),
+           sys.executable, __file__, "profile", "--plan", str(rep.parent / "pm_plan.json")]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    say(f"ncu sectors rc={proc.returncode} in {time.monotonic() - t0:.0f} s; "
+        f"tail: {proc.stdout[-600:]} {proc.stderr[-600:]}")
+    csv = subprocess.run([ncu, "-i", str(rep) + ".ncu-rep", "--csv", "--page", "raw"],
+                         capture_output=True, text=True, check=False)
+    (out / "ncu_sectors.csv").write_text(csv.stdout)
+    n = len(sass.parse_ncu_csv(csv.stdout, None)) if csv.stdout.strip() else 0
+    say(f"sector profile: {n} launches")
+    return 0 if n else 1
+
+
+def sector_columns(record: dict, csv_text: str, plan: dict) -> dict[str, dict[str, float]]:
+    """Per item: sectors through L1, L2, DRAM (microbenchmarks extrapolated in iterations)."""
+    seg = segment_launches(sass.parse_ncu_csv(csv_text, None))
+
+    def total(launches):
+        return {col: float(sum(np.nan_to_num(x["metrics"].get(m, 0.0)) for x in launches
+                               for m in names)) for col, names in SECTOR_METRICS.items()}
+
+    out, code = {}, 0
+    a, b = PROFILE_ITERS
+    for name in plan["micro"]:
+        sa, sb = total(seg.get(code, [])), total(seg.get(code + 1, []))
+        code += 2
+        n = record["micro"][name]["iters"]
+        out[name] = {k: max(0.0, sa[k] + (sb[k] - sa[k]) * (n - a) / (b - a)) for k in sa}
+    for name in plan["workloads"]:
+        out[name] = total(seg.get(code, []))
+        code += 1
+    return out
 
 
 def _profile_and_tables(record: dict, out: Path, say) -> int:
@@ -455,7 +507,9 @@ def _aggregate(launches: list[dict]) -> tuple[dict, float, float]:
             if op.split(".")[0] in ("LDG", "STG", "RED", "REDG", "ATOMG", "LD", "ST", "LDGSTS"):
                 mem += c
         m = launch["metrics"]
-        r1, r2 = m.get("l1tex__t_sector_hit_rate.pct"), m.get("lts__t_sector_hit_rate.pct")
+        # ncu can report a hit rate slightly above 100 % (e.g. 109 % for near-empty traffic)
+        r1, r2 = (None if m.get(k) is None else float(np.clip(m[k], 0.0, 100.0))
+                  for k in ("l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct"))
         if r1 is not None and np.isfinite(r1) and mem > 0:
             h1, w1 = h1 + mem * r1 / 100, w1 + mem
         if r2 is not None and np.isfinite(r2) and mem > 0:
@@ -520,10 +574,10 @@ def cmd_analyze(args) -> int:
     micro = micro[np.isfinite(micro[schema.ENERGY_J])].reset_index(drop=True)
     wl = wl[np.isfinite(wl[schema.ENERGY_J]) & (wl[schema.opcode_columns(wl)].sum(axis=1) > 0)]
     wl = wl.reset_index(drop=True)
-    for df in (micro, wl):  # prediction sees only what a profiler gives (time, counts, hit rates)
-        for col in (schema.POWER_W, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ):
-            if col in df:
-                df.drop(columns=col, inplace=True)
+    # prediction sees only what a profiler gives (time, counts, hit rates)
+    extra = [schema.POWER_W, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ]
+    micro = micro.drop(columns=[c for c in extra if c in micro.columns])
+    wl = wl.drop(columns=[c for c in extra if c in wl.columns])
     y = wl[schema.ENERGY_J].to_numpy()
     lines = []
     results = {}
@@ -582,6 +636,29 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def cmd_rebuild(args) -> int:
+    """Rebuild the instruction tables from the raw files kept in the dataset folder."""
+    import gzip
+
+    data = Path(args.data)
+    record = json.loads((data / "wattchmen_measure.json").read_text())
+    with gzip.open(data / "ncu_raw.csv.gz", "rt") as f:
+        csv_text = f.read()
+    plan = {"micro": list(record["micro"]), "workloads": list(record["workloads"])}
+    micro, wtab = build_tables(record, csv_text, plan, record.get("ncu_metric", sass.OPCODE_METRIC))
+    if (data / "ncu_sectors.csv.gz").exists():
+        with gzip.open(data / "ncu_sectors.csv.gz", "rt") as f:
+            sectors = sector_columns(record, f.read(), plan)
+        for df in (micro, wtab):
+            for col in SECTOR_METRICS:
+                df.insert(df.columns.get_loc(schema.L2_HIT_RATE) + 1, col,
+                          [sectors[w][col] for w in df[schema.WORKLOAD]])
+    micro.to_parquet(data / "wattchmen_microbench.parquet")
+    wtab.to_parquet(data / "wattchmen_workloads.parquet")
+    print(f"rebuilt {micro.shape} microbenchmark and {wtab.shape} workload tables in {data}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -589,13 +666,17 @@ def main(argv=None) -> int:
     m.add_argument("--out", default=os.environ.get("OUT", "wattchmen_out"))
     m.add_argument("--only", default="", help="comma-separated subset of names")
     m.add_argument("--record", default="", help="measure.json of an earlier run: profile only")
+    m.add_argument("--sectors", action="store_true", help="with --record: sector-count pass only")
     pr = sub.add_parser("profile")
     pr.add_argument("--plan", required=True)
     a = sub.add_parser("analyze")
-    a.add_argument("--data", default=str(REPO / "datasets" / "h100"))
+    a.add_argument("--data", default=str(REPO / "datasets" / "h200"))
     a.add_argument("--breakdown", default="cublas_sgemm_4096,stream_triad_64M")
+    r = sub.add_parser("rebuild")
+    r.add_argument("--data", default=str(REPO / "datasets" / "h200"))
     args = p.parse_args(argv)
-    return {"measure": cmd_measure, "profile": cmd_profile, "analyze": cmd_analyze}[args.cmd](args)
+    return {"measure": cmd_measure, "profile": cmd_profile, "analyze": cmd_analyze,
+            "rebuild": cmd_rebuild}[args.cmd](args)
 
 
 if __name__ == "__main__":

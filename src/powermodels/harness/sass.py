@@ -211,15 +211,16 @@ def parse_ncu_instances(cell: str) -> dict[str, float]:
     return out
 
 
-def parse_ncu_csv(text: str, metric: str = OPCODE_METRIC) -> list[dict]:
+def parse_ncu_csv(text: str, metric: str | None = OPCODE_METRIC) -> list[dict]:
     """Parse ``ncu --csv --page raw --print-metric-instances details`` output.
 
     Parameters
     ----------
     text : str
         The CSV text (ncu's own log lines starting with ``==`` are skipped).
-    metric : str
-        The instanced opcode metric to expand.
+    metric : str or None
+        The instanced opcode metric to expand (None: no opcode column; each
+        launch then has an empty ``opcodes`` dict).
 
     Returns
     -------
@@ -234,12 +235,14 @@ def parse_ncu_csv(text: str, metric: str = OPCODE_METRIC) -> list[dict]:
     ValueError
         If the header lacks the ``ID``/``Kernel Name`` columns or ``metric``.
     """
+    # Instanced cells of big kernels exceed csv's default 128 KiB field limit.
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")]
     if not lines:
         return []
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
     fields = reader.fieldnames or []
-    for need in ("ID", "Kernel Name", metric):
+    for need in ("ID", "Kernel Name", *([metric] if metric else [])):
         if need not in fields:
             raise ValueError(f"ncu csv: column {need!r} is missing (have {fields[:12]}...)")
     launches = []
@@ -260,7 +263,7 @@ def parse_ncu_csv(text: str, metric: str = OPCODE_METRIC) -> list[dict]:
             "kernel": row["Kernel Name"],
             "grid": row.get("Grid Size", ""),
             "block": row.get("Block Size", ""),
-            "opcodes": parse_ncu_instances(row[metric]),
+            "opcodes": parse_ncu_instances(row[metric]) if metric else {},
             "metrics": metrics,
         })
     return launches

@@ -1,0 +1,701 @@
+"""Per-instruction energy model (Wattchmen): non-negative joint solve over microbenchmarks.
+
+Energy of a run (Wattchmen eq. 1-3)::
+
+    E_total = (P_const + P_static) · T_exec + Σ_i count_i · e_i
+
+The per-opcode dynamic energies ``e_i`` are fitted jointly over all
+microbenchmarks with a non-negative least-squares solve (§3.1), so the
+ancillary instructions of one benchmark are attributed with the energies that
+other benchmarks pin down. Coverage of opcodes never fitted is extended
+(§3.4-3.5) by
+
+* **grouping** — modifiers that do not change the energy are dropped
+  (``STG.E.EF.64`` → ``STG.E.64``; every ``ISETP.*`` → ``ISETP``), optionally
+  truncated to ``modifier_depth`` modifiers; at prediction an unknown variant
+  takes the energy of the fitted variant of the same base opcode sharing the
+  most leading modifiers (``IMAD.MOV.U32`` → ``IMAD``);
+* **scaling** — global-memory opcodes are split by the profiled L1/L2 hit
+  rates into ``OP@L1``, ``OP@L2``, ``OP@DRAM``; a level never measured for an
+  opcode is scaled from another level with the median level ratio of opcodes
+  measured at both; tensor instructions (``HGMMA.64x128x16``) are scaled from
+  the per-multiply-accumulate energy of measured MMA instructions;
+* **bucketing** — any other unknown opcode gets the mean energy of the known
+  opcodes in its bucket (FP32, FP64, FP16, SFU, INT, CONV, CONTROL, WARP,
+  MEM-shared, MEM-global, MEM-local, TENSOR, MISC).
+
+:meth:`InstructionEnergyModel.transfer` implements the affine transfer of §6:
+fit a new system from a fraction of its benchmarks and map the reference
+system's energy table onto it with a least-squares line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import lsq_linear, nnls
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    check_non_negative,
+    validate_data,
+)
+
+from .. import schema
+
+__all__ = ["BUCKETS", "InstructionEnergyModel", "group_opcode", "mma_macs", "opcode_bucket"]
+
+LOADS = frozenset({"LDG", "LD"})
+STORES = frozenset({"STG", "ST", "RED", "REDG", "ATOMG", "ATOM", "LDGSTS"})
+LEVELS = ("L1", "L2", "DRAM")
+STATIC = "STATIC"  # component name of the time-proportional (constant + static) energy
+#: Memory-traffic features (32-byte sectors per run) and the table columns they come from.
+TRAFFIC = {"SECTORS@L1": schema.L1_SECTORS, "SECTORS@L2": schema.L2_SECTORS,
+           "SECTORS@DRAM": schema.DRAM_SECTORS}
+
+#: Bucket → base opcodes (Wattchmen §3.4 "bucketing", AccelWattch-style components).
+BUCKETS: dict[str, frozenset[str]] = {
+    "FP32": frozenset("FADD FMUL FFMA FMNMX FSETP FSEL FSET FCHK FRND FSWZADD FADD32I "
+                      "FMUL32I FFMA32I".split()),
+    "FP64": frozenset("DADD DMUL DFMA DSETP DMNMX".split()),
+    "FP16": frozenset("HADD2 HMUL2 HFMA2 HSETP2 HMNMX2 HSET2 HADD2.F32".split()),
+    "SFU": frozenset(["MUFU"]),
+    "CONV": frozenset("F2F F2I I2F I2FP F2IP FRND I2I F2FP".split()),
+    "INT": frozenset("IADD3 IADD IMAD IMUL LOP3 LOP SHF SHL SHR ISETP IMNMX VIMNMX POPC FLO "
+                     "PRMT LEA SEL MOV IABS BMSK BREV SGXT VIADD VIADDMNMX IDP IDP4A PLOP3 P2R "
+                     "R2P S2R S2UR CS2R LDC R2UR UIADD3 UIMAD ULOP3 USHF UISETP USEL UMOV ULDC "
+                     "ULEA UPRMT UFLO UPOPC UBMSK USGXT UP2UR UPLOP3 VOTEU UMNMX LDCU".split()),
+    "CONTROL": frozenset("BRA BRX JMP JMX CALL RET EXIT BSSY BSYNC WARPSYNC BAR BREAK YIELD "
+                         "NANOSLEEP BMOV KILL ACQBULK".split()),
+    "WARP": frozenset("SHFL VOTE MATCH REDUX ELECT".split()),
+    "MEM-shared": frozenset("LDS STS ATOMS LDSM STSM".split()),
+    "MEM-global": frozenset((*LOADS, *STORES, "CCTL", "UBLKCP", "UTMALDG", "UTMASTG",
+                             "UTMAPF", "SYNCS")),
+    "MEM-local": frozenset("LDL STL".split()),
+    "TENSOR": frozenset("HMMA IMMA DMMA BMMA HGMMA IGMMA QGMMA BGMMA WARPGROUP".split()),
+    "MEM-traffic": frozenset(["SECTORS"]),
+    "MISC": frozenset("NOP MEMBAR DEPBAR ERRBAR FENCE CGAERRBAR LDGDEPBAR ARRIVES".split()),
+}
+_BUCKET_OF = {op: b for b, ops in BUCKETS.items() for op in ops}
+
+# Modifiers that select cache policy, memory ordering or scheduling but not the work done
+# (Wattchmen §3.4: STG.E.EF.64 is treated as STG.E.64).
+_NEUTRAL = frozenset("EF EL LU EU NA STRONG GPU SYS CTA SM CONSTANT DEFER_BLOCKING LTC64B "
+                     "LTC128B LTC256B ZFILL BYPASS PRIVATE MMIO REUSE".split())
+# Compare-and-set families whose comparison/combine modifiers are grouped (ISETP.GE.OR ≡ ISETP.GE.AND).
+_SETP = frozenset("ISETP FSETP DSETP HSETP2 PSETP UISETP".split())
+_FREE_TOL = 0.1  # null-space component above which a fitted energy is flagged unidentifiable
+_MMA_SHAPES = {"16816": (16, 8, 16), "1688": (16, 8, 8), "16832": (16, 8, 32), "884": (8, 8, 4),
+               "8816": (8, 8, 16), "16864": (16, 8, 64), "1684": (16, 8, 4), "8832": (8, 8, 32),
+               "88128": (8, 8, 128), "168128": (16, 8, 128), "168256": (16, 8, 256)}
+
+
+def group_opcode(op: str, modifier_depth: int | None = None, rules: bool = True) -> str:
+    """Canonical group of an opcode (Wattchmen §3.4 "grouping").
+
+    Parameters
+    ----------
+    op : str
+        SASS opcode with modifiers, e.g. ``"LDG.E.128.SYS"``.
+    modifier_depth : int, optional
+        Keep at most this many modifiers after the rules (``None`` keeps all;
+        ``0`` keeps the base opcode only).
+    rules : bool, default=True
+        Drop cache/ordering modifiers (``EF``, ``STRONG``, ``GPU``, ``SYS``,
+        ``CONSTANT``...) and the comparison modifiers of ``*SETP`` opcodes.
+
+    Examples
+    --------
+    >>> group_opcode("LDG.E.128.SYS")
+    'LDG.E.128'
+    >>> group_opcode("ISETP.GE.U32.AND")
+    'ISETP'
+    >>> group_opcode("LDG.E.128.SYS", modifier_depth=1, rules=False)
+    'LDG.E'
+    """
+    parts = op.split(".")
+    base, mods = parts[0], parts[1:]
+    if rules:
+        mods = [] if base in _SETP else [m for m in mods if m not in _NEUTRAL]
+    if modifier_depth is not None:
+        mods = mods[:modifier_depth]
+    return ".".join([base, *mods])
+
+
+def _base(op: str) -> str:
+    return op.split("@")[0].split(".")[0]
+
+
+def opcode_bucket(op: str) -> str:
+    """Bucket of an opcode (``"FP32"``, ``"INT"``, ``"MEM-global"``, ``"TENSOR"``... or ``"MISC"``)."""
+    name = op.split("@")[0]
+    if name.startswith("HADD2.F32"):
+        return "CONV"  # f16→f32 conversion on sm_90
+    if name.startswith("HFMA2.MMA"):
+        return "FP16"
+    return _BUCKET_OF.get(_base(op), "MISC")
+
+
+def mma_macs(op: str) -> float | None:
+    """Multiply-accumulates per warp-level instruction of a tensor opcode, or None.
+
+    ``HMMA.16816.F32`` → 16·8·16 = 2048; ``DMMA.8x8x4`` → 256; warp-group
+    instructions (``HGMMA.64x128x16.F32``) are issued by the four warps of the
+    group, so each warp-level instruction counts a quarter of 64·128·16.
+    """
+    base = _base(op)
+    if opcode_bucket(op) != "TENSOR" or base == "WARPGROUP":
+        return None
+    for token in op.split("@")[0].split(".")[1:]:
+        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", token)
+        if m:
+            macs = float(np.prod([int(v) for v in m.groups()]))
+            return macs / 4 if base.endswith("GMMA") else macs
+        if token in _MMA_SHAPES:
+            return float(np.prod(_MMA_SHAPES[token]))
+    return None
+
+
+def _mma_family(op: str) -> str:
+    return {"H": "H", "B": "H", "Q": "H", "I": "I", "D": "D"}.get(_base(op)[0], "")
+
+
+class InstructionEnergyModel(RegressorMixin, BaseEstimator):
+    """Wattchmen per-instruction energy model as a scikit-learn regressor.
+
+    ``X`` is an instruction table (one row per benchmark: ``op:<OPCODE>``
+    count columns, ``time_s``, optionally ``static_power_w``, ``l1_hit_rate``,
+    ``l2_hit_rate``; see :func:`powermodels.schema.validate_instruction_table`)
+    or a plain non-negative array, whose columns are then taken as opcodes
+    (named ``x0, x1, ...``) with zero run time. ``y`` is the measured energy
+    per run (J); for a table it defaults to its ``energy_j`` column.
+
+    Parameters
+    ----------
+    modifier_depth : int or None, default=None
+        Group opcodes to at most this many modifiers (None: keep all).
+    group_rules : bool or callable, default=True
+        True applies :func:`group_opcode`'s rules; a callable ``str → str``
+        replaces them; False keeps opcode names as profiled.
+    extension : {"bucket", "none"}, default="bucket"
+        "none" predicts only from directly fitted energies (Wattchmen-Direct);
+        "bucket" adds scaling and bucketing for unknown opcodes
+        (Wattchmen-Pred).
+    memory_levels : bool, default=True
+        Split global-memory opcodes by the L1/L2 hit-rate columns (when present).
+    memory_traffic : bool, default=True
+        When the table has the ``l1_sectors``, ``l2_sectors`` and
+        ``dram_sectors`` columns, fit an energy per 32-byte sector at each
+        level besides the per-instruction energies (an extension of
+        Wattchmen: an uncoalesced load moves up to 8× the bytes of a
+        coalesced one for the same instruction count).
+    static_power_w : float or None, default=None
+        Constant + static power. None: per-row ``static_power_w`` column of the
+        table when present, otherwise fitted as a non-negative coefficient of
+        ``time_s``.
+    min_share : float, default=0.05
+        An opcode is fitted only if it is at least this fraction of the
+        instructions of some training row; rarer ones (prologue/epilogue
+        instructions) are left to the extension — a column that is never
+        more than noise would otherwise absorb residual energy.
+    alpha : float, default=1e-6
+        Weight of a small ridge term ``alpha · Σ_j (s̄/s_j)·(s_j e_j)²``
+        (``s_j`` the column norm, ``s̄`` its median) added to the
+        non-negative solve. Where rows cannot separate opcodes (they always
+        occur together) it splits their energy equally per instruction
+        instead of giving it all to one; elsewhere its bias is of order
+        ``alpha``. 0 gives plain NNLS.
+    solver : {"nnls", "bvls"}, default="nnls"
+        ``scipy.optimize.nnls`` (falls back to ``lsq_linear(method="bvls")``
+        if it does not converge) or ``lsq_linear(method="bvls")`` directly.
+
+    Attributes
+    ----------
+    energies_ : pandas.Series
+        Fitted dynamic energy per instruction (J) of each fitted feature.
+    identifiable_ : pandas.Series of bool
+        False for features the training rows cannot separate: the norm of
+        their component in the null space of the column-scaled design matrix
+        exceeds 0.1 (1 means fully free).
+    static_power_w_ : float
+        Constant + static power used for prediction when ``X`` has no column.
+    rank_ : int
+        Numerical rank of the (column-scaled) design matrix.
+    residual_ : float
+        ``‖A e − d‖₂`` recomputed in joules (d = energy − static energy).
+    relative_residual_ : float
+        ``residual_ / ‖d‖₂``.
+    bucket_energies_ : dict
+        ``(bucket, level)`` → mean fitted energy (level "" for non-memory).
+    level_ratios_ : dict
+        ``(from_level, to_level)`` → median energy ratio of memory opcodes.
+    mac_energies_ : dict
+        MMA family ("H", "I", "D", "") → energy per multiply-accumulate (J).
+    solver_used_ : str
+        "nnls" or "bvls".
+    """
+
+    _expected_failed_checks: ClassVar[dict[str, str]] = {
+        "check_sample_weight_equivalence_on_dense_data":
+            "NNLS active sets can differ between weighted and repeated rows by rounding",
+    }
+
+    def __init__(self, modifier_depth=None, group_rules=True, extension="bucket",
+                 memory_levels=True, memory_traffic=True, static_power_w=None,
+                 min_share=0.05, alpha=1e-6, solver="nnls"):
+        self.modifier_depth = modifier_depth
+        self.group_rules = group_rules
+        self.extension = extension
+        self.memory_levels = memory_levels
+        self.memory_traffic = memory_traffic
+        self.static_power_w = static_power_w
+        self.min_share = min_share
+        self.alpha = alpha
+        self.solver = solver
+
+    # ------------------------------------------------------------------ input
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def _check_params(self):
+        if self.extension not in ("bucket", "none"):
+            raise ValueError(f"extension: must be 'bucket' or 'none', got {self.extension!r}")
+        if self.solver not in ("nnls", "bvls"):
+            raise ValueError(f"solver: must be 'nnls' or 'bvls', got {self.solver!r}")
+        if self.modifier_depth is not None and (not isinstance(self.modifier_depth, int | np.integer)
+                                                or self.modifier_depth < 0):
+            raise ValueError(f"modifier_depth: must be None or an int ≥ 0, got {self.modifier_depth!r}")
+        if not (np.isfinite(self.alpha) and self.alpha >= 0):
+            raise ValueError(f"alpha: must be a finite number ≥ 0, got {self.alpha!r}")
+        if not (0.0 <= float(self.min_share) < 1.0):
+            raise ValueError(f"min_share: must be in [0, 1), got {self.min_share!r}")
+        if self.static_power_w is not None and not (np.isfinite(self.static_power_w)
+                                                    and self.static_power_w >= 0):
+            raise ValueError(f"static_power_w: must be None or a finite power ≥ 0 W, "
+                             f"got {self.static_power_w!r}")
+
+    def _group(self, op: str) -> str:
+        if callable(self.group_rules):
+            op = self.group_rules(op)
+            return group_opcode(op, self.modifier_depth, rules=False)
+        return group_opcode(op, self.modifier_depth, rules=bool(self.group_rules))
+
+    @staticmethod
+    def _is_table(X) -> bool:
+        return isinstance(X, pd.DataFrame) and bool(schema.opcode_columns(X))
+
+    def _parse(self, X, *, fit: bool, y=None):
+        """Counts (DataFrame of grouped/split features), time, static power, y."""
+        if self._is_table(X):
+            ops = schema.opcode_columns(X)
+            if fit and y is None:
+                schema.validate_instruction_table(X)
+                y = X[schema.ENERGY_J].to_numpy(dtype=float)
+            for name in ops:
+                values = pd.to_numeric(X[name], errors="coerce").to_numpy(dtype=float)
+                if not np.all(np.isfinite(values)):
+                    raise ValueError(f"instruction table: column {name!r} has NaN or infinite counts")
+                if (values < 0).any():
+                    raise ValueError(f"instruction table: column {name!r} has negative counts")
+            if schema.TIME_S not in X.columns:
+                raise ValueError(f"instruction table: column {schema.TIME_S!r} is missing")
+            time = X[schema.TIME_S].to_numpy(dtype=float)
+            if not np.all(np.isfinite(time)) or (time < 0).any():
+                raise ValueError(f"instruction table: column {schema.TIME_S!r} has NaN, "
+                                 "infinite or negative values")
+            static = None
+            if schema.STATIC_POWER_W in X.columns:
+                static = X[schema.STATIC_POWER_W].to_numpy(dtype=float)
+                if np.isnan(static).all():
+                    static = None
+                elif not np.all(np.isfinite(static)):
+                    raise ValueError(f"instruction table: column {schema.STATIC_POWER_W!r} "
+                                     "has NaN values in some rows")
+            counts = X[ops].astype(float)
+            counts.columns = [c[len(schema.OPCODE_PREFIX):] for c in ops]
+            counts = counts.T.groupby(lambda op: self._group(op), sort=False).sum().T
+            hits = None
+            if self.memory_levels and schema.L1_HIT_RATE in X.columns \
+                    and schema.L2_HIT_RATE in X.columns:
+                h1 = np.clip(X[schema.L1_HIT_RATE].to_numpy(dtype=float), 0.0, 1.0)
+                h2 = np.clip(X[schema.L2_HIT_RATE].to_numpy(dtype=float), 0.0, 1.0)
+                hits = (np.nan_to_num(h1, nan=0.0), np.nan_to_num(h2, nan=1.0))
+            counts = self._split_levels(counts.reset_index(drop=True), hits)
+            if self.memory_traffic and all(c in X.columns for c in TRAFFIC.values()):
+                for feature, col in TRAFFIC.items():
+                    v = X[col].to_numpy(dtype=float)
+                    if not np.all(np.isfinite(v)) or (v < 0).any():
+                        raise ValueError(f"instruction table: column {col!r} has NaN, "
+                                         "infinite or negative sector counts")
+                    counts[feature] = v
+            if fit:
+                self.n_features_in_ = len(ops)
+                self.feature_names_in_ = np.asarray(ops, dtype=object)
+                self._table_mode = True
+            return counts, time, static, y
+        # plain arrays (and DataFrames without opcode columns): every column is an opcode
+        if fit:
+            X, y = validate_data(self, X, y, y_numeric=True)
+            self._table_mode = False
+        else:
+            X = validate_data(self, X, reset=False)
+        check_non_negative(X, f"{type(self).__name__}.{'fit' if fit else 'predict'}")
+        names = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
+                 else [f"x{i}" for i in range(X.shape[1])])
+        counts = pd.DataFrame(np.asarray(X, dtype=float), columns=names)
+        return counts, np.zeros(X.shape[0]), None, y
+
+    @staticmethod
+    def _split_levels(counts: pd.DataFrame, hits) -> pd.DataFrame:
+        """Split global loads by L1/L2 hits and stores/atomics by L2 hits (Wattchmen §3.5)."""
+        if hits is None:
+            return counts
+        h1, h2 = hits
+        out = {}
+        for op in counts.columns:
+            c = counts[op].to_numpy()
+            base = _base(op)
+            if base in LOADS:
+                parts = {"L1": c * h1, "L2": c * (1 - h1) * h2, "DRAM": c * (1 - h1) * (1 - h2)}
+            elif base in STORES:
+                parts = {"L2": c * h2, "DRAM": c * (1 - h2)}
+            else:
+                out[op] = out.get(op, 0.0) + c
+                continue
+            for level, v in parts.items():
+                key = f"{op}@{level}"
+                out[key] = out.get(key, 0.0) + v
+        return pd.DataFrame(out, index=counts.index)
+
+    # ------------------------------------------------------------------ fit
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the per-opcode energies jointly over all rows (Wattchmen §3.1).
+
+        Parameters
+        ----------
+        X : instruction table (DataFrame) or array-like of shape (n_runs, n_opcodes)
+        y : array-like of shape (n_runs,), optional
+            Measured energy per run (J); defaults to the table's ``energy_j``.
+        sample_weight : array-like of shape (n_runs,), optional
+            Row weights of the least-squares solve.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        for attr in ("feature_names_in_", "n_features_in_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        counts, time, static, y = self._parse(X, fit=True, y=y)
+        y = np.asarray(y, dtype=float)
+        if y.shape != (len(counts),):
+            raise ValueError(f"y: expected shape ({len(counts)},), got {y.shape}")
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y: has NaN or infinite energies")
+        w = _check_sample_weight(sample_weight, np.empty((len(counts), 1)))
+
+        # constant + static energy: known per row, fixed, or fitted on time_s
+        if self.static_power_w is not None:
+            static = np.full(len(counts), float(self.static_power_w))
+        fit_static = static is None and np.any(time > 0)
+        d = y - (time * static if static is not None else 0.0)
+
+        traffic = np.array([c in TRAFFIC for c in counts.columns], dtype=bool)
+        instr = counts.to_numpy()[:, ~traffic]
+        totals = instr.sum(axis=1)
+        shares = counts.to_numpy() / np.where(totals > 0, totals, 1.0)[:, None]
+        keep = (shares.max(axis=0, initial=0.0) >= self.min_share) | traffic
+        keep &= counts.to_numpy().sum(axis=0) > 0
+        features = list(counts.columns[keep])
+        A = counts[features].to_numpy(dtype=float)
+        if fit_static:
+            A = np.column_stack([A, time])
+        # Column scaling: counts span 1e3..1e11, so solve for scaled energies.
+        scale = np.linalg.norm(A, axis=0)
+        scale[scale == 0] = 1.0
+        sw = np.sqrt(w)
+        As = A / scale * sw[:, None]
+        ds = d * sw
+        # ridge rows: penalty Σ (s̄/s_j) x_j² in scaled units = Σ s̄ s_j e_j², which is
+        # minimised by equal per-instruction energies among always-co-occurring opcodes
+        ridge = np.sqrt(self.alpha * np.median(scale) / scale)
+        if fit_static:
+            ridge[-1] = 0.0  # the static power is not shrunk
+        x_scaled, solver = self._solve(np.vstack([As, np.diag(ridge)]),
+                                       np.concatenate([ds, np.zeros(len(ridge))]))
+        coef = x_scaled / scale
+        e = coef[: len(features)]
+        self.static_power_w_ = (float(coef[-1]) if fit_static else
+                                float(np.mean(static)) if static is not None else 0.0)
+        self.residual_ = float(np.linalg.norm(A @ coef - d))
+        self.relative_residual_ = self.residual_ / max(float(np.linalg.norm(d)), 1e-300)
+        self.solver_used_ = solver
+        # rank and identifiability from the scaled matrix's singular values
+        if As.size:
+            _, sv, vt = np.linalg.svd(As, full_matrices=True)
+            tol = sv.max(initial=0.0) * max(As.shape) * np.finfo(float).eps
+            self.rank_ = int((sv > tol).sum())
+            null = vt[self.rank_:]
+            free = (np.linalg.norm(null, axis=0) > _FREE_TOL if len(null)
+                    else np.zeros(As.shape[1], bool))
+        else:
+            self.rank_, free = 0, np.zeros(0, bool)
+        self.energies_ = pd.Series(e, index=pd.Index(features, name="opcode"), name="energy_j")
+        self.identifiable_ = pd.Series(~free[: len(features)], index=self.energies_.index,
+                                       name="identifiable")
+        self._derive_extension_tables()
+        return self
+
+    def _solve(self, A, d):
+        if A.shape[1] == 0:
+            return np.zeros(0), self.solver
+        if self.solver == "nnls":
+            try:
+                x, _ = nnls(A, d, maxiter=50 * A.shape[1] + 100)
+                return x, "nnls"
+            except RuntimeError:  # did not converge: bounded-variable least squares instead
+                pass
+        res = lsq_linear(A, d, bounds=(0.0, np.inf), method="bvls")
+        return np.maximum(res.x, 0.0), "bvls"
+
+    def _derive_extension_tables(self):
+        buckets: dict[tuple[str, str], list[float]] = {}
+        sure: dict[tuple[str, str], list[float]] = {}
+        for op, v in self.energies_.items():
+            level = op.split("@")[1] if "@" in op else ""
+            key = (opcode_bucket(op), level)
+            buckets.setdefault(key, []).append(float(v))
+            if self.identifiable_[op]:
+                sure.setdefault(key, []).append(float(v))
+        # bucket mean over identifiable members, else over all fitted members
+        self.bucket_energies_ = {k: float(np.mean(sure.get(k, v))) for k, v in buckets.items()}
+        e = self.energies_
+        by_op: dict[str, dict[str, float]] = {}
+        for op, v in e.items():
+            if "@" in op:
+                name, level = op.split("@")
+                by_op.setdefault(name, {})[level] = float(v)
+        ratios = {}
+        for a in LEVELS:
+            for b in LEVELS:
+                r = [lv[b] / lv[a] for lv in by_op.values() if a in lv and b in lv and lv[a] > 0]
+                if a != b and r:
+                    ratios[(a, b)] = float(np.median(r))
+        self.level_ratios_ = ratios
+        self._by_op_levels = by_op
+        macs: dict[str, list[float]] = {}
+        for op, v in e.items():
+            m = mma_macs(op)
+            if m:
+                macs.setdefault(_mma_family(op), []).append(float(v) / m)
+                macs.setdefault("", []).append(float(v) / m)
+        self.mac_energies_ = {k: float(np.mean(v)) for k, v in macs.items()}
+
+    # ------------------------------------------------------------------ predict
+
+    def _lookup(self, op: str, extension: str) -> tuple[float, str]:
+        """Energy per instruction of a feature and where it came from."""
+        if op in self.energies_.index:
+            return float(self.energies_[op]), "fitted"
+        if extension == "none":
+            return 0.0, "none"
+        grouped = self._closest_variant(op)
+        if grouped is not None:
+            return grouped, "grouped"
+        if "@" in op:  # memory level scaling from another level of the same opcode
+            name, level = op.split("@")
+            known = self._by_op_levels.get(name, {})
+            for src in ("L2", "L1", "DRAM"):
+                if src in known and (src, level) in self.level_ratios_:
+                    return known[src] * self.level_ratios_[(src, level)], "scaled"
+        m = mma_macs(op)
+        if m:
+            per_mac = self.mac_energies_.get(_mma_family(op), self.mac_energies_.get(""))
+            if per_mac is not None:
+                return m * per_mac, "scaled"
+        level = op.split("@")[1] if "@" in op else ""
+        key = (opcode_bucket(op), level)
+        if key in self.bucket_energies_:
+            return self.bucket_energies_[key], "bucket"
+        return 0.0, "none"
+
+    def _closest_variant(self, op: str) -> float | None:
+        """Energy of the fitted variant of the same base opcode and level sharing the most
+        leading modifiers (ties: the one with fewest modifiers, then their mean)."""
+        name, _, level = op.partition("@")
+        mods = name.split(".")
+        best, score = [], None
+        for other in self.energies_.index:
+            oname, _, olevel = other.partition("@")
+            omods = oname.split(".")
+            if omods[0] != mods[0] or olevel != level:
+                continue
+            common = 0
+            for a, b in zip(mods[1:], omods[1:], strict=False):
+                if a != b:
+                    break
+                common += 1
+            key = (common, -len(omods))
+            if score is None or key > score:
+                best, score = [other], key
+            elif key == score:
+                best.append(other)
+        if not best:
+            return None
+        return float(np.mean([self.energies_[b] for b in best]))
+
+    def _energy_table(self, counts: pd.DataFrame, extension: str | None = None) -> pd.DataFrame:
+        ext = self.extension if extension is None else extension
+        rows = [(op, *self._lookup(op, ext)) for op in counts.columns]
+        return pd.DataFrame(rows, columns=["opcode", "energy_per_instruction_j", "source"])
+
+    def predict(self, X):
+        """Total energy per run: ``time·(P_const + P_static) + Σ count·e`` (Wattchmen §3.5).
+
+        Parameters
+        ----------
+        X : instruction table or array-like of shape (n_runs, n_opcodes)
+
+        Returns
+        -------
+        ndarray of shape (n_runs,)
+            Predicted energy (J).
+        """
+        check_is_fitted(self, "energies_")
+        counts, time, static = self._predict_inputs(X)
+        table = self._energy_table(counts)
+        dyn = counts.to_numpy() @ table["energy_per_instruction_j"].to_numpy()
+        return time * static + dyn
+
+    def _predict_inputs(self, X):
+        if self._table_mode and not self._is_table(X):
+            raise ValueError("X: the model was fitted on an instruction table; pass one "
+                             f"(columns named {schema.OPCODE_PREFIX}<OPCODE>)")
+        counts, time, static, _ = self._parse(X, fit=False)
+        if self.static_power_w is not None or static is None:
+            static = np.full(len(counts), self.static_power_w_)
+        return counts, time, static
+
+    def breakdown(self, X, by: str = "opcode") -> pd.DataFrame:
+        """Energy attribution per opcode (long table) or per component (wide table).
+
+        Parameters
+        ----------
+        X : instruction table or array-like
+        by : {"opcode", "component"}, default="opcode"
+            "opcode": one row per (run, opcode) with columns ``run``,
+            ``workload`` (if the table has one), ``opcode``, ``component``,
+            ``count``, ``energy_per_instruction_j``, ``energy_j``, ``source``;
+            plus one ``STATIC`` row per run for ``time·(P_const+P_static)``.
+            "component": one row per run, one column per component (J).
+        """
+        if by not in ("opcode", "component"):
+            raise ValueError(f"by: must be 'opcode' or 'component', got {by!r}")
+        check_is_fitted(self, "energies_")
+        counts, time, static = self._predict_inputs(X)
+        table = self._energy_table(counts).set_index("opcode")
+        names = (X[schema.WORKLOAD].to_numpy() if isinstance(X, pd.DataFrame)
+                 and schema.WORKLOAD in X.columns else None)
+        frames = []
+        for i in range(len(counts)):
+            c = counts.iloc[i]
+            part = pd.DataFrame({
+                "run": i,
+                "opcode": counts.columns,
+                "component": [opcode_bucket(op) for op in counts.columns],
+                "count": c.to_numpy(),
+                "energy_per_instruction_j": table["energy_per_instruction_j"].to_numpy(),
+                "source": table["source"].to_numpy(),
+            })
+            part = part[part["count"] > 0]
+            part = pd.concat([part, pd.DataFrame({
+                "run": [i], "opcode": [STATIC], "component": [STATIC], "count": [time[i]],
+                "energy_per_instruction_j": [static[i]], "source": ["time"]})],
+                ignore_index=True)
+            frames.append(part)
+        out = pd.concat(frames, ignore_index=True)
+        out["energy_j"] = out["count"] * out["energy_per_instruction_j"]
+        if names is not None:
+            out.insert(1, schema.WORKLOAD, names[out["run"].to_numpy()])
+        if by == "component":
+            return out.pivot_table(index="run", columns="component", values="energy_j",
+                                   aggfunc="sum", fill_value=0.0)
+        return out
+
+    def coverage(self, X, extension: str | None = None) -> np.ndarray:
+        """Fraction of each run's instructions that have an energy (Wattchmen §5.2 "coverage").
+
+        With ``extension="none"`` only directly fitted opcodes count
+        (Wattchmen-Direct coverage); with "bucket", scaled and bucketed ones too.
+        Defaults to the model's ``extension``.
+        """
+        check_is_fitted(self, "energies_")
+        counts, _, _ = self._predict_inputs(X)
+        instr = [c for c in counts.columns if c not in TRAFFIC]  # sectors are not instructions
+        counts = counts[instr]
+        table = self._energy_table(counts, extension)
+        covered = (table["source"] != "none").to_numpy()
+        total = counts.to_numpy().sum(axis=1)
+        return np.where(total > 0, counts.to_numpy()[:, covered].sum(axis=1)
+                        / np.where(total > 0, total, 1.0), 0.0)
+
+    # ------------------------------------------------------------------ transfer (§6)
+
+    def transfer(self, X, y=None, *, fraction: float | None = None, random_state=None):
+        """Fit a new system from some of its benchmarks via an affine map (Wattchmen §6).
+
+        Fits a clone of this model on ``X`` (optionally a random ``fraction``
+        of its rows), regresses the new energies of opcodes identified on
+        both systems on this model's energies (least-squares line), and fills
+        every opcode of this model that the new fit lacks with
+        ``slope·e_ref + intercept`` (clipped at 0).
+
+        Returns
+        -------
+        InstructionEnergyModel
+            A fitted model for the new system, with ``transfer_`` =
+            ``{"slope", "intercept", "r2", "n_common", "n_rows"}``.
+        """
+        check_is_fitted(self, "energies_")
+        if fraction is not None:
+            if not (0 < fraction <= 1):
+                raise ValueError(f"fraction: must be in (0, 1], got {fraction!r}")
+            n = len(X)
+            rng = np.random.default_rng(random_state)
+            rows = np.sort(rng.choice(n, size=max(1, round(fraction * n)), replace=False))
+            X = X.iloc[rows] if isinstance(X, pd.DataFrame) else np.asarray(X)[rows]
+            y = None if y is None else np.asarray(y)[rows]
+        new = clone(self).fit(X, y)
+        common = [op for op in new.energies_.index
+                  if op in self.energies_.index and new.identifiable_[op]
+                  and self.identifiable_[op]]
+        if len(common) < 2:
+            raise ValueError(f"X: only {len(common)} opcode(s) identified on both systems; "
+                             "an affine transfer needs at least 2")
+        ref = self.energies_[common].to_numpy()
+        tgt = new.energies_[common].to_numpy()
+        slope, intercept = np.polyfit(ref, tgt, 1)
+        pred = slope * ref + intercept
+        ss = float(((tgt - tgt.mean()) ** 2).sum())
+        r2 = 1.0 - float(((tgt - pred) ** 2).sum()) / ss if ss > 0 else 1.0
+        missing = [op for op in self.energies_.index if op not in new.energies_.index]
+        filled = np.maximum(slope * self.energies_[missing].to_numpy() + intercept, 0.0)
+        new.energies_ = pd.concat([new.energies_, pd.Series(filled, index=missing)])
+        new.energies_.index.name = "opcode"
+        new.energies_.name = "energy_j"
+        new.identifiable_ = pd.concat([new.identifiable_,
+                                       self.identifiable_[missing]]).rename("identifiable")
+        new._derive_extension_tables()
+        new.transfer_ = {"slope": float(slope), "intercept": float(intercept), "r2": r2,
+                         "n_common": len(common), "n_rows": len(y) if y is not None else len(X)}
+        return new
