@@ -29,6 +29,7 @@ __all__ = [
     "count_static_opcodes",
     "disassemble",
     "find_tool",
+    "instruction_table_from_ncu",
     "parse_ncu_csv",
     "parse_ncu_instances",
     "parse_sass",
@@ -267,3 +268,86 @@ def parse_ncu_csv(text: str, metric: str | None = OPCODE_METRIC) -> list[dict]:
             "metrics": metrics,
         })
     return launches
+
+
+#: ncu metrics of one profile that :func:`instruction_table_from_ncu` turns into a table.
+NCU_TABLE_METRICS = (OPCODE_METRIC, "gpu__time_duration.sum", "l1tex__t_sector_hit_rate.pct",
+                     "lts__t_sector_hit_rate.pct", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                     "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+                     "lts__t_sectors_srcunit_tex.sum", "dram__sectors_read.sum",
+                     "dram__sectors_write.sum")
+_TIME_UNITS = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3,
+               "msecond": 1e-3, "s": 1.0, "second": 1.0}
+_GLOBAL_MEMORY = ("LDG", "STG", "RED", "REDG", "ATOMG", "LD", "ST", "LDGSTS")
+
+
+def instruction_table_from_ncu(text: str, metric: str = OPCODE_METRIC, per_kernel: bool = True):
+    """Instruction table (see :mod:`powermodels.schema`) from an ncu raw CSV profile.
+
+    Parameters
+    ----------
+    text : str
+        Output of ``ncu --csv --page raw --print-metric-instances details
+        --metrics <NCU_TABLE_METRICS>``.
+    metric : str
+        The instanced opcode metric.
+    per_kernel : bool, default=True
+        One row per kernel name (launches summed); False: one row for the
+        whole profile.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``workload``, ``time_s`` (sum of ``gpu__time_duration``), hit rates
+        weighted by each launch's global-memory instructions, sector counts
+        (when profiled) and ``op:*`` counts.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from .. import schema
+
+    launches = parse_ncu_csv(text, metric)
+    if not launches:
+        raise ValueError("ncu csv: no kernel launches in the profile")
+    rows = list(csv.reader(io.StringIO("\n".join(
+        ln for ln in text.splitlines() if ln.strip() and not ln.startswith("==")))))
+    units = dict(zip(rows[0], rows[1], strict=False)) if len(rows) > 1 and not rows[1][0] else {}
+    to_s = _TIME_UNITS.get(units.get("gpu__time_duration.sum", "ns").strip(), 1e-9)
+    sectors = {schema.L1_SECTORS: ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                                   "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+               schema.L2_SECTORS: ("lts__t_sectors_srcunit_tex.sum",),
+               schema.DRAM_SECTORS: ("dram__sectors_read.sum", "dram__sectors_write.sum")}
+    groups: dict[str, list[dict]] = {}
+    for launch in launches:
+        groups.setdefault(launch["kernel"] if per_kernel else "all", []).append(launch)
+    out = []
+    for name, group in groups.items():
+        row = {schema.WORKLOAD: name,
+               schema.TIME_S: to_s * sum(x["metrics"].get("gpu__time_duration.sum", 0.0)
+                                          for x in group)}
+        counts: dict[str, float] = {}
+        hit = {schema.L1_HIT_RATE: [0.0, 0.0], schema.L2_HIT_RATE: [0.0, 0.0]}
+        for x in group:
+            mem = 0.0
+            for op, c in x["opcodes"].items():
+                counts[op] = counts.get(op, 0.0) + c
+                mem += c if op.split(".")[0] in _GLOBAL_MEMORY else 0.0
+            for col, key in ((schema.L1_HIT_RATE, "l1tex__t_sector_hit_rate.pct"),
+                             (schema.L2_HIT_RATE, "lts__t_sector_hit_rate.pct")):
+                rate = x["metrics"].get(key)
+                if rate is not None and np.isfinite(rate) and mem > 0:
+                    hit[col][0] += mem * min(max(rate, 0.0), 100.0) / 100
+                    hit[col][1] += mem
+        for col, (num, den) in hit.items():
+            row[col] = num / den if den else np.nan
+        for col, names in sectors.items():
+            if all(n in group[0]["metrics"] for n in names):
+                row[col] = float(sum(np.nan_to_num(x["metrics"].get(n, 0.0))
+                                     for x in group for n in names))
+        row.update({schema.OPCODE_PREFIX + op: c for op, c in counts.items()})
+        out.append(row)
+    df = pd.DataFrame(out)
+    ops = sorted(schema.opcode_columns(df))
+    df[ops] = df[ops].fillna(0.0)
+    return df[[c for c in df.columns if c not in ops] + ops]
