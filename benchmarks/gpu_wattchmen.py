@@ -610,6 +610,19 @@ def cmd_analyze(args) -> int:
                        ("direct_coverage_pct", "direct coverage %"),
                        ("extended_coverage_pct", "extended coverage %")):
         lines.append(f"| {label} | {summary[key]:.1f} | {WATTCHMEN_H100[key]:.0f} |")
+    # sensitivity: the same data under other model settings (MAPE over the held-out workloads)
+    lines.append("\n| model settings | direct MAPE % | extended MAPE % |")
+    lines.append("|---|---|---|")
+    variants = [("default", {}), ("no memory-level split", {"memory_levels": False}),
+                ("no sector traffic", {"memory_traffic": False}),
+                ("plain NNLS (alpha=0)", {"alpha": 0.0}), ("min_share=0.01", {"min_share": 0.01}),
+                ("bvls solver", {"solver": "bvls"})]
+    for label, params in variants:
+        mape = []
+        for ext in ("none", "bucket"):
+            p = InstructionEnergyModel(extension=ext, **params).fit(micro).predict(wl)
+            mape.append(float(np.mean(np.abs(p - y) / y) * 100))
+        lines.append(f"| {label} | {mape[0]:.1f} | {mape[1]:.1f} |")
     for name in args.breakdown.split(","):
         if name not in set(wl[schema.WORKLOAD]):
             continue
