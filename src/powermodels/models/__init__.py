@@ -4,6 +4,7 @@
 from .energy import EnergyModel
 from .frequency import FrequencyCorrection, FrequencyPowerModel, fit_frequency_power_batch
 from .grouped import GroupedEstimator, compare_per_group_vs_global
+from .instruction import InstructionEnergyModel
 from .runtime import RationalTimeModel, fit_rational_time_batch
 from .temperature import TemperatureCorrection, WeakTemperatureCorrelationWarning
 
@@ -12,6 +13,7 @@ __all__ = [
     "FrequencyCorrection",
     "FrequencyPowerModel",
     "GroupedEstimator",
+    "InstructionEnergyModel",
     "RationalTimeModel",
     "TemperatureCorrection",
     "WeakTemperatureCorrelationWarning",
