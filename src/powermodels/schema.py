@@ -138,6 +138,10 @@ DVFS_ALPHA_S_MHZ = "dvfs_alpha_s_mhz"
 DVFS_BETA_S_MHZ = "dvfs_beta_s_mhz"
 DVFS_PARAMETERS = (DVFS_P0_W, DVFS_KAPPA_W, DVFS_GAMMA_W_PER_MHZ, DVFS_C_W_PER_MHZ,
                    DVFS_T0_S, DVFS_ALPHA_S_MHZ, DVFS_BETA_S_MHZ)
+# the same parameters as shares of T and P at the reference clocks (dimensionless, the
+# predictor's targets): t0/T_ref, α/(f_m,ref·T_ref), β/(f_c,ref·T_ref), P0/P_ref, κV_ref/P_ref, ...
+DVFS_SHARES = ("dvfs_share_p0", "dvfs_share_kappa", "dvfs_share_gamma", "dvfs_share_c",
+               "dvfs_share_t0", "dvfs_share_alpha", "dvfs_share_beta")
 DVFS_REFERENCE_TIME_S = "dvfs_reference_time_s"    # measured at the reference (highest) clock pair
 DVFS_REFERENCE_POWER_W = "dvfs_reference_power_w"
 

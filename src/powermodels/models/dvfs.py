@@ -124,6 +124,43 @@ class DVFSParams:
         values = {k: max(v, 0.0) for k, v in asdict(self).items() if k in self._NAMES}
         return replace(self, **values)
 
+    def to_shares(self, f_core_mhz: float, f_mem_mhz: float, time_s: float,
+                  power_w: float) -> np.ndarray:
+        """Each term's share of T and P at a reference clock pair (``schema.DVFS_SHARES`` order).
+
+        ``(P0, κV, γf_m, cV²f_c)/P_ref`` and ``(t0, α/f_m, β/f_c)/T_ref``:
+        dimensionless, O(1) and comparable across kernels of any size, so a
+        regressor can learn them from size-free features.
+        """
+        v = float(self.voltage(f_core_mhz))
+        return np.array([
+            self.p0_w / power_w, self.kappa_w * v / power_w,
+            self.gamma_w_per_mhz * f_mem_mhz / power_w, self.c_w_per_mhz * v**2 * f_core_mhz / power_w,
+            self.t0_s / time_s, self.alpha_s_mhz / f_mem_mhz / time_s,
+            self.beta_s_mhz / f_core_mhz / time_s,
+        ])
+
+    @classmethod
+    def from_shares(cls, shares, *, f_core_mhz: float, f_mem_mhz: float, time_s: float,
+                    power_w: float, voltage_knee_mhz: float,
+                    voltage_slope_per_ghz: float) -> DVFSParams:
+        """Inverse of :meth:`to_shares`."""
+        s = np.asarray(shares, dtype=float).ravel()
+        if s.size != 7 or not np.all(np.isfinite(s)):
+            raise ValueError(f"shares: expected 7 finite values, got {s.size}")
+        for name, val in (("f_core_mhz", f_core_mhz), ("f_mem_mhz", f_mem_mhz),
+                          ("time_s", time_s), ("power_w", power_w)):
+            if not np.isfinite(val) or val <= 0:
+                raise ValueError(f"{name} must be positive, got {val}")
+        v = float(relative_voltage(f_core_mhz, voltage_knee_mhz, voltage_slope_per_ghz))
+        return cls(
+            p0_w=s[0] * power_w, kappa_w=s[1] * power_w / v,
+            gamma_w_per_mhz=s[2] * power_w / f_mem_mhz, c_w_per_mhz=s[3] * power_w / (v**2 * f_core_mhz),
+            t0_s=s[4] * time_s, alpha_s_mhz=s[5] * time_s * f_mem_mhz,
+            beta_s_mhz=s[6] * time_s * f_core_mhz,
+            voltage_knee_mhz=float(voltage_knee_mhz), voltage_slope_per_ghz=float(voltage_slope_per_ghz),
+        )
+
     def as_series(self) -> pd.Series:
         """The seven kernel parameters under their schema names."""
         return pd.Series({col: getattr(self, attr) for attr, col in self._NAMES.items()})
@@ -174,6 +211,11 @@ def _column_index(est, X, column, name: str) -> int:
 def _clocks(est, X, *, reset: bool):
     """Validate X and return its (core, memory) clock columns in MHz."""
     X = validate_data(est, X, reset=reset, dtype=np.float64, ensure_min_features=1)
+    return _clock_arrays(est, X)
+
+
+def _clock_arrays(est, X):
+    """(core, memory) clock columns of an already validated X."""
     ic = _column_index(est, X, est.core_clock_column, "core_clock_column")
     im = _column_index(est, X, est.mem_clock_column, "mem_clock_column")
     if ic == im:
@@ -292,9 +334,8 @@ class DVFSPowerModel(_DVFSBase):
 
     def fit(self, X, y):
         """Fit eq. 1 to power ``y`` (W) measured at the clocks in ``X``."""
-        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
-        _, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
-        fc, fm = _clocks(self, X, reset=False)
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
+        fc, fm = _clock_arrays(self, X)
         knees = (np.unique(fc) if self.voltage_knee_mhz is None else [float(self.voltage_knee_mhz)])
         slopes = ((0.25, 0.5, 1.0, 2.0) if self.voltage_slope_per_ghz is None
                   else [float(self.voltage_slope_per_ghz)])
@@ -385,9 +426,8 @@ class DVFSTimeModel(_DVFSBase):
 
     def fit(self, X, y):
         """Fit eq. 2 to kernel time ``y`` (s) measured at the clocks in ``X``."""
-        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
-        _, y = validate_data(self, X, y, reset=False, y_numeric=True, dtype=np.float64)
-        fc, fm = _clocks(self, X, reset=False)
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
+        fc, fm = _clock_arrays(self, X)
         _, self.t0_, self.alpha_, self.beta_ = (float(v) for v in _fit_time(fc, fm, y))
         self.params_ = DVFSParams(t0_s=self.t0_, alpha_s_mhz=self.alpha_, beta_s_mhz=self.beta_)
         return self
@@ -445,14 +485,13 @@ class DVFSEnergyModel(_DVFSBase):
 
     def fit(self, X, y):
         """Fit time and power; ``y`` is (n, 2): time in s, power in W."""
-        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
-        _, y = validate_data(self, X, y, reset=False, multi_output=True, y_numeric=True,
-                             dtype=np.float64)
+        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64,
+                             ensure_min_samples=2)
         if y.ndim != 2 or y.shape[1] != 2:
             raise ValueError(
                 f"y must have 2 columns (time_s, power_w), got shape {np.shape(y)}"
             )
-        fc, fm = _clocks(self, X, reset=False)
+        fc, fm = _clock_arrays(self, X)
         clocks = np.column_stack([fc, fm])
         self.time_model_ = DVFSTimeModel(0, 1).fit(clocks, y[:, 0])
         self.power_model_ = DVFSPowerModel(0, 1, self.voltage_knee_mhz,

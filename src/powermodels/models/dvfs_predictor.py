@@ -5,16 +5,16 @@ utilisation (DCGM, Table I) and static PTX instruction mix (Table II) with
 a multi-layer perceptron (100, 50, 25 neurons, sigmoid activations),
 tuning batch size and learning rate by grid search with three-fold
 cross-validation. The features are size-free ratios, so the targets are
-the parameters of the kernel's *normalised* time and power — ``T/T_ref``
-and ``P/P_ref`` at the reference (highest) clock pair, as in the DSO
-authors' own parameter files — and the profiling run that measures the
-features also measures ``T_ref`` and ``P_ref``, which scale them back.
+each parameter's *share* of time and power at the reference (highest)
+clock pair (``schema.DVFS_SHARES``; the DSO authors' own parameter files are
+normalised likewise), and the profiling run that measures the features
+also measures ``T_ref`` and ``P_ref``, which scale them back.
 
 Workflow::
 
     table = kernel_parameters(runs, ...)          # per-kernel fits (training kernels)
-    pred = DVFSParameterPredictor().fit(features, table[schema.DVFS_PARAMETERS])
-    params = pred.predict_params(new_features, reference_time_s=..., reference_power_w=...)
+    pred = DVFSParameterPredictor().fit(features, table[list(schema.DVFS_SHARES)])
+    params = pred.predict_params(new_features, reference_sm_clock_mhz=..., ...)
     optimize_clocks(params[0], clocks, eta=0.8, p_max_w=...)
 """
 
@@ -35,12 +35,8 @@ from powermodels.models.dvfs import DVFSParams, DVFSPowerModel, DVFSTimeModel
 
 __all__ = ["DVFSParameterPredictor", "kernel_parameters"]
 
-#: DSO tunes batch size and learning rate (§IV-D); the L2 penalty keeps the small data sane.
-DEFAULT_PARAM_GRID = {
-    "batch_size": [16, 64],
-    "learning_rate_init": [1e-3, 1e-2],
-    "alpha": [1e-4, 1e-2],
-}
+#: DSO tunes batch size and learning rate (§IV-D).
+DEFAULT_PARAM_GRID = {"batch_size": [16, 64], "learning_rate_init": [1e-3, 1e-2]}
 
 
 class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
@@ -64,7 +60,9 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         ``None`` uses ``DEFAULT_PARAM_GRID``, ``{}`` fits once without search.
     cv : int, default=3
         Folds of the grid search.
-    max_iter : int, default=2000
+    max_iter : int, default=500
+    n_jobs : int or None, default=None
+        Parallel fits of the grid search.
     random_state : int or None, default=None
 
     Attributes
@@ -78,13 +76,14 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, estimator=None, hidden_layer_sizes=(100, 50, 25), activation="logistic",
-                 param_grid=None, cv=3, max_iter=2000, random_state=None):
+                 param_grid=None, cv=3, max_iter=500, n_jobs=None, random_state=None):
         self.estimator = estimator
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
         self.param_grid = param_grid
         self.cv = cv
         self.max_iter = max_iter
+        self.n_jobs = n_jobs
         self.random_state = random_state
 
     @classmethod
@@ -118,7 +117,8 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
                 raise ValueError(f"param_grid must be a dict, got {type(grid).__name__}")
             grid = {prefix + k: list(v) for k, v in grid.items()}
             cv = KFold(self.cv, shuffle=True, random_state=self.random_state)
-            search = GridSearchCV(base, grid, cv=cv, scoring="neg_mean_squared_error")
+            search = GridSearchCV(base, grid, cv=cv, scoring="neg_mean_squared_error",
+                                  n_jobs=self.n_jobs)
             search.fit(X, y)
             self.model_ = search.best_estimator_
             self.best_params_ = {k[len(prefix):]: v for k, v in search.best_params_.items()}
@@ -135,55 +135,79 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.model_.predict(X)
 
-    def predict_params(self, X, *, voltage_knee_mhz: float, voltage_slope_per_ghz: float,
-                       reference_time_s=None, reference_power_w=None) -> list[DVFSParams]:
-        """Predicted DVFS models, one per row of ``X``, ready for the optimiser.
+    def predict_params(self, X, *, reference_sm_clock_mhz, reference_mem_clock_mhz,
+                       reference_time_s, reference_power_w, voltage_knee_mhz: float,
+                       voltage_slope_per_ghz: float, anchor: bool = True) -> list[DVFSParams]:
+        """Predicted DVFS models in s and W, one per row of ``X``, ready for the optimiser.
 
+        The predictor is trained on shares (``schema.DVFS_SHARES``, see
+        :func:`kernel_parameters`); the profiled kernel's clocks, time and
+        power at its reference clocks turn them back into parameters.
         Negative predictions are clipped to 0 (eq. 1-2 need non-negative
-        parameters). With ``reference_time_s`` / ``reference_power_w`` (the
-        profiled kernel's measured time and power at the reference clocks)
-        normalised parameters are scaled to seconds and watts.
+        parameters). With ``anchor`` the power shares are rescaled to sum to
+        1 and the time shares so that ``t0 + max(α, β)`` shares is 1: the
+        model then reproduces the measured reference run exactly and the
+        prediction only supplies the shape of the DVFS curves.
         """
-        pred = np.asarray(self.predict(X), dtype=float).reshape(-1, len(schema.DVFS_PARAMETERS))
+        pred = np.asarray(self.predict(X), dtype=float)
+        if pred.ndim != 2 or pred.shape[1] != len(schema.DVFS_SHARES):
+            raise ValueError(
+                f"predictor outputs {pred.shape[-1] if pred.ndim else 1} value(s) per kernel; "
+                f"predict_params needs the {len(schema.DVFS_SHARES)} shares of schema.DVFS_SHARES"
+            )
         n = len(pred)
-        t_ref = np.ones(n) if reference_time_s is None else np.broadcast_to(
-            np.asarray(reference_time_s, dtype=float), (n,))
-        p_ref = np.ones(n) if reference_power_w is None else np.broadcast_to(
-            np.asarray(reference_power_w, dtype=float), (n,))
+        refs = [np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in (
+            reference_sm_clock_mhz, reference_mem_clock_mhz, reference_time_s, reference_power_w)]
         out = []
-        for row, t, p in zip(pred, t_ref, p_ref, strict=True):
-            params = DVFSParams.from_values(row, voltage_knee_mhz=voltage_knee_mhz,
-                                            voltage_slope_per_ghz=voltage_slope_per_ghz)
-            out.append(params.clipped().scaled(time_factor=t, power_factor=p))
+        for row, fc, fm, t, p in zip(pred, *refs, strict=True):
+            row = np.maximum(row, 0.0)
+            if anchor:
+                row = _anchored(row)
+            params = DVFSParams.from_shares(
+                row, f_core_mhz=fc, f_mem_mhz=fm, time_s=t, power_w=p,
+                voltage_knee_mhz=voltage_knee_mhz, voltage_slope_per_ghz=voltage_slope_per_ghz)
+            out.append(params)
         return out
+
+
+def _anchored(shares: np.ndarray) -> np.ndarray:
+    """Shares rescaled so that the model equals the reference run at the reference clocks."""
+    out = shares.copy()
+    p_sum = out[:4].sum()
+    t_sum = out[4] + max(out[5], out[6])
+    if p_sum > 0:
+        out[:4] /= p_sum
+    if t_sum > 0:
+        out[4:] /= t_sum
+    return out
 
 
 def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
                       core_clock_column: str = schema.SM_CLOCK_MHZ,
                       mem_clock_column: str = schema.MEM_CLOCK_MHZ,
                       time_column: str = schema.TIME_S, power_column: str = schema.POWER_W,
-                      voltage_knee_mhz: float, voltage_slope_per_ghz: float,
-                      normalize: bool = True) -> pd.DataFrame:
+                      voltage_knee_mhz: float, voltage_slope_per_ghz: float) -> pd.DataFrame:
     """Fit DSO eq. 1-2 per kernel: the training targets of :class:`DVFSParameterPredictor`.
 
     Parameters
     ----------
     runs : DataFrame
-        One row per measured run (several clock pairs per kernel).
+        One row per measured run (at least 3 distinct core clocks per kernel).
     group_column, core_clock_column, mem_clock_column, time_column, power_column : str
         Column names.
     voltage_knee_mhz, voltage_slope_per_ghz : float
         The GPU's V(f) shape (see :func:`powermodels.models.dvfs.fit_voltage_curve`).
-    normalize : bool, default=True
-        Fit ``T/T_ref`` and ``P/P_ref`` (reference: the kernel's highest
-        memory clock and highest core clock there, mean over repeats).
 
     Returns
     -------
     DataFrame
-        Indexed by kernel: ``schema.DVFS_PARAMETERS`` plus
-        ``schema.DVFS_REFERENCE_TIME_S``, ``schema.DVFS_REFERENCE_POWER_W``,
-        ``schema.SM_CLOCK_MHZ`` and ``schema.MEM_CLOCK_MHZ`` of the reference.
+        Indexed by kernel: the parameters (``schema.DVFS_PARAMETERS``), the
+        same as shares of T and P at the reference clocks
+        (``schema.DVFS_SHARES``, see :meth:`DVFSParams.to_shares`), and the
+        reference itself — the kernel's highest memory clock and highest core
+        clock there (``schema.SM_CLOCK_MHZ``, ``schema.MEM_CLOCK_MHZ``) with
+        the mean measured time and power there
+        (``schema.DVFS_REFERENCE_TIME_S``, ``schema.DVFS_REFERENCE_POWER_W``).
     """
     if not isinstance(runs, pd.DataFrame):
         raise ValueError(f"runs must be a DataFrame, got {type(runs).__name__}")
@@ -206,20 +230,22 @@ def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
         c_ref = fc[fm == m_ref].max()
         at_ref = (fm == m_ref) & (fc == c_ref)
         t_ref, p_ref = float(t[at_ref].mean()), float(p[at_ref].mean())
-        if normalize:
-            t, p = t / t_ref, p / p_ref
         X = np.column_stack([fc, fm])
         tp = DVFSTimeModel().fit(X, t).params_
         pp = DVFSPowerModel(voltage_knee_mhz=voltage_knee_mhz,
                             voltage_slope_per_ghz=voltage_slope_per_ghz).fit(X, p).params_
-        row = pp.as_series()
-        row[schema.DVFS_T0_S] = tp.t0_s
-        row[schema.DVFS_ALPHA_S_MHZ] = tp.alpha_s_mhz
-        row[schema.DVFS_BETA_S_MHZ] = tp.beta_s_mhz
-        row[schema.DVFS_REFERENCE_TIME_S] = t_ref
-        row[schema.DVFS_REFERENCE_POWER_W] = p_ref
+        params = DVFSParams(pp.p0_w, pp.kappa_w, pp.gamma_w_per_mhz, pp.c_w_per_mhz,
+                            tp.t0_s, tp.alpha_s_mhz, tp.beta_s_mhz,
+                            voltage_knee_mhz=voltage_knee_mhz,
+                            voltage_slope_per_ghz=voltage_slope_per_ghz)
+        row = params.as_series()
+        for name, share in zip(schema.DVFS_SHARES, params.to_shares(c_ref, m_ref, t_ref, p_ref),
+                               strict=True):
+            row[name] = share
         row[schema.SM_CLOCK_MHZ] = c_ref
         row[schema.MEM_CLOCK_MHZ] = m_ref
+        row[schema.DVFS_REFERENCE_TIME_S] = t_ref
+        row[schema.DVFS_REFERENCE_POWER_W] = p_ref
         rows[kernel] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = group_column
