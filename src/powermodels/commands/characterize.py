@@ -115,7 +115,8 @@ def run(args) -> int:
              + (f", preset {args.preset}, seed {args.seed}" if kind == "simulated" else
                 f", driver {info.driver}") + ").\n"
              f"Command: `powermodels characterize --device {args.device} --preset {args.preset} "
-             f"--out {args.out}`.")
+             f"--seed {args.seed}{' --reference-meter' if args.reference_meter else ''} "
+             f"--seconds {args.seconds:g} --step-seconds {args.step_seconds:g} --out {args.out}`.")
     path = write_report(result, out, square, step, title=f"Sensor characterisation: {info.name}",
                         notes=notes)
     print(result.table.to_string(index=False))
