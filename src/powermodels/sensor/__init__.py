@@ -7,6 +7,7 @@ Correction: :func:`window_aware_energy` (ours), :func:`good_practice_energy`
 (Yang §V-A), :func:`naive_energy`. Fine-grain profiles: :mod:`powermodels.sensor.fingrav`.
 """
 
+from ._series import counter_power
 from .correction import (
     EnergyEstimate,
     delag,
@@ -32,6 +33,7 @@ __all__ = [
     "UpdatePeriod",
     "attach_load",
     "characterize_traces",
+    "counter_power",
     "delag",
     "discard_rise",
     "good_practice_energy",
