@@ -99,13 +99,21 @@ def _rational_jac(p, x):
 def _nonneg_two_basis(b0, b1, y, m):
     """Least squares ``y ≈ c0·b0 + c1·b1`` with ``c0, c1 ≥ 0``, batched.
 
-    All inputs broadcast to ``(..., n)``; returns ``c0, c1, sse`` of shape ``(...)``.
+    All inputs broadcast to ``(..., n)`` (``b0=None`` means a constant 1);
+    returns ``c0, c1, sse`` of shape ``(...)``.
     """
-    s00 = np.sum(m * b0 * b0, -1)
-    s01 = np.sum(m * b0 * b1, -1)
-    s11 = np.sum(m * b1 * b1, -1)
-    s0y = np.sum(m * b0 * y, -1)
-    s1y = np.sum(m * b1 * y, -1)
+    mb1 = m * b1
+    if b0 is None:  # constant first basis (eq. 4.1's P_static): its sums are cheap
+        s00 = np.sum(m, -1)
+        s01 = np.sum(mb1, -1)
+        s0y = np.sum(m * y, -1)
+    else:
+        mb0 = m * b0
+        s00 = np.sum(mb0 * b0, -1)
+        s01 = np.sum(mb0 * b1, -1)
+        s0y = np.sum(mb0 * y, -1)
+    s11 = np.sum(mb1 * b1, -1)
+    s1y = np.sum(mb1 * y, -1)
     syy = np.sum(m * y * y, -1)
     det = s00 * s11 - s01 * s01
     ok = det > 1e-12 * np.maximum(s00 * s11, 1e-300)
@@ -155,8 +163,9 @@ def _lm(fun_jac, p, x, y, m, lower, upper, max_iter=100, tol=1e-10):
             break
         ja = jac[idx] * m[idx, :, None]
         ra = r[idx]
-        a_mat = np.einsum("gni,gnj->gij", ja, ja)
-        grad = np.einsum("gni,gn->gi", ja, ra)
+        jt = ja.transpose(0, 2, 1)
+        a_mat = jt @ ja
+        grad = (jt @ ra[..., None])[..., 0]
         # Parameters on a bound whose descent direction points outside are frozen
         # for this step; otherwise clipping bends every step and LM stalls there.
         lo = lower if np.ndim(lower) < 2 else lower[idx]
@@ -275,7 +284,7 @@ def _power_grid(x, y, m, xmin, xmax):
     xx = x[:, None, None, :]
     v = 1.0 + slopes[..., None] * np.maximum(xx - knees[:, :, None, None], 0.0)
     b1 = xx * v * v
-    c0, c1, sse = _nonneg_two_basis(np.ones_like(b1), b1, y[:, None, None, :], m[:, None, None, :])
+    c0, c1, sse = _nonneg_two_basis(None, b1, y[:, None, None, :], m[:, None, None, :])
     # The knee makes the SSE piecewise smooth (it changes whenever the knee
     # crosses a measured clock), so keep the best start of each of several knees.
     best_r = sse.argmin(axis=2)  # (G, K): best rise per knee
