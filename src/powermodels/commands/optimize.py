@@ -1,0 +1,174 @@
+"""``powermodels optimize``: recommend clocks for a kernel under a slowdown limit (DSO §IV-C).
+
+Fits DSO's power and time models (eq. 1-2) to a clock sweep of each kernel
+and picks the supported clock pair minimising eq. 4 with the largest η
+whose predicted slowdown against the highest clocks stays within the limit.
+
+Examples
+--------
+From a run table holding a sweep (kernel, sm_clock_mhz, mem_clock_mhz, time_s, power_w)::
+
+    powermodels optimize --runs sweep.parquet --max-slowdown 0.05 --p-max-w 700
+
+On the simulated GPU (clocks are locked there, which only the simulation allows here)::
+
+    powermodels optimize --simulated --workload stream --max-slowdown 0.05
+
+Real frequency sweeps need locked clocks: run them on your own machine with
+the opt-in clock control (``settings_guard(..., allow_changes=True)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+NAME = "optimize"
+HELP = "Recommend core/memory clocks for a kernel under a slowdown limit (DSO DVFS model)."
+
+_SIM_CORE_CLOCKS = 12
+
+
+def add_arguments(parser) -> None:
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--runs", help="run table (parquet/csv) with a clock sweep per kernel")
+    src.add_argument("--simulated", action="store_true",
+                     help="sweep a simulated workload on the SimulatedGPU")
+    parser.add_argument("--kernel", help="with --runs: only this kernel")
+    parser.add_argument("--workload", default="stream",
+                        help="with --simulated: fp32, stream, gemm or tiny (default: stream)")
+    parser.add_argument("--max-slowdown", type=float, default=0.05,
+                        help="allowed slowdown against the highest clocks (default 0.05 = 5 %%)")
+    parser.add_argument("--eta", type=float, default=None,
+                        help="use this η (0: fastest .. 1: least energy) instead of the slowdown limit")
+    parser.add_argument("--p-max-w", type=float, default=None,
+                        help="GPU power limit P_max in W (default: device limit, or the largest "
+                             "measured power)")
+    parser.add_argument("--voltage-knee-mhz", type=float, default=None)
+    parser.add_argument("--voltage-slope-per-ghz", type=float, default=None)
+    parser.add_argument("--output", help="write the recommendations to this CSV")
+
+
+def _read_runs(path: str):
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"--runs: {p} does not exist")
+    return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+
+
+def simulated_sweep(workload_name: str, *, seed: int = 0, run_s: float = 0.4):
+    """Sweep a simulated workload over 12 core clocks × every memory clock.
+
+    Returns ``(runs, p_max_w)``: a run table (time per launch from the
+    launch timestamps, power from the emulated energy counter) and the
+    device's maximum power limit.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from .. import schema
+    from ..devices.simulated import EXAMPLE_WORKLOADS, SimulatedGPU
+
+    if workload_name not in EXAMPLE_WORKLOADS:
+        raise ValueError(f"--workload must be one of {sorted(EXAMPLE_WORKLOADS)}, got {workload_name!r}")
+    w = EXAMPLE_WORKLOADS[workload_name]
+    gpu = SimulatedGPU(preset="hopper", seed=seed)
+    rows = []
+    for fm, cores in gpu.supported_clocks().items():
+        cores = np.sort(np.asarray(cores, dtype=float))
+        # the upper 60 % of the range, where a slowdown limit of a few % can land
+        pick = cores[np.linspace(int(0.4 * len(cores)), len(cores) - 1, _SIM_CORE_CLOCKS).astype(int)]
+        for fc in pick:
+            with gpu.settings_guard(sm_clock_mhz=fc, mem_clock_mhz=fm, allow_changes=True):
+                gpu.idle(0.02)
+                se = gpu.run(w, launches=max(int(run_s / w.time_s(fc, fm)), 10))
+                tr = gpu.trace(se[0, 0], se[-1, 1], sample_period_s=1e-3, run_id=w.name)
+            e = tr[[schema.T_S, schema.ENERGY_COUNTER_J]].dropna()
+            power = float((e[schema.ENERGY_COUNTER_J].iloc[-1] - e[schema.ENERGY_COUNTER_J].iloc[0])
+                          / (e[schema.T_S].iloc[-1] - e[schema.T_S].iloc[0]))
+            t = float(np.mean(se[:, 1] - se[:, 0]))
+            rows.append({schema.KERNEL: w.name, schema.SM_CLOCK_MHZ: float(fc),
+                         schema.MEM_CLOCK_MHZ: float(fm), schema.TIME_S: t,
+                         schema.POWER_W: power, schema.ENERGY_J: t * power})
+    return pd.DataFrame(rows), gpu.power_limits_w()[1]
+
+
+def recommend(runs, *, max_slowdown: float, p_max_w: float, eta: float | None = None,
+              voltage_knee_mhz: float | None = None, voltage_slope_per_ghz: float | None = None):
+    """One recommendation per kernel of a swept run table (a DataFrame)."""
+    import numpy as np
+    import pandas as pd
+
+    from .. import schema
+    from ..models.dvfs import DVFSParams, fit_voltage_curve
+    from ..models.dvfs_optimizer import eta_for_slowdown, optimize_clocks
+    from ..models.dvfs_predictor import kernel_parameters
+
+    for col in (schema.KERNEL, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ, schema.TIME_S,
+                schema.POWER_W):
+        if col not in runs.columns:
+            raise ValueError(f"run table: column {col!r} is missing")
+    if voltage_knee_mhz is None or voltage_slope_per_ghz is None:
+        knee, slope = fit_voltage_curve(runs[schema.SM_CLOCK_MHZ], runs[schema.MEM_CLOCK_MHZ],
+                                        runs[schema.POWER_W], runs[schema.KERNEL])
+        voltage_knee_mhz = knee if voltage_knee_mhz is None else voltage_knee_mhz
+        voltage_slope_per_ghz = slope if voltage_slope_per_ghz is None else voltage_slope_per_ghz
+    vkw = {"voltage_knee_mhz": voltage_knee_mhz, "voltage_slope_per_ghz": voltage_slope_per_ghz}
+    table = kernel_parameters(runs, **vkw)
+    out = []
+    for kernel, row in table.iterrows():
+        g = runs[runs[schema.KERNEL] == kernel]
+        clocks = np.unique(g[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].to_numpy(dtype=float), axis=0)
+        params = DVFSParams.from_values(row, **vkw)
+        choice = (optimize_clocks(params, clocks, eta=eta, p_max_w=p_max_w) if eta is not None
+                  else eta_for_slowdown(params, clocks, max_slowdown=max_slowdown, p_max_w=p_max_w))
+        rec = {schema.KERNEL: kernel, schema.SM_CLOCK_MHZ: choice.sm_clock_mhz,
+               schema.MEM_CLOCK_MHZ: choice.mem_clock_mhz, "eta": choice.eta,
+               "predicted_energy_saving": choice.energy_saving,
+               "predicted_slowdown": choice.slowdown}
+        at = g[(g[schema.SM_CLOCK_MHZ] == choice.sm_clock_mhz)
+               & (g[schema.MEM_CLOCK_MHZ] == choice.mem_clock_mhz)]
+        ref = g[(g[schema.SM_CLOCK_MHZ] == choice.reference_sm_clock_mhz)
+                & (g[schema.MEM_CLOCK_MHZ] == choice.reference_mem_clock_mhz)]
+        e = (g[schema.TIME_S] * g[schema.POWER_W]).groupby(
+            [g[schema.SM_CLOCK_MHZ], g[schema.MEM_CLOCK_MHZ]]).mean()
+        if len(at) and len(ref):  # what the sweep itself measured at the chosen pair
+            key = (choice.sm_clock_mhz, choice.mem_clock_mhz)
+            rkey = (choice.reference_sm_clock_mhz, choice.reference_mem_clock_mhz)
+            rec["measured_energy_saving"] = 1 - e[key] / e[rkey]
+            rec["measured_slowdown"] = at[schema.TIME_S].mean() / ref[schema.TIME_S].mean() - 1
+        out.append(rec)
+    return pd.DataFrame(out), vkw
+
+
+def run(args) -> int:
+    if args.max_slowdown < 0:
+        raise ValueError(f"--max-slowdown must be >= 0, got {args.max_slowdown}")
+    if args.eta is not None and not 0 <= args.eta <= 1:
+        raise ValueError(f"--eta must be in [0, 1], got {args.eta}")
+    if args.simulated:
+        runs, p_max = simulated_sweep(args.workload)
+        print(f"swept simulated workload {args.workload!r}: {len(runs)} clock pairs (SimulatedGPU, hopper)")
+    else:
+        from .. import schema
+
+        runs = _read_runs(args.runs)
+        if args.kernel is not None:
+            runs = runs[runs[schema.KERNEL] == args.kernel]
+            if runs.empty:
+                raise ValueError(f"--kernel {args.kernel!r} is not in {args.runs}")
+        p_max = float(runs[schema.POWER_W].max()) if schema.POWER_W in runs.columns else None
+    p_max = args.p_max_w if args.p_max_w is not None else p_max
+    if p_max is None or not p_max > 0:
+        raise ValueError("--p-max-w must be given (a positive power limit in W)")
+    recs, vkw = recommend(runs, max_slowdown=args.max_slowdown, p_max_w=p_max, eta=args.eta,
+                          voltage_knee_mhz=args.voltage_knee_mhz,
+                          voltage_slope_per_ghz=args.voltage_slope_per_ghz)
+    print(f"V(f): knee {vkw['voltage_knee_mhz']:.0f} MHz, slope {vkw['voltage_slope_per_ghz']:g}/GHz; "
+          f"P_max {p_max:.0f} W; slowdown limit {args.max_slowdown:.1%}")
+    print(recs.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.output:
+        recs.to_csv(args.output, index=False)
+        print(f"wrote {args.output}")
+    return 0
