@@ -610,6 +610,17 @@ def cmd_analyze(args) -> int:
                        ("direct_coverage_pct", "direct coverage %"),
                        ("extended_coverage_pct", "extended coverage %")):
         lines.append(f"| {label} | {summary[key]:.1f} | {WATTCHMEN_H100[key]:.0f} |")
+    # leave-one-out over the microbenchmarks themselves (no held-out workload involved)
+    loo = []
+    for i in range(len(micro)):
+        rest = micro.drop(index=i)
+        pred_i = InstructionEnergyModel().fit(rest).predict(micro.iloc[[i]])[0]
+        loo.append(abs(pred_i - micro[schema.ENERGY_J].iloc[i]) / micro[schema.ENERGY_J].iloc[i])
+    loo = np.array(loo) * 100
+    worst = micro[schema.WORKLOAD].iloc[np.argsort(loo)[::-1][:5]].tolist()
+    lines.append(f"\nleave-one-out over the {len(micro)} microbenchmarks (extended model): "
+                 f"MAPE {loo.mean():.1f} %, median {np.median(loo):.1f} %, worst {worst}")
+    summary["microbench_loo_mape_pct"] = float(loo.mean())
     # sensitivity: the same data under other model settings (MAPE over the held-out workloads)
     lines.append("\n| model settings | direct MAPE % | extended MAPE % |")
     lines.append("|---|---|---|")
