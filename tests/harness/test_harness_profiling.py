@@ -19,6 +19,7 @@ from powermodels.harness.profiling import (
     parse_ncu_csv,
     ptx_features,
     read_nv_dvfs_benchmark,
+    split_ptx_entries,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +74,15 @@ def test_ptx_features_normalised_per_category():
     assert len([c for c in f.index if c.startswith(schema.PTX_TYPE_PREFIX)]) == len(PTX_DATA_TYPES) == 17
     assert len([c for c in f.index if c.startswith(schema.PTX_SPACE_PREFIX)]) == len(PTX_STATE_SPACES) == 8
     assert f[schema.PTX_INSTRUCTION_PREFIX + "ld"] == pytest.approx(2 / 12)
+
+
+def test_split_ptx_entries():
+    two = PTX + PTX.replace("saxpy", "other")
+    parts = split_ptx_entries(two)
+    assert list(parts) == ["saxpy", "other"]
+    assert count_ptx(parts["other"])["instruction"] == count_ptx(PTX)["instruction"]
+    with pytest.raises(ValueError, match="entry"):
+        split_ptx_entries("ld.global.f32 %f1, [%rd1];")
 
 
 def test_ptx_features_refuse_non_ptx():

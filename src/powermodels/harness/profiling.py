@@ -40,9 +40,12 @@ __all__ = [
     "compile_ptx",
     "count_ptx",
     "ncu_command",
+    "ncu_launches",
     "parse_ncu_csv",
     "ptx_features",
     "read_nv_dvfs_benchmark",
+    "runtime_features",
+    "split_ptx_entries",
 ]
 
 # --------------------------------------------------------------------------
@@ -138,6 +141,22 @@ def ptx_features(ptx: str) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
+_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([A-Za-z_$][\w$]*)", re.M)
+
+
+def split_ptx_entries(ptx: str) -> dict[str, str]:
+    """PTX text of each ``.entry`` (kernel) in a module, by kernel name.
+
+    Each part runs from its ``.entry`` line to the next one; module-level
+    declarations before the first entry are left out.
+    """
+    marks = list(_ENTRY.finditer(ptx))
+    if not marks:
+        raise ValueError("ptx: no .entry (kernel) found")
+    ends = [m.start() for m in marks[1:]] + [len(ptx)]
+    return {m.group(1): ptx[m.start():end] for m, end in zip(marks, ends, strict=True)}
+
+
 def compile_ptx(source, *, arch: str = "sm_90", nvcc: str | None = None,
                 options: tuple[str, ...] = ()) -> str:
     """PTX of a CUDA source file, by ``nvcc -ptx`` (or CuPy's NVRTC when nvcc is absent).
@@ -223,19 +242,16 @@ def _number(text: str) -> float:
         return np.nan
 
 
-def parse_ncu_csv(text: str) -> pd.DataFrame:
-    """Table I features from ``ncu --csv --metrics`` output, one row per kernel name.
+def ncu_launches(text: str) -> list[dict]:
+    """The launches of ``ncu --csv --metrics`` output, in launch order.
 
     Lines that are not CSV (``==PROF==`` messages, program output) are
-    skipped. Launches of the same kernel are averaged. Percentages become
-    ratios 0..1. For each feature the first metric of :data:`NCU_METRICS`
-    present is used; a feature with none present is NaN.
+    skipped; percentages become ratios 0..1.
 
     Returns
     -------
-    DataFrame
-        Indexed by kernel name (``schema.KERNEL``), columns
-        ``schema.RUNTIME_FEATURES``.
+    list of dict
+        ``{"id": int, "kernel": str, "grid": str, "metrics": {name: value}}``.
     """
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
@@ -243,24 +259,44 @@ def parse_ncu_csv(text: str) -> pd.DataFrame:
         raise ValueError("ncu output: no CSV header (a line starting with '\"ID\"') found")
     body = [ln for ln in lines[start:] if ln.startswith('"')]
     rows = list(csv.DictReader(io.StringIO("\n".join(body))))
-    for col in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
-        if rows and col not in rows[0]:
-            raise ValueError(f"ncu output: column {col!r} is missing")
     if not rows:
         raise ValueError("ncu output: no metric rows")
-    values: dict[tuple[str, str], dict[str, float]] = {}
+    for col in ("ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"):
+        if col not in rows[0]:
+            raise ValueError(f"ncu output: column {col!r} is missing")
+    launches: dict[str, dict] = {}
     for r in rows:
         v = _number(r["Metric Value"])
         if r["Metric Unit"].strip() == "%":
             v /= 100.0
-        values.setdefault((r["Kernel Name"], r["ID"]), {})[r["Metric Name"]] = v
-    launches = []
-    for (kernel, _), metrics in values.items():
-        row = {schema.KERNEL: kernel}
-        for feat, cands in NCU_METRICS.items():
-            row[feat] = next((metrics[m] for m in cands if m in metrics), np.nan)
-        launches.append(row)
-    table = pd.DataFrame(launches)
+        launch = launches.setdefault(r["ID"], {"id": int(_number(r["ID"])), "kernel": r["Kernel Name"],
+                                               "grid": r.get("Grid Size", ""), "metrics": {}})
+        launch["metrics"][r["Metric Name"]] = v
+    return sorted(launches.values(), key=lambda launch: launch["id"])
+
+
+def runtime_features(metrics: dict) -> dict:
+    """Table I features from one launch's ncu metrics (first available of :data:`NCU_METRICS`)."""
+    return {feat: next((metrics[m] for m in cands if m in metrics), np.nan)
+            for feat, cands in NCU_METRICS.items()}
+
+
+def parse_ncu_csv(text: str) -> pd.DataFrame:
+    """Table I features from ``ncu --csv --metrics`` output, one row per kernel name.
+
+    Launches of the same kernel are averaged. For each feature the first
+    metric of :data:`NCU_METRICS` present is used; a feature with none
+    present is NaN.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by kernel name (``schema.KERNEL``), columns
+        ``schema.RUNTIME_FEATURES``.
+    """
+    rows = [{schema.KERNEL: launch["kernel"], **runtime_features(launch["metrics"])}
+            for launch in ncu_launches(text)]
+    table = pd.DataFrame(rows)
     return table.groupby(schema.KERNEL, sort=False)[list(schema.RUNTIME_FEATURES)].mean()
 
 
