@@ -4,9 +4,9 @@
 random compute/memory balance, latency and activity) are each measured at
 12 core clocks × both memory clocks of the simulated Hopper, clocks locked
 through ``gpu.settings_guard(..., allow_changes=True)`` (the simulated
-device honours locks). Each measurement is 0.4 s of back-to-back launches;
-time per launch comes from the launch timestamps, power from the emulated
-NVML energy counter (its first and last reading inside the run).
+device honours locks). Each measurement is 1 s of back-to-back launches;
+time per launch comes from the launch timestamps, power from the slope of
+the emulated NVML energy counter between its update edges after the first 0.3 s.
 
 "Profiling" features of a workload are what DCGM would see at the default
 clocks, derived from the simulation: SM busy fraction, core activity
@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
+from powermodels.commands.optimize import counter_power
 from powermodels.devices.simulated import SimulatedGPU, SimulatedWorkload
 from powermodels.models.dvfs import DVFSParams, fit_voltage_curve
 from powermodels.models.dvfs_optimizer import eta_for_slowdown, optimize_clocks
@@ -37,7 +38,8 @@ HERE = Path(__file__).resolve().parent
 CORE_CLOCKS = [795.0, 900.0, 1005.0, 1110.0, 1215.0, 1320.0, 1425.0, 1530.0, 1635.0, 1740.0,
                1845.0, 1980.0]
 MAX_SLOWDOWN = 0.05
-RUN_S = 0.4
+RUN_S = 1.0
+SETTLE_S = 0.3
 FEATURES = [schema.FEAT_SM_ACTIVE, schema.FEAT_SM_OCCUPANCY, schema.FEAT_DRAM_ACTIVE,
             schema.FEAT_FP32_ACTIVE]
 
@@ -69,9 +71,7 @@ def measure(gpu: SimulatedGPU, w: SimulatedWorkload, fc: float, fm: float) -> di
         gpu.idle(0.02)
         se = gpu.run(w, launches=launches)
         tr = gpu.trace(se[0, 0], se[-1, 1], sample_period_s=1e-3, run_id=w.name)
-    e = tr[[schema.T_S, schema.ENERGY_COUNTER_J]].dropna()
-    power = (e[schema.ENERGY_COUNTER_J].iloc[-1] - e[schema.ENERGY_COUNTER_J].iloc[0]) / (
-        e[schema.T_S].iloc[-1] - e[schema.T_S].iloc[0])
+    power = counter_power(tr, se[0, 0] + SETTLE_S)
     return {schema.KERNEL: w.name, schema.SM_CLOCK_MHZ: fc, schema.MEM_CLOCK_MHZ: fm,
             schema.TIME_S: float(np.mean(se[:, 1] - se[:, 0])), schema.POWER_W: float(power)}
 

@@ -26,6 +26,7 @@ NAME = "optimize"
 HELP = "Recommend core/memory clocks for a kernel under a slowdown limit (DSO DVFS model)."
 
 _SIM_CORE_CLOCKS = 12
+_SETTLE_S = 0.3
 
 
 def add_arguments(parser) -> None:
@@ -57,7 +58,26 @@ def _read_runs(path: str):
     return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
 
 
-def simulated_sweep(workload_name: str, *, seed: int = 0, run_s: float = 0.4):
+def counter_power(trace, t_from: float) -> float:
+    """Mean power (W) from the energy counter's slope between its first and last update after ``t_from``.
+
+    The counter changes only at its update edges, so the slope is taken
+    between edges, never from a stale first reading; the time before
+    ``t_from`` (clock lock and heat settling) is left out.
+    """
+    import numpy as np
+
+    from .. import schema
+
+    e = trace.loc[trace[schema.T_S] >= t_from, [schema.T_S, schema.ENERGY_COUNTER_J]].dropna()
+    t, j = e[schema.T_S].to_numpy(), e[schema.ENERGY_COUNTER_J].to_numpy()
+    edge = np.flatnonzero(np.diff(j) != 0) + 1
+    if len(edge) < 2:
+        raise ValueError("trace: fewer than two energy-counter updates after the settling time")
+    return float((j[edge[-1]] - j[edge[0]]) / (t[edge[-1]] - t[edge[0]]))
+
+
+def simulated_sweep(workload_name: str, *, seed: int = 0, run_s: float = 1.0):
     """Sweep a simulated workload over 12 core clocks × every memory clock.
 
     Returns ``(runs, p_max_w)``: a run table (time per launch from the
@@ -84,9 +104,7 @@ def simulated_sweep(workload_name: str, *, seed: int = 0, run_s: float = 0.4):
                 gpu.idle(0.02)
                 se = gpu.run(w, launches=max(int(run_s / w.time_s(fc, fm)), 10))
                 tr = gpu.trace(se[0, 0], se[-1, 1], sample_period_s=1e-3, run_id=w.name)
-            e = tr[[schema.T_S, schema.ENERGY_COUNTER_J]].dropna()
-            power = float((e[schema.ENERGY_COUNTER_J].iloc[-1] - e[schema.ENERGY_COUNTER_J].iloc[0])
-                          / (e[schema.T_S].iloc[-1] - e[schema.T_S].iloc[0]))
+            power = counter_power(tr, se[0, 0] + _SETTLE_S)
             t = float(np.mean(se[:, 1] - se[:, 0]))
             rows.append({schema.KERNEL: w.name, schema.SM_CLOCK_MHZ: float(fc),
                          schema.MEM_CLOCK_MHZ: float(fm), schema.TIME_S: t,
