@@ -34,7 +34,7 @@ def markdown(df: pd.DataFrame) -> str:
     cols = [df.index.name or "", *df.columns]
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for idx, row in df.iterrows():
-        lines.append("| " + " | ".join([str(idx), *(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row)]) + " |")
+        lines.append("| " + " | ".join([str(idx), *(f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else str(int(v)) if isinstance(v, float) else str(v) for v in row)]) + " |")
     return "\n".join(lines)
 
 
