@@ -89,7 +89,7 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
     @classmethod
     def _check_instance(cls):
         # A small net and no search keep sklearn's ~40 common checks fast.
-        return cls(hidden_layer_sizes=(16,), param_grid={}, max_iter=300, random_state=0)
+        return cls(hidden_layer_sizes=(8,), param_grid={}, max_iter=200, random_state=0)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
