@@ -1,6 +1,9 @@
 """scikit-learn estimators. Imports numpy/scipy/pandas/sklearn only — never hardware code."""
 
 # Frequency, time, temperature and energy models of the thesis (eq. 4.1-4.7) and the per-config meta-estimator.
+from .dvfs import DVFSEnergyModel, DVFSParams, DVFSPowerModel, DVFSTimeModel, fit_voltage_curve
+from .dvfs_optimizer import ClockChoice, eta_for_slowdown, optimize_clocks
+from .dvfs_predictor import DVFSParameterPredictor, kernel_parameters
 from .energy import EnergyModel
 from .frequency import FrequencyCorrection, FrequencyPowerModel, fit_frequency_power_batch
 from .grouped import GroupedEstimator, compare_per_group_vs_global
@@ -9,6 +12,12 @@ from .runtime import RationalTimeModel, fit_rational_time_batch
 from .temperature import TemperatureCorrection, WeakTemperatureCorrelationWarning
 
 __all__ = [
+    "ClockChoice",
+    "DVFSEnergyModel",
+    "DVFSParameterPredictor",
+    "DVFSParams",
+    "DVFSPowerModel",
+    "DVFSTimeModel",
     "EnergyModel",
     "FrequencyCorrection",
     "FrequencyPowerModel",
@@ -18,6 +27,10 @@ __all__ = [
     "TemperatureCorrection",
     "WeakTemperatureCorrelationWarning",
     "compare_per_group_vs_global",
+    "eta_for_slowdown",
     "fit_frequency_power_batch",
     "fit_rational_time_batch",
+    "fit_voltage_curve",
+    "kernel_parameters",
+    "optimize_clocks",
 ]
