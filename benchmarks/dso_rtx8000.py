@@ -118,6 +118,9 @@ def main(argv=None):
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "dso_rtx8000.md")
+    ap.add_argument("--save-predictor", type=Path, default=None,
+                    help="also write the seed-0 DCGM-only predictor as a calibration file "
+                         "(for `powermodels optimize --features ... --predictor ...`)")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
 
@@ -157,6 +160,12 @@ def main(argv=None):
             res.append((t_all, p_all, t_nr, p_nr, sav, slow))
             if name.startswith("DCGM + PTX") and seed == 0:
                 per_app, chosen = (t_k, p_k), plist
+            if name == "DCGM only" and seed == 0 and args.save_predictor is not None:
+                from powermodels.io import save_calibration
+
+                save_calibration(pred, args.save_predictor, {
+                    "device": "Quadro RTX 8000 (NV-DVFS-Benchmark data)", **vkw,
+                    "trained_on": "138 microbenchmarks, DCGM features at 1710/6500 MHz"})
         r = np.array(res)
         rows.append((name, r.mean(axis=0), r.std(axis=0)))
 

@@ -48,3 +48,40 @@ def test_cli_simulated(capsys):
     assert main(["optimize", "--simulated", "--workload", "fp32", "--max-slowdown", "0.05"]) == 0
     out = capsys.readouterr().out
     assert "fp32" in out and "measured_slowdown" in out
+
+
+def test_cli_features_with_saved_predictor(tmp_path, capsys):
+    from powermodels.io import save_calibration
+    from powermodels.models.dvfs_predictor import DVFSParameterPredictor, kernel_parameters
+
+    rng = np.random.default_rng(0)
+    runs, feats = [], {}
+    for k in range(12):
+        mem = rng.uniform(0, 1)
+        p = DVFSParams(p0_w=60.0, kappa_w=20.0, gamma_w_per_mhz=0.01, c_w_per_mhz=0.06,
+                       t0_s=1e-5, alpha_s_mhz=6.0 * mem, beta_s_mhz=2.0,
+                       voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8)
+        runs.append(sweep_table(p, f"k{k}"))
+        feats[f"k{k}"] = {schema.FEAT_DRAM_ACTIVE: mem}
+    runs = pd.concat(runs, ignore_index=True)
+    table = kernel_parameters(runs, voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8)
+    X = pd.DataFrame.from_dict(feats, orient="index").loc[table.index]
+    pred = DVFSParameterPredictor(hidden_layer_sizes=(8,), param_grid={}, max_iter=300,
+                                  random_state=0).fit(X, table[list(schema.DVFS_SHARES)])
+    cal = save_calibration(pred, tmp_path / "p.pmcal",
+                           {"voltage_knee_mhz": 1200.0, "voltage_slope_per_ghz": 0.8})
+    prof = X.reset_index(names=schema.KERNEL).assign(**{
+        schema.SM_CLOCK_MHZ: table[schema.SM_CLOCK_MHZ].to_numpy(),
+        schema.MEM_CLOCK_MHZ: table[schema.MEM_CLOCK_MHZ].to_numpy(),
+        schema.TIME_S: table[schema.DVFS_REFERENCE_TIME_S].to_numpy(),
+        schema.POWER_W: table[schema.DVFS_REFERENCE_POWER_W].to_numpy()})
+    path = tmp_path / "feats.csv"
+    prof.to_csv(path, index=False)
+    out_csv = tmp_path / "rec.csv"
+    assert main(["optimize", "--features", str(path), "--predictor", str(cal), "--device",
+                 "simulated", "--output", str(out_csv)]) == 0
+    recs = pd.read_csv(out_csv)
+    assert len(recs) == 12 and (recs["predicted_slowdown"] <= 0.05 + 1e-9).all()
+    assert "supported clock pairs" in capsys.readouterr().out
+    # without the predictor the features path refuses
+    assert main(["optimize", "--features", str(path)]) == 1

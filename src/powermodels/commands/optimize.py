@@ -14,6 +14,15 @@ On the simulated GPU (clocks are locked there, which only the simulation allows 
 
     powermodels optimize --simulated --workload stream --max-slowdown 0.05
 
+Without a sweep, from a kernel's features and a trained parameter predictor
+(a calibration file holding a fitted ``DVFSParameterPredictor`` whose metadata
+names the V(f) shape, e.g. from ``benchmarks/dso_rtx8000.py --save-predictor``);
+the features file holds ``kernel``, the predictor's feature columns and the
+profiling run's ``sm_clock_mhz, mem_clock_mhz, time_s, power_w``; supported
+clocks and P_max are read (never changed) from the device::
+
+    powermodels optimize --predictor rtx8000.pmcal --features feats.csv --device auto
+
 Real frequency sweeps need locked clocks: run them on your own machine with
 the opt-in clock control (``settings_guard(..., allow_changes=True)``).
 """
@@ -34,6 +43,11 @@ def add_arguments(parser) -> None:
     src.add_argument("--runs", help="run table (parquet/csv) with a clock sweep per kernel")
     src.add_argument("--simulated", action="store_true",
                      help="sweep a simulated workload on the SimulatedGPU")
+    src.add_argument("--features", help="features of profiled kernels (csv/parquet); needs --predictor")
+    parser.add_argument("--predictor", help="with --features: calibration file of a fitted "
+                                            "DVFSParameterPredictor")
+    parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"),
+                        help="with --features: where supported clocks and P_max are read from")
     parser.add_argument("--kernel", help="with --runs: only this kernel")
     parser.add_argument("--workload", default="stream",
                         help="with --simulated: fp32, stream, gemm or tiny (default: stream)")
@@ -160,11 +174,72 @@ def recommend(runs, *, max_slowdown: float, p_max_w: float, eta: float | None = 
     return pd.DataFrame(out), vkw
 
 
+def recommend_from_features(features, predictor, metadata: dict, clocks, *, max_slowdown: float,
+                            p_max_w: float, eta: float | None = None):
+    """One recommendation per profiled kernel, from predicted DVFS parameters (no sweep)."""
+    import pandas as pd
+
+    from .. import schema
+    from ..models.dvfs_optimizer import eta_for_slowdown, optimize_clocks
+
+    for key in ("voltage_knee_mhz", "voltage_slope_per_ghz"):
+        if key not in metadata:
+            raise ValueError(f"--predictor: metadata lacks {key!r} (the V(f) shape it was trained with)")
+    cols = list(getattr(predictor, "feature_names_in_", []))
+    needed = [schema.KERNEL, *cols, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ, schema.TIME_S,
+              schema.POWER_W]
+    for col in needed:
+        if col not in features.columns:
+            raise ValueError(f"--features: column {col!r} is missing")
+    models = predictor.predict_params(
+        features[cols], voltage_knee_mhz=float(metadata["voltage_knee_mhz"]),
+        voltage_slope_per_ghz=float(metadata["voltage_slope_per_ghz"]),
+        reference_sm_clock_mhz=features[schema.SM_CLOCK_MHZ].to_numpy(dtype=float),
+        reference_mem_clock_mhz=features[schema.MEM_CLOCK_MHZ].to_numpy(dtype=float),
+        reference_time_s=features[schema.TIME_S].to_numpy(dtype=float),
+        reference_power_w=features[schema.POWER_W].to_numpy(dtype=float))
+    out = []
+    for kernel, params in zip(features[schema.KERNEL], models, strict=True):
+        choice = (optimize_clocks(params, clocks, eta=eta, p_max_w=p_max_w) if eta is not None
+                  else eta_for_slowdown(params, clocks, max_slowdown=max_slowdown, p_max_w=p_max_w))
+        out.append({schema.KERNEL: kernel, schema.SM_CLOCK_MHZ: choice.sm_clock_mhz,
+                    schema.MEM_CLOCK_MHZ: choice.mem_clock_mhz, "eta": choice.eta,
+                    "predicted_energy_saving": choice.energy_saving,
+                    "predicted_slowdown": choice.slowdown})
+    return pd.DataFrame(out)
+
+
+def _run_features(args) -> int:
+    from ..devices import open_device
+    from ..io import load_calibration
+
+    if not args.predictor:
+        raise ValueError("--features needs --predictor (a fitted DVFSParameterPredictor calibration)")
+    predictor, meta = load_calibration(args.predictor, return_metadata=True)
+    features = _read_runs(args.features)
+    device = open_device(args.device)
+    clocks = device.supported_clocks()
+    p_max = args.p_max_w if args.p_max_w is not None else device.power_limits_w()[1]
+    if not p_max > 0:
+        raise ValueError("--p-max-w must be given: the device reports no power limit")
+    recs = recommend_from_features(features, predictor, meta, clocks,
+                                      max_slowdown=args.max_slowdown, p_max_w=p_max, eta=args.eta)
+    print(f"device {device.info.name}: {sum(len(v) for v in clocks.values())} supported clock pairs; "
+          f"P_max {p_max:.0f} W; slowdown limit {args.max_slowdown:.1%} (predicted, not measured)")
+    print(recs.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.output:
+        recs.to_csv(args.output, index=False)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def run(args) -> int:
     if args.max_slowdown < 0:
         raise ValueError(f"--max-slowdown must be >= 0, got {args.max_slowdown}")
     if args.eta is not None and not 0 <= args.eta <= 1:
         raise ValueError(f"--eta must be in [0, 1], got {args.eta}")
+    if args.features:
+        return _run_features(args)
     if args.simulated:
         runs, p_max = simulated_sweep(args.workload)
         print(f"swept simulated workload {args.workload!r}: {len(runs)} clock pairs (SimulatedGPU, hopper)")
