@@ -660,6 +660,14 @@ def cmd_analyze(args) -> int:
     return 0
 
 
+def _with_sectors(df: pd.DataFrame, sectors: dict) -> pd.DataFrame:
+    """Insert the sector columns after the hit rates."""
+    extra = pd.DataFrame({col: [sectors[w][col] for w in df[schema.WORKLOAD]]
+                          for col in SECTOR_METRICS}, index=df.index)
+    at = df.columns.get_loc(schema.L2_HIT_RATE) + 1
+    return pd.concat([df.iloc[:, :at], extra, df.iloc[:, at:]], axis=1)
+
+
 def cmd_rebuild(args) -> int:
     """Rebuild the instruction tables from the raw files kept in the dataset folder."""
     import gzip
@@ -673,10 +681,7 @@ def cmd_rebuild(args) -> int:
     if (data / "ncu_sectors.csv.gz").exists():
         with gzip.open(data / "ncu_sectors.csv.gz", "rt") as f:
             sectors = sector_columns(record, f.read(), plan)
-        for df in (micro, wtab):
-            for col in SECTOR_METRICS:
-                df.insert(df.columns.get_loc(schema.L2_HIT_RATE) + 1, col,
-                          [sectors[w][col] for w in df[schema.WORKLOAD]])
+        micro, wtab = (_with_sectors(df, sectors) for df in (micro, wtab))
     micro.to_parquet(data / "wattchmen_microbench.parquet")
     wtab.to_parquet(data / "wattchmen_workloads.parquet")
     print(f"rebuilt {micro.shape} microbenchmark and {wtab.shape} workload tables in {data}")
