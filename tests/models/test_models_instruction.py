@@ -279,3 +279,14 @@ def test_plain_arrays_are_opcode_columns():
     assert list(model.energies_.index) == ["x0", "x1", "x2", "x3"]
     with pytest.raises(ValueError, match="Negative"):
         model.predict(-X)
+
+
+def test_other_mma_shapes_scale_by_macs_not_by_name():
+    rng = np.random.default_rng(13)
+    ops = [*OPS, "DMMA.8x8x4"]
+    energies = np.append(TRUE_E, 1000e-12)
+    model = InstructionEnergyModel().fit(_table(_microbenchmarks(rng, ops=ops), ops, energies, rng))
+    app = _table(np.array([[1e6]]), ["DMMA.16x8x8"], np.zeros(1), rng)
+    bd = model.breakdown(app).set_index("opcode")
+    assert bd.loc["DMMA.16x8x8", "source"] == "scaled"
+    assert bd.loc["DMMA.16x8x8", "energy_per_instruction_j"] == pytest.approx(4000e-12, rel=1e-3)

@@ -516,14 +516,14 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
             for src in ("L2", "L1", "DRAM"):
                 if src in known and (src, level) in self.level_ratios_:
                     return known[src] * self.level_ratios_[(src, level)], "scaled"
-        grouped = self._closest_variant(op)
-        if grouped is not None:
-            return grouped, "grouped"
-        m = mma_macs(op)
+        m = mma_macs(op)  # a tensor op of another shape: by its multiply-accumulates
         if m:
             per_mac = self.mac_energies_.get(_mma_family(op), self.mac_energies_.get(""))
             if per_mac is not None:
                 return m * per_mac, "scaled"
+        grouped = self._closest_variant(op)
+        if grouped is not None:
+            return grouped, "grouped"
         level = op.split("@")[1] if "@" in op else ""
         key = (opcode_bucket(op), level)
         if key in self.bucket_energies_:
