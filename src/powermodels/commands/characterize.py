@@ -31,6 +31,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seconds", type=float, default=4.0,
                         help="length of each square-wave run (Yang: 9 s)")
     parser.add_argument("--step-seconds", type=float, default=3.0, help="length of the step")
+    parser.add_argument("--delay-spread", type=float, default=0.0,
+                        help="let each square-wave run's delay differ by up to this many seconds "
+                             "(real GPU: load times are re-synchronised per run)")
     parser.add_argument("--out", required=True, help="output folder (report.md, CSV, plots, traces)")
 
 
@@ -109,14 +112,16 @@ def run(args) -> int:
         df.to_parquet(out / f"trace_{name}.parquet", index=False)
     ref = schema.REFERENCE_POWER_W
     reference = ref if ref in square.columns and square[ref].notna().all() else None
-    result = characterize_traces(square, step, reference_column=reference)
+    result = characterize_traces(square, step, reference_column=reference,
+                                 delay_spread_s=args.delay_spread)
     info = device.info
     notes = (f"Device: {info.name} ({info.kind}"
              + (f", preset {args.preset}, seed {args.seed}" if kind == "simulated" else
                 f", driver {info.driver}") + ").\n"
              f"Command: `powermodels characterize --device {args.device} --preset {args.preset} "
              f"--seed {args.seed}{' --reference-meter' if args.reference_meter else ''} "
-             f"--seconds {args.seconds:g} --step-seconds {args.step_seconds:g} --out {args.out}`.")
+             f"--seconds {args.seconds:g} --step-seconds {args.step_seconds:g} "
+             f"--delay-spread {args.delay_spread:g} --out {args.out}`.")
     path = write_report(result, out, square, step, title=f"Sensor characterisation: {info.name}",
                         notes=notes)
     print(result.table.to_string(index=False))

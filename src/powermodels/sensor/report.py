@@ -101,7 +101,7 @@ def _field_traces(square: pd.DataFrame, step: pd.DataFrame, name: str):
 def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
                         load_column=schema.LOAD_ACTIVITY, reference_column=None,
                         fields=FIELDS, max_window_s: float = 1.5,
-                        max_delay_s: float = 0.2) -> Characterization:
+                        max_delay_s: float = 0.2, delay_spread_s: float = 0.0) -> Characterization:
     """Fit update period, window, delay, rise time (and gain) for every field.
 
     Parameters
@@ -120,6 +120,11 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
         fitted; without it gain and offset are NaN.
     fields : sequence of str
         Readings to characterise; absent or all-NaN ones are skipped.
+    max_window_s, max_delay_s : float
+        Search bounds of :class:`BoxcarWindow`.
+    delay_spread_s : float
+        Per-run delay freedom of the square-wave fit (:class:`BoxcarWindow`):
+        for a real GPU whose load times are re-synchronised per run.
 
     Returns
     -------
@@ -154,7 +159,7 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
                                    max_window_s=max_window_s, max_delay_s=max_delay_s).fit(st)
             else:
                 win = BoxcarWindow(load_column=load, power_column=col, max_window_s=max_window_s,
-                                   max_delay_s=max_delay_s).fit(sq)
+                                   max_delay_s=max_delay_s, delay_spread_s=delay_spread_s).fit(sq)
         except ValueError as err:
             skipped[name] = str(err)
             continue

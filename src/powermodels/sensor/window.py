@@ -91,13 +91,24 @@ class BoxcarWindow(BaseEstimator):
         the run (unknown) never enters the emulation.
     n_windows : int, default=60
         Points of the (geometric) window grid.
+    delay_spread_s : float, default=0.0
+        How far each run's delay may differ from the shared one. On a real
+        GPU the load's times come from CUDA events mapped onto the host clock,
+        re-synchronised per run; a few ms of sync error per run then looks like
+        a different delay per run and spoils a joint fit. With a spread, the
+        window stays shared and every run gets its own delay within
+        ``delay_s_ ± delay_spread_s`` (keep it well under half the shortest
+        load period, or a delay of one load period aliases back in).
 
     Attributes
     ----------
     window_s_ : float
         Boxcar averaging window in seconds.
     delay_s_ : float
-        Time from the window's end to the update that publishes it.
+        Time from the window's end to the update that publishes it (the mean
+        of ``run_delays_s_`` with a ``delay_spread_s``).
+    run_delays_s_ : ndarray
+        Delay of every run compared (all equal without a spread).
     update_period_s_ : float
         Update period of the reading (as :class:`UpdatePeriod`).
     sampled_fraction_ : float
@@ -133,7 +144,8 @@ class BoxcarWindow(BaseEstimator):
 
     def __init__(self, time_column=schema.T_S, load_column=schema.LOAD_ACTIVITY,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
-                 max_window_s=1.5, max_delay_s=0.2, discard_s=None, n_windows=60):
+                 max_window_s=1.5, max_delay_s=0.2, discard_s=None, n_windows=60,
+                 delay_spread_s=0.0):
         self.time_column = time_column
         self.load_column = load_column
         self.power_column = power_column
@@ -142,6 +154,7 @@ class BoxcarWindow(BaseEstimator):
         self.max_delay_s = max_delay_s
         self.discard_s = discard_s
         self.n_windows = n_windows
+        self.delay_spread_s = delay_spread_s
 
     @classmethod
     def _check_instance(cls):
@@ -155,6 +168,8 @@ class BoxcarWindow(BaseEstimator):
             raise ValueError(f"max_delay_s must be >= 0, got {self.max_delay_s}")
         if self.discard_s is not None and not self.discard_s >= 0:
             raise ValueError(f"discard_s must be >= 0 or None, got {self.discard_s}")
+        if not self.delay_spread_s >= 0:
+            raise ValueError(f"delay_spread_s must be >= 0, got {self.delay_spread_s}")
         if int(self.n_windows) < 3:
             raise ValueError(f"n_windows must be >= 3, got {self.n_windows}")
 
@@ -208,21 +223,39 @@ class BoxcarWindow(BaseEstimator):
         windows = np.geomspace(w_lo, self.max_window_s, int(self.n_windows))
         n_d = int(min(200, max(10, np.ceil(self.max_delay_s / max(dt, 1e-4)) + 1)))
         delays = np.linspace(0.0, self.max_delay_s, n_d)
-        losses = self._grid_loss(runs, windows, delays)
+        per_run = self._grid_loss(runs, windows, delays)  # (runs, windows, delays), weighted
+        dd = max(delays[1] - delays[0], 1e-4) if len(delays) > 1 else 1e-3
+        k = round(self.delay_spread_s / dd)
+        if k > 0:  # each run takes its best delay within ± spread of the shared one
+            from scipy.ndimage import minimum_filter1d
+
+            per_run = minimum_filter1d(per_run, size=2 * k + 1, axis=2, mode="nearest")
+        losses = per_run.sum(axis=0) / max(sum(r[1].size for r in runs), 1)
         i, j = np.unravel_index(np.argmin(losses), losses.shape)
         self.loss_curve_ = np.column_stack([windows, losses.min(axis=1)])
-        x0 = np.array([windows[i], delays[j]])
         dw = windows[min(i + 1, len(windows) - 1)] - windows[max(i - 1, 0)]
-        dd = max(delays[1] - delays[0], 1e-4) if len(delays) > 1 else 1e-3
+        if k > 0:
+            lo = max(0.0, delays[j] - self.delay_spread_s)
+            hi = min(self.max_delay_s, delays[j] + self.delay_spread_s)
+            d0 = [float(np.clip(self._best_delay(r, windows[i], delays, lo, hi), lo, hi)) for r in runs]
+            x0 = np.array([windows[i], *d0])
+            bounds = [(w_lo, self.max_window_s)] + [(lo, hi)] * len(runs)
+        else:
+            x0 = np.array([windows[i], delays[j]])
+            bounds = [(w_lo, self.max_window_s), (0.0, self.max_delay_s)]
+        simplex = np.vstack([x0, x0 + np.diag(np.r_[dw / 2, np.full(x0.size - 1, dd)])])
         res = minimize(
-            lambda p: float(self._loss(runs, p[0], p[1])), x0, method="Nelder-Mead",
-            bounds=[(w_lo, self.max_window_s), (0.0, self.max_delay_s)],
-            options={"initial_simplex": x0 + np.array([[0, 0], [dw / 2, 0], [0, dd]]),
-                     "xatol": 1e-5, "fatol": 1e-9, "maxiter": 400})
-        best = res.x if res.fun <= losses[i, j] else x0
+            lambda p: float(self._loss(runs, p[0], p[1:] if k > 0 else p[1])), x0,
+            method="Nelder-Mead", bounds=bounds,
+            options={"initial_simplex": simplex, "xatol": 1e-5, "fatol": 1e-9,
+                     "maxiter": 400 * x0.size})
+        start = float(self._loss(runs, x0[0], x0[1:] if k > 0 else x0[1]))
+        best = res.x if res.fun <= start else x0
         self.window_s_ = float(best[0])
-        self.delay_s_ = float(best[1])
-        self.loss_ = float(min(res.fun, losses[i, j]))
+        self.run_delays_s_ = (np.asarray(best[1:], dtype=float) if k > 0
+                              else np.full(len(runs), float(best[1])))
+        self.delay_s_ = float(self.run_delays_s_.mean())
+        self.loss_ = float(min(res.fun, start))
         pooled = [np.diff(u) for u in all_updates]
         d = np.concatenate(pooled) if pooled else np.zeros(0)
         d = d[d > 0]
@@ -234,26 +267,35 @@ class BoxcarWindow(BaseEstimator):
         return self
 
     @staticmethod
+    def _best_delay(run, window_s, delays, lo, hi):
+        C, u, v = run
+        ok = delays[(delays >= lo) & (delays <= hi)]
+        if ok.size == 0:
+            return lo
+        losses = [np.sum((_z(boxcar_mean(C, u, window_s, d)) - _z(v)) ** 2) for d in ok]
+        return float(ok[int(np.argmin(losses))])
+
+    @staticmethod
     def _loss(runs, window_s, delay_s):
         err, n = 0.0, 0
-        for C, u, v in runs:
-            e = boxcar_mean(C, u, window_s, delay_s)
+        delays = np.broadcast_to(np.asarray(delay_s, dtype=float), (len(runs),))
+        for (C, u, v), d in zip(runs, delays, strict=True):
+            e = boxcar_mean(C, u, window_s, d)
             err += float(np.sum((_z(e) - _z(v)) ** 2))
             n += u.size
         return err / max(n, 1)
 
     @staticmethod
     def _grid_loss(runs, windows, delays):
-        total = np.zeros((windows.size, delays.size))
-        n = 0
-        for C, u, v in runs:
+        """Summed squared z-score error of every run on the (window, delay) grid."""
+        total = np.zeros((len(runs), windows.size, delays.size))
+        for r, (C, u, v) in enumerate(runs):
             end = u[None, :] - delays[:, None]
             c_end, zv = C(end), _z(v)[None, :]
             for i, w in enumerate(windows):  # one window at a time bounds the memory
                 e = (c_end - C(end - w)) / w
-                total[i] += np.sum((_z(e) - zv) ** 2, axis=-1)
-            n += u.size
-        return total / max(n, 1)
+                total[r, i] = np.sum((_z(e) - zv) ** 2, axis=-1)
+        return total
 
     def comparison(self, X, y=None) -> pd.DataFrame:
         """Measured and emulated readings at every update, both z-normalised.
@@ -268,11 +310,12 @@ class BoxcarWindow(BaseEstimator):
         """
         check_is_fitted(self)
         _, runs, _ = self._runs(X, y, reset=False)
+        delays = (self.run_delays_s_ if len(self.run_delays_s_) == len(runs)
+                  else np.full(len(runs), self.delay_s_))
         rows = [pd.DataFrame({schema.T_S: u,
                               schema.POWER_W: _z(v),
-                              schema.REFERENCE_POWER_W: _z(boxcar_mean(C, u, self.window_s_,
-                                                                       self.delay_s_))})
-                for C, u, v in runs]
+                              schema.REFERENCE_POWER_W: _z(boxcar_mean(C, u, self.window_s_, d))})
+                for (C, u, v), d in zip(runs, delays, strict=True)]
         return pd.concat(rows, ignore_index=True)
 
     def __sklearn_tags__(self):
