@@ -92,15 +92,20 @@ def record_run(runner, length_s, launches, rng, gaps=None, wait_s=1.4, jitter_s=
 
 # ----------------------------------------------------------------------------- sensor knowledge
 
-def characterise(runner, log, save=None, seconds=3.0):
-    from powermodels.commands.characterize import record
+def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spread_s=0.0):
+    """Characterise the sensor: record Yang's experiments, or read saved traces (``load_from``)."""
+    if load_from is not None:
+        square = pd.read_parquet(Path(load_from) / "sensor_square.parquet")
+        step = pd.read_parquet(Path(load_from) / "sensor_step.parquet")
+    else:
+        from powermodels.commands.characterize import record
 
-    square, step, probe = record(runner, seconds=seconds, log=log)
-    if save is not None:
-        save.mkdir(parents=True, exist_ok=True)
-        for name, df in (("square", square), ("step", step), ("probe", probe)):
-            df.to_parquet(save / f"sensor_{name}.parquet", index=False)
-    result = characterize_traces(square, step, fields=FIELDS)
+        square, step, probe = record(runner, seconds=seconds, log=log)
+        if save is not None:
+            save.mkdir(parents=True, exist_ok=True)
+            for name, df in (("square", square), ("step", step), ("probe", probe)):
+                df.to_parquet(save / f"sensor_{name}.parquet", index=False)
+    result = characterize_traces(square, step, fields=FIELDS, delay_spread_s=delay_spread_s)
     if save is not None:
         result.table.to_csv(save / "sensor_characterization.csv", index=False)
     ch = {f: result.row(f) for f in FIELDS if f not in result.skipped}
@@ -215,7 +220,7 @@ def fig18(runner, ch, rng, trials, update_s, log):
     return pd.DataFrame(rows)
 
 
-def wall_time(runner, ch, rng, trials, kernels, durations, log):
+def wall_time(runner, ch, rng, trials, kernels, durations, log, save_runs=None):
     inst, cnt = ch[schema.POWER_INSTANT_W], ch[schema.ENERGY_COUNTER_J]
     use = ch.get(schema.POWER_USAGE_W, inst)
     wait = {  # time after the run's end until the readings that cover it exist
@@ -225,7 +230,7 @@ def wall_time(runner, ch, rng, trials, kernels, durations, log):
         "ours (instant)": inst[schema.DELAY_S] + inst[schema.WINDOW_S] + inst[schema.UPDATE_PERIOD_S],
         "ours (counter)": cnt[schema.DELAY_S] + cnt[schema.WINDOW_S] + cnt[schema.UPDATE_PERIOD_S],
     }
-    rows = []
+    rows, kept_traces, kept_iv = [], [], []
     for length in kernels:
         long_ref = long_run_reference(runner, length, rng, cnt)
         for d in durations:
@@ -233,6 +238,13 @@ def wall_time(runner, ch, rng, trials, kernels, durations, log):
             for trial in range(trials):
                 t0 = time.perf_counter()
                 trace, iv = record_run(runner, length, n, rng, wait_s=0.7, jitter_s=0.2)
+                if save_runs is not None:  # for re-analysis without the GPU
+                    rid = f"{length:g}_{d:g}_{trial}"
+                    kept_traces.append(trace.assign(**{schema.RUN_ID: rid}))
+                    kept_iv.append(pd.DataFrame({schema.RUN_ID: rid, schema.START_S: iv[:, 0],
+                                                 schema.END_S: iv[:, 1], "kernel_s": length,
+                                                 "duration_s": d, "trial": trial,
+                                                 "long_ref_w": np.nan if long_ref is None else long_ref}))
                 err = errors(runner, estimate_all(trace, iv, ch, gp=True), long_ref)
                 run_s = float(iv[-1, 1] - iv[0, 0])
                 for approach in APPROACHES:
@@ -240,6 +252,12 @@ def wall_time(runner, ch, rng, trials, kernels, durations, log):
                                  "wall_s": run_s + wait[approach], "error": err[approach],
                                  "host_s": time.perf_counter() - t0})
         log(f"wall time: {length * 1e6:.0f} µs kernel done")
+        if save_runs is not None and kept_traces:
+            save_runs.mkdir(parents=True, exist_ok=True)
+            pd.concat(kept_traces, ignore_index=True).to_parquet(save_runs / "wall_traces.parquet",
+                                                                 index=False)
+            pd.concat(kept_iv, ignore_index=True).to_parquet(save_runs / "wall_launches.parquet",
+                                                             index=False)
     return pd.DataFrame(rows)
 
 
@@ -320,6 +338,10 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-fig18", action="store_true")
     ap.add_argument("--char-seconds", type=float, default=3.0, help="length of each square-wave run")
     ap.add_argument("--save-traces", help="folder for the characterisation traces (parquet)")
+    ap.add_argument("--char-from", help="folder with sensor_square/step.parquet: characterise from them")
+    ap.add_argument("--delay-spread", type=float, default=0.0,
+                    help="per-run delay freedom of the instant-window fit (real GPU)")
+    ap.add_argument("--save-runs", help="folder for the wall-time runs' traces and launch times")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     ap.add_argument("--from-results", metavar="TAG",
                     help="only rebuild the markdown from saved CSVs, e.g. simulated_hopper or nvml")
@@ -346,7 +368,8 @@ def main(argv=None) -> int:
     tag = f"{args.device}_{args.preset}" if args.device == "simulated" else "nvml"
     with runner:
         result, ch = characterise(runner, log, Path(args.save_traces) if args.save_traces else None,
-                                  seconds=args.char_seconds)
+                                  seconds=args.char_seconds, load_from=args.char_from,
+                                  delay_spread_s=args.delay_spread)
         update_s = ch[schema.POWER_INSTANT_W][schema.UPDATE_PERIOD_S]
         log(result.table.to_string(index=False))
         log(f"instant gain/offset vs counter: {ch['gain']:.4f} {ch['offset_w']:.2f}")
@@ -368,7 +391,8 @@ def main(argv=None) -> int:
             ks = [float(k) for k in args.kernels.split(",")]
             ds = [float(d) for d in args.durations.split(",")]
             try:
-                raw = wall_time(runner, ch, rng, args.trials, ks, ds, log)
+                raw = wall_time(runner, ch, rng, args.trials, ks, ds, log,
+                                save_runs=Path(args.save_runs) if args.save_runs else None)
                 raw.to_csv(out / f"sensor_wall_{tag}.csv", index=False)
                 wall = summarise_wall(raw)
             except Exception:
