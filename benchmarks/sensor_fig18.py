@@ -92,7 +92,8 @@ def record_run(runner, length_s, launches, rng, gaps=None, wait_s=1.4, jitter_s=
 
 # ----------------------------------------------------------------------------- sensor knowledge
 
-def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spread_s=0.0):
+def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spread_s=0.0,
+                 calibrate_on_square=False):
     """Characterise the sensor: record Yang's experiments, or read saved traces (``load_from``)."""
     if load_from is not None:
         square = pd.read_parquet(Path(load_from) / "sensor_square.parquet")
@@ -116,7 +117,49 @@ def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spre
     g = SteadyStateGain(reference_column=schema.COUNTER_POWER_W, power_column=schema.POWER_INSTANT_W,
                         settle_s=1.0, window_s=inst[schema.WINDOW_S], delay_s=inst[schema.DELAY_S]).fit(ct)
     ch["gain"], ch["offset_w"] = g.gain_, g.offset_w_
+    ch["step_gain"], ch["step_offset_w"] = g.gain_, g.offset_w_
+    if calibrate_on_square:
+        ch["gain"], ch["offset_w"] = square_wave_gain(square, ch)
     return result, ch
+
+
+def _on_intervals(run: pd.DataFrame) -> np.ndarray:
+    """Launch intervals recovered from a trace's load column (at sample resolution)."""
+    t = run[schema.T_S].to_numpy()
+    on = run[schema.LOAD_ACTIVITY].to_numpy() > 0
+    edges = np.diff(np.r_[0, on.astype(int), 0])
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    lo = np.maximum(starts - 1, 0)
+    return np.c_[t[lo], t[ends]]
+
+
+def square_wave_gain(square: pd.DataFrame, ch: dict) -> tuple[float, float]:
+    """Instant-field gain/offset against the counter from the square-wave runs.
+
+    A steady step can lock the instant window to one phase of back-to-back
+    launches (100 ms updates, 50 ms launches), biasing a steady-state
+    comparison; the square waves at six periods do not. Per run, the mean
+    power during the load and the idle power before it, from the instant field
+    and from the counter (both window-aware), give two points of a line.
+    """
+    inst, cnt = ch[schema.POWER_INSTANT_W], ch[schema.ENERGY_COUNTER_J]
+    xs, ys = [], []
+    for _, run in square.groupby(schema.RUN_ID, sort=False):
+        iv = _on_intervals(run)
+        if len(iv) < 2:
+            continue
+        ct = counter_power(run)
+        on_i = window_aware_energy(run, iv, window_s=inst[schema.WINDOW_S], delay_s=inst[schema.DELAY_S])
+        on_c = window_aware_energy(ct, iv, window_s=cnt[schema.WINDOW_S], delay_s=cnt[schema.DELAY_S],
+                                   power_column=schema.COUNTER_POWER_W)
+        idle = run[schema.T_S] < iv[0, 0] - 0.05
+        idle_c = ct.loc[idle, schema.COUNTER_POWER_W].dropna()
+        if idle.sum() < 2 or idle_c.empty:
+            continue
+        xs += [float(idle_c.median()), on_c.power_w]
+        ys += [float(run.loc[idle, schema.POWER_INSTANT_W].median()), on_i.power_w]
+    gain, offset = np.polyfit(np.asarray(xs), np.asarray(ys), 1)
+    return float(gain), float(offset)
 
 
 def estimate_all(trace, iv, ch, *, gp: bool) -> dict:
@@ -261,6 +304,31 @@ def wall_time(runner, ch, rng, trials, kernels, durations, log, save_runs=None):
     return pd.DataFrame(rows)
 
 
+def reanalyse(runs_dir: Path, ch: dict) -> pd.DataFrame:
+    """The wall-time rows again, from runs saved with ``--save-runs`` (no GPU needed)."""
+    traces = pd.read_parquet(runs_dir / "wall_traces.parquet")
+    launches = pd.read_parquet(runs_dir / "wall_launches.parquet")
+    inst, cnt = ch[schema.POWER_INSTANT_W], ch[schema.ENERGY_COUNTER_J]
+    use = ch.get(schema.POWER_USAGE_W, inst)
+    wait = {"naive (usage)": 0.0, "naive (instant)": 0.0,
+            "good practice (usage)": use[schema.DELAY_S] + use[schema.WINDOW_S] / 2,
+            "good practice (instant)": inst[schema.DELAY_S] + inst[schema.WINDOW_S] / 2,
+            "ours (instant)": inst[schema.DELAY_S] + inst[schema.WINDOW_S] + inst[schema.UPDATE_PERIOD_S],
+            "ours (counter)": cnt[schema.DELAY_S] + cnt[schema.WINDOW_S] + cnt[schema.UPDATE_PERIOD_S]}
+    by_run = dict(tuple(traces.groupby(schema.RUN_ID, sort=False)))
+    rows = []
+    for rid, lz in launches.groupby(schema.RUN_ID, sort=False):
+        iv = lz[[schema.START_S, schema.END_S]].to_numpy()
+        first = lz.iloc[0]
+        err = errors(None, estimate_all(by_run[rid], iv, ch, gp=True), float(first["long_ref_w"]))
+        run_s = float(iv[-1, 1] - iv[0, 0])
+        for approach in APPROACHES:
+            rows.append({"kernel_s": first["kernel_s"], "duration_s": first["duration_s"],
+                         "trial": first["trial"], "approach": approach,
+                         "wall_s": run_s + wait[approach], "error": err[approach]})
+    return pd.DataFrame(rows)
+
+
 def _p90(e) -> float:
     e = np.abs(np.asarray(e, dtype=float))
     return float(np.quantile(e[np.isfinite(e)], 0.9)) if np.isfinite(e).any() else np.nan
@@ -342,12 +410,24 @@ def main(argv=None) -> int:
     ap.add_argument("--delay-spread", type=float, default=0.0,
                     help="per-run delay freedom of the instant-window fit (real GPU)")
     ap.add_argument("--save-runs", help="folder for the wall-time runs' traces and launch times")
+    ap.add_argument("--from-runs", help="re-analyse saved wall-time runs (needs --char-from), no device")
+    ap.add_argument("--square-gain", action="store_true",
+                    help="calibrate the instant field against the counter on the square waves, not the step")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     ap.add_argument("--from-results", metavar="TAG",
                     help="only rebuild the markdown from saved CSVs, e.g. simulated_hopper or nvml")
     args = ap.parse_args(argv)
     if args.from_results:
         return rebuild(Path(args.out), args.from_results)
+    if args.from_runs:
+        result, ch = characterise(None, print, load_from=args.char_from, delay_spread_s=args.delay_spread,
+                                  calibrate_on_square=args.square_gain)
+        wall = summarise_wall(reanalyse(Path(args.from_runs), ch))
+        print(result.table.to_string(index=False))
+        print(f"instant gain/offset vs counter: {ch['gain']:.4f} {ch['offset_w']:.2f} "
+              f"(on the step: {ch['step_gain']:.4f} {ch['step_offset_w']:.2f})")
+        print(_md(wall))
+        return 0
 
     from powermodels.devices import open_device
     from powermodels.harness.runner import make_runner
@@ -369,7 +449,7 @@ def main(argv=None) -> int:
     with runner:
         result, ch = characterise(runner, log, Path(args.save_traces) if args.save_traces else None,
                                   seconds=args.char_seconds, load_from=args.char_from,
-                                  delay_spread_s=args.delay_spread)
+                                  delay_spread_s=args.delay_spread, calibrate_on_square=args.square_gain)
         update_s = ch[schema.POWER_INSTANT_W][schema.UPDATE_PERIOD_S]
         log(result.table.to_string(index=False))
         log(f"instant gain/offset vs counter: {ch['gain']:.4f} {ch['offset_w']:.2f}")
