@@ -24,3 +24,11 @@ def test_all_estimators_lists_pairs():
 @parametrize_with_checks(_instances(), expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
+
+
+def test_every_models_estimator_is_exported():
+    import powermodels.models as models
+
+    in_models = {n for n, c in all_estimators() if c.__module__.startswith("powermodels.models.")}
+    assert in_models <= set(models.__all__)
+    assert all(getattr(models, n) is c for n, c in all_estimators() if n in in_models)

@@ -153,3 +153,26 @@ def test_kalman_in_a_pipeline_with_the_last_value():
                      ("power", TraceEnergy(what="power", statistic="last"))])
     smooth = pipe.fit(X, y_power).predict(X)
     assert np.abs(smooth / y_power - 1).mean() < 0.5 * np.abs(raw / y_power - 1).mean()
+
+
+def test_design_example_end_to_end_and_calibration_round_trip(tmp_path):
+    """DESIGN.md's example as written (package imports, default steps), then persisted."""
+    from powermodels.io import load_calibration, save_calibration
+    from powermodels.models import GHFilter as PublicGHFilter
+    from powermodels.models import TraceEnergy as PublicTraceEnergy
+
+    trace_matrix, reference_energy, configs = synthetic_runs(n_configs=10, repeats=3, n=100)
+    search = GridSearchCV(Pipeline([("smooth", PublicGHFilter()), ("energy", PublicTraceEnergy())]),
+                          {"smooth__g": [0.1, 0.2, 0.4], "smooth__h": [0.01, 0.05]},
+                          cv=GroupKFold(5), scoring="neg_mean_absolute_percentage_error")
+    search.fit(trace_matrix, reference_energy, groups=configs)
+    assert set(search.best_params_) == {"smooth__g", "smooth__h"}
+    assert np.isfinite(search.best_score_)
+
+    X = pd.DataFrame(trace_matrix, columns=[f"t{i}" for i in range(trace_matrix.shape[1])])
+    fitted = search.best_estimator_.fit(X, reference_energy)
+    path = save_calibration(fitted, tmp_path / "smooth_energy.pmcal", {"device": "synthetic"})
+    loaded, meta = load_calibration(path, expected_schema=list(X.columns), return_metadata=True)
+    assert isinstance(loaded, Pipeline) and loaded.get_params()["smooth__g"] == search.best_params_["smooth__g"]
+    np.testing.assert_array_equal(loaded.predict(X), fitted.predict(X))
+    assert meta["device"] == "synthetic" and meta["object"] == "sklearn.pipeline.Pipeline"
