@@ -1,4 +1,5 @@
-"""``powermodels demo``: sensor vs truth on the simulated GPU; reduced and crash-free on a real one."""
+"""``powermodels demo``: sensor vs truth on the simulated GPU; the harness demo on a real one (tested on
+the simulated runner); idle readings without CuPy."""
 
 from __future__ import annotations
 
@@ -101,14 +102,18 @@ class _FakeGPU(Device):
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_demo_on_a_real_gpu_is_reduced_and_does_not_crash(monkeypatch, capsys, fail):
+    import sys
+
     import powermodels.devices as devices
 
     fake = _FakeGPU(fail=fail)
     monkeypatch.setattr(devices, "open_device", lambda kind, index=0, **kw: fake)
     monkeypatch.setattr(demo.time, "sleep", lambda s: None)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # no CuPy: import cupy raises ImportError
     assert cli.main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "using the NVIDIA GPU through NVML: Fake H200" in out
+    assert "real GPU without CuPy" in out
     assert "powermodels measure" in out and "--device simulated" in out
     if fail:
         assert "could not read the sensor" in out
@@ -120,3 +125,85 @@ def test_demo_on_a_real_gpu_is_reduced_and_does_not_crash(monkeypatch, capsys, f
 def test_demo_rejects_a_negative_seed(capsys):
     assert cli.main(["demo", "--device", "simulated", "--seed", "-2"]) == 1
     assert "--seed" in capsys.readouterr().err
+
+
+# -- the harness demo (what a real GPU runs), on the simulated runner ---------------------------
+
+
+class _CounterOnlyRunner:
+    """A simulated runner that knows no truth, like a real GPU: the counter becomes the reference."""
+
+    def __new__(cls, gpu):
+        from powermodels.harness.runner import SimulatedRunner
+
+        class Runner(SimulatedRunner):
+            def reference_energy_j(self, intervals):
+                return float("nan")
+
+        return Runner(gpu)
+
+
+def _energy_row(out: str, label: str) -> list[str]:
+    line = next(line for line in out.splitlines() if line.startswith(label))
+    return re.findall(r"[-+]?\d+\.\d+|reference|n/a", line[len(label):])
+
+
+def test_harness_demo_on_the_simulated_runner_compares_three_readings_with_the_truth(capsys):
+    assert cli.main(["demo", "--device", "simulated", "--harness"]) == 0
+    out = capsys.readouterr().out
+    assert "reference: the simulated truth" in out
+    naive = _energy_row(out, "energy, naive")
+    average = _energy_row(out, "energy, average reading")
+    counter = _energy_row(out, "energy, energy counter")
+    truth = _energy_row(out, "energy, simulated truth")
+    assert truth[2] == truth[5] == "reference"
+    # square wave: sensor J, W, error | steady FP32: J, W, error
+    assert abs(float(counter[2])) < 3.0 and abs(float(counter[5])) < 1.0
+    assert abs(float(naive[2])) > 2 * abs(float(counter[2]))  # the instant reading aliases
+    assert float(average[5]) < -5.0  # the 1 s average lags a 3 s load
+    assert "no GPU setting was changed" in out
+
+
+def test_demo_on_a_real_gpu_runs_the_harness_with_the_counter_as_reference(monkeypatch, capsys):
+    import sys
+    import types
+
+    import powermodels.devices as devices
+    from powermodels.devices.simulated import SimulatedGPU
+
+    fake = _FakeGPU()
+    monkeypatch.setattr(devices, "open_device", lambda kind, index=0, **kw: fake)
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.setattr(demo, "_make_runner", lambda device: _CounterOnlyRunner(SimulatedGPU(seed=0)))
+    assert cli.main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "using the NVIDIA GPU through NVML: Fake H200" in out
+    assert "reference: the energy counter" in out
+    assert "simulated truth" not in out
+    counter = _energy_row(out, "energy, energy counter")
+    assert counter[2] == counter[5] == "reference"
+    naive = _energy_row(out, "energy, naive")
+    assert naive[2].startswith(("-", "+")) and abs(float(naive[2])) > 3.0  # square wave vs counter
+    assert fake.closed
+
+
+def test_demo_on_a_real_gpu_whose_harness_fails_says_why_and_exits_1(monkeypatch, capsys):
+    import sys
+    import types
+
+    import powermodels.devices as devices
+
+    fake = _FakeGPU()
+    monkeypatch.setattr(devices, "open_device", lambda kind, index=0, **kw: fake)
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.setattr(demo.time, "sleep", lambda s: None)
+
+    def broken(device):
+        raise RuntimeError("CUDA_ERROR_NO_DEVICE")
+
+    monkeypatch.setattr(demo, "_make_runner", broken)
+    assert cli.main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert "could not start the harness (RuntimeError: CUDA_ERROR_NO_DEVICE)" in out
+    assert "120.0 W" in out  # the idle readings still come
+    assert fake.closed

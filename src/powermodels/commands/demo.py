@@ -7,9 +7,15 @@ FP32 load, then prints the sensor's readings next to the simulated truth:
 mean power from the instant, average and usage readings, energy from naive
 integration of the instant reading and from the energy counter.
 
-On a real GPU it only shows a second of readings (idle) and says how to run
-the comparison: the square-wave part needs the harness (``powermodels
-measure``) and a reference, which the simulated GPU provides.
+On a real GPU it runs the same two loads through the harness
+(:mod:`powermodels.harness.runner`: CuPy launches timed with CUDA events, a
+background NVML sampler; the square wave is ``kernels/square_wave.cu``) and
+compares three ways of getting their energy — naive integration of the instant
+reading, the average reading × time, and the energy counter — with the counter
+as the reference (the best one a real GPU has). It takes about 15 s and never
+changes any GPU setting. Without CuPy it falls back to a second of idle
+readings. The same code runs on the simulated runner, where the simulated
+truth is shown too (``_run_harness``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ def add_arguments(parser) -> None:
                         help="sensor preset of the simulated GPU (Yang Fig. 14)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated GPU")
     parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
+    parser.add_argument("--harness", action="store_true",
+                        help="on the simulated GPU: run the real-GPU demo (the harness runner, the "
+                             "energy counter compared with the truth) instead of the sensor-vs-truth table")
 
 
 def _open(args):
@@ -166,11 +175,142 @@ def _run_simulated(gpu, out) -> int:
     return 0
 
 
+# harness demo (real GPU): loads of a few seconds each, ~15 s in all with compilation
+_H_ON_S, _H_OFF_S, _H_PERIODS = 0.050, 0.048, 40
+_H_STEADY_S = 3.0
+
+
+def _harness_segment(runner, start: float, end: float, run_id: str) -> dict:
+    """Energy of one load from the three readings a user has, and the reference where known."""
+    from .. import schema
+    from ..harness.protocols import counter_power_w
+
+    trace = runner.trace(start, end, run_id=run_id)
+    t = trace[schema.T_S].to_numpy(dtype=float)
+    duration = end - start
+    inst = trace[schema.POWER_INSTANT_W].to_numpy(dtype=float)
+    ok = np.isfinite(inst)
+    ti, pi = t[ok], inst[ok]
+    # naive: trapezoid rule over the samples, scaled to the load's length (the samples span a
+    # little less than it)
+    naive_w = (float(np.sum(0.5 * (pi[1:] + pi[:-1]) * np.diff(ti)) / (ti[-1] - ti[0]))
+               if ti.size > 1 and ti[-1] > ti[0] else np.nan)
+    avg = trace[schema.POWER_AVERAGE_W].to_numpy(dtype=float)
+    avg_w = float(np.nanmean(avg)) if np.isfinite(avg).any() else np.nan
+    # counter: least-squares slope of joules vs time over the load (robust to its ~100 ms steps)
+    counter_w = counter_power_w(trace, start, end)
+    reference_j = runner.reference_energy_j(np.array([[start, end]]))
+    temp = trace[schema.TEMPERATURE_C].to_numpy(dtype=float)
+    clock = trace[schema.SM_CLOCK_MHZ].to_numpy(dtype=float)
+    return {
+        "duration": duration,
+        "naive": naive_w * duration,
+        "average": avg_w * duration,
+        "counter": counter_w * duration,
+        "truth": reference_j,
+        "inst_range": (float(np.min(pi)), float(np.max(pi))) if pi.size else (np.nan, np.nan),
+        "temperature": (float(temp[np.isfinite(temp)][0]), float(temp[np.isfinite(temp)][-1]))
+        if np.isfinite(temp).any() else (np.nan, np.nan),
+        "sm_clock": float(np.nanmedian(clock)) if np.isfinite(clock).any() else np.nan,
+        "rate_hz": (t.size - 1) / (t[-1] - t[0]) if t.size > 1 and t[-1] > t[0] else np.nan,
+    }
+
+
+def _harness_table(sq: dict, st: dict, reference: str) -> list[str]:
+    rows = [("energy, naive ∫ instant dt", "naive"), ("energy, average reading × time", "average"),
+            ("energy, energy counter", "counter")]
+    if reference == "truth":
+        rows.append(("energy, simulated truth", "truth"))
+    ref_label = "vs truth" if reference == "truth" else "vs counter"
+    head = f"{'':34s}{'square wave 50/48 ms':>30s}   {'steady FP32':>28s}"
+    sub = f"{'quantity':34s}" + (f"{'J':>9s}{'W':>9s}{ref_label:>12s}" + "   ") * 2
+    lines = [head, sub.rstrip(), "-" * len(sub.rstrip())]
+    for label, key in rows:
+        cells = ""
+        for seg in (sq, st):
+            e, ref = seg[key], seg[reference]
+            err = "reference" if key == reference else _pct(e, ref) if np.isfinite(ref) else "n/a"
+            cells += f"{_num(e):>9s}{_num(e / seg['duration']):>9s}{err:>12s}   "
+        lines.append(f"{label:34s}{cells}".rstrip())
+    return lines
+
+
+def _run_harness(runner, out) -> int:
+    """Square wave and steady FP32 through a harness runner; energy three ways vs the reference.
+
+    Works on any :class:`~powermodels.harness.runner.Runner`: on a real GPU
+    (:class:`~powermodels.harness.runner.CupyRunner`) the energy counter is the
+    reference; on the simulated runner its truth is, and the counter is one of
+    the methods compared. Never changes any GPU setting.
+    """
+    from ..harness import workloads
+
+    wall0 = time.perf_counter()
+    config = workloads.parse_config("fp32", None)
+    t1 = runner.launch_time_s("fp32", config)  # compiles and warms up the FP32 kernel
+    launches = max(1, int(np.ceil(_H_STEADY_S / max(t1, 1e-9))))
+    runner.idle(1.0)  # the 1 s average window sees idle before the square wave
+    iv = runner.square_wave(_H_ON_S, _H_OFF_S, _H_PERIODS)  # calibrates the square-wave kernel first
+    sq = _harness_segment(runner, float(iv[0, 0]), float(iv[-1, 1]), "demo-square")
+    runner.idle(1.0)
+    iv = runner.run("fp32", config, launches)
+    st = _harness_segment(runner, float(iv[0, 0]), float(iv[-1, 1]), "demo-steady")
+    reference = "truth" if np.isfinite(sq["truth"]) and np.isfinite(st["truth"]) else "counter"
+    print(f"loads: square wave {_H_ON_S * 1e3:.0f} ms on / {_H_OFF_S * 1e3:.0f} ms off x {_H_PERIODS} "
+          f"({sq['duration']:.2f} s); steady FP32 ({workloads.config_id('fp32', config)}), {launches} "
+          f"launches of {t1 * 1e3:.2f} ms ({st['duration']:.2f} s); sampled at {sq['rate_hz']:.0f} Hz",
+          file=out)
+    if reference == "counter":
+        print("reference: the energy counter (slope of its readings over each load), the best one a real "
+              "GPU has", file=out)
+    else:
+        print("reference: the simulated truth", file=out)
+    print("", file=out)
+    for line in _harness_table(sq, st, reference):
+        print(line, file=out)
+    print("", file=out)
+    print(f"square wave: the instant reading ranged {sq['inst_range'][0]:.0f}–{sq['inst_range'][1]:.0f} W "
+          f"(it averages {runner.sensor.instant_window_s * 1e3:.0f} ms of every "
+          f"{runner.sensor.update_period_s * 1e3:.0f} ms, so a load near that period aliases)", file=out)
+    if runner.sensor.average_window_s:
+        print(f"average reading: a {runner.sensor.average_window_s:g} s boxcar, it lags every load's start",
+              file=out)
+    print(f"steady FP32: SM clock {_num(st['sm_clock'], 0)} MHz; temperature "
+          f"{_num(st['temperature'][0], 0)} → {_num(st['temperature'][1], 0)} °C", file=out)
+    print(f"({time.perf_counter() - wall0:.1f} s; no GPU setting was changed)", file=out)
+    return 0
+
+
+def _make_runner(device):
+    """The harness runner for a real device (a seam for the tests)."""
+    from ..harness.runner import make_runner
+
+    return make_runner(device)
+
+
+def _run_gpu(device, out) -> int:
+    """The harness demo on a real GPU; idle readings when CuPy is missing or the harness fails."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        print("real GPU without CuPy: install the gpu extra (pip install \".[gpu]\") for the square-wave "
+              "and FP32 comparison; showing a second of idle readings instead.", file=out)
+        return _run_real(device, out)
+    try:
+        runner = _make_runner(device)
+    except Exception as err:  # CUDA/driver trouble: say so and show what the sensor says
+        print(f"could not start the harness ({type(err).__name__}: {err}); showing a second of idle "
+              "readings instead.", file=out)
+        _run_real(device, out)
+        return 1
+    with runner:
+        return _run_harness(runner, out)
+
+
 def _run_real(device, out) -> int:
     """Reduced demo on a real GPU: a second of idle readings, never a settings change."""
-    print("real GPU: the square-wave comparison needs a load generator and a reference meter; run it "
-          "with the harness (`powermodels measure --protocol ...`) or see it on the simulated GPU "
-          "(`powermodels demo --device simulated`).", file=out)
+    print("the full comparison runs with the harness (`powermodels measure --protocol ...`), or "
+          "see it on the simulated GPU (`powermodels demo --device simulated`).", file=out)
     try:
         e0 = device.read_energy_j()
         t0 = device.now()
@@ -210,7 +350,12 @@ def run(args) -> int:
     print(f"powermodels demo: {how}", file=out)
     try:
         if isinstance(device, SimulatedGPU):
+            if args.harness:
+                from ..harness.runner import SimulatedRunner
+
+                with SimulatedRunner(device) as runner:
+                    return _run_harness(runner, out)
             return _run_simulated(device, out)
-        return _run_real(device, out)
+        return _run_gpu(device, out)
     finally:
         device.close()
