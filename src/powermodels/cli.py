@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -30,6 +31,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: set to 1 to see the traceback of an unexpected error instead of one line
+DEBUG_ENV = "POWERMODELS_TRACEBACK"
+
+
+def _one_line(err: BaseException) -> str:
+    """The error as one line: user errors as they are, NVML and unexpected errors with their kind."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    if type(err).__name__.startswith("NVMLError"):
+        return (f"NVML: {text} (no usable NVIDIA GPU/driver? --device simulated runs without one)")
+    if isinstance(err, (ValueError, OSError)):
+        return text
+    return f"{type(err).__name__}: {text} (unexpected; {DEBUG_ENV}=1 shows the traceback)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -41,8 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("powermodels: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, PermissionError) as err:
-        print(f"powermodels {args.command}: error: {err}", file=sys.stderr)
+    except BrokenPipeError:  # `powermodels ... | head`: the reader left; stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as err:  # every error is one line naming the problem; no traceback
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"powermodels {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -52,3 +53,45 @@ def test_attribute_errors(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["attribute", "--counts", str(SAMPLE)])  # no model source
+
+
+@pytest.mark.parametrize("argv", [
+    ["--ncu", "python3", "-c", "import cupy; print(1)"],         # the command's own options
+    ["--ncu", "--", "python3", "-c", "import cupy; print(1)"],   # with the optional --
+])
+def test_attribute_ncu_takes_the_rest_of_the_command_line(tmp_path, monkeypatch, capsys, argv):
+    from powermodels.commands import attribute
+
+    seen = {}
+
+    def fake_profile(cmd):
+        seen["cmd"] = cmd
+        return SAMPLE.read_text()
+
+    monkeypatch.setattr(attribute, "_profile", fake_profile)
+    table = _micro_table(tmp_path / "micro.parquet")
+    assert main(["attribute", "--fit", str(table), "--top", "2", *argv]) == 0
+    assert seen["cmd"] == ["python3", "-c", "import cupy; print(1)"]
+    assert "mb_fadd: predicted" in capsys.readouterr().out
+
+
+def test_attribute_ncu_without_a_command_and_stray_arguments(tmp_path, capsys):
+    table = _micro_table(tmp_path / "micro.parquet")
+    assert main(["attribute", "--fit", str(table), "--ncu"]) == 1
+    assert "--ncu: no command to profile" in capsys.readouterr().err
+    assert main(["attribute", "--fit", str(table), "--counts", str(SAMPLE), "junk"]) == 1
+    assert "unexpected arguments 'junk'" in capsys.readouterr().err
+
+
+def test_attribute_compares_with_the_measured_energy_and_names_bad_files(tmp_path, capsys):
+    table = _micro_table(tmp_path / "micro.parquet")
+    assert main(["attribute", "--fit", str(table), "--counts", str(table), "--top", "1"]) == 0
+    m0 = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("m0: predicted"))
+    assert re.search(r"\(measured [0-9.e+-]+ J: [-+][0-9.]+ %\)", m0), m0
+    notes = tmp_path / "notes.md"
+    notes.write_text("# not a table\n\n| a | b | c |\nx,y\n1,2,3,4,5\n")
+    assert main(["attribute", "--fit", str(table), "--counts", str(notes)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--counts: {notes}" in err[0]
+    assert main(["attribute", "--fit", str(notes), "--counts", str(table)]) == 1
+    assert "--fit" in capsys.readouterr().err

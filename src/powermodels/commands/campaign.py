@@ -1,6 +1,18 @@
-"""``powermodels campaign``: a resumable sweep from a small JSON/TOML config file."""
+"""``powermodels campaign``: a resumable sweep from a small JSON/TOML config file.
+
+Example config (JSON)::
+
+    {"kernels": {"fp32": "default", "sgemm": {"sample": 2, "seed": 0}},
+     "protocol": "good_practice", "protocol_params": {"trials": 2},
+     "repeats": 2, "device": "simulated"}
+
+Ctrl-C stops after the run in progress is saved; the same command resumes.
+At the end a summary of the run table is printed (medians over repeats).
+"""
 
 from __future__ import annotations
+
+import sys
 
 NAME = "campaign"
 HELP = "Run (or resume) a measurement campaign described by a JSON or TOML file."
@@ -15,14 +27,77 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-runs", type=int, help="stop after this many new runs")
 
 
+def summary_table(runs):
+    """Medians over repeats per (kernel, config, protocol), with the error against the reference."""
+    import numpy as np
+    import pandas as pd
+
+    from .. import schema
+
+    keys = [schema.KERNEL, schema.CONFIG, schema.PROTOCOL]
+    if runs.empty:
+        return pd.DataFrame()
+    has_clock = (schema.SM_CLOCK_REQUESTED_MHZ in runs.columns
+                 and runs[schema.SM_CLOCK_REQUESTED_MHZ].notna().any())
+    if has_clock:
+        keys.append(schema.SM_CLOCK_REQUESTED_MHZ)
+    g = runs.groupby(keys, sort=True, dropna=False)
+    out = pd.DataFrame({
+        "runs": g.size(),
+        "time_ms": g[schema.TIME_S].median() * 1e3,
+        schema.POWER_W: g[schema.POWER_W].median(),
+        schema.ENERGY_J: g[schema.ENERGY_J].median(),
+    })
+    if schema.REFERENCE_ENERGY_J in runs.columns and np.isfinite(runs[schema.REFERENCE_ENERGY_J]).any():
+        ref = g[schema.REFERENCE_ENERGY_J].median()
+        out["vs_reference_%"] = 100.0 * (out[schema.ENERGY_J] - ref) / ref
+    return out.reset_index()
+
+
+def text_table(table, formats: dict, left: tuple = ()) -> str:
+    """``table`` as aligned text: ``left`` columns left-aligned, the rest right-aligned."""
+    cols = [str(c) for c in table.columns]
+    cells = [[formats.get(c, str)(v) for v in table[c]] for c in table.columns]
+    widths = [max([len(h)] + [len(x) for x in col]) for h, col in zip(cols, cells, strict=True)]
+
+    def line(items):
+        return "  ".join(x.ljust(w) if c in left else x.rjust(w)
+                         for c, x, w in zip(cols, items, widths, strict=True)).rstrip()
+
+    return "\n".join([line(cols)] + [line(row) for row in zip(*cells, strict=True)])
+
+
+def _print_summary(runs, total: int, out_dir: str) -> None:
+    table = summary_table(runs)
+    print(f"campaign: {len(runs)}/{total} runs finished in {out_dir}")
+    if table.empty:
+        return
+    from .. import schema
+
+    fmt = {"time_ms": "{:.4g}".format, schema.POWER_W: "{:.1f}".format, schema.ENERGY_J: "{:.4g}".format,
+           "vs_reference_%": "{:+.1f}".format, schema.SM_CLOCK_REQUESTED_MHZ: "{:.0f}".format}
+    print("medians over repeats:")
+    print(text_table(table, fmt, left=(schema.KERNEL, schema.CONFIG, schema.PROTOCOL)))
+
+
 def run(args) -> int:
     from ..harness.campaign import load_campaign, load_spec, plan, run_campaign
+    from .measure import check_protocol_params
 
+    if args.max_runs is not None and args.max_runs < 0:
+        raise ValueError(f"--max-runs must be >= 0, got {args.max_runs}")
     spec = load_spec(args.config)
+    check_protocol_params(spec.protocol, dict(spec.protocol_params), what="protocol_params:")
     if args.device:
         spec.device = args.device
-    runs = run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs)
     total = len(plan(spec))
+    try:
+        run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs)
+    except KeyboardInterrupt:
+        runs, _ = load_campaign(args.out)
+        print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "
+              "command again to resume", file=sys.stderr)
+        return 130
     runs, _ = load_campaign(args.out)
-    print(f"campaign: {len(runs)}/{total} runs finished in {args.out}")
+    _print_summary(runs, total, args.out)
     return 0

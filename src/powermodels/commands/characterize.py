@@ -81,6 +81,14 @@ def run(args) -> int:
     from ..harness.runner import make_runner
     from ..sensor.report import characterize_traces, write_report
 
+    if args.seconds < 1.0:  # shorter runs hold too few sensor updates to fit a window
+        raise ValueError(f"--seconds must be >= 1, got {args.seconds:g}")
+    if not args.step_seconds >= 0.5:
+        raise ValueError(f"--step-seconds must be >= 0.5, got {args.step_seconds:g}")
+    if args.delay_spread < 0:
+        raise ValueError(f"--delay-spread must be >= 0, got {args.delay_spread:g}")
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     kind = args.device
     if kind == "auto":
         kind = "nvml" if nvml_available(args.index) else "simulated"
