@@ -16,41 +16,21 @@ code fits thousands of configurations at once through
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pandas as pd
-from sklearn.base import (
-    BaseEstimator,
-    OneToOneFeatureMixin,
-    RegressorMixin,
-    TransformerMixin,
-    clone,
-)
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import schema
-from ._columns import _all_nonnegative, column_index, numeric_column, table_array
-from ._curvefit import fit_power_batch, pad_groups
+from ._clock_curve import _ClockCurveRegressor, fit_groups_table
+from ._columns import column_index, numeric_column, table_array
+from ._curvefit import fit_power_batch
 from .voltage import relative_voltage
 
 __all__ = ["FrequencyCorrection", "FrequencyPowerModel", "fit_frequency_power_batch"]
 
-_PARAMS = ("p_static_w_", "a_", "knee_mhz_", "slope_per_ghz_")
-
-
-def _check_target(y, name: str, min_samples: int) -> None:
-    if y.shape[0] < min_samples:
-        raise ValueError(
-            f"{name} has {y.shape[0]} sample{'s' if y.shape[0] != 1 else ''}, "
-            f"needs at least {min_samples} (n_samples = {y.shape[0]})"
-        )
-    if y.size and y.min() < 0:
-        raise ValueError(f"{name} (y) has negative value {y.min():g}")
-
-
-class FrequencyPowerModel(RegressorMixin, BaseEstimator):
+class FrequencyPowerModel(_ClockCurveRegressor):
     """Thesis eq. 4.1: ``P(f) = P_static + a·f·V(f)²`` with a knee in V(f).
 
     Parameters
@@ -90,43 +70,13 @@ class FrequencyPowerModel(RegressorMixin, BaseEstimator):
     (1300, 40.0)
     """
 
+    _PARAMS = ("p_static_w_", "a_", "knee_mhz_", "slope_per_ghz_")
+    _TARGET = "power"
+    _batch_fit = staticmethod(fit_power_batch)
+
     def __init__(self, frequency_column=0, max_iter=100):
         self.frequency_column = frequency_column
         self.max_iter = max_iter
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        tags.target_tags.positive_only = True
-        tags.regressor_tags.poor_score = True  # a 4-parameter curve of one column
-        return tags
-
-    def _frequency(self, X, reset: bool) -> np.ndarray:
-        X_in = X
-        X = validate_data(self, X, reset=reset, dtype="numeric")
-        j = column_index(X_in if isinstance(X_in, pd.DataFrame) else X, self.frequency_column,
-                         "frequency_column")
-        _all_nonnegative(X)
-        return numeric_column(X_in if isinstance(X_in, pd.DataFrame) else X, j,
-                              "frequency_column", nonnegative=True, unit=" MHz")
-
-    def fit(self, X, y):
-        """Fit eq. 4.1 to clocks (column of ``X``, MHz) and power ``y`` (W)."""
-        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
-        X_in = X
-        X, y = validate_data(self, X, y, y_numeric=True, dtype="numeric")
-        j = column_index(X_in if isinstance(X_in, pd.DataFrame) else X, self.frequency_column,
-                         "frequency_column")
-        f = numeric_column(X, j, "frequency_column", nonnegative=True, unit=" MHz")
-        _all_nonnegative(X)
-        y = np.asarray(y, dtype=float)
-        _check_target(y, "power", 2)
-        params, sse, n_iter = fit_power_batch(f[None], y[None], np.ones((1, f.size)),
-                                              max_iter=self.max_iter)
-        self._set_params_from_row(params[0], sse[0], f.size)
-        self.n_iter_ = int(n_iter)
-        return self
 
     def _set_params_from_row(self, row, sse, n):
         self.p_static_w_, self.a_, self.knee_mhz_, self.slope_per_ghz_ = (float(v) for v in row)
@@ -134,41 +84,11 @@ class FrequencyPowerModel(RegressorMixin, BaseEstimator):
         self.rmse_w_ = float(np.sqrt(sse / max(n, 1)))
 
     def predict_at(self, frequency_mhz):
-        """Modelled power (W) at any clock(s) ``frequency_mhz`` (scalar or array)."""
-        check_is_fitted(self, _PARAMS)
+        """Modelled power (W) at any clock(s) ``frequency_mhz`` (scalar or array), eq. 4.1."""
+        check_is_fitted(self, self._PARAMS)
         f = np.asarray(frequency_mhz, dtype=float)
         v = relative_voltage(f, self.knee_mhz_, self.slope_per_ghz_)
         return self.p_static_w_ + self.a_ * f * v * v
-
-    def predict(self, X):
-        """Modelled power (W) at the clocks in ``X``'s frequency column."""
-        check_is_fitted(self, _PARAMS)
-        return self.predict_at(self._frequency(X, reset=False))
-
-    @classmethod
-    def _batch_fit_groups(cls, template, X, y, codes, n_groups):
-        """Fit one clone per group at once (fast path of GroupedEstimator)."""
-        X_in = X
-        X = validate_data(template, X, reset=True, dtype="numeric")
-        j = column_index(X_in if isinstance(X_in, pd.DataFrame) else X, template.frequency_column,
-                         "frequency_column")
-        f = numeric_column(X, j, "frequency_column", nonnegative=True, unit=" MHz")
-        _all_nonnegative(X)
-        y = np.asarray(y, dtype=float)
-        _check_target(y, "power", 2)
-        mask, fp, yp = pad_groups(codes, n_groups, f, y)
-        params, sse, n_iter = fit_power_batch(fp, yp, mask, max_iter=template.max_iter)
-        counts = mask.sum(axis=1)
-        out = []
-        for g in range(n_groups):
-            est = copy.copy(template)  # params are scalars; clone() per group costs more than the fit
-            est.n_features_in_ = template.n_features_in_
-            if hasattr(template, "feature_names_in_"):
-                est.feature_names_in_ = template.feature_names_in_
-            est._set_params_from_row(params[g], sse[g], counts[g])
-            est.n_iter_ = int(n_iter)
-            out.append(est)
-        return out
 
 
 def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100) -> pd.DataFrame:
@@ -189,24 +109,11 @@ def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100) -
         Indexed by group: ``p_static_w``, ``a_w_per_mhz``, ``knee_mhz``,
         ``slope_per_ghz``, ``rmse_w``, ``n_samples``.
     """
-    f = np.asarray(frequency_mhz, dtype=float).ravel()
-    p = np.asarray(power_w, dtype=float).ravel()
-    g = np.asarray(groups).ravel()
-    if not f.size == p.size == g.size:
-        raise ValueError(f"frequency_mhz, power_w and groups differ in length: {f.size}, {p.size}, {g.size}")
-    for name, arr in (("frequency_mhz", f), ("power_w", p)):
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} has NaN or infinite values")
-        if arr.size and arr.min() < 0:
-            raise ValueError(f"{name} has negative values")
-    labels, codes = np.unique(g, return_inverse=True)
-    mask, fp, yp = pad_groups(codes, labels.size, f, p)
-    params, sse, _ = fit_power_batch(fp, yp, mask, max_iter=max_iter)
-    n = mask.sum(axis=1)
+    labels, params, rmse, n = fit_groups_table(fit_power_batch, "frequency_mhz", frequency_mhz,
+                                               "power_w", power_w, groups, max_iter=max_iter)
     return pd.DataFrame(
         {"p_static_w": params[:, 0], "a_w_per_mhz": params[:, 1], "knee_mhz": params[:, 2],
-         "slope_per_ghz": params[:, 3], "rmse_w": np.sqrt(sse / np.maximum(n, 1)),
-         "n_samples": n.astype(int)},
+         "slope_per_ghz": params[:, 3], "rmse_w": rmse, "n_samples": n},
         index=pd.Index(labels, name="group"),
     )
 
