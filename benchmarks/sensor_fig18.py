@@ -92,7 +92,7 @@ def record_run(runner, length_s, launches, rng, gaps=None, wait_s=1.4, jitter_s=
 
 # ----------------------------------------------------------------------------- sensor knowledge
 
-def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spread_s=0.0,
+def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spread_s=None,
                  calibrate_on_square=False):
     """Characterise the sensor: record Yang's experiments, or read saved traces (``load_from``)."""
     if load_from is not None:
@@ -407,8 +407,9 @@ def main(argv=None) -> int:
     ap.add_argument("--char-seconds", type=float, default=3.0, help="length of each square-wave run")
     ap.add_argument("--save-traces", help="folder for the characterisation traces (parquet)")
     ap.add_argument("--char-from", help="folder with sensor_square/step.parquet: characterise from them")
-    ap.add_argument("--delay-spread", type=float, default=0.0,
-                    help="per-run delay freedom of the instant-window fit (real GPU)")
+    ap.add_argument("--delay-spread", type=float, default=None,
+                    help="per-run delay freedom of the instant-window fit (default: a tenth of the "
+                         "update period; 0 = one delay for all runs)")
     ap.add_argument("--save-runs", help="folder for the wall-time runs' traces and launch times")
     ap.add_argument("--from-runs", help="re-analyse saved wall-time runs (needs --char-from), no device")
     ap.add_argument("--square-gain", action="store_true",

@@ -101,7 +101,8 @@ def _field_traces(square: pd.DataFrame, step: pd.DataFrame, name: str):
 def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
                         load_column=schema.LOAD_ACTIVITY, reference_column=None,
                         fields=FIELDS, max_window_s: float = 1.5,
-                        max_delay_s: float = 0.2, delay_spread_s: float = 0.0) -> Characterization:
+                        max_delay_s: float = 0.2,
+                        delay_spread_s: float | None = None) -> Characterization:
     """Fit update period, window, delay, rise time (and gain) for every field.
 
     Parameters
@@ -121,10 +122,19 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
     fields : sequence of str
         Readings to characterise; absent or all-NaN ones are skipped.
     max_window_s, max_delay_s : float
-        Search bounds of :class:`BoxcarWindow`.
-    delay_spread_s : float
-        Per-run delay freedom of the square-wave fit (:class:`BoxcarWindow`):
-        for a real GPU whose load times are re-synchronised per run.
+        Search bounds of :class:`BoxcarWindow`. For a fast reading (fitted
+        on the square waves) they are tightened to two update periods and
+        half an update period: the square waves' periods are 2/3 … 4/3 of
+        the update period, so a longer delay aliases onto a shorter one
+        (one load period later), and the shorter bounds shrink the start of
+        every run that is discarded (``discard_s`` = window + delay bound).
+    delay_spread_s : float or None, default=None
+        Per-run delay freedom of the square-wave fit (:class:`BoxcarWindow`),
+        for a real GPU whose load times are re-synchronised per run; the
+        delay may then also go down to ``-delay_spread_s`` (a sync offset,
+        not a physical delay). None: a tenth of the update period (10 ms
+        on a 100 ms sensor), what the H200's traces need (docs/sensor.md,
+        "Robust fit"); 0 fits one delay for all runs.
 
     Returns
     -------
@@ -158,8 +168,12 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
                                    discard_s=max(0.0, resp.onset_s_ - t0 - 0.5),
                                    max_window_s=max_window_s, max_delay_s=max_delay_s).fit(st)
             else:
-                win = BoxcarWindow(load_column=load, power_column=col, max_window_s=max_window_s,
-                                   max_delay_s=max_delay_s, delay_spread_s=delay_spread_s).fit(sq)
+                period = up.update_period_s_
+                spread = 0.1 * period if delay_spread_s is None else float(delay_spread_s)
+                win = BoxcarWindow(load_column=load, power_column=col,
+                                   max_window_s=min(max_window_s, 2 * period),
+                                   max_delay_s=min(max_delay_s, period / 2), min_delay_s=-spread,
+                                   delay_spread_s=spread).fit(sq)
         except ValueError as err:
             skipped[name] = str(err)
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy.ndimage import minimum_filter, minimum_filter1d
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -65,9 +66,12 @@ class BoxcarWindow(BaseEstimator):
     z-normalise emulated and measured readings so that only the shape
     counts, and minimise their mean squared difference with Nelder-Mead.
     The loss is evaluated first on a grid of windows and delays (which gives
-    the loss curve over window size, Yang Fig. 12, and a start that avoids
+    the loss curve over window size, Yang Fig. 12, and starts that avoid
     the aliasing minima at multiples of the load period); Nelder-Mead then
-    refines the best grid point. Several runs (e.g. the load periods 2/3 ...
+    refines the ``n_starts`` best local minima of the grid and keeps the best.
+    A single start is not enough on short real traces: a one-sample window
+    centred on the true window's middle is a second basin that can win the
+    grid by a hair. Several runs (e.g. the load periods 2/3 ...
     4/3 of the update period) are fitted jointly, each normalised on its own.
 
     Parameters
@@ -83,6 +87,12 @@ class BoxcarWindow(BaseEstimator):
         Largest window considered.
     max_delay_s : float, default=0.2
         Largest delay considered.
+    min_delay_s : float, default=0.0
+        Smallest delay considered. A physical delay is never negative, but on
+        a real GPU the load's times (CUDA events mapped onto the host clock)
+        and the reading's (host poll times) can be offset by a few ms, which
+        shows up as a slightly negative delay; allowing it keeps the right
+        basin inside the search box instead of on its edge.
     discard_s : float or None, default=None
         Updates in the first ``discard_s`` seconds of each run are not
         compared (Yang discards the first second). The default,
@@ -91,6 +101,9 @@ class BoxcarWindow(BaseEstimator):
         the run (unknown) never enters the emulation.
     n_windows : int, default=60
         Points of the (geometric) window grid.
+    n_starts : int, default=4
+        Nelder-Mead runs, one from each of the lowest local minima of the grid
+        loss; the lowest result is kept.
     delay_spread_s : float, default=0.0
         How far each run's delay may differ from the shared one. On a real
         GPU the load's times come from CUDA events mapped onto the host clock,
@@ -145,7 +158,7 @@ class BoxcarWindow(BaseEstimator):
     def __init__(self, time_column=schema.T_S, load_column=schema.LOAD_ACTIVITY,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
                  max_window_s=1.5, max_delay_s=0.2, discard_s=None, n_windows=60,
-                 delay_spread_s=0.0):
+                 delay_spread_s=0.0, min_delay_s=0.0, n_starts=4):
         self.time_column = time_column
         self.load_column = load_column
         self.power_column = power_column
@@ -155,6 +168,8 @@ class BoxcarWindow(BaseEstimator):
         self.discard_s = discard_s
         self.n_windows = n_windows
         self.delay_spread_s = delay_spread_s
+        self.min_delay_s = min_delay_s
+        self.n_starts = n_starts
 
     @classmethod
     def _check_instance(cls):
@@ -166,6 +181,11 @@ class BoxcarWindow(BaseEstimator):
             raise ValueError(f"max_window_s must be > 0, got {self.max_window_s}")
         if not self.max_delay_s >= 0:
             raise ValueError(f"max_delay_s must be >= 0, got {self.max_delay_s}")
+        if not self.min_delay_s <= self.max_delay_s:
+            raise ValueError(f"min_delay_s must be <= max_delay_s ({self.max_delay_s}), "
+                             f"got {self.min_delay_s}")
+        if int(self.n_starts) < 1:
+            raise ValueError(f"n_starts must be >= 1, got {self.n_starts}")
         if self.discard_s is not None and not self.discard_s >= 0:
             raise ValueError(f"discard_s must be >= 0 or None, got {self.discard_s}")
         if not self.delay_spread_s >= 0:
@@ -175,7 +195,7 @@ class BoxcarWindow(BaseEstimator):
 
     def _discard(self) -> float:
         if self.discard_s is None:
-            return float(self.max_window_s + self.max_delay_s)
+            return float(self.max_window_s + max(self.max_delay_s, 0.0))
         return float(self.discard_s)
 
     def _runs(self, X, y, reset):
@@ -221,41 +241,28 @@ class BoxcarWindow(BaseEstimator):
         dt = float(np.median(dt[dt > 0])) if (dt > 0).any() else 1e-3
         w_lo = min(max(dt, 1e-4), self.max_window_s / 2)
         windows = np.geomspace(w_lo, self.max_window_s, int(self.n_windows))
-        n_d = int(min(200, max(10, np.ceil(self.max_delay_s / max(dt, 1e-4)) + 1)))
-        delays = np.linspace(0.0, self.max_delay_s, n_d)
+        span = self.max_delay_s - self.min_delay_s
+        n_d = int(min(200, max(10, np.ceil(span / max(dt, 1e-4)) + 1)))
+        delays = np.linspace(self.min_delay_s, self.max_delay_s, n_d)
         per_run = self._grid_loss(runs, windows, delays)  # (runs, windows, delays), weighted
-        dd = max(delays[1] - delays[0], 1e-4) if len(delays) > 1 else 1e-3
+        dd = max(delays[1] - delays[0], 1e-4)
         k = round(self.delay_spread_s / dd)
         if k > 0:  # each run takes its best delay within ± spread of the shared one
-            from scipy.ndimage import minimum_filter1d
-
             per_run = minimum_filter1d(per_run, size=2 * k + 1, axis=2, mode="nearest")
         losses = per_run.sum(axis=0) / max(sum(r[1].size for r in runs), 1)
-        i, j = np.unravel_index(np.argmin(losses), losses.shape)
         self.loss_curve_ = np.column_stack([windows, losses.min(axis=1)])
-        dw = windows[min(i + 1, len(windows) - 1)] - windows[max(i - 1, 0)]
-        if k > 0:
-            lo = max(0.0, delays[j] - self.delay_spread_s)
-            hi = min(self.max_delay_s, delays[j] + self.delay_spread_s)
-            d0 = [float(np.clip(self._best_delay(r, windows[i], delays, lo, hi), lo, hi)) for r in runs]
-            x0 = np.array([windows[i], *d0])
-            bounds = [(w_lo, self.max_window_s)] + [(lo, hi)] * len(runs)
-        else:
-            x0 = np.array([windows[i], delays[j]])
-            bounds = [(w_lo, self.max_window_s), (0.0, self.max_delay_s)]
-        simplex = np.vstack([x0, x0 + np.diag(np.r_[dw / 2, np.full(x0.size - 1, dd)])])
-        res = minimize(
-            lambda p: float(self._loss(runs, p[0], p[1:] if k > 0 else p[1])), x0,
-            method="Nelder-Mead", bounds=bounds,
-            options={"initial_simplex": simplex, "xatol": 1e-5, "fatol": 1e-9,
-                     "maxiter": 400 * x0.size})
-        start = float(self._loss(runs, x0[0], x0[1:] if k > 0 else x0[1]))
-        best = res.x if res.fun <= start else x0
+        # Nelder-Mead from the best few local minima of the grid, not just the
+        # best point: on a short real trace a spurious basin (a window of one
+        # sample centred on the true window, or a delay one load period off)
+        # can win the grid by a hair and trap a single start.
+        fits = [self._refine(runs, windows, delays, i, j, k, w_lo, dd)
+                for i, j in self._grid_minima(losses, int(self.n_starts))]
+        loss, best = min(fits, key=lambda f: f[0])
         self.window_s_ = float(best[0])
         self.run_delays_s_ = (np.asarray(best[1:], dtype=float) if k > 0
                               else np.full(len(runs), float(best[1])))
         self.delay_s_ = float(self.run_delays_s_.mean())
-        self.loss_ = float(min(res.fun, start))
+        self.loss_ = float(loss)
         pooled = [np.diff(u) for u in all_updates]
         d = np.concatenate(pooled) if pooled else np.zeros(0)
         d = d[d > 0]
@@ -265,6 +272,37 @@ class BoxcarWindow(BaseEstimator):
                                   if self.update_period_s_ > 0 else float("nan"))
         self.n_updates_ = int(sum(r[1].size for r in runs))
         return self
+
+    @staticmethod
+    def _grid_minima(losses: np.ndarray, n: int) -> list[tuple[int, int]]:
+        """Indices of the ``n`` lowest local minima of the (window, delay) grid loss."""
+        is_min = losses <= minimum_filter(losses, size=3, mode="nearest")
+        cand = np.argwhere(is_min)
+        order = np.argsort(losses[is_min], kind="stable")
+        return [tuple(int(v) for v in cand[o]) for o in order[:max(n, 1)]]
+
+    def _refine(self, runs, windows, delays, i, j, k, w_lo, dd):
+        """Nelder-Mead from grid point ``(i, j)``; returns ``(loss, [window, delay(s)])``."""
+        dw = windows[min(i + 1, len(windows) - 1)] - windows[max(i - 1, 0)]
+        if k > 0:
+            lo = max(self.min_delay_s, delays[j] - self.delay_spread_s)
+            hi = min(self.max_delay_s, delays[j] + self.delay_spread_s)
+            d0 = [float(np.clip(self._best_delay(r, windows[i], delays, lo, hi), lo, hi)) for r in runs]
+            x0 = np.array([windows[i], *d0])
+            bounds = [(w_lo, self.max_window_s)] + [(lo, hi)] * len(runs)
+        else:
+            x0 = np.array([windows[i], delays[j]])
+            bounds = [(w_lo, self.max_window_s), (self.min_delay_s, self.max_delay_s)]
+
+        def f(p):
+            return float(self._loss(runs, p[0], p[1:] if k > 0 else p[1]))
+
+        simplex = np.vstack([x0, x0 + np.diag(np.r_[dw / 2, np.full(x0.size - 1, dd)])])
+        res = minimize(f, x0, method="Nelder-Mead", bounds=bounds,
+                       options={"initial_simplex": simplex, "xatol": 1e-5, "fatol": 1e-9,
+                                "maxiter": 400 * x0.size})
+        start = f(x0)
+        return (float(res.fun), res.x) if res.fun <= start else (start, x0)
 
     @staticmethod
     def _best_delay(run, window_s, delays, lo, hi):

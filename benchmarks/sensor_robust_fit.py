@@ -1,0 +1,119 @@
+"""Instant-window fit on short cuts of the real H200 square waves: old single-start fit vs now.
+
+Cuts every square-wave run of the two H200 recordings in ``datasets/h200`` to its
+first L s of load (idle before kept) or its last L s of load plus the idle after,
+L ∈ {1.0, 1.5, …, 3.5} s, and fits the instant field's boxcar window:
+
+* *before*: the fit as it was (``BoxcarWindow`` with windows ≤ 1.5 s, delays
+  0–200 ms, one delay for all runs, Nelder-Mead from the single best grid point:
+  ``n_starts=1``);
+* *now*: :func:`powermodels.sensor.report.characterize_traces` with its defaults
+  (windows ≤ 2 update periods, delays within half an update period, each run's
+  delay free within ± a tenth of the update period, 4 starts).
+
+Writes ``benchmarks/results/sensor_robust_fit_<gpu>.md``.
+
+Usage::
+
+    python benchmarks/sensor_robust_fit.py [--data datasets/h200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from powermodels import schema
+from powermodels.sensor.report import attach_load, characterize_traces
+from powermodels.sensor.window import BoxcarWindow
+
+REPO = Path(__file__).resolve().parents[1]
+LOADS_S = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5)
+RANGE_S = (0.020, 0.035)
+
+
+def recordings(data: Path):
+    """``{name: (square, step)}`` for H8's sensor_* traces and the harness's square waves."""
+    out = {"sensor_square": (pd.read_parquet(data / "sensor_square.parquet"),
+                             pd.read_parquet(data / "sensor_step.parquet"))}
+    traces = pd.read_parquet(data / "harness_square_wave_traces.parquet")
+    loads = pd.read_parquet(data / "harness_square_wave_loads.parquet")
+    traces = pd.concat(
+        [attach_load(g, loads.loc[loads[schema.RUN_ID] == run, [schema.START_S, schema.END_S]].to_numpy())
+         for run, g in traces.groupby(schema.RUN_ID, sort=False)], ignore_index=True)
+    is_step = traces[schema.RUN_ID] == "step_3s"
+    out["harness_square_wave"] = (traces[~is_step], traces[is_step])
+    return out
+
+
+def cut(square: pd.DataFrame, load_s: float | None, keep: str) -> pd.DataFrame:
+    """Every run cut to ``load_s`` of load, from its start (``head``) or its end (``tail``)."""
+    if load_s is None:
+        return square
+    runs = []
+    for _, g in square.groupby(schema.RUN_ID, sort=False):
+        t = g[schema.T_S].to_numpy()
+        on = t[g[schema.LOAD_ACTIVITY].to_numpy() > 0]
+        runs.append(g[t <= on[0] + load_s] if keep == "head" else g[t >= on[-1] - load_s])
+    return pd.concat(runs, ignore_index=True)
+
+
+def before(square: pd.DataFrame):
+    try:
+        w = BoxcarWindow(n_starts=1).fit(square)
+    except ValueError:
+        return float("nan"), float("nan")
+    return w.window_s_, w.delay_s_
+
+
+def now(square: pd.DataFrame, step: pd.DataFrame):
+    row = characterize_traces(square, step, fields=(schema.POWER_INSTANT_W,)).row(schema.POWER_INSTANT_W)
+    return row[schema.WINDOW_S], row[schema.DELAY_S], row[schema.UPDATE_PERIOD_S]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(REPO / "datasets" / "h200"))
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    args = ap.parse_args(argv)
+    data = Path(args.data)
+    rows = []
+    for name, (square, step) in recordings(data).items():
+        for keep, load_s in [("head", None)] + [(k, s) for k in ("head", "tail") for s in LOADS_S]:
+            sq = cut(square, load_s, keep)
+            wb, db = before(sq)
+            wn, dn, up = now(sq, step)
+            rows.append({"traces": name, "cut": "full" if load_s is None else f"{keep} {load_s:g} s",
+                         "before_window_ms": wb * 1e3, "before_delay_ms": db * 1e3,
+                         "now_window_ms": wn * 1e3, "now_delay_ms": dn * 1e3, "update_ms": up * 1e3})
+            print(rows[-1], file=sys.stderr)
+    table = pd.DataFrame(rows)
+
+    def outside(col):
+        w = table[col].to_numpy() / 1e3
+        return int(np.sum(~((w >= RANGE_S[0]) & (w <= RANGE_S[1]))))
+
+    lines = [f"# Instant window on short cuts of the real {data.name.upper()} square waves", "",
+             "| traces | cut | before: window [ms] | before: delay [ms] | now: window [ms] "
+             "| now: delay [ms] | update period [ms] |", "|---|---|---|---|---|---|---|"]
+    for r in table.itertuples(index=False):
+        lines.append(f"| {r.traces} | {r.cut} | {r.before_window_ms:.2f} | {r.before_delay_ms:.2f} "
+                     f"| {r.now_window_ms:.2f} | {r.now_delay_ms:.2f} | {r.update_ms:.2f} |")
+    lines += ["", f"Outside {RANGE_S[0] * 1e3:.0f}–{RANGE_S[1] * 1e3:.0f} ms (NaN = nothing left after "
+                  f"the discard): before {outside('before_window_ms')} of {len(table)}, "
+                  f"now {outside('now_window_ms')} of {len(table)}.",
+              "", f"Command: `python benchmarks/sensor_robust_fit.py {' '.join(argv or sys.argv[1:])}`."]
+    text = "\n".join(lines) + "\n"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"sensor_robust_fit_{data.name}.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
