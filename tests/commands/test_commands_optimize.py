@@ -85,3 +85,14 @@ def test_cli_features_with_saved_predictor(tmp_path, capsys):
     assert "supported clock pairs" in capsys.readouterr().out
     # without the predictor the features path refuses
     assert main(["optimize", "--features", str(path)]) == 1
+
+
+def test_cli_round_off_prints_as_zero_and_output_folder_checked(tmp_path, capsys):
+    from powermodels.commands.optimize import _fmt
+
+    assert _fmt(-1.561e-13) == "0" and _fmt(0.04762) == "0.04762"
+    path = tmp_path / "sweep.csv"
+    sweep_table(MEM_BOUND).to_csv(path, index=False)
+    assert main(["optimize", "--runs", str(path), "--output", str(tmp_path / "no" / "rec.csv")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--output: folder" in err[0] and "does not exist" in err[0]

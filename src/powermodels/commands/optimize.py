@@ -63,6 +63,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--output", help="write the recommendations to this CSV")
 
 
+def _fmt(v: float) -> str:
+    """4 significant digits; round-off (|v| < 1e-9, e.g. a slowdown of -1.6e-13) prints as 0."""
+    return "0" if abs(v) < 1e-9 else f"{v:.4g}"
+
+
 def _read_runs(path: str):
     import pandas as pd
 
@@ -191,6 +196,10 @@ def recommend_from_features(features, predictor, metadata: dict, clocks, *, max_
     for col in needed:
         if col not in features.columns:
             raise ValueError(f"--features: column {col!r} is missing")
+        if col != schema.KERNEL and features[col].isna().any():
+            raise ValueError(f"--features: column {col!r} has missing values in "
+                             f"{int(features[col].isna().sum())} rows (fill them, e.g. 0 for a pipe ncu "
+                             "does not report)")
     models = predictor.predict_params(
         features[cols], voltage_knee_mhz=float(metadata["voltage_knee_mhz"]),
         voltage_slope_per_ghz=float(metadata["voltage_slope_per_ghz"]),
@@ -226,7 +235,7 @@ def _run_features(args) -> int:
                                       max_slowdown=args.max_slowdown, p_max_w=p_max, eta=args.eta)
     print(f"device {device.info.name}: {sum(len(v) for v in clocks.values())} supported clock pairs; "
           f"P_max {p_max:.0f} W; slowdown limit {args.max_slowdown:.1%} (predicted, not measured)")
-    print(recs.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(recs.to_string(index=False, float_format=_fmt))
     if args.output:
         recs.to_csv(args.output, index=False)
         print(f"wrote {args.output}")
@@ -238,6 +247,10 @@ def run(args) -> int:
         raise ValueError(f"--max-slowdown must be >= 0, got {args.max_slowdown}")
     if args.eta is not None and not 0 <= args.eta <= 1:
         raise ValueError(f"--eta must be in [0, 1], got {args.eta}")
+    if args.output:
+        from .measure import check_writable
+
+        check_writable(args.output, "--output")
     if args.features:
         return _run_features(args)
     if args.simulated:
@@ -260,7 +273,7 @@ def run(args) -> int:
                           voltage_slope_per_ghz=args.voltage_slope_per_ghz)
     print(f"V(f): knee {vkw['voltage_knee_mhz']:.0f} MHz, slope {vkw['voltage_slope_per_ghz']:g}/GHz; "
           f"P_max {p_max:.0f} W; slowdown limit {args.max_slowdown:.1%}")
-    print(recs.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(recs.to_string(index=False, float_format=_fmt))
     if args.output:
         recs.to_csv(args.output, index=False)
         print(f"wrote {args.output}")
