@@ -72,6 +72,9 @@ def test_bad_clocks_are_refused():
     X = np.array([[1000.0, 3201.0], [0.0, 3201.0], [1200.0, 3201.0]])
     with pytest.raises(ValueError, match="non-positive"):
         DVFSPowerModel().fit(X, [1.0, 2.0, 3.0])
+    X[1] = [1100.0, -5.0]  # sklearn's wording for negative input, naming the column
+    with pytest.raises(ValueError, match=r"^Negative values in data: clock column 1 .* -5 "):
+        DVFSTimeModel().fit(X, [1.0, 2.0, 3.0])
 
 
 def test_energy_model_is_power_times_time():
