@@ -76,3 +76,17 @@ def test_a_closed_pipe_is_quiet():
     assert proc.stdout == "x" * 100 + "\n"
     assert proc.stderr == ""
     assert proc.returncode == 141
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--preset", "nope"], "powermodels demo: error: argument --preset: invalid choice: 'nope'"),
+    (["campaign", "--out", "x"], "powermodels campaign: error: the following arguments are required: config"),
+    (["nope"], "powermodels: error: argument COMMAND: invalid choice: 'nope'"),
+    (["measure", "--seed", "abc"], "powermodels measure: error: argument --seed: invalid int value: 'abc'"),
+])
+def test_usage_errors_are_one_line(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message) and "--help)" in lines[0], lines

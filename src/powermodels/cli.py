@@ -17,8 +17,15 @@ def _command_modules():
             yield importlib.import_module(f"{commands.__name__}.{info.name}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (and a pointer to --help), not the whole usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="powermodels",
         description="Trustworthy GPU energy from the built-in NVML power sensor.",
     )
