@@ -53,8 +53,9 @@ def boxcar_mean(C, t_eval, window_s, delay_s):
 def _z(x: np.ndarray) -> np.ndarray:
     """Zero mean, unit variance along the last axis (constant rows become 0)."""
     m = x.mean(axis=-1, keepdims=True)
-    s = x.std(axis=-1, keepdims=True)
-    return np.divide(x - m, s, out=np.zeros_like(x), where=s > 1e-12 * (np.abs(m) + 1))
+    d = x - m
+    s = np.sqrt(np.mean(d * d, axis=-1, keepdims=True))
+    return np.divide(d, s, out=np.zeros_like(x), where=s > 1e-12 * (np.abs(m) + 1))
 
 
 class BoxcarWindow(BaseEstimator):
@@ -213,7 +214,8 @@ class BoxcarWindow(BaseEstimator):
                 all_updates.append(tu)
             keep = tu >= tg[0] + self._discard()
             if keep.sum() >= 2:
-                runs.append((cumulative_integral(tg, lg), tu[keep], rg[idx][keep]))
+                # the measured side of the loss, z-normalised once
+                runs.append((cumulative_integral(tg, lg), tu[keep], _z(rg[idx][keep])))
         return t, runs, all_updates
 
     def fit(self, X, y=None):
@@ -306,20 +308,20 @@ class BoxcarWindow(BaseEstimator):
 
     @staticmethod
     def _best_delay(run, window_s, delays, lo, hi):
-        C, u, v = run
+        C, u, zv = run
         ok = delays[(delays >= lo) & (delays <= hi)]
         if ok.size == 0:
             return lo
-        losses = [np.sum((_z(boxcar_mean(C, u, window_s, d)) - _z(v)) ** 2) for d in ok]
+        losses = [np.sum((_z(boxcar_mean(C, u, window_s, d)) - zv) ** 2) for d in ok]
         return float(ok[int(np.argmin(losses))])
 
     @staticmethod
     def _loss(runs, window_s, delay_s):
         err, n = 0.0, 0
         delays = np.broadcast_to(np.asarray(delay_s, dtype=float), (len(runs),))
-        for (C, u, v), d in zip(runs, delays, strict=True):
+        for (C, u, zv), d in zip(runs, delays, strict=True):
             e = boxcar_mean(C, u, window_s, d)
-            err += float(np.sum((_z(e) - _z(v)) ** 2))
+            err += float(np.sum((_z(e) - zv) ** 2))
             n += u.size
         return err / max(n, 1)
 
@@ -327,9 +329,9 @@ class BoxcarWindow(BaseEstimator):
     def _grid_loss(runs, windows, delays):
         """Summed squared z-score error of every run on the (window, delay) grid."""
         total = np.zeros((len(runs), windows.size, delays.size))
-        for r, (C, u, v) in enumerate(runs):
+        for r, (C, u, zv) in enumerate(runs):
             end = u[None, :] - delays[:, None]
-            c_end, zv = C(end), _z(v)[None, :]
+            c_end = C(end)
             for i, w in enumerate(windows):  # one window at a time bounds the memory
                 e = (c_end - C(end - w)) / w
                 total[r, i] = np.sum((_z(e) - zv) ** 2, axis=-1)
@@ -351,9 +353,9 @@ class BoxcarWindow(BaseEstimator):
         delays = (self.run_delays_s_ if len(self.run_delays_s_) == len(runs)
                   else np.full(len(runs), self.delay_s_))
         rows = [pd.DataFrame({schema.T_S: u,
-                              schema.POWER_W: _z(v),
+                              schema.POWER_W: zv,
                               schema.REFERENCE_POWER_W: _z(boxcar_mean(C, u, self.window_s_, d))})
-                for (C, u, v), d in zip(runs, delays, strict=True)]
+                for (C, u, zv), d in zip(runs, delays, strict=True)]
         return pd.concat(rows, ignore_index=True)
 
     def __sklearn_tags__(self):
