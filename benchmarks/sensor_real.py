@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
-from powermodels.sensor.report import attach_load, characterize_traces, write_report
+from powermodels.sensor.report import attach_loads, characterize_traces, write_report
 from powermodels.sensor.update_period import UpdatePeriod
 from powermodels.sensor.window import BoxcarWindow
 
@@ -83,9 +83,7 @@ def main(argv=None) -> int:
     square = pd.read_parquet(data / args.square)
     if args.loads is not None:  # the harness's format: load times in their own table
         loads = pd.read_parquet(data / args.loads)
-        square = pd.concat([attach_load(g, loads.loc[loads[schema.RUN_ID] == run,
-                                                     [schema.START_S, schema.END_S]].to_numpy())
-                            for run, g in square.groupby(schema.RUN_ID, sort=False)], ignore_index=True)
+        square = attach_loads(square, loads)
     if args.step_run is not None:
         step = square[square[schema.RUN_ID] == args.step_run]
         square = square[square[schema.RUN_ID] != args.step_run]

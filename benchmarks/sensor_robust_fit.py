@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
-from powermodels.sensor.report import attach_load, characterize_traces
+from powermodels.sensor.report import attach_loads, characterize_traces
 from powermodels.sensor.window import BoxcarWindow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,9 +42,7 @@ def recordings(data: Path):
                              pd.read_parquet(data / "sensor_step.parquet"))}
     traces = pd.read_parquet(data / "harness_square_wave_traces.parquet")
     loads = pd.read_parquet(data / "harness_square_wave_loads.parquet")
-    traces = pd.concat(
-        [attach_load(g, loads.loc[loads[schema.RUN_ID] == run, [schema.START_S, schema.END_S]].to_numpy())
-         for run, g in traces.groupby(schema.RUN_ID, sort=False)], ignore_index=True)
+    traces = attach_loads(traces, loads)
     is_step = traces[schema.RUN_ID] == "step_3s"
     out["harness_square_wave"] = (traces[~is_step], traces[is_step])
     return out

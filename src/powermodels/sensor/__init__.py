@@ -18,7 +18,7 @@ from .correction import (
     window_aware_energy,
 )
 from .gain import SteadyStateGain
-from .report import Characterization, attach_load, characterize_traces, write_report
+from .report import Characterization, attach_load, attach_loads, characterize_traces, write_report
 from .transient import RESPONSE_KINDS, StepResponse
 from .update_period import UpdatePeriod
 from .window import BoxcarWindow
@@ -32,6 +32,7 @@ __all__ = [
     "StepResponse",
     "UpdatePeriod",
     "attach_load",
+    "attach_loads",
     "characterize_traces",
     "counter_power",
     "delag",

@@ -29,7 +29,8 @@ from .transient import StepResponse
 from .update_period import UpdatePeriod
 from .window import BoxcarWindow
 
-__all__ = ["FIELDS", "Characterization", "attach_load", "characterize_traces", "write_report"]
+__all__ = ["FIELDS", "Characterization", "attach_load", "attach_loads", "characterize_traces",
+           "write_report"]
 
 #: The readings characterised, in report order.
 FIELDS = (schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.POWER_USAGE_W,
@@ -89,6 +90,24 @@ def attach_load(trace: pd.DataFrame, intervals, amplitude: float = 1.0) -> pd.Da
     out = trace.copy()
     out[schema.LOAD_ACTIVITY] = np.clip(amplitude * cover / np.maximum(t - lo, 1e-12), 0.0, 1.0)
     return out
+
+
+def attach_loads(traces: pd.DataFrame, loads: pd.DataFrame, amplitude: float = 1.0) -> pd.DataFrame:
+    """:func:`attach_load` for every run, its launches taken from a table of on-phases.
+
+    ``loads`` holds one row per launch: :data:`schema.RUN_ID`,
+    :data:`schema.START_S`, :data:`schema.END_S` (the harness's
+    ``*_loads.parquet``). A run without rows gets zero load.
+    """
+    for name, df, cols in (("loads", loads, (schema.RUN_ID, schema.START_S, schema.END_S)),
+                           ("traces", traces, (schema.RUN_ID,))):
+        for c in cols:
+            if c not in df.columns:
+                raise ValueError(f"{name}: column {c!r} is missing")
+    runs = [attach_load(g, loads.loc[loads[schema.RUN_ID] == run, [schema.START_S, schema.END_S]].to_numpy(),
+                        amplitude)
+            for run, g in traces.groupby(schema.RUN_ID, sort=False)]
+    return pd.concat(runs, ignore_index=True)
 
 
 def _field_traces(square: pd.DataFrame, step: pd.DataFrame, name: str):
