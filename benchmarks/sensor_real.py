@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
+from powermodels.reporting import markdown_table
 from powermodels.sensor.report import attach_loads, characterize_traces, write_report
 from powermodels.sensor.update_period import UpdatePeriod
 from powermodels.sensor.window import BoxcarWindow
@@ -146,9 +147,7 @@ def main(argv=None) -> int:
     if result.skipped:
         lines += ["", "Skipped: " + "; ".join(f"{k}: {v}" for k, v in result.skipped.items())]
     lines += ["", "## Instant window per load period (Yang Fig. 13)", ""]
-    lines += ["| " + " | ".join(per_run.columns) + " |", "|" + "---|" * per_run.shape[1]]
-    for r in per_run.itertuples(index=False):
-        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r) + " |")
+    lines += [markdown_table(per_run)]
     if "window_ms" in per_run:
         ok = per_run[per_run["phase_bins_of_20"] >= MIN_PHASE_BINS]
         w = ok["window_ms"].dropna()

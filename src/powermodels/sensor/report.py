@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..reporting import markdown_table
 from ._series import counter_power
 from .gain import SteadyStateGain
 from .transient import StepResponse
@@ -221,17 +222,6 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
     return Characterization(pd.DataFrame(rows), fitted, skipped)
 
 
-def _markdown(table: pd.DataFrame) -> str:
-    cols = list(table.columns)
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in table.itertuples(index=False):
-        cells = []
-        for v in r:
-            cells.append(f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v))
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out)
-
-
 def _ms(table: pd.DataFrame) -> pd.DataFrame:
     """The table with times in milliseconds, for people."""
     t = table.copy()
@@ -257,7 +247,7 @@ def write_report(result: Characterization, out_dir, square: pd.DataFrame, step: 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result.table.to_csv(out / "characterization.csv", index=False)
-    lines = [f"# {title}", "", _markdown(_ms(result.table)), ""]
+    lines = [f"# {title}", "", markdown_table(_ms(result.table)), ""]
     if result.skipped:
         lines += ["Skipped:", ""] + [f"- `{k}`: {v}" for k, v in result.skipped.items()] + [""]
     if notes:
