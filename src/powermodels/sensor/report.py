@@ -271,6 +271,13 @@ def _plots(result: Characterization, out: Path, square, step) -> list[Path]:
     except ImportError:
         return []
     paths = []
+
+    def save(fig, name):
+        fig.tight_layout()
+        paths.append(out / name)
+        fig.savefig(paths[-1], dpi=90)
+        plt.close(fig)
+
     names = list(result.estimators)
     fig, axes = plt.subplots(len(names), 1, figsize=(9, 2.4 * len(names)), squeeze=False)
     for ax, name in zip(axes[:, 0], names, strict=True):
@@ -285,10 +292,7 @@ def _plots(result: Characterization, out: Path, square, step) -> list[Path]:
         ax.set_title(f"{name}: run {first[schema.RUN_ID].iloc[0]}", fontsize=9)
         ax.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time [s]")
-    fig.tight_layout()
-    paths.append(out / "emulated_vs_measured.png")
-    fig.savefig(paths[-1], dpi=90)
-    plt.close(fig)
+    save(fig, "emulated_vs_measured.png")
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name in names:
@@ -297,10 +301,7 @@ def _plots(result: Characterization, out: Path, square, step) -> list[Path]:
     ax.set_xlabel("boxcar window [ms]")
     ax.set_ylabel("loss (MSE of z-scores)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out / "loss_curve.png")
-    fig.savefig(paths[-1], dpi=90)
-    plt.close(fig)
+    save(fig, "loss_curve.png")
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     t0 = None
@@ -310,14 +311,11 @@ def _plots(result: Characterization, out: Path, square, step) -> list[Path]:
         onset = result.estimators[name]["step"].onset_s_
         t0 = onset if t0 is None else t0
         ax.step(st[schema.T_S] - onset, st[col], where="post", label=name)
-    ref = [c for c in (schema.REFERENCE_POWER_W,) if c in step.columns and step[c].notna().any()]
-    if ref and t0 is not None:
-        ax.plot(step[schema.T_S] - t0, step[ref[0]], lw=0.5, alpha=0.5, label="reference")
+    ref = schema.REFERENCE_POWER_W
+    if t0 is not None and ref in step.columns and step[ref].notna().any():
+        ax.plot(step[schema.T_S] - t0, step[ref], lw=0.5, alpha=0.5, label="reference")
     ax.set_xlabel("time since the step [s]")
     ax.set_ylabel("W")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out / "step_response.png")
-    fig.savefig(paths[-1], dpi=90)
-    plt.close(fig)
+    save(fig, "step_response.png")
     return paths
