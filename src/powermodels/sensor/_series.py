@@ -148,14 +148,25 @@ def robust_update_period(t_updates: np.ndarray) -> tuple[float, np.ndarray]:
     """
     d = np.diff(np.asarray(t_updates, dtype=float))
     d = d[d > 0]
+    return period_from_intervals(d), d
+
+
+def period_from_intervals(intervals: np.ndarray) -> float:
+    """The update period from intervals between value changes (see :func:`robust_update_period`).
+
+    The intervals may come from several runs pooled (none spans two runs).
+    NaN without a positive interval.
+    """
+    d = np.asarray(intervals, dtype=float)
+    d = d[d > 0]
     if d.size == 0:
-        return float("nan"), d
+        return float("nan")
     base = float(np.median(d))
     k = np.maximum(np.rint(d / base), 1.0)
     ok = np.abs(d / base - k) <= 0.25
     if not ok.any():
-        return base, d
-    return float(d[ok].sum() / k[ok].sum()), d
+        return base
+    return float(d[ok].sum() / k[ok].sum())
 
 
 def counter_power(trace: pd.DataFrame, *, counter_column=schema.ENERGY_COUNTER_J,

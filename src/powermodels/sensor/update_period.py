@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import schema
-from ._series import robust_update_period, series_from_input, update_points
+from ._series import period_from_intervals, series_from_input, update_points
 
 __all__ = ["UpdatePeriod"]
 
@@ -108,16 +108,9 @@ class UpdatePeriod(BaseEstimator):
         self.intervals_s_ = all_d
         self.median_interval_s_ = float(np.median(all_d[all_d > 0])) if (all_d > 0).any() else 0.0
         # intervals never span two runs; pool them as one sequence of updates
-        self.update_period_s_ = self._pooled_period(intervals)
+        period = period_from_intervals(all_d)
+        self.update_period_s_ = period if np.isfinite(period) else 0.0
         return self
-
-    @staticmethod
-    def _pooled_period(intervals: list[np.ndarray]) -> float:
-        d = np.concatenate(intervals)
-        d = d[d > 0]
-        if d.size == 0:
-            return 0.0
-        return robust_update_period(np.concatenate([[0.0], np.cumsum(d)]))[0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import schema
-from ._series import robust_update_period, series_from_input, update_points
+from ._series import period_from_intervals, series_from_input, update_points
 
 __all__ = ["BoxcarWindow", "boxcar_mean", "cumulative_integral"]
 
@@ -265,11 +265,8 @@ class BoxcarWindow(BaseEstimator):
                               else np.full(len(runs), float(best[1])))
         self.delay_s_ = float(self.run_delays_s_.mean())
         self.loss_ = float(loss)
-        pooled = [np.diff(u) for u in all_updates]
-        d = np.concatenate(pooled) if pooled else np.zeros(0)
-        d = d[d > 0]
-        self.update_period_s_ = (robust_update_period(np.concatenate([[0.0], np.cumsum(d)]))[0]
-                                 if d.size else float("nan"))
+        self.update_period_s_ = (period_from_intervals(np.concatenate([np.diff(u) for u in all_updates]))
+                                 if all_updates else float("nan"))
         self.sampled_fraction_ = (float(min(1.0, self.window_s_ / self.update_period_s_))
                                   if self.update_period_s_ > 0 else float("nan"))
         self.n_updates_ = int(sum(r[1].size for r in runs))
