@@ -166,6 +166,20 @@ STREAM_RESTRICTIONS: tuple[Restriction, ...] = (
     ("vector_width in (1, 2, 4)", lambda c: c["vector_width"] in (1, 2, 4)),
 )
 
+def _stream(function: str, description: str) -> KernelSpec:
+    """One of ``stream.cu``'s kernels: same tunables, restrictions and size."""
+    return KernelSpec(
+        name=function,
+        source="stream.cu",
+        function=function,
+        tune_params={"block_size_x": (128, 256, 512, 1024), "vector_width": (1, 2, 4)},
+        restrictions=STREAM_RESTRICTIONS,
+        default={"block_size_x": 256, "vector_width": 4},
+        problem={"n": 1 << 27},
+        description=description,
+    )
+
+
 KERNELS: dict[str, KernelSpec] = {
     "fp32": KernelSpec(
         name="fp32",
@@ -202,26 +216,8 @@ KERNELS: dict[str, KernelSpec] = {
         problem={"m": 2048, "n": 2048, "k": 2048},
         description="tiled SGEMM, thesis Table 5.4 spirit",
     ),
-    "stream_copy": KernelSpec(
-        name="stream_copy",
-        source="stream.cu",
-        function="stream_copy",
-        tune_params={"block_size_x": (128, 256, 512, 1024), "vector_width": (1, 2, 4)},
-        restrictions=STREAM_RESTRICTIONS,
-        default={"block_size_x": 256, "vector_width": 4},
-        problem={"n": 1 << 27},
-        description="STREAM copy c = a",
-    ),
-    "stream_triad": KernelSpec(
-        name="stream_triad",
-        source="stream.cu",
-        function="stream_triad",
-        tune_params={"block_size_x": (128, 256, 512, 1024), "vector_width": (1, 2, 4)},
-        restrictions=STREAM_RESTRICTIONS,
-        default={"block_size_x": 256, "vector_width": 4},
-        problem={"n": 1 << 27},
-        description="STREAM triad a = b + s c",
-    ),
+    "stream_copy": _stream("stream_copy", "STREAM copy c = a"),
+    "stream_triad": _stream("stream_triad", "STREAM triad a = b + s c"),
     "square_wave": KernelSpec(
         name="square_wave",
         source="square_wave.cu",
