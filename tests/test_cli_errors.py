@@ -90,3 +90,16 @@ def test_usage_errors_are_one_line(capsys, argv, message):
     assert exit_info.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message) and "--help)" in lines[0], lines
+
+
+@pytest.mark.parametrize("command", ["characterize", "campaign"])
+def test_out_that_is_a_file_is_named(tmp_path, capsys, command):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"kernels": {"fp32": "default"}, "device": "simulated"}')
+    argv = (["characterize", "--device", "simulated"] if command == "characterize"
+            else ["campaign", str(spec)])
+    assert cli.main([*argv, "--out", str(afile)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "exists and is not a folder" in lines[0], lines

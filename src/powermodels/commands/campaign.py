@@ -13,6 +13,7 @@ At the end a summary of the run table is printed (medians over repeats).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 NAME = "campaign"
 HELP = "Run (or resume) a measurement campaign described by a JSON or TOML file."
@@ -86,6 +87,8 @@ def run(args) -> int:
 
     if args.max_runs is not None and args.max_runs < 0:
         raise ValueError(f"--max-runs must be >= 0, got {args.max_runs}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"--out: {args.out!r} exists and is not a folder")
     spec = load_spec(args.config)
     check_protocol_params(spec.protocol, dict(spec.protocol_params), what="protocol_params:")
     if args.device:

@@ -95,6 +95,8 @@ def run(args) -> int:
         print(f"powermodels characterize: using the {'NVIDIA GPU' if kind == 'nvml' else 'simulated GPU'}",
               file=sys.stderr)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {str(out)!r} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     if kind == "simulated":
         from ..devices.simulated import PRESETS
