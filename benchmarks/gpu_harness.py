@@ -106,17 +106,9 @@ def time_launches(pk, n, in_flight=32):
     """Per-launch times (s) of ``n`` back-to-back launches, from CUDA events."""
     import cupy as cp
 
-    stream = cp.cuda.get_current_stream()
-    events = [cp.cuda.Event()]
-    events[0].record(stream)
-    for i in range(n):
-        pk.launch(stream)
-        ev = cp.cuda.Event()
-        ev.record(stream)
-        events.append(ev)
-        if i >= in_flight:
-            events[i - in_flight].synchronize()
-    events[-1].synchronize()
+    from powermodels.harness.runner import back_to_back
+
+    events = back_to_back(pk, n, in_flight, cp.cuda.get_current_stream())
     return np.array([cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in itertools.pairwise(events)])
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "Runner",
     "SensorProfile",
     "SimulatedRunner",
+    "back_to_back",
     "make_runner",
     "merge_intervals",
 ]
@@ -200,6 +201,29 @@ class SimulatedRunner(Runner):
         return float(sum(self.gpu.true_energy_j(s, e) for s, e in merge_intervals(intervals)))
 
 
+def back_to_back(pk, launches: int, in_flight: int, stream) -> list:
+    """Launch ``pk`` ``launches`` times back to back on ``stream``; the ``launches + 1`` CUDA events.
+
+    Event ``i`` is recorded before launch ``i`` and event ``i + 1`` after it.
+    At most ``in_flight`` launches are queued ahead of the host (waiting on an
+    older event keeps the queue short and releases the GIL for the sampler).
+    Returns after the last launch finished.
+    """
+    import cupy as cp
+
+    events = [cp.cuda.Event()]
+    events[0].record(stream)
+    for i in range(launches):
+        pk.launch(stream)
+        ev = cp.cuda.Event()
+        ev.record(stream)
+        events.append(ev)
+        if i >= in_flight:
+            events[i - in_flight].synchronize()
+    events[-1].synchronize()
+    return events
+
+
 class CupyRunner(Runner):
     """Runner on a real GPU: CuPy launches, CUDA events on the host clock, background sampler.
 
@@ -264,17 +288,7 @@ class CupyRunner(Runner):
             ends[-1].synchronize()
             self.clock.calibrate(8)
             return np.column_stack([self.clock.host_times(starts), self.clock.host_times(ends)])
-        events = [cp.cuda.Event()]
-        events[0].record(stream)
-        window = self.in_flight
-        for i in range(launches):
-            pk.launch(stream)
-            ev = cp.cuda.Event()
-            ev.record(stream)
-            events.append(ev)
-            if i >= window:
-                events[i - window].synchronize()  # keep the queue short; releases the GIL
-        events[-1].synchronize()
+        events = back_to_back(pk, launches, self.in_flight, stream)
         self.clock.calibrate(8)
         t = self.clock.host_times(events)
         return np.column_stack([t[:-1], t[1:]])
