@@ -22,20 +22,12 @@ from powermodels import schema
 from powermodels.devices.simulated import SimulatedGPU
 from powermodels.harness.protocols import make_protocol
 from powermodels.harness.runner import SimulatedRunner
+from powermodels.reporting import markdown_table
 
 KERNELS = [("fp32", "default"), ("fp32", "nr_outer=8,nr_inner=256"), ("sgemm", "default"),
            ("stream_triad", "default"), ("stream_copy", "default")]
 PROTOCOLS = [("naive", {}), ("continuous", {}), ("continuous", {"power_column": schema.POWER_INSTANT_W}),
              ("good_practice", {}), ("steady_state", {})]
-
-
-def markdown(df: pd.DataFrame) -> str:
-    """A markdown table without the optional 'tabulate' dependency."""
-    cols = [df.index.name or "", *df.columns]
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for idx, row in df.iterrows():
-        lines.append("| " + " | ".join([str(idx), *(f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else str(int(v)) if isinstance(v, float) else str(v) for v in row)]) + " |")
-    return "\n".join(lines)
 
 
 def main(seeds=range(5), preset="hopper") -> pd.DataFrame:
@@ -48,12 +40,12 @@ def main(seeds=range(5), preset="hopper") -> pd.DataFrame:
                 t0 = time.perf_counter()
                 m = p.measure(runner, kernel, None if cfg == "default" else cfg)
                 label = name + ("" if not params else f" ({params['power_column']})")
-                rows.append({"protocol": label, "kernel": f"{kernel}[{cfg}]",
+                rows.append({schema.PROTOCOL: label, schema.KERNEL: f"{kernel}[{cfg}]",
                              "error_pct": 100 * (m.row[schema.ENERGY_J] / m.row[schema.REFERENCE_ENERGY_J] - 1),
                              "gpu_seconds": m.row[schema.LAUNCHES] * m.row[schema.TIME_S],
                              "cpu_s": time.perf_counter() - t0})
     df = pd.DataFrame(rows)
-    summary = df.groupby("protocol", sort=False).agg(
+    summary = df.groupby(schema.PROTOCOL, sort=False).agg(
         mean_error_pct=("error_pct", "mean"), mean_abs_error_pct=("error_pct", lambda e: np.abs(e).mean()),
         max_abs_error_pct=("error_pct", lambda e: np.abs(e).max()), std_error_pct=("error_pct", "std"),
         mean_gpu_s=("gpu_seconds", "mean"), runs=("error_pct", "size"))
@@ -66,7 +58,7 @@ if __name__ == "__main__":
     text = (f"# Protocol energy error on the SimulatedGPU (preset '{preset}', 5 seeds x 5 kernels, from idle)\n\n"
             "Error = measured energy per launch / true energy per launch - 1. The emulated sensor has a "
             "+2 % gain and -1 W offset, which no protocol can remove.\n\n"
-            + markdown(summary) + "\n")
+            + markdown_table(summary.reset_index(), ".2f") + "\n")
     print(text)
     out = Path(__file__).resolve().parent / "results" / f"harness_simulated_{preset}.md"
     out.write_text(text)

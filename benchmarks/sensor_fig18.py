@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
+from powermodels.reporting import markdown_table
 from powermodels.sensor._series import counter_power
 from powermodels.sensor.correction import (
     discard_rise,
@@ -357,14 +358,6 @@ def _fmt_s(s: float) -> str:
     return f"{s * 1e6:.0f} µs" if s < 1e-3 else f"{s * 1e3:.0f} ms"
 
 
-def _md(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in df.itertuples(index=False):
-        lines.append("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r) + " |")
-    return "\n".join(lines)
-
-
 def _summaries(f18: pd.DataFrame | None, raw: pd.DataFrame | None):
     summary = None if f18 is None else (
         f18.groupby(["load", "approach", "data"], sort=False)["error"]
@@ -383,10 +376,10 @@ def rebuild(out: Path, tag: str) -> int:
                                pd.read_csv(raw) if raw.exists() else None)
     text = [head]
     if summary is not None:
-        text += ["## Fig. 18: energy-per-launch error (estimate / reference − 1)", "", _md(summary)]
+        text += ["## Fig. 18: energy-per-launch error (estimate / reference − 1)", "", markdown_table(summary)]
     if wall is not None:
         text += ["", "## Wall time to ≤ 2 % (90th percentile of |error| over trials, at this and every "
-                 "longer measurement time)", "", _md(wall)]
+                 "longer measurement time)", "", markdown_table(wall)]
     md.write_text("\n".join(text) + "\n")
     print(md.read_text())
     return 0
@@ -427,7 +420,7 @@ def main(argv=None) -> int:
         print(result.table.to_string(index=False))
         print(f"instant gain/offset vs counter: {ch['gain']:.4f} {ch['offset_w']:.2f} "
               f"(on the step: {ch['step_gain']:.4f} {ch['step_offset_w']:.2f})")
-        print(_md(wall))
+        print(markdown_table(wall))
         return 0
 
     from powermodels.devices import open_device
@@ -481,14 +474,14 @@ def main(argv=None) -> int:
     text = [f"# Yang Fig. 18 and wall time to 2 % — {device.info.name}", "",
             f"Command: `python benchmarks/sensor_fig18.py {' '.join(argv or sys.argv[1:])}` "
             f"({time.perf_counter() - t_start:.0f} s).", "",
-            "## Characterisation used", "", _md(result.table),
+            "## Characterisation used", "", markdown_table(result.table),
             f"\nInstant-field gain/offset against the energy counter: {ch['gain']:.4f}, {ch['offset_w']:.2f} W", "",
             ]
     if summary is not None:
-        text += ["## Fig. 18: energy-per-launch error (estimate / reference − 1)", "", _md(summary)]
+        text += ["## Fig. 18: energy-per-launch error (estimate / reference − 1)", "", markdown_table(summary)]
     if wall is not None:
         text += ["", "## Wall time to ≤ 2 % (90th percentile of |error| over trials, at this and every "
-                 "longer measurement time)", "", _md(wall)]
+                 "longer measurement time)", "", markdown_table(wall)]
     (out / f"sensor_fig18_{tag}.md").write_text("\n".join(text) + "\n")
     print("\n".join(text))
     return 0
