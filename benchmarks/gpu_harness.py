@@ -115,6 +115,7 @@ def time_launches(pk, n, in_flight=32):
 def section_bench(runner, res, out):
     import cupy as cp
 
+    from powermodels import schema
     from powermodels.harness import workloads
     from powermodels.harness.sampler import EventClock, Sampler
 
@@ -155,11 +156,12 @@ def section_bench(runner, res, out):
         b = dev.now()
         tr = s.table(a, b)
         s.stop()
-        gaps = np.diff(tr["t_s"].to_numpy())
-        rates[label] = {"rate_hz": float((len(tr) - 1) / (tr["t_s"].iloc[-1] - tr["t_s"].iloc[0])),
+        t = tr[schema.T_S].to_numpy()
+        gaps = np.diff(t)
+        rates[label] = {"rate_hz": float((len(tr) - 1) / (t[-1] - t[0])),
                         "gap_p50_ms": float(np.median(gaps) * 1e3), "gap_p99_ms": float(np.percentile(gaps, 99) * 1e3),
                         "gap_max_ms": float(gaps.max() * 1e3),
-                        "energy_readings": int(tr["energy_counter_j"].notna().sum())}
+                        "energy_readings": int(tr[schema.ENERGY_COUNTER_J].notna().sum())}
     runner.sampler.start()
 
     # slowdown: sampler off vs on, alternating
@@ -267,6 +269,7 @@ def section_steady(runner, res, out):
 def section_protocols(runner, res, out, repeats=2):
     import pandas as pd
 
+    from powermodels import schema
     from powermodels.harness.protocols import Continuous, GoodPractice, Naive, SteadyState
 
     kernels = [("fp32", {}), ("fp32", {"block_size_x": 1024, "nr_outer": 8, "nr_inner": 256}),
@@ -281,14 +284,17 @@ def section_protocols(runner, res, out, repeats=2):
                 rows.append(m.row)
                 if p.name != "steady_state":
                     traces.append(m.trace)
-                print(f"{kernel:12s} {p.name:13s} r{repeat} t={m.row['time_s']*1e3:.3f} ms "
-                      f"P={m.row['power_w']:.1f} W E={m.row['energy_j']*1e3:.3f} mJ n={m.row['launches']}", flush=True)
+                r = m.row
+                print(f"{kernel:12s} {p.name:13s} r{repeat} t={r[schema.TIME_S]*1e3:.3f} ms "
+                      f"P={r[schema.POWER_W]:.1f} W E={r[schema.ENERGY_J]*1e3:.3f} mJ n={r[schema.LAUNCHES]}",
+                      flush=True)
     res["files"] = [*res.get("files", []), save(pd.DataFrame(rows), out, "protocol_runs"), save(pd.concat(traces, ignore_index=True), out, "protocol_traces")]
 
 
 def section_sgemm(runner, res, out, n_configs=120, repeats=3):
     import random
 
+    from powermodels import schema
     from powermodels.harness import workloads
     from powermodels.harness.campaign import run_campaign
 
@@ -300,12 +306,12 @@ def section_sgemm(runner, res, out, n_configs=120, repeats=3):
     res["sgemm_compile_check_wall_s"] = time.perf_counter() - t0
     res["sgemm_worst_rel_error"] = max(errors.values())
     spec = {"kernels": {"sgemm": [workloads.config_id("sgemm", c) for c in configs]},
-            "protocol": "continuous", "protocol_params": {"duration_s": 0.3, "power_column": "power_instant_w"},
+            "protocol": "continuous", "protocol_params": {"duration_s": 0.3, "power_column": schema.POWER_INSTANT_W},
             "repeats": repeats, "device": "nvml"}
     runs = run_campaign(spec, "/tmp/sgemm_campaign", runner=runner, progress=False)
-    runs["max_rel_error"] = runs["config"].map(errors)
+    runs["max_rel_error"] = runs[schema.CONFIG].map(errors)
     res["files"] = [*res.get("files", []), save(runs, out, "sgemm_runs")]
-    print(f"sgemm: {len(runs)} runs, time {runs['time_s'].min()*1e3:.3f}-{runs['time_s'].max()*1e3:.3f} ms", flush=True)
+    print(f"sgemm: {len(runs)} runs, time {runs[schema.TIME_S].min()*1e3:.3f}-{runs[schema.TIME_S].max()*1e3:.3f} ms", flush=True)
 
 
 SECTIONS = {"bench": section_bench, "square": section_square, "steady": section_steady,
