@@ -37,6 +37,7 @@ def test_measure_full_prints_every_field(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--kernel", "nope"], "unknown kernel 'nope'"),
+    (["--kernel", "square_wave"], "--kernel square_wave is the sensor-characterisation load"),
     (["--config", "garbage"], "expected 'name=value'"),
     (["--kernel", "sgemm", "--config", "MWG=7"], "is invalid"),
     (["--protocol", "bogus"], "unknown protocol 'bogus'"),

@@ -136,6 +136,9 @@ def run(args) -> int:
     from ..harness.runner import make_runner
     from ..harness.workloads import parse_config, validate_config
 
+    if args.kernel == "square_wave":  # registered for the runner's square_wave/step, not a workload
+        raise ValueError("--kernel square_wave is the sensor-characterisation load, not a workload to "
+                         "measure; see `powermodels characterize` and `powermodels demo`")
     params = check_protocol_params(args.protocol, dict(_param(p) for p in args.param))
     protocol = make_protocol(args.protocol, **params)
     validate_config(args.kernel, parse_config(args.kernel, args.config))  # before opening the GPU
