@@ -242,3 +242,18 @@ def test_characterize_command_writes_report(tmp_path):
     assert set(table[schema.SENSOR_FIELD]) >= {schema.POWER_INSTANT_W, schema.ENERGY_COUNTER_J}
     pytest.importorskip("matplotlib")
     assert (tmp_path / "loss_curve.png").stat().st_size > 0
+
+
+def test_steady_state_gain_takes_a_fitted_negative_delay():
+    # BoxcarWindow may fit a slightly negative delay (clock offset); the gain must accept it
+    t = np.arange(0, 12, 1e-3)
+    ref = 100 + 50 * np.floor(t / 2.0)
+    reading = 1.04 * _sensor_trace(t, ref, 0.1, 0.025) - 3.0
+    X = pd.DataFrame({schema.RUN_ID: "g", schema.T_S: t, schema.POWER_INSTANT_W: reading,
+                      schema.REFERENCE_POWER_W: ref})
+    est = SteadyStateGain(settle_s=0.5, window_s=0.025, delay_s=-0.002).fit(X)
+    assert est.gain_ == pytest.approx(1.04, rel=1e-3)
+    with pytest.raises(ValueError, match="delay_s"):
+        SteadyStateGain(delay_s=float("nan")).fit(X)
+    with pytest.raises(ValueError, match="window_s"):
+        SteadyStateGain(window_s=-1.0).fit(X)
