@@ -117,10 +117,10 @@ def characterise(runner, log, save=None, seconds=3.0, load_from=None, delay_spre
     inst = result.row(schema.POWER_INSTANT_W)
     g = SteadyStateGain(reference_column=schema.COUNTER_POWER_W, power_column=schema.POWER_INSTANT_W,
                         settle_s=1.0, window_s=inst[schema.WINDOW_S], delay_s=inst[schema.DELAY_S]).fit(ct)
-    ch["gain"], ch["offset_w"] = g.gain_, g.offset_w_
+    ch[schema.GAIN], ch[schema.OFFSET_W] = g.gain_, g.offset_w_
     ch["step_gain"], ch["step_offset_w"] = g.gain_, g.offset_w_
     if calibrate_on_square:
-        ch["gain"], ch["offset_w"] = square_wave_gain(square, ch)
+        ch[schema.GAIN], ch[schema.OFFSET_W] = square_wave_gain(square, ch)
     return result, ch
 
 
@@ -190,7 +190,7 @@ def estimate_all(trace, iv, ch, *, gp: bool) -> dict:
             used=iv[discard_rise(iv, rise)])
     out["ours (instant)"] = per_launch(lambda: window_aware_energy(
         trace, iv, window_s=inst[schema.WINDOW_S], delay_s=inst[schema.DELAY_S],
-        gain=ch["gain"], offset_w=ch["offset_w"]))
+        gain=ch[schema.GAIN], offset_w=ch[schema.OFFSET_W]))
     ct = counter_power(trace)
     out["ours (counter)"] = per_launch(lambda: window_aware_energy(
         ct, iv, window_s=cnt[schema.WINDOW_S], delay_s=cnt[schema.DELAY_S],
@@ -256,10 +256,10 @@ def fig18(runner, ch, rng, trials, update_s, log):
             for approach in APPROACHES:
                 if not approach.startswith("good practice"):
                     rows.append({"load": load, "approach": approach, "data": "3 single launches",
-                                 "trial": trial, "error": nv[approach] / nv["reference"] - 1})
+                                 schema.TRIAL: trial, "error": nv[approach] / nv["reference"] - 1})
                 if not approach.startswith("naive"):
                     rows.append({"load": load, "approach": approach, "data": f"{n} launches + 8 shifts",
-                                 "trial": trial, "error": gp[approach]})
+                                 schema.TRIAL: trial, "error": gp[approach]})
         log(f"fig18: {length * 1e3:.0f} ms done")
     return pd.DataFrame(rows)
 
@@ -287,13 +287,13 @@ def wall_time(runner, ch, rng, trials, kernels, durations, log, save_runs=None):
                     kept_traces.append(trace.assign(**{schema.RUN_ID: rid}))
                     kept_iv.append(pd.DataFrame({schema.RUN_ID: rid, schema.START_S: iv[:, 0],
                                                  schema.END_S: iv[:, 1], "kernel_s": length,
-                                                 "duration_s": d, "trial": trial,
+                                                 "duration_s": d, schema.TRIAL: trial,
                                                  "long_ref_w": np.nan if long_ref is None else long_ref}))
                 err = errors(runner, estimate_all(trace, iv, ch, gp=True), long_ref)
                 run_s = float(iv[-1, 1] - iv[0, 0])
                 for approach in APPROACHES:
-                    rows.append({"kernel_s": length, "duration_s": d, "trial": trial, "approach": approach,
-                                 "wall_s": run_s + wait[approach], "error": err[approach],
+                    rows.append({"kernel_s": length, "duration_s": d, schema.TRIAL: trial, "approach": approach,
+                                 schema.WALL_S: run_s + wait[approach], "error": err[approach],
                                  "host_s": time.perf_counter() - t0})
         log(f"wall time: {length * 1e6:.0f} µs kernel done")
         if save_runs is not None and kept_traces:
@@ -325,8 +325,8 @@ def reanalyse(runs_dir: Path, ch: dict) -> pd.DataFrame:
         run_s = float(iv[-1, 1] - iv[0, 0])
         for approach in APPROACHES:
             rows.append({"kernel_s": first["kernel_s"], "duration_s": first["duration_s"],
-                         "trial": first["trial"], "approach": approach,
-                         "wall_s": run_s + wait[approach], "error": err[approach]})
+                         schema.TRIAL: first[schema.TRIAL], "approach": approach,
+                         schema.WALL_S: run_s + wait[approach], "error": err[approach]})
     return pd.DataFrame(rows)
 
 
@@ -343,11 +343,11 @@ def summarise_wall(df: pd.DataFrame, target: float = 0.02) -> pd.DataFrame:
     """
     out = []
     for (k, a), g in df.groupby(["kernel_s", "approach"], sort=False):
-        p90 = g.groupby("duration_s").agg(p90=("error", _p90), wall=("wall_s", "median"))
+        p90 = g.groupby("duration_s").agg(p90=("error", _p90), wall=(schema.WALL_S, "median"))
         bad = ~(p90["p90"] <= target)
         last_bad = np.flatnonzero(bad.to_numpy())
         ok = p90.iloc[last_bad[-1] + 1:] if last_bad.size else p90
-        out.append({"kernel": _fmt_s(k), "approach": a,
+        out.append({schema.KERNEL: _fmt_s(k), "approach": a,
                     "wall_s_to_2pct": float(ok["wall"].iloc[0]) if len(ok) else np.nan,
                     "p90_error_at_1s": float(p90["p90"].iloc[np.argmin(np.abs(p90.index - 1.0))]),
                     "p90_error_longest": float(p90["p90"].iloc[-1])})
@@ -418,7 +418,7 @@ def main(argv=None) -> int:
                                   calibrate_on_square=args.square_gain)
         wall = summarise_wall(reanalyse(Path(args.from_runs), ch))
         print(result.table.to_string(index=False))
-        print(f"instant gain/offset vs counter: {ch['gain']:.4f} {ch['offset_w']:.2f} "
+        print(f"instant gain/offset vs counter: {ch[schema.GAIN]:.4f} {ch[schema.OFFSET_W]:.2f} "
               f"(on the step: {ch['step_gain']:.4f} {ch['step_offset_w']:.2f})")
         print(markdown_table(wall))
         return 0
@@ -446,7 +446,7 @@ def main(argv=None) -> int:
                                   delay_spread_s=args.delay_spread, calibrate_on_square=args.square_gain)
         update_s = ch[schema.POWER_INSTANT_W][schema.UPDATE_PERIOD_S]
         log(result.table.to_string(index=False))
-        log(f"instant gain/offset vs counter: {ch['gain']:.4f} {ch['offset_w']:.2f}")
+        log(f"instant gain/offset vs counter: {ch[schema.GAIN]:.4f} {ch[schema.OFFSET_W]:.2f}")
         summary = wall = None
         if not args.skip_fig18:
             try:
@@ -475,7 +475,7 @@ def main(argv=None) -> int:
             f"Command: `python benchmarks/sensor_fig18.py {' '.join(argv or sys.argv[1:])}` "
             f"({time.perf_counter() - t_start:.0f} s).", "",
             "## Characterisation used", "", markdown_table(result.table),
-            f"\nInstant-field gain/offset against the energy counter: {ch['gain']:.4f}, {ch['offset_w']:.2f} W", "",
+            f"\nInstant-field gain/offset against the energy counter: {ch[schema.GAIN]:.4f}, {ch[schema.OFFSET_W]:.2f} W", "",
             ]
     if summary is not None:
         text += ["## Fig. 18: energy-per-launch error (estimate / reference − 1)", "", markdown_table(summary)]
