@@ -639,18 +639,19 @@ def cmd_analyze(args) -> int:
             continue
         row = wl[wl[schema.WORKLOAD] == name]
         bd = m.breakdown(row)
-        comp = bd.groupby("component")["energy_j"].sum().sort_values(ascending=False)
+        comp = bd.groupby(schema.COMPONENT)[schema.ENERGY_J].sum().sort_values(ascending=False)
         lines.append(f"\nbreakdown of {name} (measured {row[schema.ENERGY_J].iloc[0]:.4g} J):\n")
         lines.append("| component | J | % |")
         lines.append("|---|---|---|")
         for k, v in comp.items():
             lines.append(f"| {k} | {v:.4g} | {100 * v / comp.sum():.1f} |")
-        top = bd.sort_values("energy_j", ascending=False).head(8)
+        top = bd.sort_values(schema.ENERGY_J, ascending=False).head(8)
         lines.append("\n| opcode | count | J/instr | J | source |")
         lines.append("|---|---|---|---|---|")
         for _, r in top.iterrows():
-            lines.append(f"| {r['opcode']} | {r['count']:.3g} | {r['energy_per_instruction_j']:.3g} | "
-                         f"{r['energy_j']:.4g} | {r['source']} |")
+            lines.append(f"| {r[schema.OPCODE]} | {r[schema.INSTRUCTION_COUNT]:.3g} "
+                         f"| {r[schema.ENERGY_PER_INSTRUCTION_J]:.3g} | {r[schema.ENERGY_J]:.4g} "
+                         f"| {r[schema.ENERGY_SOURCE]} |")
     text = "\n".join(lines)
     print(text)
     out = REPO / "benchmarks" / "results"
