@@ -441,26 +441,10 @@ def cmd_profile(args) -> int:
         except Exception:
             pass
 
-    plan = json.loads(Path(args.plan).read_text())
-    gpu = Gpu(Path("/tmp/pm_cubins"))
-    code = 0
-    for name in plan["micro"]:
-        for iters in PROFILE_ITERS:
-            step = gpu.launcher(name, iters)
+    def profiled(step, code, warmups):
+        """``warmups`` unprofiled calls, then one call between the markers of ``code``."""
+        for _ in range(warmups):
             step()
-            cp.cuda.Device().synchronize()
-            push()
-            gpu.marker(code, end=False)
-            step()
-            gpu.marker(code, end=True)
-            cp.cuda.Device().synchronize()
-            pop()
-            code += 1
-    wl = workloads(gpu)
-    for name in plan["workloads"]:
-        step = wl[name]
-        step()
-        step()
         cp.cuda.Device().synchronize()
         push()
         gpu.marker(code, end=False)
@@ -468,6 +452,17 @@ def cmd_profile(args) -> int:
         gpu.marker(code, end=True)
         cp.cuda.Device().synchronize()
         pop()
+
+    plan = json.loads(Path(args.plan).read_text())
+    gpu = Gpu(Path("/tmp/pm_cubins"))
+    code = 0
+    for name in plan["micro"]:
+        for iters in PROFILE_ITERS:
+            profiled(gpu.launcher(name, iters), code, warmups=1)
+            code += 1
+    wl = workloads(gpu)
+    for name in plan["workloads"]:
+        profiled(wl[name], code, warmups=2)
         code += 1
     return 0
 
