@@ -299,11 +299,22 @@ def test_workload_time_laws():
         (lambda: FP32.time_s(0.0, 2619.0), "sm_clock_mhz"),
         (lambda: SensorPreset("x", 0.1, -0.025), "instant_window_s"),
         (lambda: GPUPhysics(thermal_tau_s=0.0), "thermal_tau_s"),
+        (lambda: GPUPhysics(p0_w=float("nan")), "p0_w"),
+        (lambda: GPUPhysics(p0_w=-1.0), "p0_w"),
+        (lambda: SensorPreset("x", 0.1, 0.025, delay_s=-0.01), "delay_s"),
+        (lambda: SensorPreset("x", 0.1, 0.025, offset_w=float("inf")), "offset_w"),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_them(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_presets_allow_zero_and_negative_where_meaningful():
+    # p0_w may be 0, an offset any sign, the 1 s average may be absent
+    assert GPUPhysics(p0_w=0.0).p0_w == 0.0
+    preset = SensorPreset("x", 0.1, 0.025, None, offset_w=-3.0, delay_s=0.0, noise_w=0.0)
+    assert preset.offset_w == -3.0 and preset.average_window_s is None
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [({"sm_clock_mhz": 2500.0}, "sm_clock_mhz"),

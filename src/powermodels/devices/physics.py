@@ -30,9 +30,11 @@ implausibly hot steady state, so a single fast pole stands for the die.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
+
+from ._checks import positive_fields
 
 __all__ = ["GPUPhysics", "clock_table"]
 
@@ -111,22 +113,13 @@ class GPUPhysics:
     control_step_s: float = 1e-3
 
     def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "mem_clocks_mhz":
-                if len(value) < 1 or not all(math.isfinite(v) and v > 0 for v in value):
-                    raise ValueError(f"GPUPhysics: mem_clocks_mhz must be positive clocks, got {value!r}")
-                continue
-            if not (isinstance(value, (int, float)) and math.isfinite(value)):
-                raise ValueError(f"GPUPhysics: {f.name} must be a finite number, got {value!r}")
-            nonneg = ("voltage_knee_width_mhz", "idle_activity", "mem_idle_activity", "leakage_per_c",
-                      "p0_w", "leakage_w", "mem_w_per_ghz", "voltage_slope_per_ghz", "t_ref_c",
-                      "voltage_knee_mhz")
-            if f.name in nonneg:
-                if value < 0:
-                    raise ValueError(f"GPUPhysics: {f.name} must be >= 0, got {value!r}")
-            elif value <= 0:
-                raise ValueError(f"GPUPhysics: {f.name} must be > 0, got {value!r}")
+        clocks = self.mem_clocks_mhz
+        if len(clocks) < 1 or not all(math.isfinite(v) and v > 0 for v in clocks):
+            raise ValueError(f"GPUPhysics: mem_clocks_mhz must be positive clocks, got {clocks!r}")
+        positive_fields(self, "GPUPhysics", skip=("mem_clocks_mhz",),
+                        nonneg=("voltage_knee_width_mhz", "idle_activity", "mem_idle_activity",
+                                "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
+                                "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz"))
         if self.sm_clock_min_mhz > self.sm_clock_max_mhz:
             raise ValueError("GPUPhysics: sm_clock_min_mhz must not exceed sm_clock_max_mhz")
         if not self.power_limit_min_w <= self.power_limit_w <= self.power_limit_max_w:

@@ -28,11 +28,12 @@ a callable returning the exact integral of the true power from 0 to ``t``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
+
+from ._checks import positive_fields
 
 __all__ = ["PRESETS", "SensorPreset", "boxcar_reading", "energy_counter_reading", "update_index"]
 
@@ -87,27 +88,13 @@ class SensorPreset:
     energy_read_s: float = 4e-3
 
     def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "name":
-                if not isinstance(value, str) or not value:
-                    raise ValueError(f"SensorPreset: name must be a non-empty string, got {value!r}")
-                continue
-            if f.name == "usage":
-                if value not in ("instant", "average"):
-                    raise ValueError(f"SensorPreset: usage must be 'instant' or 'average', got {value!r}")
-                continue
-            if f.name == "average_window_s" and value is None:
-                continue
-            if not (isinstance(value, (int, float)) and math.isfinite(value)):
-                raise ValueError(f"SensorPreset: {f.name} must be a finite number, got {value!r}")
-            if f.name == "offset_w":
-                continue
-            if f.name in ("delay_s", "noise_w"):
-                if value < 0:
-                    raise ValueError(f"SensorPreset: {f.name} must be >= 0, got {value!r}")
-            elif value <= 0:
-                raise ValueError(f"SensorPreset: {f.name} must be > 0, got {value!r}")
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"SensorPreset: name must be a non-empty string, got {self.name!r}")
+        if self.usage not in ("instant", "average"):
+            raise ValueError(f"SensorPreset: usage must be 'instant' or 'average', got {self.usage!r}")
+        positive_fields(self, "SensorPreset",
+                        skip=("name", "usage") + (("average_window_s",) if self.average_window_s is None else ()),
+                        nonneg=("delay_s", "noise_w"), any_sign=("offset_w",))
         if self.usage == "average" and self.average_window_s is None:
             raise ValueError("SensorPreset: usage='average' needs an average_window_s")
 

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ._checks import finite
 from .base import Device, DeviceInfo, Reading, Settings
 from .physics import GPUPhysics, clock_table
 from .sensor_emulation import (
@@ -67,21 +68,6 @@ __all__ = [
 
 #: NVML clock-event reason bit for software power capping (nvmlClocksEventReasonSwPowerCap).
 THROTTLE_SW_POWER_CAP = 0x4
-
-
-def _finite(name: str, value, *, minimum: float | None = None, strict: bool = False,
-            maximum: float | None = None) -> float:
-    """``value`` as float, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if minimum is not None and (v <= minimum if strict else v < minimum):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum:g}, got {value!r}")
-    if maximum is not None and v > maximum:
-        raise ValueError(f"{name} must be <= {maximum:g}, got {value!r}")
-    return v
 
 
 @dataclass(frozen=True)
@@ -123,9 +109,9 @@ class SimulatedWorkload:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"SimulatedWorkload: name must be a non-empty string, got {self.name!r}")
         for arg in ("core_work", "mem_work", "t0_s"):
-            _finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0)
+            finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0)
         for arg in ("activity", "mem_activity"):
-            _finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0, maximum=1.0)
+            finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0, maximum=1.0)
         if self.time_model not in ("dso", "rational"):
             raise ValueError(
                 f"SimulatedWorkload: time_model must be 'dso' or 'rational', got {self.time_model!r}")
@@ -139,7 +125,7 @@ class SimulatedWorkload:
                 raise ValueError(f"SimulatedWorkload: rational must be (a, b, c, d) for "
                                  f"time_model='rational', got {coeffs!r}")
             for c in coeffs:
-                _finite("SimulatedWorkload: rational", c)
+                finite("SimulatedWorkload: rational", c)
             object.__setattr__(self, "rational", tuple(float(c) for c in coeffs))
 
     def time_s(self, sm_clock_mhz, mem_clock_mhz):
@@ -228,7 +214,7 @@ class SimulatedGPU(Device):
             physics = GPUPhysics()
         elif not isinstance(physics, GPUPhysics):
             raise ValueError(f"SimulatedGPU: physics must be a GPUPhysics, got {physics!r}")
-        self.ambient_c = _finite("SimulatedGPU: ambient_c", ambient_c, minimum=-40.0, maximum=80.0)
+        self.ambient_c = finite("SimulatedGPU: ambient_c", ambient_c, minimum=-40.0, maximum=80.0)
         self._preset = preset
         self.seed = int(seed)
         self.reference_meter = bool(reference_meter)
@@ -346,7 +332,7 @@ class SimulatedGPU(Device):
     def _apply_sm_clock(self, mhz: float | None) -> None:
         ph = self.physics
         if mhz is not None:
-            mhz = _finite("sm_clock_mhz", mhz)
+            mhz = finite("sm_clock_mhz", mhz)
             if not ph.sm_clock_min_mhz - 1e-6 <= mhz <= ph.sm_clock_max_mhz + 1e-6:
                 raise ValueError(f"sm_clock_mhz must lie within [{ph.sm_clock_min_mhz:g}, "
                                  f"{ph.sm_clock_max_mhz:g}] MHz, got {mhz!r}")
@@ -358,7 +344,7 @@ class SimulatedGPU(Device):
 
     def _apply_mem_clock(self, mhz: float | None) -> None:
         if mhz is not None:
-            mhz = _finite("mem_clock_mhz", mhz)
+            mhz = finite("mem_clock_mhz", mhz)
             match = [m for m in self.physics.mem_clocks_mhz if abs(m - mhz) < 1.0]
             if not match:
                 raise ValueError(f"mem_clock_mhz must be one of {list(self.physics.mem_clocks_mhz)}, "
@@ -372,7 +358,7 @@ class SimulatedGPU(Device):
     def _apply_power_limit(self, watts: float | None) -> None:
         ph = self.physics
         if watts is not None:
-            watts = _finite("power_limit_w", watts, minimum=ph.power_limit_min_w,
+            watts = finite("power_limit_w", watts, minimum=ph.power_limit_min_w,
                             maximum=ph.power_limit_max_w)
         with self._lock:
             self._align_to_step()
@@ -384,7 +370,7 @@ class SimulatedGPU(Device):
 
     def idle(self, seconds):
         """Idle for ``seconds`` (rounded up to the 0.2 ms grid); returns ``(start_s, end_s)``."""
-        seconds = _finite("idle: seconds", seconds, minimum=0.0)
+        seconds = finite("idle: seconds", seconds, minimum=0.0)
         with self._lock:
             start = self.now()
             self._idle_to(self._tick + math.ceil(seconds / self._df - 1e-9))
@@ -401,7 +387,7 @@ class SimulatedGPU(Device):
         if not isinstance(workload, SimulatedWorkload):
             raise ValueError(f"run: workload must be a SimulatedWorkload, got {type(workload).__name__}")
         launches = self._count("run: launches", launches)
-        gap_s = _finite("run: gap_s", gap_s, minimum=0.0)
+        gap_s = finite("run: gap_s", gap_s, minimum=0.0)
         with self._lock:
             return self._execute(workload, launches, gap_s)
 
@@ -411,10 +397,10 @@ class SimulatedGPU(Device):
         The on-phase is timed (like Yang's benchmark load), so its length does
         not depend on the clock. Returns ``(periods, 2)`` of ``[on_start_s, on_end_s]``.
         """
-        on_s = _finite("square_wave: on_s", on_s, minimum=0.0, strict=True)
-        off_s = _finite("square_wave: off_s", off_s, minimum=0.0)
+        on_s = finite("square_wave: on_s", on_s, minimum=0.0, strict=True)
+        off_s = finite("square_wave: off_s", off_s, minimum=0.0)
         periods = self._count("square_wave: periods", periods)
-        amplitude = _finite("square_wave: amplitude", amplitude, minimum=0.0, maximum=1.0)
+        amplitude = finite("square_wave: amplitude", amplitude, minimum=0.0, maximum=1.0)
         load = SimulatedWorkload("square_wave", t0_s=on_s, activity=amplitude)
         with self._lock:
             on = self._execute(load, periods, off_s)
@@ -424,8 +410,8 @@ class SimulatedGPU(Device):
 
     def step(self, duration_s, amplitude=1.0):
         """A single timed load of ``duration_s`` at ``amplitude``; returns ``(start_s, end_s)``."""
-        duration_s = _finite("step: duration_s", duration_s, minimum=0.0, strict=True)
-        amplitude = _finite("step: amplitude", amplitude, minimum=0.0, maximum=1.0)
+        duration_s = finite("step: duration_s", duration_s, minimum=0.0, strict=True)
+        amplitude = finite("step: amplitude", amplitude, minimum=0.0, maximum=1.0)
         load = SimulatedWorkload("step", t0_s=duration_s, activity=amplitude)
         with self._lock:
             on = self._execute(load, 1, 0.0)
@@ -455,7 +441,7 @@ class SimulatedGPU(Device):
             slow); ``reference_power_w`` only with ``reference_meter=True``.
         """
         start_s, end_s = self._interval("trace", start_s, end_s)
-        sample_period_s = _finite("trace: sample_period_s", sample_period_s, minimum=0.0, strict=True)
+        sample_period_s = finite("trace: sample_period_s", sample_period_s, minimum=0.0, strict=True)
         if not isinstance(run_id, str):
             raise ValueError(f"trace: run_id must be a string, got {run_id!r}")
         n = math.floor((end_s - start_s) / sample_period_s + 1e-9) + 1
@@ -533,8 +519,8 @@ class SimulatedGPU(Device):
         return int(value)
 
     def _interval(self, what: str, start_s, end_s, allow_empty: bool = False) -> tuple[float, float]:
-        start_s = _finite(f"{what}: start_s", start_s)
-        end_s = _finite(f"{what}: end_s", end_s)
+        start_s = finite(f"{what}: start_s", start_s)
+        end_s = finite(f"{what}: end_s", end_s)
         if end_s < start_s or (end_s == start_s and not allow_empty):
             raise ValueError(f"{what}: end_s ({end_s:g}) must be after start_s ({start_s:g})")
         if end_s > self.now() + 1e-9:
