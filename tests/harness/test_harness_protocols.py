@@ -106,6 +106,10 @@ def test_sensor_updates_finds_the_update_instants():
     u, p = sensor_updates(trace, schema.POWER_INSTANT_W)
     np.testing.assert_allclose(u, [0.1, 0.2, 0.3, 0.4], atol=1.5e-3)
     np.testing.assert_array_equal(p, [101, 102, 103, 104])
+    with pytest.raises(ValueError, match=schema.POWER_AVERAGE_W):
+        sensor_updates(trace, schema.POWER_AVERAGE_W)
+    with pytest.raises(ValueError, match=schema.T_S):
+        protocols.counter_power_w(trace.drop(columns=schema.T_S).assign(**{schema.ENERGY_COUNTER_J: 1.0}), 0, 1)
 
 
 def test_counter_power_is_the_counter_slope():

@@ -93,6 +93,8 @@ def test_helpers():
     assert np.count_nonzero(gaps) == 7 and gaps[7] == 0.025 and gaps[-1] == 0.0
     df = pd.DataFrame({schema.T_S: [1.0, 2.0]})
     assert delag(df, 0.5)[schema.T_S].tolist() == [0.5, 1.5]
+    with pytest.raises(ValueError, match=schema.T_S):
+        delag(df.rename(columns={schema.T_S: "x"}), 0.5)
     with pytest.raises(ValueError, match="intervals"):
         naive_energy(df.assign(**{schema.POWER_INSTANT_W: 1.0}), [[2.0, 1.0]])
     with pytest.raises(ValueError, match="power_average_w"):

@@ -91,7 +91,14 @@ def _column(trace: pd.DataFrame, preferred: str) -> str:
     raise ValueError(f"trace table: no finite power values in column {preferred!r} or any other power column")
 
 
+def _require(trace: pd.DataFrame, *columns: str) -> None:
+    for c in columns:
+        if c not in trace.columns:
+            raise ValueError(f"trace: column {c!r} is missing (have {list(trace.columns)})")
+
+
 def _window(trace: pd.DataFrame, start: float, end: float) -> pd.DataFrame:
+    _require(trace, schema.T_S)
     t = trace[schema.T_S].to_numpy()
     return trace.loc[(t >= start) & (t <= end)]
 
@@ -133,6 +140,7 @@ def sensor_updates(trace: pd.DataFrame, column: str) -> tuple[np.ndarray, np.nda
     sample of every new value marks an update (to within one sample period).
     The first sample of the trace is not an update (its value may be old).
     """
+    _require(trace, schema.T_S, column)
     t = trace[schema.T_S].to_numpy(dtype=float)
     v = trace[column].to_numpy(dtype=float)
     ok = np.isfinite(v)

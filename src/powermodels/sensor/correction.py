@@ -120,6 +120,8 @@ def delag(trace: pd.DataFrame, delay_s: float, time_column=schema.T_S) -> pd.Dat
     """
     if not np.isfinite(delay_s):
         raise ValueError(f"delay_s must be finite, got {delay_s}")
+    if time_column not in trace.columns:
+        raise ValueError(f"trace: column {time_column!r} is missing (have {list(trace.columns)})")
     out = trace.copy()
     out[time_column] = out[time_column] - float(delay_s)
     return out
