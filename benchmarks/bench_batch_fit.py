@@ -31,6 +31,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import write_report
 from scipy.optimize import OptimizeWarning, curve_fit
 
 from powermodels.models.frequency import FrequencyPowerModel, fit_frequency_power_batch
@@ -148,11 +149,7 @@ def main(argv=None) -> int:
     ]
     for name, med, q99, better, worse, rmse in rows:
         lines.append(f"| {name} | {med:.2e} | {q99:.2e} | {better:.1%} | {worse:.2%} | {rmse:.2%} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    return 0
+    return write_report("\n".join(lines) + "\n", OUT)
 
 
 if __name__ == "__main__":

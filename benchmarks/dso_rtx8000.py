@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import mape
 
 from powermodels import schema
 from powermodels.harness.profiling import read_nv_dvfs_benchmark
@@ -59,10 +60,6 @@ def reference_of(table: pd.DataFrame) -> dict:
             "reference_mem_clock_mhz": table[schema.MEM_CLOCK_MHZ],
             "reference_time_s": table[schema.DVFS_REFERENCE_TIME_S],
             "reference_power_w": table[schema.DVFS_REFERENCE_POWER_W]}
-
-
-def mape(pred, true) -> float:
-    return float(np.mean(np.abs(np.asarray(pred) / np.asarray(true) - 1.0)) * 100)
 
 
 def evaluate(runs, params_list, kernels, exclude_reference=False):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import mape
 
 from powermodels import schema
 from powermodels.commands.optimize import counter_power
@@ -82,10 +83,6 @@ def sweep(gpu, workloads):
     runs = pd.DataFrame(rows)
     runs[schema.ENERGY_J] = runs[schema.TIME_S] * runs[schema.POWER_W]
     return runs
-
-
-def mape(pred, true) -> float:
-    return float(np.mean(np.abs(np.asarray(pred) / np.asarray(true) - 1.0)) * 100)
 
 
 def evaluate(runs, models):

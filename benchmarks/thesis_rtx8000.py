@@ -25,11 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import write_report
 from sklearn.metrics import mean_absolute_percentage_error
 
 from powermodels.models.frequency import FrequencyPowerModel
 from powermodels.models.grouped import compare_per_group_vs_global
 from powermodels.models.runtime import RationalTimeModel
+from powermodels.reporting import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nv-dvfs-benchmark-rtx8000"
@@ -69,11 +71,9 @@ def transfer(train: pd.DataFrame, test: pd.DataFrame) -> list[dict]:
 
 
 def to_markdown(df: pd.DataFrame) -> str:
-    lines = ["| target | model | held out | MAPE % | std over folds % | folds |", "|---|---|---|---:|---:|---:|"]
-    for r in df.itertuples():
-        std = "" if np.isnan(r.mape_std_pct) else f"{r.mape_std_pct:.1f}"
-        lines.append(f"| {r.target} | {r.model} | {r.held_out} | {r.mape_pct:.1f} | {std} | {r.n_folds} |")
-    return "\n".join(lines)
+    cols = {"target": "target", "model": "model", "held_out": "held out", "mape_pct": "MAPE %",
+            "mape_std_pct": "std over folds %", "n_folds": "folds"}
+    return markdown_table(df[list(cols)].rename(columns=cols), ".1f", align="lllrrr", na_rep="")
 
 
 def main(argv=None) -> int:
@@ -113,10 +113,7 @@ def main(argv=None) -> int:
         "(every configuration has its own power and time curve), here on a second GPU and on public data.",
         "",
     ])
-    print(text)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    return 0
+    return write_report(text, OUT)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import mape, write_report
 
 from powermodels import schema
 from powermodels.devices.simulated import EXAMPLE_WORKLOADS, SimulatedGPU, SimulatedWorkload
@@ -50,17 +51,13 @@ from powermodels.models.frequency import FrequencyCorrection, FrequencyPowerMode
 from powermodels.models.grouped import GroupedEstimator
 from powermodels.models.runtime import RationalTimeModel
 from powermodels.models.temperature import TemperatureCorrection, WeakTemperatureCorrelationWarning
+from powermodels.reporting import markdown_table
 
 OUT = Path(__file__).resolve().parent / "results" / "thesis_simulated.md"
 PRESET = "ada"                       # the thesis GPU: RTX 4000 Ada (power.draw = 1 s average)
 SEEN_MHZ, UNSEEN_MHZ = 1485.0, 1620.0
 SWEEP_MHZ = [*np.arange(645.0, 1906.0, 105.0), 1980.0]   # contains 1485, not 1620
 MEM_MHZ = 2619.0
-
-
-def mape(pred, ref) -> float:
-    pred = np.asarray(pred, float)
-    return float(100 * np.mean(np.abs(pred - ref) / np.abs(ref)))
 
 
 def data_point(gpu, w, seconds, clock_guess, field=schema.POWER_USAGE_W, sample_s=0.01):
@@ -246,13 +243,8 @@ def part2(n_configs: int, seed: int):
     return pd.DataFrame(rows), len(ws), len(gen_clocks)
 
 
-def fmt_table(df: pd.DataFrame, floatfmt="{:.2f}") -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if df[c].dtype == object else "---:" for c in cols) + "|"]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(floatfmt.format(v) if isinstance(v, float) and not np.isnan(v)
-                                       else ("" if isinstance(v, float) else str(v)) for v in r) + " |")
-    return "\n".join(lines)
+def fmt_table(df: pd.DataFrame) -> str:
+    return markdown_table(df, ".2f", align="auto", na_rep="")
 
 
 def main(argv=None) -> int:
@@ -311,10 +303,7 @@ def main(argv=None) -> int:
         "",
     ]
     text = "\n".join(lines)
-    print(text)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text)
-    return 0
+    return write_report(text, OUT)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,24 @@
+"""Helpers shared by the model benchmarks (run as ``python benchmarks/<name>.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["mape", "write_report"]
+
+
+def mape(pred, true) -> float:
+    """Mean absolute percentage error of ``pred`` against ``true``, in percent."""
+    pred = np.asarray(pred, dtype=float)
+    true = np.asarray(true, dtype=float)
+    return float(100 * np.mean(np.abs(pred - true) / np.abs(true)))
+
+
+def write_report(text: str, path: Path) -> int:
+    """Print a markdown report, write it to ``path`` (creating folders) and return 0 (exit status)."""
+    print(text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return 0
