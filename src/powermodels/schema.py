@@ -110,6 +110,14 @@ L1_SECTORS = "l1_sectors"            # 32-byte global-memory sectors through L1 
 L2_SECTORS = "l2_sectors"            # sectors the SMs moved through L2 per run (ncu)
 DRAM_SECTORS = "dram_sectors"        # sectors read + written in DRAM per run (ncu)
 
+# energy attribution (InstructionEnergyModel energy table and breakdown, Wattchmen §3.5)
+RUN_INDEX = "run"                    # position of the run in the table that was attributed
+OPCODE = "opcode"                    # opcode name (an instruction-table column without OPCODE_PREFIX)
+COMPONENT = "component"              # bucket of the opcode (Wattchmen §3.4), or STATIC
+INSTRUCTION_COUNT = "count"          # instructions per run (seconds for the STATIC row)
+ENERGY_PER_INSTRUCTION_J = "energy_per_instruction_j"  # J per instruction (W for STATIC)
+ENERGY_SOURCE = "source"             # fitted / scaled / grouped / bucket / none / time
+
 # DVFS features (DSO Table I runtime utilisation, DCGM-style)
 FEATURE_PREFIX = "feat:"             # feature columns are "feat:sm_active", "feat:ptx_fp32", ...
 # runtime utilisation, ratios 0..1 (DCGM SMACT, SMOCC, TENSO, DRAMA, FP64A, FP32A, FP16A, INTAC)

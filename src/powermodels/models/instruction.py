@@ -451,7 +451,7 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
                     else np.zeros(As.shape[1], bool))
         else:
             self.rank_, free = 0, np.zeros(0, bool)
-        self.energies_ = pd.Series(e, index=pd.Index(features, name="opcode"), name="energy_j")
+        self.energies_ = pd.Series(e, index=pd.Index(features, name=schema.OPCODE), name=schema.ENERGY_J)
         self.identifiable_ = pd.Series(~free[: len(features)], index=self.energies_.index,
                                        name="identifiable")
         self._derive_extension_tables()
@@ -558,7 +558,7 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
     def _energy_table(self, counts: pd.DataFrame, extension: str | None = None) -> pd.DataFrame:
         ext = self.extension if extension is None else extension
         rows = [(op, *self._lookup(op, ext)) for op in counts.columns]
-        return pd.DataFrame(rows, columns=["opcode", "energy_per_instruction_j", "source"])
+        return pd.DataFrame(rows, columns=[schema.OPCODE, schema.ENERGY_PER_INSTRUCTION_J, schema.ENERGY_SOURCE])
 
     def predict(self, X):
         """Total energy per run: ``time·(P_const + P_static) + Σ count·e`` (Wattchmen §3.5).
@@ -575,7 +575,7 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "energies_")
         counts, time, static = self._predict_inputs(X)
         table = self._energy_table(counts)
-        dyn = counts.to_numpy() @ table["energy_per_instruction_j"].to_numpy()
+        dyn = counts.to_numpy() @ table[schema.ENERGY_PER_INSTRUCTION_J].to_numpy()
         return time * static + dyn
 
     def _predict_inputs(self, X):
@@ -604,32 +604,33 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
             raise ValueError(f"by: must be 'opcode' or 'component', got {by!r}")
         check_is_fitted(self, "energies_")
         counts, time, static = self._predict_inputs(X)
-        table = self._energy_table(counts).set_index("opcode")
+        table = self._energy_table(counts).set_index(schema.OPCODE)
         names = (X[schema.WORKLOAD].to_numpy() if isinstance(X, pd.DataFrame)
                  and schema.WORKLOAD in X.columns else None)
         frames = []
         for i in range(len(counts)):
             c = counts.iloc[i]
             part = pd.DataFrame({
-                "run": i,
-                "opcode": counts.columns,
-                "component": [opcode_bucket(op) for op in counts.columns],
-                "count": c.to_numpy(),
-                "energy_per_instruction_j": table["energy_per_instruction_j"].to_numpy(),
-                "source": table["source"].to_numpy(),
+                schema.RUN_INDEX: i,
+                schema.OPCODE: counts.columns,
+                schema.COMPONENT: [opcode_bucket(op) for op in counts.columns],
+                schema.INSTRUCTION_COUNT: c.to_numpy(),
+                schema.ENERGY_PER_INSTRUCTION_J: table[schema.ENERGY_PER_INSTRUCTION_J].to_numpy(),
+                schema.ENERGY_SOURCE: table[schema.ENERGY_SOURCE].to_numpy(),
             })
-            part = part[part["count"] > 0]
+            part = part[part[schema.INSTRUCTION_COUNT] > 0]
             part = pd.concat([part, pd.DataFrame({
-                "run": [i], "opcode": [STATIC], "component": [STATIC], "count": [time[i]],
-                "energy_per_instruction_j": [static[i]], "source": ["time"]})],
+                schema.RUN_INDEX: [i], schema.OPCODE: [STATIC], schema.COMPONENT: [STATIC],
+                schema.INSTRUCTION_COUNT: [time[i]], schema.ENERGY_PER_INSTRUCTION_J: [static[i]],
+                schema.ENERGY_SOURCE: ["time"]})],
                 ignore_index=True)
             frames.append(part)
         out = pd.concat(frames, ignore_index=True)
-        out["energy_j"] = out["count"] * out["energy_per_instruction_j"]
+        out[schema.ENERGY_J] = out[schema.INSTRUCTION_COUNT] * out[schema.ENERGY_PER_INSTRUCTION_J]
         if names is not None:
-            out.insert(1, schema.WORKLOAD, names[out["run"].to_numpy()])
+            out.insert(1, schema.WORKLOAD, names[out[schema.RUN_INDEX].to_numpy()])
         if by == "component":
-            return out.pivot_table(index="run", columns="component", values="energy_j",
+            return out.pivot_table(index=schema.RUN_INDEX, columns=schema.COMPONENT, values=schema.ENERGY_J,
                                    aggfunc="sum", fill_value=0.0)
         return out
 
@@ -692,8 +693,8 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
         missing = [op for op in self.energies_.index if op not in new.energies_.index]
         filled = np.maximum(slope * self.energies_[missing].to_numpy() + intercept, 0.0)
         new.energies_ = pd.concat([new.energies_, pd.Series(filled, index=missing)])
-        new.energies_.index.name = "opcode"
-        new.energies_.name = "energy_j"
+        new.energies_.index.name = schema.OPCODE
+        new.energies_.name = schema.ENERGY_J
         new.identifiable_ = pd.concat([new.identifiable_,
                                        self.identifiable_[missing]]).rename("identifiable")
         new._derive_extension_tables()
