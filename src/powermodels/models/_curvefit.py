@@ -210,12 +210,20 @@ _KNEE_FRACTIONS = np.linspace(0.0, 1.0, 21)
 _N_STARTS = 3
 
 
-def _scales(x_raw, y_raw, m):
+def _scaled(x_raw, y_raw, m):
+    """Float copies of the padded inputs, each row divided by its largest |value|.
+
+    Returns ``(x, y, m, xs, ys)``: scaled clock and target, the float mask,
+    and the per-row scales (1 for an all-zero row) to undo it.
+    """
+    x_raw = np.asarray(x_raw, float)
+    y_raw = np.asarray(y_raw, float)
+    m = np.asarray(m, float)
     xs = np.max(np.abs(x_raw) * m, axis=1)
     ys = np.max(np.abs(y_raw) * m, axis=1)
     xs = np.where(xs > 0, xs, 1.0)
     ys = np.where(ys > 0, ys, 1.0)
-    return xs, ys
+    return x_raw / xs[:, None], y_raw / ys[:, None], m, xs, ys
 
 
 def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0):
@@ -224,12 +232,7 @@ def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0):
     Returns ``(params, sse, n_iter)``; ``params[:, :] = (p_static_w,
     a_w_per_mhz, knee_mhz, slope_per_ghz)``, ``sse`` in W².
     """
-    f = np.asarray(f, float)
-    p = np.asarray(p, float)
-    m = np.asarray(m, float)
-    xs, ys = _scales(f, p, m)
-    x = f / xs[:, None]
-    y = p / ys[:, None]
+    x, y, m, xs, ys = _scaled(f, p, m)
     big = np.where(m > 0, x, np.inf)
     xmin = np.min(big, axis=1)
     xmin = np.where(np.isfinite(xmin), xmin, 0.0)
@@ -329,12 +332,7 @@ def fit_rational_batch(f, t, m, max_iter=200, max_rate=1e4):
     Returns ``(params, sse, n_iter)``; ``params[:, :] = (a, b, c, d)`` with
     ``b, d`` in 1/MHz and ``a, c`` in the unit of ``t``; ``b ≤ d`` by convention.
     """
-    f = np.asarray(f, float)
-    t = np.asarray(t, float)
-    m = np.asarray(m, float)
-    xs, ys = _scales(f, t, m)
-    x = f / xs[:, None]
-    y = t / ys[:, None]
+    x, y, m, xs, ys = _scaled(f, t, m)
     start = np.concatenate(
         [_rational_grid(x[s], y[s], m[s]) for s in _chunks(x.shape[0], x.shape[1] * 136)]
     )
