@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from _readonly_nvml import forbid_nvml_setters
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -56,26 +58,6 @@ def _import_devices():
         import powermodels.devices as devices
 
         return devices
-
-
-def _forbid_setters() -> list[str]:
-    """Replace every NVML setter with a function that raises; return their names."""
-    try:
-        import pynvml
-    except ImportError:
-        return []
-    blocked = []
-    for name in dir(pynvml):
-        if name.startswith(
-            ("nvmlDeviceSet", "nvmlDeviceReset", "nvmlDeviceClear", "nvmlSystemSet")
-        ):
-
-            def forbidden(*args, _name=name, **kwargs):
-                raise RuntimeError(f"{_name} is forbidden in this benchmark (read-only)")
-
-            setattr(pynvml, name, forbidden)
-            blocked.append(name)
-    return blocked
 
 
 def time_calls(function, n: int) -> dict:
@@ -132,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 2:
             parser.error(f"--{name.replace('_', '-')} must be at least 2")
 
-    blocked = _forbid_setters()
+    blocked = forbid_nvml_setters()
     devices = _import_devices()
     device = devices.open_device("auto")
     info = device.info

@@ -41,25 +41,10 @@ import traceback
 from pathlib import Path
 
 import numpy as np
+from _readonly_nvml import forbid_nvml_setters
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
-
-
-def _forbid_setters() -> list[str]:
-    """Replace every NVML setter with a function that raises (this benchmark only reads)."""
-    import pynvml
-
-    blocked = []
-    for name in dir(pynvml):
-        if name.startswith(("nvmlDeviceSet", "nvmlDeviceReset", "nvmlDeviceClear", "nvmlSystemSet")):
-
-            def forbidden(*args, _name=name, **kwargs):
-                raise RuntimeError(f"{_name} is forbidden in this benchmark (read-only)")
-
-            setattr(pynvml, name, forbidden)
-            blocked.append(name)
-    return blocked
 
 
 def _import_powermodels():
@@ -325,7 +310,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    blocked = _forbid_setters()
+    blocked = forbid_nvml_setters()
     _import_powermodels()
     import cupy as cp
     import pandas as pd
