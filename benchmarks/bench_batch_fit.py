@@ -34,6 +34,7 @@ import numpy as np
 from _common import write_report
 from scipy.optimize import OptimizeWarning, curve_fit
 
+from powermodels import schema
 from powermodels.models.frequency import FrequencyPowerModel, fit_frequency_power_batch
 from powermodels.models.grouped import GroupedEstimator
 from powermodels.models.runtime import RationalTimeModel, fit_rational_time_batch
@@ -113,9 +114,10 @@ def main(argv=None) -> int:
     t_loop = (time.perf_counter() - t0) * args.configs / n_loop
 
     sl = slice(0, n_loop)
-    ours_p = power_fn(F[sl], *(bp[c].to_numpy()[sl, None] for c in
-                               ("p_static_w", "a_w_per_mhz", "knee_mhz", "slope_per_ghz")))
-    ours_t = time_fn(F[sl], *(bt[c].to_numpy()[sl, None] for c in ("a", "b_per_mhz", "c", "d_per_mhz")))
+    power_cols = (schema.FIT_P_STATIC_W, schema.FIT_A_W_PER_MHZ, schema.FIT_KNEE_MHZ, schema.FIT_SLOPE_PER_GHZ)
+    time_cols = (schema.FIT_TIME_A, schema.FIT_TIME_B_PER_MHZ, schema.FIT_TIME_C, schema.FIT_TIME_D_PER_MHZ)
+    ours_p = power_fn(F[sl], *(bp[c].to_numpy()[sl, None] for c in power_cols))
+    ours_t = time_fn(F[sl], *(bt[c].to_numpy()[sl, None] for c in time_cols))
     cf_p = power_fn(F[sl], *(cp[:, i : i + 1] for i in range(4)))
     cf_t = time_fn(F[sl], *(ct[:, i : i + 1] for i in range(4)))
     rows = []

@@ -28,6 +28,7 @@ import pandas as pd
 from _common import write_report
 from sklearn.metrics import mean_absolute_percentage_error
 
+from powermodels import schema
 from powermodels.models.frequency import FrequencyPowerModel
 from powermodels.models.grouped import compare_per_group_vs_global
 from powermodels.models.runtime import RationalTimeModel
@@ -64,15 +65,16 @@ def transfer(train: pd.DataFrame, test: pd.DataFrame) -> list[dict]:
     for target, est in ((POWER, FrequencyPowerModel()), (TIME, RationalTimeModel())):
         m = est.fit(train[[CLOCK]].to_numpy(float), train[target].to_numpy(float))
         pred = m.predict(test[[CLOCK]].to_numpy(float))
-        rows.append({"target": "power" if target == POWER else "time", "model": "global (microbenchmarks)",
-                     "held_out": "real applications", "mape_pct": 100 * mean_absolute_percentage_error(test[target], pred),
-                     "mape_std_pct": np.nan, "n_folds": 1})
+        rows.append({"target": "power" if target == POWER else "time", schema.MODEL: "global (microbenchmarks)",
+                     schema.HELD_OUT: "real applications",
+                     schema.MAPE_PCT: 100 * mean_absolute_percentage_error(test[target], pred),
+                     schema.MAPE_STD_PCT: np.nan, schema.N_FOLDS: 1})
     return rows
 
 
 def to_markdown(df: pd.DataFrame) -> str:
-    cols = {"target": "target", "model": "model", "held_out": "held out", "mape_pct": "MAPE %",
-            "mape_std_pct": "std over folds %", "n_folds": "folds"}
+    cols = {"target": "target", schema.MODEL: "model", schema.HELD_OUT: "held out", schema.MAPE_PCT: "MAPE %",
+            schema.MAPE_STD_PCT: "std over folds %", schema.N_FOLDS: "folds"}
     return markdown_table(df[list(cols)].rename(columns=cols), ".1f", align="lllrrr", na_rep="")
 
 

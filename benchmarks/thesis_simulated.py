@@ -104,8 +104,8 @@ def reference(gpu, w, f_ref, n_bursts=10, burst_s=0.05, cool_s=20.0):
             e.append(energy / launches)
             t.append(np.mean(se[:, 1] - se[:, 0]))
             temp.append(float(gpu.truth(se[0, 0], se[-1, 1])[schema.TEMPERATURE_C].mean()))
-    return {"power_w": float(np.mean(p)), "energy_j": float(np.mean(e)), "time_s": float(np.mean(t)),
-            "temperature_c": float(np.mean(temp))}
+    return {schema.POWER_W: float(np.mean(p)), schema.ENERGY_J: float(np.mean(e)),
+            schema.TIME_S: float(np.mean(t)), schema.TEMPERATURE_C: float(np.mean(temp))}
 
 
 # --------------------------------------------------------------------------
@@ -149,14 +149,14 @@ def part1(kernel: str, repeats: int, seed: int, power_cap_w: float | None = None
         t_model = float(rtm.predict_at(f_ref))
         row = {
             "kernel": label_k, "f_ref": f"{f_ref:.0f} ({label})",
-            "P raw": mape(default[schema.POWER_W], ref["power_w"]),
-            "P freq": mape(p_f[schema.POWER_W], ref["power_w"]),
-            "P freq+temp": mape(p_ft[schema.POWER_W], ref["power_w"]),
-            "E freq, true t": mape(p_f[schema.POWER_W] * ref["time_s"], ref["energy_j"]),
-            "E freq, model t": mape(p_f[schema.POWER_W] * t_model, ref["energy_j"]),
-            "E freq+temp, true t": mape(p_ft[schema.POWER_W] * ref["time_s"], ref["energy_j"]),
-            "E freq+temp, model t": mape(p_ft[schema.POWER_W] * t_model, ref["energy_j"]),
-            "t true ms": 1e3 * ref["time_s"], "t model ms": 1e3 * t_model,
+            "P raw": mape(default[schema.POWER_W], ref[schema.POWER_W]),
+            "P freq": mape(p_f[schema.POWER_W], ref[schema.POWER_W]),
+            "P freq+temp": mape(p_ft[schema.POWER_W], ref[schema.POWER_W]),
+            "E freq, true t": mape(p_f[schema.POWER_W] * ref[schema.TIME_S], ref[schema.ENERGY_J]),
+            "E freq, model t": mape(p_f[schema.POWER_W] * t_model, ref[schema.ENERGY_J]),
+            "E freq+temp, true t": mape(p_ft[schema.POWER_W] * ref[schema.TIME_S], ref[schema.ENERGY_J]),
+            "E freq+temp, model t": mape(p_ft[schema.POWER_W] * t_model, ref[schema.ENERGY_J]),
+            "t true ms": 1e3 * ref[schema.TIME_S], "t model ms": 1e3 * t_model,
         }
         rows.append(row)
     info = {
@@ -237,9 +237,9 @@ def part2(n_configs: int, seed: int):
                                for n, p, f in zip(names, p_meas, f_k, strict=True)])
             t_ref_pred = np.array([tm_of(n).predict_at(f_ref) for n in names])
             rows.append({"model": model, "clock": f"{f_ref:.0f}",
-                         "P": mape(p_corr, r["power_w"]),
-                         "E true t": mape(p_corr * r["time_s"], r["energy_j"]),
-                         "E model t": mape(p_corr * t_ref_pred, r["energy_j"])})
+                         "P": mape(p_corr, r[schema.POWER_W]),
+                         "E true t": mape(p_corr * r[schema.TIME_S], r[schema.ENERGY_J]),
+                         "E model t": mape(p_corr * t_ref_pred, r[schema.ENERGY_J])})
     return pd.DataFrame(rows), len(ws), len(gen_clocks)
 
 

@@ -153,6 +153,27 @@ DVFS_SHARES = ("dvfs_share_p0", "dvfs_share_kappa", "dvfs_share_gamma", "dvfs_sh
 DVFS_REFERENCE_TIME_S = "dvfs_reference_time_s"    # measured at the reference (highest) clock pair
 DVFS_REFERENCE_POWER_W = "dvfs_reference_power_w"
 
+# per-group curve fits (fit_frequency_power_batch: thesis eq. 4.1; fit_rational_time_batch: eq. 4.5)
+GROUP = "group"                      # index name: the configuration / kernel of the fit
+N_SAMPLES = "n_samples"              # rows the group's fit used
+FIT_P_STATIC_W = "p_static_w"
+FIT_A_W_PER_MHZ = "a_w_per_mhz"
+FIT_KNEE_MHZ = "knee_mhz"
+FIT_SLOPE_PER_GHZ = "slope_per_ghz"
+FIT_RMSE_W = "rmse_w"
+FIT_TIME_A = "a"                     # eq. 4.5 amplitudes (unit of the time) and rates (1/MHz)
+FIT_TIME_B_PER_MHZ = "b_per_mhz"
+FIT_TIME_C = "c"
+FIT_TIME_D_PER_MHZ = "d_per_mhz"
+FIT_RMSE = "rmse"                    # unit of the time
+
+# per-group vs global comparison (compare_per_group_vs_global, thesis §5.7)
+MODEL = "model"                      # "per-group" or "global"
+HELD_OUT = "held_out"                # "clocks" or "groups"
+MAPE_PCT = "mape_pct"                # mean over folds of the held-out MAPE, %
+MAPE_STD_PCT = "mape_std_pct"
+N_FOLDS = "n_folds"
+
 
 # --------------------------------------------------------------------------
 # Column and table specifications.

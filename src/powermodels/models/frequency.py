@@ -112,9 +112,10 @@ def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100) -
     labels, params, rmse, n = fit_groups_table(fit_power_batch, "frequency_mhz", frequency_mhz,
                                                "power_w", power_w, groups, max_iter=max_iter)
     return pd.DataFrame(
-        {"p_static_w": params[:, 0], "a_w_per_mhz": params[:, 1], "knee_mhz": params[:, 2],
-         "slope_per_ghz": params[:, 3], "rmse_w": rmse, "n_samples": n},
-        index=pd.Index(labels, name="group"),
+        {schema.FIT_P_STATIC_W: params[:, 0], schema.FIT_A_W_PER_MHZ: params[:, 1],
+         schema.FIT_KNEE_MHZ: params[:, 2], schema.FIT_SLOPE_PER_GHZ: params[:, 3],
+         schema.FIT_RMSE_W: rmse, schema.N_SAMPLES: n},
+        index=pd.Index(labels, name=schema.GROUP),
     )
 
 

@@ -19,6 +19,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
+from .. import schema
 from ._columns import column_index, column_label
 
 __all__ = ["GroupedEstimator", "compare_per_group_vs_global"]
@@ -299,6 +300,6 @@ def compare_per_group_vs_global(estimator, X, y, groups, clocks, *, n_clock_spli
         global_grp.append(_mape(y[test], glob.predict(take(X, test))))
     for model, held, scores in (("per-group", "clocks", per_group), ("global", "clocks", global_clk),
                                 ("global", "groups", global_grp)):
-        rows.append({"model": model, "held_out": held, "mape_pct": float(np.mean(scores)),
-                     "mape_std_pct": float(np.std(scores)), "n_folds": len(scores)})
+        rows.append({schema.MODEL: model, schema.HELD_OUT: held, schema.MAPE_PCT: float(np.mean(scores)),
+                     schema.MAPE_STD_PCT: float(np.std(scores)), schema.N_FOLDS: len(scores)})
     return pd.DataFrame(rows)

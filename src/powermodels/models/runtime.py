@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
+from .. import schema
 from ._clock_curve import _ClockCurveRegressor, fit_groups_table
 from ._curvefit import fit_rational_batch
 
@@ -96,7 +97,8 @@ def fit_rational_time_batch(frequency_mhz, time_s, groups, *, max_iter=200) -> p
     labels, params, rmse, n = fit_groups_table(fit_rational_batch, "frequency_mhz", frequency_mhz,
                                                "time_s", time_s, groups, max_iter=max_iter)
     return pd.DataFrame(
-        {"a": params[:, 0], "b_per_mhz": params[:, 1], "c": params[:, 2], "d_per_mhz": params[:, 3],
-         "rmse": rmse, "n_samples": n},
-        index=pd.Index(labels, name="group"),
+        {schema.FIT_TIME_A: params[:, 0], schema.FIT_TIME_B_PER_MHZ: params[:, 1],
+         schema.FIT_TIME_C: params[:, 2], schema.FIT_TIME_D_PER_MHZ: params[:, 3],
+         schema.FIT_RMSE: rmse, schema.N_SAMPLES: n},
+        index=pd.Index(labels, name=schema.GROUP),
     )
