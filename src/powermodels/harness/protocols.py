@@ -91,6 +91,11 @@ def _column(trace: pd.DataFrame, preferred: str) -> str:
     raise ValueError(f"trace table: no finite power values in column {preferred!r} or any other power column")
 
 
+def _launches_for(seconds: float, launch_s: float, at_least: int = 1) -> int:
+    """Launches of ``launch_s`` each that fill ``seconds`` (at least ``at_least``)."""
+    return max(at_least, math.ceil(seconds / max(launch_s, 1e-9)))
+
+
 def _require(trace: pd.DataFrame, *columns: str) -> None:
     for c in columns:
         if c not in trace.columns:
@@ -269,8 +274,7 @@ class Continuous(Protocol):
     def _measure(self, runner, kernel, config, run_id):
         if not self.duration_s > 0:
             raise ValueError(f"continuous: duration_s must be > 0, got {self.duration_s}")
-        t1 = runner.launch_time_s(kernel, config)
-        n = max(1, math.ceil(self.duration_s / max(t1, 1e-9)))
+        n = _launches_for(self.duration_s, runner.launch_time_s(kernel, config))
         iv = runner.run(kernel, config, n)
         start, end = float(iv[0, 0]), float(iv[-1, 1])
         trace = runner.trace(start, end, run_id=run_id)
@@ -320,8 +324,7 @@ class GoodPractice(Protocol):
         sensor = runner.sensor
         window = self._window_s(runner)
         shifts = self.n_shifts if window < sensor.update_period_s else 0
-        t1 = runner.launch_time_s(kernel, config)
-        n = max(self.min_reps, math.ceil(self.min_duration_s / max(t1, 1e-9)))
+        n = _launches_for(self.min_duration_s, runner.launch_time_s(kernel, config), self.min_reps)
         chunks = np.array_split(np.arange(n), shifts + 1) if shifts else [np.arange(n)]
         chunks = [c for c in chunks if c.size]
         powers, traces, all_iv, times = [], [], [], []
@@ -392,7 +395,7 @@ class SteadyState(Protocol):
             raise ValueError("steady_state: chunk_s and measure_s must be > 0 and idle_s >= 0")
         idle0, idle1 = runner.idle(self.idle_s) if self.idle_s > 0 else (runner.now(), runner.now())
         t1 = runner.launch_time_s(kernel, config)
-        per_chunk = max(1, math.ceil(self.chunk_s / max(t1, 1e-9)))
+        per_chunk = _launches_for(self.chunk_s, t1)
         previous, settled, started = None, 0, None
         while True:
             iv = runner.run(kernel, config, per_chunk)
@@ -407,7 +410,7 @@ class SteadyState(Protocol):
             previous = now
             if settled >= self.settle_chunks or float(iv[-1, 1]) - started >= self.max_duration_s:
                 break
-        n = max(1, math.ceil(self.measure_s / max(t1, 1e-9)))
+        n = _launches_for(self.measure_s, t1)
         iv = runner.run(kernel, config, n)
         start, end = float(iv[0, 0]), float(iv[-1, 1])
         trace = runner.trace(idle0, end, run_id=run_id)
