@@ -491,27 +491,6 @@ def segment_launches(launches: list[dict]) -> dict[int, list[dict]]:
     return out
 
 
-def _aggregate(launches: list[dict]) -> tuple[dict, float, float]:
-    """Sum opcode counts; hit rates weighted by each kernel's global-memory instructions."""
-    counts: dict[str, float] = {}
-    w1 = w2 = h1 = h2 = 0.0
-    for launch in launches:
-        mem = 0.0
-        for op, c in launch["opcodes"].items():
-            counts[op] = counts.get(op, 0.0) + c
-            if op.split(".")[0] in ("LDG", "STG", "RED", "REDG", "ATOMG", "LD", "ST", "LDGSTS"):
-                mem += c
-        m = launch["metrics"]
-        # ncu can report a hit rate slightly above 100 % (e.g. 109 % for near-empty traffic)
-        r1, r2 = (None if m.get(k) is None else float(np.clip(m[k], 0.0, 100.0))
-                  for k in ("l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct"))
-        if r1 is not None and np.isfinite(r1) and mem > 0:
-            h1, w1 = h1 + mem * r1 / 100, w1 + mem
-        if r2 is not None and np.isfinite(r2) and mem > 0:
-            h2, w2 = h2 + mem * r2 / 100, w2 + mem
-    return counts, (h1 / w1 if w1 else np.nan), (h2 / w2 if w2 else np.nan)
-
-
 def build_tables(record: dict, csv_text: str, plan: dict, metric: str = sass.OPCODE_METRIC,
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Instruction tables (one row per microbenchmark / workload) from measurements and ncu."""
@@ -521,8 +500,8 @@ def build_tables(record: dict, csv_text: str, plan: dict, metric: str = sass.OPC
     rows_m, rows_w, code = [], [], 0
     a, b = PROFILE_ITERS
     for name in plan["micro"]:
-        ca, _, _ = _aggregate(seg.get(code, []))
-        cb, r1, r2 = _aggregate(seg.get(code + 1, []))
+        ca, _, _ = sass.aggregate_launches(seg.get(code, []))
+        cb, r1, r2 = sass.aggregate_launches(seg.get(code + 1, []))
         code += 2
         meas = record["micro"][name]
         n = meas["iters"]
@@ -531,7 +510,7 @@ def build_tables(record: dict, csv_text: str, plan: dict, metric: str = sass.OPC
                   for op in ops}
         rows_m.append(_row(name, meas, counts, r1, r2, idle, static))
     for name in plan["workloads"]:
-        counts, r1, r2 = _aggregate(seg.get(code, []))
+        counts, r1, r2 = sass.aggregate_launches(seg.get(code, []))
         code += 1
         rows_w.append(_row(name, record["workloads"][name], counts, r1, r2, idle, static))
     return _frame(rows_m), _frame(rows_w)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 __all__ = [
     "OPCODE_METRIC",
+    "aggregate_launches",
     "compile_cubin",
     "count_static_opcodes",
     "disassemble",
@@ -281,6 +282,38 @@ _TIME_UNITS = {"ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1
 _GLOBAL_MEMORY = ("LDG", "STG", "RED", "REDG", "ATOMG", "LD", "ST", "LDGSTS")
 
 
+def aggregate_launches(launches: list[dict]) -> tuple[dict[str, float], float, float]:
+    """Opcode counts summed over launches of :func:`parse_ncu_csv`, and their L1 and L2 hit rates.
+
+    Each launch's hit rate (clipped to [0, 100] %: ncu can report a little
+    over 100 % for near-empty traffic) is weighted by its global-memory
+    instructions; a rate is NaN when no launch has both.
+
+    Returns
+    -------
+    counts : dict
+        Opcode → executed warp instructions.
+    l1_hit_rate, l2_hit_rate : float
+        Fractions in [0, 1].
+    """
+    import numpy as np
+
+    counts: dict[str, float] = {}
+    num, den = [0.0, 0.0], [0.0, 0.0]
+    for x in launches:
+        mem = 0.0
+        for op, c in x["opcodes"].items():
+            counts[op] = counts.get(op, 0.0) + c
+            mem += c if op.split(".")[0] in _GLOBAL_MEMORY else 0.0
+        for i, key in enumerate(("l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct")):
+            rate = x["metrics"].get(key)
+            if rate is not None and np.isfinite(rate) and mem > 0:
+                num[i] += mem * min(max(rate, 0.0), 100.0) / 100
+                den[i] += mem
+    l1, l2 = (n / d if d else np.nan for n, d in zip(num, den, strict=True))
+    return counts, l1, l2
+
+
 def instruction_table_from_ncu(text: str, metric: str = OPCODE_METRIC, per_kernel: bool = True):
     """Instruction table (see :mod:`powermodels.schema`) from an ncu raw CSV profile.
 
@@ -326,21 +359,7 @@ def instruction_table_from_ncu(text: str, metric: str = OPCODE_METRIC, per_kerne
         row = {schema.WORKLOAD: name,
                schema.TIME_S: to_s * sum(x["metrics"].get("gpu__time_duration.sum", 0.0)
                                           for x in group)}
-        counts: dict[str, float] = {}
-        hit = {schema.L1_HIT_RATE: [0.0, 0.0], schema.L2_HIT_RATE: [0.0, 0.0]}
-        for x in group:
-            mem = 0.0
-            for op, c in x["opcodes"].items():
-                counts[op] = counts.get(op, 0.0) + c
-                mem += c if op.split(".")[0] in _GLOBAL_MEMORY else 0.0
-            for col, key in ((schema.L1_HIT_RATE, "l1tex__t_sector_hit_rate.pct"),
-                             (schema.L2_HIT_RATE, "lts__t_sector_hit_rate.pct")):
-                rate = x["metrics"].get(key)
-                if rate is not None and np.isfinite(rate) and mem > 0:
-                    hit[col][0] += mem * min(max(rate, 0.0), 100.0) / 100
-                    hit[col][1] += mem
-        for col, (num, den) in hit.items():
-            row[col] = num / den if den else np.nan
+        counts, row[schema.L1_HIT_RATE], row[schema.L2_HIT_RATE] = aggregate_launches(group)
         for col, names in sectors.items():
             if all(n in group[0]["metrics"] for n in names):
                 row[col] = float(sum(np.nan_to_num(x["metrics"].get(n, 0.0))
