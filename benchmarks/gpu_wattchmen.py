@@ -283,6 +283,13 @@ def calibrate_iters(gpu: Gpu, name: str) -> int:
     return int(iters // 8 * 8)  # same unrolled-loop remainder as the profiled counts
 
 
+def _ncu_profile_command(ncu: str, metrics: list[str], rep: Path, *, nvtx: bool) -> list[str]:
+    """ncu over this script's ``profile`` step (plan in ``rep``'s folder); clocks left alone."""
+    return [ncu, "--clock-control", "none", *(["--nvtx", "--nvtx-include", "pm/"] if nvtx else []),
+            "--metrics", ",".join(metrics), "--force-overwrite", "-o", str(rep),
+            sys.executable, __file__, "profile", "--plan", str(rep.parent / "pm_plan.json")]
+
+
 def cmd_measure(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -343,9 +350,7 @@ def _profile_sectors(record: dict, out: Path, say) -> int:
     plan = {"micro": list(record["micro"]), "workloads": list(record["workloads"])}
     (rep.parent / "pm_plan.json").write_text(json.dumps(plan))
     metrics = [m for names in SECTOR_METRICS.values() for m in names]
-    cmd = [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "pm/",
-           "--metrics", ",".join(metrics), "--force-overwrite", "-o", str(rep),
-           sys.executable, __file__, "profile", "--plan", str(rep.parent / "pm_plan.json")]
+    cmd = _ncu_profile_command(ncu, metrics, rep, nvtx=True)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     say(f"ncu sectors rc={proc.returncode} in {time.monotonic() - t0:.0f} s; "
@@ -394,9 +399,7 @@ def _profile_and_tables(record: dict, out: Path, say) -> int:
     for metric, nvtx in ((sass.OPCODE_METRIC, True), (sass.OPCODE_METRIC, False),
                          ("sass__inst_executed_per_opcode", False)):
         metrics = [metric, *NCU_METRICS[1:]]
-        cmd = [ncu, "--clock-control", "none", *(["--nvtx", "--nvtx-include", "pm/"] if nvtx else []),
-               "--metrics", ",".join(metrics), "--force-overwrite", "-o", str(rep),
-               sys.executable, __file__, "profile", "--plan", str(rep.parent / "pm_plan.json")]
+        cmd = _ncu_profile_command(ncu, metrics, rep, nvtx=nvtx)
         t0 = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         say(f"ncu ({metric}, nvtx={nvtx}) rc={proc.returncode} in {time.monotonic() - t0:.0f} s; "
