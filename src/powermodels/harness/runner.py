@@ -123,6 +123,14 @@ class Runner(ABC):
         """True (or externally metered) energy over the intervals; NaN when unknown."""
         return math.nan
 
+    @staticmethod
+    def _per_config(cache: dict, kernel: str, config, make):
+        """``make(kernel, config)``, built once per kernel and configuration and kept in ``cache``."""
+        key = (kernel, workloads.config_id(kernel, config))
+        if key not in cache:
+            cache[key] = make(kernel, config)
+        return cache[key]
+
     def launch_time_s(self, kernel: str, config: dict, launches: int = 3) -> float:
         """Per-launch time of a warm kernel (median of ``launches`` timed launches after one warm-up)."""
         self.run(kernel, config, 1)
@@ -165,10 +173,7 @@ class SimulatedRunner(Runner):
         self._cache: dict = {}
 
     def _workload(self, kernel, config):
-        key = (kernel, workloads.config_id(kernel, config))
-        if key not in self._cache:
-            self._cache[key] = workloads.simulated_workload(kernel, config)
-        return self._cache[key]
+        return self._per_config(self._cache, kernel, config, workloads.simulated_workload)
 
     def run(self, kernel, config, launches=1, gap_s=0.0):
         if launches < 1:
@@ -257,10 +262,7 @@ class CupyRunner(Runner):
         self._square: dict = {}
 
     def prepared(self, kernel, config):
-        key = (kernel, workloads.config_id(kernel, config))
-        if key not in self._prepared:
-            self._prepared[key] = workloads.prepare(kernel, config)
-        return self._prepared[key]
+        return self._per_config(self._prepared, kernel, config, workloads.prepare)
 
     def run(self, kernel, config, launches=1, gap_s=0.0):
         return self._launch(self.prepared(kernel, config), launches, gap_s)
