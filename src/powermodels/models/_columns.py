@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.utils.validation import check_array
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_array, check_is_fitted
 
-__all__ = ["column_index", "column_label", "numeric_column", "table_array"]
+__all__ = ["column_index", "column_label", "is_fitted", "numeric_column", "replace_column", "table_array"]
 
 
 def column_index(X, column, param: str) -> int:
@@ -87,3 +88,23 @@ def _all_nonnegative(X: np.ndarray) -> None:
     if X.size and np.min(X) < 0:
         j = int(np.argmin(np.min(X, axis=0)))
         raise ValueError(f"Negative values in data: column {j} has {np.min(X):g}; clocks are ≥ 0 MHz")
+
+
+def is_fitted(est) -> bool:
+    """Whether ``est`` is a fitted estimator (``check_is_fitted`` passes)."""
+    try:
+        check_is_fitted(est)
+    except NotFittedError:
+        return False
+    return True
+
+
+def replace_column(X, j: int, values: np.ndarray):
+    """Copy of ``X`` with column ``j`` replaced (DataFrame stays a DataFrame)."""
+    if isinstance(X, pd.DataFrame):
+        out = X.copy()
+        out.isetitem(j, values.astype(float))
+        return out
+    out = np.array(X, dtype=float, copy=True)
+    out[:, j] = values
+    return out

@@ -13,8 +13,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .. import schema
-from ._columns import column_index, numeric_column, table_array
-from .frequency import _is_fitted
+from ._columns import column_index, is_fitted, numeric_column, table_array
 from .runtime import RationalTimeModel
 
 __all__ = ["EnergyModel"]
@@ -101,7 +100,7 @@ class EnergyModel(RegressorMixin, BaseEstimator):
             raise ValueError(
                 f"time_model must be a RationalTimeModel or None, got {type(self.time_model).__name__}"
             )
-        if self.time_model is not None and _is_fitted(self.time_model):
+        if self.time_model is not None and is_fitted(self.time_model):
             self.time_model_ = self.time_model
             return self
         if self.time_column is None:

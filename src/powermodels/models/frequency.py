@@ -19,12 +19,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
-from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import schema
 from ._clock_curve import _ClockCurveRegressor, fit_groups_table
-from ._columns import column_index, numeric_column, table_array
+from ._columns import column_index, is_fitted, numeric_column, replace_column, table_array
 from ._curvefit import fit_power_batch
 from .voltage import relative_voltage
 
@@ -119,14 +118,6 @@ def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100) -
     )
 
 
-def _is_fitted(est) -> bool:
-    try:
-        check_is_fitted(est)
-    except NotFittedError:
-        return False
-    return True
-
-
 class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Thesis eq. 4.2: move measured power to a reference clock.
 
@@ -191,7 +182,7 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         _, p, f = self._columns(X)
         if self.model is not None and not isinstance(self.model, FrequencyPowerModel):
             raise ValueError(f"model must be a FrequencyPowerModel or None, got {type(self.model).__name__}")
-        if self.model is not None and _is_fitted(self.model):
+        if self.model is not None and is_fitted(self.model):
             self.model_ = self.model
         else:
             self.model_ = clone(self.model) if self.model is not None else FrequencyPowerModel()
@@ -213,15 +204,4 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         validate_data(self, X, reset=False, skip_check_array=True)
         jp, p, f = self._columns(X)
         corrected = p - self.model_.predict_at(f) + self.reference_power_w_
-        return _replace_column(X, jp, corrected)
-
-
-def _replace_column(X, j: int, values: np.ndarray):
-    """Copy of ``X`` with column ``j`` replaced (DataFrame stays a DataFrame)."""
-    if isinstance(X, pd.DataFrame):
-        out = X.copy()
-        out.isetitem(j, values.astype(float))
-        return out
-    out = np.array(X, dtype=float, copy=True)
-    out[:, j] = values
-    return out
+        return replace_column(X, jp, corrected)

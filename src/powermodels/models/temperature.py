@@ -23,8 +23,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import schema
-from ._columns import column_index, column_label, numeric_column, table_array
-from .frequency import _replace_column
+from ._columns import column_index, column_label, numeric_column, replace_column, table_array
 
 __all__ = ["TemperatureCorrection", "WeakTemperatureCorrelationWarning"]
 
@@ -176,4 +175,4 @@ class TemperatureCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         validate_data(self, X, reset=False, skip_check_array=True)
         jp, p, t = self._read(X)
         corrected = p - self.alpha_w_per_c_ * (t - self.reference_temperature_c_)
-        return _replace_column(X, jp, corrected)
+        return replace_column(X, jp, corrected)
