@@ -7,7 +7,7 @@ load, load times in their own table). Both are fitted whole and cut to short run
 like a ``characterize --seconds 2`` call, with the cuts of
 ``benchmarks/sensor_robust_fit.py``: the instant window must land where the full
 runs put it (27–33 ms; Yang: 25 ms of every 100 ms on H100) and the update period
-on 100 ms. Before the multi-start fit, the 1.5 s tail cut of the harness runs gave
+on 100 ms. Before the robust fit (bounded search, per-run delays), the 1.5 s tail cut of the harness runs gave
 a 1.7 ms window with a 200 ms delay, and H8's full runs 42.7 ms.
 """
 
