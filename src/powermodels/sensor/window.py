@@ -70,9 +70,12 @@ class BoxcarWindow(BaseEstimator):
     the loss curve over window size, Yang Fig. 12, and starts that avoid
     the aliasing minima at multiples of the load period); Nelder-Mead then
     refines the ``n_starts`` best local minima of the grid and keeps the best.
-    A single start is not enough on short real traces: a one-sample window
-    centred on the true window's middle is a second basin that can win the
-    grid by a hair. Several runs (e.g. the load periods 2/3 ...
+    The loss has several basins (a one-sample window near the true window's
+    middle; delays a load period apart), so a grid point that is best by a
+    hair need not lead to the best refined fit. On short real traces these
+    spurious basins can even be the global minimum: keep the delay bound
+    under a load period and give enough updates (see ``characterize_traces``
+    and docs/sensor.md, "Robust fit"). Several runs (e.g. the load periods 2/3 ...
     4/3 of the update period) are fitted jointly, each normalised on its own.
 
     Parameters
@@ -254,9 +257,8 @@ class BoxcarWindow(BaseEstimator):
         losses = per_run.sum(axis=0) / max(sum(r[1].size for r in runs), 1)
         self.loss_curve_ = np.column_stack([windows, losses.min(axis=1)])
         # Nelder-Mead from the best few local minima of the grid, not just the
-        # best point: on a short real trace a spurious basin (a window of one
-        # sample centred on the true window, or a delay one load period off)
-        # can win the grid by a hair and trap a single start.
+        # best point: the grid's best basin (one-sample window, a delay one
+        # load period off) need not hold the best refined fit.
         fits = [self._refine(runs, windows, delays, i, j, k, w_lo, dd)
                 for i, j in self._grid_minima(losses, int(self.n_starts))]
         loss, best = min(fits, key=lambda f: f[0])
