@@ -73,7 +73,21 @@ class _ClockCurveRegressor(RegressorMixin, BaseEstimator):
         return self._frequency_column(X_in, X), check_target(y, self._TARGET)
 
     def fit(self, X, y):
-        """Fit the curve to the clocks in ``X``'s ``frequency_column`` (MHz) and ``y``."""
+        """Fit the curve (thesis eq. 4.1 or 4.5) to the clocks in ``X`` and ``y``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core clock (MHz) in ``frequency_column``;
+            other columns are ignored.
+        y : array-like of shape (n_samples,)
+            Power (W) or time, ≥ 0, at least 2 samples.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
         f, y = self._fit_data(X, y)
@@ -84,7 +98,18 @@ class _ClockCurveRegressor(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        """The curve at the clocks in ``X``'s ``frequency_column``."""
+        """The fitted curve at the clocks in ``X``'s ``frequency_column``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Same columns as in ``fit``.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Power (W) or time, in the unit of ``y``.
+        """
         check_is_fitted(self, self._PARAMS)
         X_in = X
         X = validate_data(self, X, reset=False, dtype="numeric")

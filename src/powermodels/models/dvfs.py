@@ -339,7 +339,21 @@ class DVFSPowerModel(_DVFSBase):
         self.voltage_slope_per_ghz = voltage_slope_per_ghz
 
     def fit(self, X, y):
-        """Fit eq. 1 to power ``y`` (W) measured at the clocks in ``X``."""
+        """Fit DSO eq. 1 to power ``y`` (W) measured at the clocks in ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+        y : array-like of shape (n_samples,)
+            Measured power, W.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
         fc, fm = _clock_arrays(self, X)
         knees = (np.unique(fc) if self.voltage_knee_mhz is None else [float(self.voltage_knee_mhz)])
@@ -359,7 +373,19 @@ class DVFSPowerModel(_DVFSBase):
         return self
 
     def predict(self, X):
-        """Power in W at the clocks in ``X``."""
+        """Power at the clocks in ``X`` (DSO eq. 1).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Power, W.
+        """
         check_is_fitted(self)
         fc, fm = _clocks(self, X, reset=False)
         return self.params_.power(fc, fm)
@@ -431,7 +457,21 @@ class DVFSTimeModel(_DVFSBase):
         self.mem_clock_column = mem_clock_column
 
     def fit(self, X, y):
-        """Fit eq. 2 to kernel time ``y`` (s) measured at the clocks in ``X``."""
+        """Fit DSO eq. 2 to kernel time ``y`` (s) measured at the clocks in ``X``.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+        y : array-like of shape (n_samples,)
+            Measured kernel time, s.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
         fc, fm = _clock_arrays(self, X)
         _, self.t0_, self.alpha_, self.beta_ = (float(v) for v in _fit_time(fc, fm, y))
@@ -439,7 +479,19 @@ class DVFSTimeModel(_DVFSBase):
         return self
 
     def predict(self, X):
-        """Kernel time in s at the clocks in ``X``."""
+        """Kernel time at the clocks in ``X`` (DSO eq. 2).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Kernel time, s.
+        """
         check_is_fitted(self)
         fc, fm = _clocks(self, X, reset=False)
         return self.params_.time(fc, fm)
@@ -468,7 +520,9 @@ class DVFSEnergyModel(_DVFSBase):
     Attributes
     ----------
     time_model_ : DVFSTimeModel
+        The fitted time model (eq. 2).
     power_model_ : DVFSPowerModel
+        The fitted power model (eq. 1).
     params_ : DVFSParams
         All seven parameters and the V(f) shape, ready for
         :func:`powermodels.models.dvfs_optimizer.optimize_clocks`.
@@ -490,7 +544,21 @@ class DVFSEnergyModel(_DVFSBase):
         return tags
 
     def fit(self, X, y):
-        """Fit time and power; ``y`` is (n, 2): time in s, power in W."""
+        """Fit the time (DSO eq. 2) and power (eq. 1) models.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+        y : array-like of shape (n_samples, 2)
+            Kernel time (s) and power (W) of every run, in that order.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64,
                              ensure_min_samples=2)
         fc, fm = _clock_arrays(self, X)
@@ -508,25 +576,78 @@ class DVFSEnergyModel(_DVFSBase):
         return self
 
     def predict_time(self, X):
-        """Kernel time in s."""
+        """Kernel time at the clocks in ``X`` (DSO eq. 2).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+
+        Returns
+        -------
+        time_s : ndarray of shape (n_samples,)
+            Kernel time, s.
+        """
         check_is_fitted(self)
         fc, fm = _clocks(self, X, reset=False)
         return self.params_.time(fc, fm)
 
     def predict_power(self, X):
-        """Power in W."""
+        """Power at the clocks in ``X`` (DSO eq. 1).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+
+        Returns
+        -------
+        power_w : ndarray of shape (n_samples,)
+            Power, W.
+        """
         check_is_fitted(self)
         fc, fm = _clocks(self, X, reset=False)
         return self.params_.power(fc, fm)
 
     def predict(self, X):
-        """Energy per launch in J (DSO eq. 3)."""
+        """Energy per launch at the clocks in ``X``, ``E = P·T`` (DSO eq. 3).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Energy per launch, J.
+        """
         check_is_fitted(self)
         fc, fm = _clocks(self, X, reset=False)
         return self.params_.energy(fc, fm)
 
     def score(self, X, y, sample_weight=None):
-        """R² of the predicted energy against ``time·power`` from ``y``."""
+        """R² of the predicted energy against the measured energy.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Holds the core and memory clock columns (MHz), see
+            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+        y : array-like of shape (n_samples, 2) or (n_samples,)
+            Time (s) and power (W), whose product is the energy,
+            or the energy per launch (J).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            Coefficient of determination of the energy.
+        """
         y = np.asarray(y, dtype=float)
         if y.ndim == 2 and y.shape[1] == 2:
             y = y[:, 0] * y[:, 1]

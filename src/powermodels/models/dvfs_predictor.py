@@ -53,6 +53,7 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         Replaces the MLP pipeline (then ``hidden_layer_sizes``, ``activation``,
         ``max_iter`` are unused and ``param_grid`` keys are its own).
     hidden_layer_sizes : tuple of int, default=(100, 50, 25)
+        Hidden layers of the MLP (DSO's 100, 50, 25 neurons).
     activation : str, default="logistic"
         DSO's sigmoid.
     param_grid : dict or None, default=None
@@ -61,18 +62,22 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
     cv : int, default=3
         Folds of the grid search.
     max_iter : int, default=500
+        Epochs of the MLP (``MLPRegressor.max_iter``).
     n_jobs : int or None, default=None
         Parallel fits of the grid search.
     random_state : int or None, default=None
+        Seed of the MLP's initial weights and of the fold shuffling.
 
     Attributes
     ----------
-    model_ : fitted regressor (the grid search's best when searching)
+    model_ : regressor
+        The fitted regressor (the grid search's best when searching).
     best_params_ : dict
         Grid values chosen (empty without search).
     n_iter_ : int
         Epochs of the final MLP fit (default estimator only).
     n_outputs_ : int
+        Number of targets seen in ``fit``.
     """
 
     def __init__(self, estimator=None, hidden_layer_sizes=(100, 50, 25), activation="logistic",
@@ -107,7 +112,20 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         return TransformedTargetRegressor(regressor=net, transformer=StandardScaler()), "regressor__mlp__"
 
     def fit(self, X, y):
-        """Fit features ``X`` (n_kernels, n_features) to parameters ``y`` (n_kernels, n_params)."""
+        """Fit the feature → parameter regressor (DSO §IV-D).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_kernels, n_features)
+            Kernel features (DSO Tables I-II).
+        y : array-like of shape (n_kernels, n_params)
+            DVFS parameters or shares (see :func:`kernel_parameters`).
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         base, prefix = self._base()
@@ -130,7 +148,18 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        """Predicted parameters, shape (n, n_params) (or (n,) for one target)."""
+        """Predicted parameters of each kernel.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_kernels, n_features)
+            Kernel features, as in ``fit``.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_kernels, n_params) or (n_kernels,)
+            One column per target of ``fit``.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self.model_.predict(X)
@@ -148,6 +177,24 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         1 and the time shares so that ``t0 + max(α, β)`` shares is 1: the
         model then reproduces the measured reference run exactly and the
         prediction only supplies the shape of the DVFS curves.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_kernels, n_features)
+            Kernel features, as in ``fit``.
+        reference_sm_clock_mhz, reference_mem_clock_mhz : float or array-like of shape (n_kernels,)
+            Clocks (MHz) of each kernel's profiling run.
+        reference_time_s, reference_power_w : float or array-like of shape (n_kernels,)
+            Time (s) and power (W) measured in that run.
+        voltage_knee_mhz, voltage_slope_per_ghz : float
+            The GPU's V(f) shape (:func:`~powermodels.models.dvfs.fit_voltage_curve`).
+        anchor : bool, default=True
+            Rescale the shares so the model reproduces the reference run.
+
+        Returns
+        -------
+        list of DVFSParams
+            One parameter set per row of ``X``.
         """
         pred = np.asarray(self.predict(X), dtype=float)
         if pred.ndim != 2 or pred.shape[1] != len(schema.DVFS_SHARES):

@@ -71,7 +71,20 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y=None):
-        """Fit the time model (``time="model"``); ``y`` is ignored."""
+        """Validate the table and fit the time model (``time="model"``, thesis eq. 4.5).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table with the power, time and clock columns.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         if self.time not in ("measured", "model"):
             raise ValueError(f"time must be 'measured' or 'model', got {self.time!r}")
         ref = self.reference_frequency_mhz
@@ -114,7 +127,18 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         return self
 
     def predict_time(self, X) -> np.ndarray:
-        """Time per launch used for each row (measured or modelled)."""
+        """Time per launch used for each row: measured (eq. 4.3) or modelled (eq. 4.4).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table.
+
+        Returns
+        -------
+        time_s : ndarray of shape (n_samples,)
+            Time per launch, s.
+        """
         check_is_fitted(self, "time_model_")
         X = table_array(X)
         if self.time == "measured":
@@ -127,7 +151,18 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         return self.time_model_.predict_at(f)
 
     def predict(self, X) -> np.ndarray:
-        """Energy per launch, J."""
+        """Energy per launch, ``E = P_corr · Δt`` (thesis eq. 4.3 / 4.4).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table (usually after the frequency and temperature corrections).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Energy per launch, J.
+        """
         check_is_fitted(self, "time_model_")
         X = table_array(X)
         validate_data(self, X, reset=False, skip_check_array=True)

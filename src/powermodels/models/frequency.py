@@ -83,7 +83,18 @@ class FrequencyPowerModel(_ClockCurveRegressor):
         self.rmse_w_ = float(np.sqrt(sse / max(n, 1)))
 
     def predict_at(self, frequency_mhz):
-        """Modelled power (W) at any clock(s) ``frequency_mhz`` (scalar or array), eq. 4.1."""
+        """Modelled power at any clock(s), thesis eq. 4.1.
+
+        Parameters
+        ----------
+        frequency_mhz : float or array-like
+            Core clock(s), MHz.
+
+        Returns
+        -------
+        power_w : float or ndarray
+            Power, W, of the shape of ``frequency_mhz``.
+        """
         check_is_fitted(self, self._PARAMS)
         f = np.asarray(frequency_mhz, dtype=float)
         v = relative_voltage(f, self.knee_mhz_, self.slope_per_ghz_)
@@ -176,7 +187,20 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         return jp, p, f
 
     def fit(self, X, y=None):
-        """Fit (or adopt) the power model and fix the reference clock."""
+        """Fit (or adopt) the power model of eq. 4.1 and fix the reference clock.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table with the power and clock columns.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         X = table_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
         _, p, f = self._columns(X)
@@ -198,7 +222,18 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         return self
 
     def transform(self, X):
-        """Corrected table: only the power column changes (eq. 4.2)."""
+        """Move every run's power to the reference clock (thesis eq. 4.2).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table with the power and clock columns.
+
+        Returns
+        -------
+        X_corrected : DataFrame or ndarray of shape (n_samples, n_features)
+            ``X`` with only the power column changed.
+        """
         check_is_fitted(self, "model_")
         X = table_array(X)
         validate_data(self, X, reset=False, skip_check_array=True)

@@ -135,7 +135,24 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
 
     # ---------------------------------------------------------------------- API
     def fit(self, X, y=None, groups=None, **fit_params):
-        """Fit one clone per group (and a global one with ``unseen="global"``)."""
+        """Fit one clone of ``estimator`` per group (and a global one with ``unseen="global"``).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Features (the group column too, with ``group_column``).
+        y : array-like of shape (n_samples,) or None
+            Target.
+        groups : array-like of shape (n_samples,), default=None
+            Group of every row, unless ``group_column`` is set.
+        **fit_params : dict
+            Passed to every clone's ``fit``.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         if self.unseen not in _UNSEEN:
             raise ValueError(f"unseen must be one of {_UNSEEN}, got {self.unseen!r}")
         if not isinstance(X, pd.DataFrame):
@@ -189,7 +206,20 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_inner_has("predict"))
     def predict(self, X, groups=None):
-        """Predict each row with its group's estimator."""
+        """Predict each row with its group's estimator.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Features, as in ``fit``.
+        groups : array-like of shape (n_samples,), default=None
+            Group of every row, unless ``group_column`` is set.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            NaN for rows of unseen groups with ``unseen="nan"``.
+        """
         X, pieces = self._route(X, groups, "predict")
         out = None
         for idx, pred in pieces:
@@ -206,7 +236,20 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_inner_has("transform"))
     def transform(self, X, groups=None):
-        """Transform each row with its group's estimator; the group column is kept."""
+        """Transform each row with its group's estimator; the group column is kept.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Features, as in ``fit``.
+        groups : array-like of shape (n_samples,), default=None
+            Group of every row, unless ``group_column`` is set.
+
+        Returns
+        -------
+        X_out : DataFrame or ndarray
+            The transformed rows, in the input order.
+        """
         X_full = X
         X, pieces = self._route(X, groups, "transform")
         rest = X.copy() if isinstance(X, pd.DataFrame) else np.array(X, dtype=float, copy=True)
@@ -233,7 +276,24 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
 
     @available_if(_inner_has("predict"))
     def score(self, X, y, groups=None, sample_weight=None):
-        """R² of the grouped predictions (NaN rows of unseen groups are skipped)."""
+        """R² of the grouped predictions (NaN rows of unseen groups are skipped).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Features, as in ``fit``.
+        y : array-like of shape (n_samples,)
+            True target.
+        groups : array-like of shape (n_samples,), default=None
+            Group of every row, unless ``group_column`` is set.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Returns
+        -------
+        score : float
+            Coefficient of determination.
+        """
         pred = self.predict(X, groups=groups)
         ok = ~np.isnan(pred.astype(float)) if pred.ndim == 1 else np.ones(len(pred), bool)
         sw = None if sample_weight is None else np.asarray(sample_weight)[ok]

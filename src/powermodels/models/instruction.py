@@ -384,6 +384,8 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : instruction table (DataFrame) or array-like of shape (n_runs, n_opcodes)
+            Opcode counts per run (``schema.OPCODE_PREFIX`` columns of a table,
+            with its time and static-power columns), or a plain count matrix.
         y : array-like of shape (n_runs,), optional
             Measured energy per run (J); defaults to the table's ``energy_j``.
         sample_weight : array-like of shape (n_runs,), optional
@@ -391,7 +393,8 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        self
+        self : object
+            The fitted model.
         """
         self._check_params()
         for attr in ("feature_names_in_", "n_features_in_"):
@@ -566,6 +569,7 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : instruction table or array-like of shape (n_runs, n_opcodes)
+            Opcode counts per run, as in ``fit``.
 
         Returns
         -------
@@ -593,12 +597,18 @@ class InstructionEnergyModel(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         X : instruction table or array-like
+            Opcode counts per run, as in ``fit``.
         by : {"opcode", "component"}, default="opcode"
             "opcode": one row per (run, opcode) with columns ``run``,
             ``workload`` (if the table has one), ``opcode``, ``component``,
             ``count``, ``energy_per_instruction_j``, ``energy_j``, ``source``;
             plus one ``STATIC`` row per run for ``time·(P_const+P_static)``.
             "component": one row per run, one column per component (J).
+
+        Returns
+        -------
+        DataFrame
+            The long (``by="opcode"``) or wide (``by="component"``) attribution.
         """
         if by not in ("opcode", "component"):
             raise ValueError(f"by: must be 'opcode' or 'component', got {by!r}")

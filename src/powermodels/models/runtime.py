@@ -70,7 +70,18 @@ class RationalTimeModel(_ClockCurveRegressor):
         self.rmse_ = float(np.sqrt(sse / max(n, 1)))
 
     def predict_at(self, frequency_mhz):
-        """Modelled time at any clock(s) ``frequency_mhz`` (scalar or array), eq. 4.5."""
+        """Modelled time at any clock(s), thesis eq. 4.5.
+
+        Parameters
+        ----------
+        frequency_mhz : float or array-like
+            Core clock(s), MHz.
+
+        Returns
+        -------
+        time : float or ndarray
+            Time in the unit of ``y``, of the shape of ``frequency_mhz``.
+        """
         check_is_fitted(self, self._PARAMS)
         f = np.asarray(frequency_mhz, dtype=float)
         return self.a_ / (1.0 + self.b_ * f) + self.c_ / (1.0 + self.d_ * f)

@@ -128,7 +128,8 @@ class _TraceFilter(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_runs, n_times)
             Trace matrix (one run per row, one time point per column).
-        y : ignored
+        y : None
+            Ignored.
 
         Returns
         -------
@@ -163,7 +164,8 @@ class _TraceFilter(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_runs, n_times)
             Trace matrix.
-        y : ignored
+        y : None
+            Ignored.
 
         Returns
         -------

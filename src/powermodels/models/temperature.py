@@ -111,7 +111,20 @@ class TemperatureCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         return jp, p, t
 
     def fit(self, X, y=None):
-        """Fit the within-group slope α and fix ``T_ref``."""
+        """Fit the within-group slope α (thesis eq. 4.6) and fix ``T_ref``.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table with the power, temperature (and group) columns.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         if not 0 < self.confidence < 1:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence!r}")
         X = table_array(X)
@@ -169,7 +182,18 @@ class TemperatureCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         return self
 
     def transform(self, X):
-        """Table with the power column moved to ``T_ref`` (eq. 4.7)."""
+        """Move every run's power to the reference temperature (thesis eq. 4.7).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            Run table with the power and temperature columns.
+
+        Returns
+        -------
+        X_corrected : DataFrame or ndarray of shape (n_samples, n_features)
+            ``X`` with only the power column changed.
+        """
         check_is_fitted(self, "alpha_w_per_c_")
         X = table_array(X)
         validate_data(self, X, reset=False, skip_check_array=True)
