@@ -52,8 +52,8 @@ class UpdatePeriod(BaseEstimator):
     >>> import numpy as np
     >>> t = np.arange(0, 2, 1e-3)
     >>> reading = np.floor(t / 0.1)          # a new value every 100 ms
-    >>> UpdatePeriod().fit(t[:, None], reading).update_period_s_.round(3)
-    np.float64(0.1)
+    >>> round(UpdatePeriod().fit(t[:, None], reading).update_period_s_, 3)
+    0.1
     """
 
     # Blob data sorted by its first column (time) gives a reading that changes

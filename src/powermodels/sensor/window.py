@@ -142,7 +142,7 @@ class BoxcarWindow(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> t = np.arange(0, 6, 1e-3)
+    >>> t = np.arange(0, 6, 1e-4)                        # sampled at 10 kHz
     >>> load = (np.floor(t / 0.035) % 2).astype(float)   # 70 ms square wave
     >>> C = cumulative_integral(t, load)
     >>> upd = np.floor(t / 0.1) * 0.1                    # 100 ms updates
