@@ -31,6 +31,7 @@ from filterpy.gh import GHFilter as FPGHFilter
 from filterpy.kalman import KalmanFilter as FPKalmanFilter
 
 from powermodels.models.smoothing import GHFilter, KalmanFilter1D, MovingAverage, kalman_gains
+from powermodels.reporting import markdown_table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "filters.md"
 
@@ -79,6 +80,15 @@ def pandas_rolling(Z, window):
     return pd.DataFrame(Z.T).rolling(window, center=True, min_periods=1).mean().to_numpy().T
 
 
+def table_of(rows) -> pd.DataFrame:
+    """The result rows as display strings, one column per table column."""
+    return pd.DataFrame(
+        [(layout, f"`{ours_name}`", f"{t_ours * 1e3:.1f}", ref_name, f"{t_ref:.2f}", f"{ratio:,.0f}×", f"{diff:.1e}")
+         for layout, ours_name, ref_name, t_ours, t_ref, ratio, diff in rows],
+        columns=["layout", "ours", "time (ms)", "reference", "time (s)", "speed-up", "max abs diff"],
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10^5 samples instead of 10^6")
@@ -124,12 +134,8 @@ def main(argv=None) -> int:
         f"KalmanFilter1D(Q=0.01) reaches its steady gain after {gains.size} steps "
         "(blocked scan before, lfilter after); Q=0 never does (blocked scan throughout).",
         "",
-        "| layout | ours | time (ms) | reference | time (s) | speed-up | max abs diff |",
-        "|---|---|---:|---|---:|---:|---:|",
+        markdown_table(table_of(rows), align="llrlrrr"),
     ]
-    for layout, ours_name, ref_name, t_ours, t_ref, ratio, diff in rows:
-        lines.append(f"| {layout} | `{ours_name}` | {t_ours * 1e3:.1f} | {ref_name} | "
-                     f"{t_ref:.2f} | {ratio:,.0f}× | {diff:.1e} |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS}")
