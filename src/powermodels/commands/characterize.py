@@ -31,9 +31,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seconds", type=float, default=4.0,
                         help="length of each square-wave run (Yang: 9 s)")
     parser.add_argument("--step-seconds", type=float, default=3.0, help="length of the step")
-    parser.add_argument("--delay-spread", type=float, default=0.0,
+    parser.add_argument("--delay-spread", type=float, default=None,
                         help="let each square-wave run's delay differ by up to this many seconds "
-                             "(real GPU: load times are re-synchronised per run)")
+                             "(real GPU: load times are re-synchronised per run); default: a "
+                             "tenth of the measured update period, 0 for one shared delay")
     parser.add_argument("--out", required=True, help="output folder (report.md, CSV, plots, traces)")
 
 
@@ -85,7 +86,7 @@ def run(args) -> int:
         raise ValueError(f"--seconds must be >= 1, got {args.seconds:g}")
     if not args.step_seconds >= 0.5:
         raise ValueError(f"--step-seconds must be >= 0.5, got {args.step_seconds:g}")
-    if args.delay_spread < 0:
+    if args.delay_spread is not None and args.delay_spread < 0:
         raise ValueError(f"--delay-spread must be >= 0, got {args.delay_spread:g}")
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")
@@ -131,7 +132,8 @@ def run(args) -> int:
              f"Command: `powermodels characterize --device {args.device} --preset {args.preset} "
              f"--seed {args.seed}{' --reference-meter' if args.reference_meter else ''} "
              f"--seconds {args.seconds:g} --step-seconds {args.step_seconds:g} "
-             f"--delay-spread {args.delay_spread:g} --out {args.out}`.")
+             + ("" if args.delay_spread is None else f"--delay-spread {args.delay_spread:g} ")
+             + f"--out {args.out}`.")
     path = write_report(result, out, square, step, title=f"Sensor characterisation: {info.name}",
                         notes=notes)
     print(result.table.to_string(index=False))
