@@ -450,5 +450,6 @@ def validate_trace_matrix(X, *, min_columns: int = 2) -> np.ndarray:
     if neg.any():
         j = int(np.argmax(neg.any(axis=0)))
         name = columns[j] if columns is not None else j
-        raise ValueError(f"trace matrix: column {name!r} has negative power")
+        # sklearn's wording for negative input (the positive_only tag of the filters using this)
+        raise ValueError(f"trace matrix: Negative values in data: column {name!r} has negative power")
     return arr

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -106,14 +105,6 @@ def first_order_recurrence(a: np.ndarray, u: np.ndarray, x_init: np.ndarray) -> 
 
 class _TraceFilter(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Shared plumbing: validation of the trace matrix, shape-preserving transform."""
-
-    _expected_failed_checks: ClassVar[dict[str, str]] = {
-        "check_positive_only_tag_during_fit": (
-            "negative power is rejected by schema.validate_trace_matrix, whose message "
-            "names the column ('column 1 has negative power') instead of sklearn's "
-            "'Negative values in data' wording"
-        ),
-    }
 
     def _validate(self, X, *, reset: bool) -> np.ndarray:
         arr = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False)

@@ -13,7 +13,6 @@ against reference energies (``schema.REFERENCE_ENERGY_J``) or reference power.
 from __future__ import annotations
 
 import numbers
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -92,14 +91,6 @@ class TraceEnergy(RegressorMixin, BaseEstimator):
     >>> TraceEnergy(dt_s=0.5, trim_start=1).fit(X, [200.0, 400.0]).predict(X)
     array([193.33333333, 400.        ])
     """
-
-    _expected_failed_checks: ClassVar[dict[str, str]] = {
-        "check_positive_only_tag_during_fit": (
-            "negative power is rejected by schema.validate_trace_matrix, whose message "
-            "names the column ('column 1 has negative power') instead of sklearn's "
-            "'Negative values in data' wording"
-        ),
-    }
 
     def __init__(self, dt_s=1.0, what="energy", statistic="mean", trim_start=0, trim_end=0,
                  calibration=None):
