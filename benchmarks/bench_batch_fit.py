@@ -31,6 +31,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from _common import write_report
 from scipy.optimize import OptimizeWarning, curve_fit
 
@@ -39,6 +40,7 @@ from powermodels.models.frequency import FrequencyPowerModel, fit_frequency_powe
 from powermodels.models.grouped import GroupedEstimator
 from powermodels.models.runtime import RationalTimeModel, fit_rational_time_batch
 from powermodels.models.voltage import relative_voltage
+from powermodels.reporting import markdown_table
 
 OUT = Path(__file__).parent / "results" / "batch_fit.md"
 
@@ -86,6 +88,16 @@ def loop_curve_fit(F, P, T):
                 par, fails = np.full(4, np.nan), fails + 1
             tm.append(par)
     return np.array(pw), np.array(tm), fails
+
+
+def agreement_table(rows) -> pd.DataFrame:
+    """Agreement rows ``(model, median, q99, better, worse, rmse)`` as display strings."""
+    return pd.DataFrame(
+        [(name, f"{med:.2e}", f"{q99:.2e}", f"{better:.1%}", f"{worse:.2%}", f"{rmse:.2%}")
+         for name, med, q99, better, worse, rmse in rows],
+        columns=["model", "median max rel. diff", "99th pct max rel. diff", "ours SSE ≤ curve_fit SSE (+0.1 %)",
+                 "ours SSE > curve_fit SSE (+1 %)", "median RMSE / mean (ours)"],
+    )
 
 
 def main(argv=None) -> int:
@@ -146,11 +158,8 @@ def main(argv=None) -> int:
         "",
         "Agreement of the fitted curves at the measured clocks (configs where curve_fit converged):",
         "",
-        "| model | median max rel. diff | 99th pct max rel. diff | ours SSE ≤ curve_fit SSE (+0.1 %) | ours SSE > curve_fit SSE (+1 %) | median RMSE / mean (ours) |",
-        "|---|---:|---:|---:|---:|---:|",
+        markdown_table(agreement_table(rows), align="lrrrrr"),
     ]
-    for name, med, q99, better, worse, rmse in rows:
-        lines.append(f"| {name} | {med:.2e} | {q99:.2e} | {better:.1%} | {worse:.2%} | {rmse:.2%} |")
     return write_report("\n".join(lines) + "\n", OUT)
 
 
