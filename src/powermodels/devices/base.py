@@ -189,10 +189,7 @@ def _restore_all_at_exit() -> None:
     for guard in reversed(list(_active_guards)):
         failures = guard._restore(reason="interpreter exit")
         if failures:  # nobody is left to catch an exception: say it on stderr
-            print(
-                f"{guard.device.info.name}: could not restore {'; '.join(failures)}",
-                file=sys.stderr,
-            )
+            print(guard._failure_message(failures), file=sys.stderr)
 
 
 atexit.register(_restore_all_at_exit)
@@ -236,7 +233,7 @@ class SettingsGuard:
         except BaseException as err:
             failures = self._restore(reason="error while applying settings")
             if failures:  # report without masking the error that stopped the change
-                message = f"{self.device.info.name}: could not restore {'; '.join(failures)}"
+                message = self._failure_message(failures)
                 warnings.warn(message, RuntimeWarning, stacklevel=2)
                 if hasattr(err, "add_note"):
                     err.add_note(message)
@@ -246,13 +243,16 @@ class SettingsGuard:
     def __exit__(self, exc_type, exc, tb) -> bool:
         failures = self._restore(reason="exit")
         if failures:
-            message = f"{self.device.info.name}: could not restore {'; '.join(failures)}"
+            message = self._failure_message(failures)
             if exc is None:
                 raise RestoreError(message)
             warnings.warn(message, RuntimeWarning, stacklevel=2)
             if hasattr(exc, "add_note"):
                 exc.add_note(message)
         return False
+
+    def _failure_message(self, failures: list[str]) -> str:
+        return f"{self.device.info.name}: could not restore {'; '.join(failures)}"
 
     def _restore(self, reason: str) -> list[str]:
         """Undo every applied change in reverse order; return what failed."""
@@ -289,8 +289,6 @@ class SettingsGuard:
         self.restore_failures = failures
         if interrupt is not None:
             if failures and hasattr(interrupt, "add_note"):
-                interrupt.add_note(
-                    f"{self.device.info.name}: could not restore {'; '.join(failures)}"
-                )
+                interrupt.add_note(self._failure_message(failures))
             raise interrupt
         return failures
