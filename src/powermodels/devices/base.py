@@ -233,26 +233,28 @@ class SettingsGuard:
         except BaseException as err:
             failures = self._restore(reason="error while applying settings")
             if failures:  # report without masking the error that stopped the change
-                message = self._failure_message(failures)
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
-                if hasattr(err, "add_note"):
-                    err.add_note(message)
+                self._report_alongside(err, failures)
             raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         failures = self._restore(reason="exit")
         if failures:
-            message = self._failure_message(failures)
             if exc is None:
-                raise RestoreError(message)
-            warnings.warn(message, RuntimeWarning, stacklevel=2)
-            if hasattr(exc, "add_note"):
-                exc.add_note(message)
+                raise RestoreError(self._failure_message(failures))
+            self._report_alongside(exc, failures)
         return False
 
     def _failure_message(self, failures: list[str]) -> str:
         return f"{self.device.info.name}: could not restore {'; '.join(failures)}"
+
+    def _report_alongside(self, error: BaseException, failures: list[str]) -> None:
+        # A restore failed while another error is propagating: warn, and attach
+        # the message to that error rather than replace it.
+        message = self._failure_message(failures)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        if hasattr(error, "add_note"):
+            error.add_note(message)
 
     def _restore(self, reason: str) -> list[str]:
         """Undo every applied change in reverse order; return what failed."""
