@@ -76,6 +76,9 @@ def test_boxcar_window_recovers_window_and_delay(window_s, delay_s):
     assert est.delay_s_ == pytest.approx(delay_s, abs=1e-3)
     assert est.sampled_fraction_ == pytest.approx(min(1, window_s / 0.1), rel=0.02)
     assert est.loss_curve_.shape == (est.n_windows, 2)
+    lo, hi = est.window_interval_s_
+    assert lo <= est.window_s_ <= hi and lo < window_s * 1.02 and hi > window_s * 0.98
+    assert not est.interval_is_wide()
     cmp = est.comparison(pd.concat(runs, ignore_index=True))
     assert np.corrcoef(cmp[schema.POWER_W], cmp[schema.REFERENCE_POWER_W])[0, 1] > 0.99
 
@@ -95,6 +98,21 @@ def test_boxcar_window_delay_spread_absorbs_per_run_sync_offsets():
     assert spread.run_delays_s_ == pytest.approx([0.004, 0.010, 0.016], abs=2e-3)
     joint = BoxcarWindow(max_window_s=0.5, max_delay_s=0.05).fit(df)
     assert joint.loss_ > 10 * spread.loss_
+
+
+def test_boxcar_window_interval_is_the_search_range_with_too_few_updates():
+    # three runs of 0.4 s: ~4 updates each, as many as the parameters (delay, z mean and scale per run)
+    t = np.arange(0, 0.4, 1e-3)
+    runs = []
+    for k, period in enumerate((0.0667, 0.08, 0.125)):
+        load = (np.floor(t / (period / 2)) % 2).astype(float)
+        reading = 100 + 200 * _sensor_trace(t, load, 0.1, 0.025)
+        runs.append(pd.DataFrame({schema.RUN_ID: f"r{k}", schema.T_S: t + 10 * k,
+                                  schema.POWER_INSTANT_W: reading, schema.LOAD_ACTIVITY: load}))
+    est = BoxcarWindow(max_window_s=0.2, max_delay_s=0.05, discard_s=0.0).fit(pd.concat(runs))
+    assert est.window_interval_s_[1] == pytest.approx(0.2)
+    assert est.window_interval_s_[0] < 0.005
+    assert est.interval_is_wide()
 
 
 def test_boxcar_window_rejects_bad_parameters():
@@ -207,6 +225,8 @@ def test_characterization_recovers_each_preset(preset):
     counter = result.row(schema.ENERGY_COUNTER_J)
     assert counter[schema.UPDATE_PERIOD_S] == pytest.approx(sensor.energy_period_s, rel=TOL_UPDATE)
     assert counter[schema.SAMPLED_FRACTION] == pytest.approx(1.0, abs=0.05)
+    assert inst[schema.WINDOW_LO_S] <= sensor.instant_window_s <= inst[schema.WINDOW_HI_S]
+    assert result.warnings() == []   # 3 s runs of a noise-free simulated sensor identify every window
 
 
 def test_characterization_recovers_a_delay_and_the_gain():
@@ -238,6 +258,19 @@ def test_characterize_command_writes_report(tmp_path):
     assert rc == 0
     text = (tmp_path / "report.md").read_text()
     assert "power_instant_w" in text and "| update_period [ms]" in text
+    assert "| window_lo [ms] | window_hi [ms] |" in text and "warning" not in text
+
+
+def test_characterize_command_warns_of_an_unidentified_window(tmp_path, monkeypatch, capsys):
+    from powermodels.cli import main
+
+    # pretend the traces left the window open (real: tests/sensor/test_sensor_real_h200.py)
+    monkeypatch.setattr(BoxcarWindow, "interval_is_wide", lambda self: True)
+    assert main(["characterize", "--device", "simulated", "--preset", "volta", "--seconds", "1",
+                 "--step-seconds", "0.5", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: power_instant_w: window" in err and "--seconds 9" in err
+    assert "**warning: power_instant_w" in (tmp_path / "report.md").read_text()
     table = pd.read_csv(tmp_path / "characterization.csv")
     assert set(table[schema.SENSOR_FIELD]) >= {schema.POWER_INSTANT_W, schema.ENERGY_COUNTER_J}
     pytest.importorskip("matplotlib")

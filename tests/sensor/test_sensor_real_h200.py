@@ -55,6 +55,38 @@ def test_instant_window_on_real_h200_traces(bench, recordings, name, load_s, kee
     assert row[schema.UPDATE_PERIOD_S] == pytest.approx(UPDATE_S, rel=UPDATE_REL)
     assert row[schema.SAMPLED_FRACTION] == pytest.approx(row[schema.WINDOW_S] / row[schema.UPDATE_PERIOD_S])
     assert abs(row[schema.DELAY_S]) <= 0.015, row   # per-run sync offsets stay within ±10 ms of it
+    # both recordings' intervals hold 30 ms, between their estimates (27.9 and 32.4 ms)
+    lo, hi = row[schema.WINDOW_LO_S], row[schema.WINDOW_HI_S]
+    assert lo <= row[schema.WINDOW_S] <= hi and lo <= 0.030 <= hi, row
+
+
+def _cli(seconds):
+    return (pd.read_parquet(DATA / f"characterize_cli_{seconds}_square.parquet"),
+            pd.read_parquet(DATA / f"characterize_cli_{seconds}_step.parquet"))
+
+
+@pytest.mark.parametrize("seconds", ["4s", "9s"])
+def test_characterize_cli_traces_give_an_interval_around_the_window(seconds):
+    # the traces of `powermodels characterize --device nvml --seconds 4|9` on the H200
+    result = characterize_traces(*_cli(seconds), fields=(schema.POWER_INSTANT_W,))
+    row = result.row(schema.POWER_INSTANT_W)
+    assert 0.020 <= row[schema.WINDOW_S] <= 0.035, row
+    assert row[schema.WINDOW_LO_S] <= 0.025 and row[schema.WINDOW_HI_S] >= 0.033, row
+    assert row[schema.WINDOW_HI_S] <= 0.045, row   # the upper edge is sharp: a longer window smears the load
+
+
+def test_a_cut_to_two_updates_per_run_leaves_the_window_open():
+    # 0.2 s of load per run: the per-run delays and normalisations follow the data, any window fits
+    square, step = _cli("4s")
+    runs = []
+    for _, g in square.groupby(schema.RUN_ID, sort=False):
+        on = g.loc[g[schema.LOAD_ACTIVITY] > 0, schema.T_S].min()
+        runs.append(g[g[schema.T_S] <= on + 0.2])
+    result = characterize_traces(pd.concat(runs, ignore_index=True), step, fields=(schema.POWER_INSTANT_W,))
+    row = result.row(schema.POWER_INSTANT_W)
+    assert row[schema.WINDOW_LO_S] < 0.005 and row[schema.WINDOW_HI_S] > 0.1, row
+    assert result.estimators[schema.POWER_INSTANT_W]["window"].interval_is_wide()
+    assert any(w.startswith("warning: power_instant_w") for w in result.warnings())
 
 
 def test_attach_loads_names_a_missing_column():

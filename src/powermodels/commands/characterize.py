@@ -137,5 +137,7 @@ def run(args) -> int:
     path = write_report(result, out, square, step, title=f"Sensor characterisation: {info.name}",
                         notes=notes)
     print(result.table.to_string(index=False))
+    for line in result.warnings():
+        print(line, file=sys.stderr)
     print(f"report: {path}", file=sys.stderr)
     return 0

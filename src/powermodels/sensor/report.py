@@ -47,6 +47,8 @@ class Characterization:
     table : DataFrame
         One row per field: :data:`schema.SENSOR_FIELD`,
         :data:`schema.UPDATE_PERIOD_S`, :data:`schema.WINDOW_S`,
+        :data:`schema.WINDOW_LO_S`, :data:`schema.WINDOW_HI_S` (the
+        window's identifiability interval, ``BoxcarWindow.window_interval_s_``),
         :data:`schema.DELAY_S`, :data:`schema.SAMPLED_FRACTION`,
         :data:`schema.RISE_TIME_S`, :data:`schema.RESPONSE_KIND`,
         :data:`schema.GAIN`, :data:`schema.OFFSET_W`.
@@ -68,6 +70,18 @@ class Characterization:
             raise ValueError(f"field {field_name!r} was not characterised "
                              f"({self.skipped.get(field_name, 'not in the traces')})")
         return hit.iloc[0].to_dict()
+
+    def warnings(self) -> list[str]:
+        """One line per field whose window the traces do not identify (a wide interval)."""
+        out = []
+        for name, est in self.estimators.items():
+            win = est["window"]
+            if win.interval_is_wide():
+                lo, hi = win.window_interval_s_
+                out.append(f"warning: {name}: window {win.window_s_ * 1e3:.1f} ms not identified: the fit "
+                           f"is as good from {lo * 1e3:.1f} to {hi * 1e3:.1f} ms; record longer runs "
+                           "(characterize --seconds 9, Yang's length; --step-seconds for a long window)")
+        return out
 
 
 def attach_load(trace: pd.DataFrame, intervals, amplitude: float = 1.0) -> pd.DataFrame:
@@ -210,6 +224,8 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
             schema.SENSOR_FIELD: name,
             schema.UPDATE_PERIOD_S: up.update_period_s_,
             schema.WINDOW_S: win.window_s_,
+            schema.WINDOW_LO_S: win.window_interval_s_[0],
+            schema.WINDOW_HI_S: win.window_interval_s_[1],
             schema.DELAY_S: win.delay_s_,
             schema.SAMPLED_FRACTION: min(1.0, win.window_s_ / up.update_period_s_),
             schema.RISE_TIME_S: resp.rise_time_s_,
@@ -225,10 +241,11 @@ def characterize_traces(square: pd.DataFrame, step: pd.DataFrame, *,
 def _ms(table: pd.DataFrame) -> pd.DataFrame:
     """The table with times in milliseconds, for people."""
     t = table.copy()
-    for c in (schema.UPDATE_PERIOD_S, schema.WINDOW_S, schema.DELAY_S, schema.RISE_TIME_S):
+    times = (schema.UPDATE_PERIOD_S, schema.WINDOW_S, schema.WINDOW_LO_S, schema.WINDOW_HI_S,
+             schema.DELAY_S, schema.RISE_TIME_S)
+    for c in times:
         t[c] = t[c] * 1e3
-    return t.rename(columns={c: c[:-2] + " [ms]" for c in (schema.UPDATE_PERIOD_S, schema.WINDOW_S,
-                                                           schema.DELAY_S, schema.RISE_TIME_S)})
+    return t.rename(columns={c: c[:-2] + " [ms]" for c in times})
 
 
 def write_report(result: Characterization, out_dir, square: pd.DataFrame, step: pd.DataFrame,
@@ -247,7 +264,10 @@ def write_report(result: Characterization, out_dir, square: pd.DataFrame, step: 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result.table.to_csv(out / "characterization.csv", index=False)
-    lines = [f"# {title}", "", markdown_table(_ms(result.table)), ""]
+    lines = [f"# {title}", "", markdown_table(_ms(result.table)), "",
+             f"`{schema.WINDOW_LO_S}`–`{schema.WINDOW_HI_S}`: windows that fit within tolerance "
+             "of the best (`BoxcarWindow.window_interval_s_`).", ""]
+    lines += [f"**{w}**" for w in result.warnings()] + ([""] if result.warnings() else [])
     if result.skipped:
         lines += ["Skipped:", ""] + [f"- `{k}`: {v}" for k, v in result.skipped.items()] + [""]
     if notes:
