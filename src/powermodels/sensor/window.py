@@ -321,14 +321,17 @@ class BoxcarWindow(BaseEstimator):
     def interval_is_wide(self) -> bool:
         """Whether ``window_interval_s_`` leaves the window unidentified.
 
-        Wide: ``hi/lo > 2`` (the window unknown within a factor of two), or
-        the sampled fraction ``min(1, window / update period)`` unknown
-        within 0.5 (a window of 0.5 ms and one of 60 ms on a 100 ms sensor).
+        Wide: ``hi/lo > 2`` (the window unknown within a factor of two), the
+        sampled fraction ``min(1, window / update period)`` unknown within
+        0.5 (a window of 0.5 ms and one of 60 ms on a 100 ms sensor), or the
+        interval reaching an end of the searched windows (not bounded by
+        the data on that side: e.g. a best fit on ``max_window_s``).
         """
         check_is_fitted(self)
         lo, hi = self.window_interval_s_
         seen = np.minimum(1.0, np.array([lo, hi]) / self.update_period_s_)
-        return bool(hi > 2 * lo or seen[1] - seen[0] > 0.5)
+        grid = self.loss_curve_[:, 0]
+        return bool(hi > 2 * lo or seen[1] - seen[0] > 0.5 or lo <= grid[0] or hi >= grid[-1])
 
     @staticmethod
     def _grid_minima(losses: np.ndarray, n: int) -> list[tuple[int, int]]:
