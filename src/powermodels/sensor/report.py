@@ -316,8 +316,11 @@ def _plots(result: Characterization, out: Path, square, step) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for name in names:
-        curve = result.estimators[name]["window"].loss_curve_
-        ax.semilogx(curve[:, 0] * 1e3, curve[:, 1], label=name)
+        win = result.estimators[name]["window"]
+        curve = win.loss_curve_
+        line, = ax.semilogx(curve[:, 0] * 1e3, curve[:, 1], label=name)
+        # the identifiability interval: windows that fit within tolerance of the best
+        ax.axvspan(*(np.asarray(win.window_interval_s_) * 1e3), color=line.get_color(), alpha=0.12)
     ax.set_xlabel("boxcar window [ms]")
     ax.set_ylabel("loss (MSE of z-scores)")
     ax.legend(fontsize=7)
