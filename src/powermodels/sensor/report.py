@@ -79,8 +79,8 @@ class Characterization:
             if win.interval_is_wide():
                 lo, hi = win.window_interval_s_
                 out.append(f"warning: {name}: window {win.window_s_ * 1e3:.1f} ms not identified: the fit "
-                           f"is as good from {lo * 1e3:.1f} to {hi * 1e3:.1f} ms; record longer runs "
-                           "(characterize --seconds 9, Yang's length; --step-seconds for a long window)")
+                           f"is as good from {lo * 1e3:.1f} to {hi * 1e3:.1f} ms; read it as that interval, or record longer "
+                           "runs (characterize --seconds, --step-seconds for a long window)")
         return out
 
 
