@@ -85,6 +85,8 @@ POWER_LIMIT_W = "power_limit_w"
 REFERENCE_ENERGY_J = "reference_energy_j"
 IDLE_POWER_W = "idle_power_w"
 ENERGY_UNCERTAINTY_J = "energy_uncertainty_j"
+CALIBRATION_PHASE = "phase"          # powermodels calibrate: sweep / ramp / natural (DVFS)
+CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch or point
 
 # sensor characterisation (powermodels.sensor; Yang Fig. 14 columns) and FinGraV
 SENSOR_FIELD = "field"               # which reading: power_instant_w, ..., energy_counter_j

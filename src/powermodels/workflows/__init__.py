@@ -1,0 +1,5 @@
+"""What a user runs end to end: calibrate, calibrate instructions, DVFS features and predictor.
+
+Each workflow is a library function with parameters; ``powermodels.commands`` are thin CLI
+wrappers over them and ``benchmarks/`` only measure and compare.
+"""

@@ -1,0 +1,399 @@
+"""Fit the thesis calibration from measured tables, and say what the data can identify.
+
+This is the model half of ``powermodels calibrate`` (:mod:`powermodels.workflows.calibrate`
+measures; this module only fits, so it runs on any stored table). Three kinds of rows come in,
+each a table with :mod:`powermodels.schema` columns and a ``phase``:
+
+``sweep``
+    one point per (workload, locked clock): mean power, time per launch, temperature
+    (thesis §4.1 and §4.5 — only where the user allowed clock changes);
+``ramp``
+    points of one workload at one locked clock while the die warms (thesis §4.6);
+``natural``
+    *natural DVFS*: per-launch time and clock, and per-sensor-update power and clock, recorded
+    while the GPU's own power-cap controller moves the clock (no setting changed).
+
+For every workload configuration the fit decides whether power vs clock (eq. 4.1) and time vs
+clock (eq. 4.5, and DSO eq. 2) are *identified*: the clocks it ran at must span at least
+``min_span_mhz`` over at least ``min_clocks`` distinct clocks. A kernel that never reaches the
+power cap runs at one clock, and then its curve is **not fitted**; the result says so and why,
+instead of extrapolating a curve through one point. The temperature slope α (eq. 4.6) is fitted
+only where the clock is stable (one clock per group) and the temperature moved by at least
+``min_temperature_span_c``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..models import (
+    DVFSTimeModel,
+    FrequencyPowerModel,
+    GroupedEstimator,
+    RationalTimeModel,
+    TemperatureCorrection,
+    compare_per_group_vs_global,
+)
+from ..models.temperature import WeakTemperatureCorrelationWarning
+
+__all__ = ["PHASES", "Calibration", "fit_calibration", "group_key"]
+
+#: Kinds of calibration rows (the ``phase`` column).
+PHASES = ("sweep", "ramp", "natural")
+
+
+def group_key(kernel, config) -> str:
+    """The per-configuration group of a row: ``"kernel[config]"``."""
+    return f"{kernel}[{config}]"
+
+
+@dataclass
+class Calibration:
+    """A fitted thesis calibration and what it could (not) identify.
+
+    Attributes
+    ----------
+    power_models : GroupedEstimator or None
+        Eq. 4.1 per configuration (groups = :func:`group_key`); None when no group's power
+        curve was identified.
+    power_global : FrequencyPowerModel or None
+        Eq. 4.1 pooled over the identified groups.
+    time_models : GroupedEstimator or None
+        Eq. 4.5 per configuration.
+    dvfs_time_models : GroupedEstimator or None
+        DSO eq. 2 per configuration (core and memory clock).
+    temperature : TemperatureCorrection or None
+        α (eq. 4.6) pooled within constant-clock groups, with ``T_ref``.
+    reference_clock_mhz, reference_temperature_c : float
+        Where corrected numbers are reported (eq. 4.2 and 4.7).
+    identifiability : DataFrame
+        One row per (group, quantity): clock range, distinct clocks, whether fitted, why not.
+    comparison : DataFrame
+        Per-config vs global cross-validated MAPE (thesis §5.7), for power and time.
+    validation : DataFrame
+        Held-out clock band per group: time MAPE of eq. 4.5 and DSO eq. 2, energy at the band.
+    clock_range_mhz, temperature_range_c : tuple of float
+        The calibrated ranges (outside them a correction extrapolates).
+    """
+
+    power_models: GroupedEstimator | None
+    power_global: FrequencyPowerModel | None
+    time_models: GroupedEstimator | None
+    dvfs_time_models: GroupedEstimator | None
+    temperature: TemperatureCorrection | None
+    reference_clock_mhz: float
+    reference_temperature_c: float
+    identifiability: pd.DataFrame
+    comparison: pd.DataFrame
+    validation: pd.DataFrame
+    clock_range_mhz: tuple[float, float]
+    temperature_range_c: tuple[float, float]
+    notes: list[str] = field(default_factory=list)
+
+    def models(self) -> dict:
+        """The fitted estimators as a plain dict (what a calibration file stores)."""
+        return {"power": self.power_models, "power_global": self.power_global,
+                "time": self.time_models, "dvfs_time": self.dvfs_time_models,
+                "temperature": self.temperature}
+
+    def metadata(self) -> dict:
+        """JSON-serialisable facts a calibration file carries beside the models."""
+        ident = self.identifiability.replace({np.nan: None})
+        return {
+            "kind": "powermodels-thesis-calibration",
+            "reference_clock_mhz": self.reference_clock_mhz,
+            "reference_temperature_c": self.reference_temperature_c,
+            "clock_range_mhz": list(self.clock_range_mhz),
+            "temperature_range_c": list(self.temperature_range_c),
+            "identifiability": ident.to_dict(orient="records"),
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------
+# Helpers.
+# --------------------------------------------------------------------------
+
+
+def _require(table: pd.DataFrame, name: str, *columns: str) -> None:
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"{name}: expected a DataFrame, got {type(table).__name__}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"{name}: column {missing[0]!r} is missing (have {list(table.columns)})")
+
+
+def _groups(table: pd.DataFrame) -> np.ndarray:
+    return np.array([group_key(k, c) for k, c in zip(table[schema.KERNEL], table[schema.CONFIG])],
+                    dtype=object)
+
+
+def _clock_support(clocks: np.ndarray, step_mhz: float) -> tuple[float, float, int]:
+    clocks = clocks[np.isfinite(clocks)]
+    if clocks.size == 0:
+        return math.nan, math.nan, 0
+    distinct = np.unique(np.round(clocks / step_mhz))
+    return float(clocks.min()), float(clocks.max()), int(distinct.size)
+
+
+def _identified(lo, hi, n, min_span, min_clocks, what: str) -> tuple[bool, str]:
+    if n == 0:
+        return False, f"no {what} data"
+    if n < min_clocks or not hi - lo >= min_span:
+        return False, (f"clock range {lo:.0f}–{hi:.0f} MHz ({n} distinct clock{'s' if n != 1 else ''}) "
+                       f"is narrower than {min_span:.0f} MHz / {min_clocks} clocks: the {what} "
+                       f"curve is not identified (the kernel never moved the clock far enough)")
+    return True, ""
+
+
+def _band_split(clocks: np.ndarray, band: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.nanmin(clocks) + band[0] * (np.nanmax(clocks) - np.nanmin(clocks))
+    hi = np.nanmin(clocks) + band[1] * (np.nanmax(clocks) - np.nanmin(clocks))
+    test = (clocks >= lo) & (clocks <= hi)
+    return ~test, test
+
+
+def _mape(y, pred) -> float:
+    y, pred = np.asarray(y, float), np.asarray(pred, float)
+    return float(100.0 * np.mean(np.abs(pred - y) / np.abs(y))) if y.size else math.nan
+
+
+# --------------------------------------------------------------------------
+# The fit.
+# --------------------------------------------------------------------------
+
+
+def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame | None = None,
+                    samples: pd.DataFrame | None = None, *, reference_clock_mhz: float | None = None,
+                    reference_temperature_c: float | None = None, min_span_mhz: float = 150.0,
+                    min_clocks: int = 4, min_temperature_span_c: float = 3.0,
+                    clock_step_mhz: float = 15.0, holdout_band: tuple[float, float] = (0.4, 0.6),
+                    ) -> Calibration:
+    """Fit the thesis calibration (eq. 4.1, 4.5, 4.6; DSO eq. 2) to calibration tables.
+
+    Parameters
+    ----------
+    points : DataFrame, optional
+        Sweep and ramp points: ``kernel, config, phase, sm_clock_mhz, mem_clock_mhz,
+        temperature_c, power_w, time_s``.
+    launches : DataFrame, optional
+        Natural-DVFS launches: ``kernel, config, time_s, sm_clock_mhz, mem_clock_mhz,
+        temperature_c`` (one row per launch, the clock it ran at).
+    samples : DataFrame, optional
+        Natural-DVFS power: ``kernel, config, power_w, sm_clock_mhz, temperature_c`` (one row
+        per sensor update whose window lay inside the workload's launches).
+    reference_clock_mhz : float, optional
+        ``f_ref``; default the highest clock in the data.
+    reference_temperature_c : float, optional
+        ``T_ref``; default the coldest temperature in the data (the thesis' choice).
+    min_span_mhz, min_clocks : float, int
+        A curve is fitted only over at least this clock span and this many distinct clocks.
+    min_temperature_span_c : float
+        α is fitted only from groups whose temperature moved by at least this at one clock.
+    clock_step_mhz : float
+        Clocks closer than this count as one (Hopper: 15 MHz steps).
+    holdout_band : (float, float)
+        Fraction of each group's clock range held out to validate the time models.
+
+    Returns
+    -------
+    Calibration
+    """
+    if points is None and launches is None and samples is None:
+        raise ValueError("fit_calibration: no data (points, launches and samples are all None)")
+    if not (0 <= holdout_band[0] < holdout_band[1] <= 1):
+        raise ValueError(f"holdout_band must be 0 <= lo < hi <= 1, got {holdout_band!r}")
+    if not min_clocks >= 2:
+        raise ValueError(f"min_clocks must be >= 2, got {min_clocks!r}")
+    base = (schema.KERNEL, schema.CONFIG, schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C)
+    if points is not None:
+        _require(points, "points", *base, schema.CALIBRATION_PHASE, schema.POWER_W, schema.TIME_S,
+                 schema.MEM_CLOCK_MHZ)
+    if launches is not None:
+        _require(launches, "launches", *base, schema.TIME_S, schema.MEM_CLOCK_MHZ)
+    if samples is not None:
+        _require(samples, "samples", *base, schema.POWER_W)
+
+    sweep = (points.loc[points[schema.CALIBRATION_PHASE] == "sweep"] if points is not None
+             else pd.DataFrame(columns=[*base, schema.POWER_W, schema.TIME_S, schema.MEM_CLOCK_MHZ]))
+    ramp = (points.loc[points[schema.CALIBRATION_PHASE] == "ramp"] if points is not None
+            else sweep.iloc[:0])
+    # power vs clock comes from the locked sweep where there is one, else the natural samples
+    power_data = sweep if len(sweep) else (samples if samples is not None else sweep)
+    time_data = sweep if len(sweep) else (launches if launches is not None else sweep)
+
+    notes: list[str] = []
+    ident_rows = []
+    all_clocks, all_temps = [], []
+    for table in (sweep, ramp, power_data, time_data):
+        if len(table):
+            all_clocks.append(table[schema.SM_CLOCK_MHZ].to_numpy(float))
+            all_temps.append(table[schema.TEMPERATURE_C].to_numpy(float))
+    if not all_clocks:
+        raise ValueError("fit_calibration: the tables have no rows")
+    clocks_all = np.concatenate(all_clocks)
+    temps_all = np.concatenate(all_temps)
+    f_ref = float(np.nanmax(clocks_all)) if reference_clock_mhz is None else float(reference_clock_mhz)
+    if not (np.isfinite(f_ref) and f_ref > 0):
+        raise ValueError(f"reference_clock_mhz must be a positive clock, got {reference_clock_mhz!r}")
+
+    # -- power vs clock (eq. 4.1), per group, then global over identified groups ----------------
+    pg = _groups(power_data) if len(power_data) else np.array([], dtype=object)
+    keep_power = np.zeros(len(power_data), dtype=bool)
+    for g in pd.unique(pg):
+        m = pg == g
+        lo, hi, n = _clock_support(power_data[schema.SM_CLOCK_MHZ].to_numpy(float)[m], clock_step_mhz)
+        ok, why = _identified(lo, hi, n, min_span_mhz, min_clocks, "power")
+        keep_power |= m if ok else False
+        ident_rows.append({schema.GROUP: g, "quantity": "power", "clock_lo_mhz": lo, "clock_hi_mhz": hi,
+                           "distinct_clocks": n, "rows": int(m.sum()), "identified": ok, "reason": why})
+    power_models = power_global = None
+    if keep_power.any():
+        X = power_data.loc[keep_power, [schema.SM_CLOCK_MHZ]].reset_index(drop=True)
+        y = power_data.loc[keep_power, schema.POWER_W].to_numpy(float)
+        power_models = GroupedEstimator(FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ)).fit(
+            X, y, groups=pg[keep_power])
+        power_global = FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X, y)
+
+    # -- time vs clock (eq. 4.5 and DSO eq. 2), per group ----------------------------------------
+    tg = _groups(time_data) if len(time_data) else np.array([], dtype=object)
+    keep_time = np.zeros(len(time_data), dtype=bool)
+    validation = []
+    for g in pd.unique(tg):
+        m = tg == g
+        f = time_data[schema.SM_CLOCK_MHZ].to_numpy(float)[m]
+        lo, hi, n = _clock_support(f, clock_step_mhz)
+        ok, why = _identified(lo, hi, n, min_span_mhz, min_clocks, "time")
+        ident_rows.append({schema.GROUP: g, "quantity": "time", "clock_lo_mhz": lo, "clock_hi_mhz": hi,
+                           "distinct_clocks": n, "rows": int(m.sum()), "identified": ok, "reason": why})
+        if not ok:
+            continue
+        keep_time |= m
+        validation.append(_validate_band(time_data.loc[m], power_data.loc[pg == g] if len(pg) else None,
+                                         g, holdout_band))
+    time_models = dvfs_time_models = None
+    if keep_time.any():
+        cols = [schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]
+        X = time_data.loc[keep_time, cols].reset_index(drop=True)
+        y = time_data.loc[keep_time, schema.TIME_S].to_numpy(float)
+        time_models = GroupedEstimator(RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ)).fit(
+            X, y, groups=tg[keep_time])
+        dvfs_time_models = GroupedEstimator(DVFSTimeModel(core_clock_column=schema.SM_CLOCK_MHZ,
+                                                          mem_clock_column=schema.MEM_CLOCK_MHZ)).fit(
+            X, y, groups=tg[keep_time])
+
+    # -- temperature slope α (eq. 4.6) at a stable clock -------------------------------------------
+    temperature = None
+    t_source = ramp if len(ramp) else (samples if samples is not None else ramp)
+    t_rows = _stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
+    t_ref = float(np.nanmin(temps_all)) if reference_temperature_c is None else float(reference_temperature_c)
+    if not np.isfinite(t_ref):
+        raise ValueError(f"reference_temperature_c must be finite, got {reference_temperature_c!r}")
+    if len(t_rows):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", WeakTemperatureCorrelationWarning)
+            temperature = TemperatureCorrection(group_column=schema.GROUP, reference_temperature_c=t_ref).fit(
+                t_rows[[schema.POWER_W, schema.TEMPERATURE_C, schema.GROUP]])
+        for w in caught:
+            notes.append(f"temperature slope: {w.message}")
+        ident_rows.append({schema.GROUP: "(all)", "quantity": "temperature",
+                           "clock_lo_mhz": float(t_rows[schema.SM_CLOCK_MHZ].min()),
+                           "clock_hi_mhz": float(t_rows[schema.SM_CLOCK_MHZ].max()),
+                           "distinct_clocks": int(t_rows[schema.GROUP].nunique()), "rows": len(t_rows),
+                           "identified": True, "reason": ""})
+    else:
+        ident_rows.append({schema.GROUP: "(all)", "quantity": "temperature", "clock_lo_mhz": math.nan,
+                           "clock_hi_mhz": math.nan, "distinct_clocks": 0, "rows": 0, "identified": False,
+                           "reason": f"no group held one clock while its temperature moved by "
+                                     f">= {min_temperature_span_c:g} °C: alpha is not identified"})
+
+    comparison = _comparison(power_data.loc[keep_power], pg[keep_power], time_data.loc[keep_time],
+                             tg[keep_time], clock_step_mhz)
+    if not keep_power.any():
+        notes.append("no workload's power curve was identified: corrections to another clock are "
+                     "unavailable (measure at the clock you report, or allow clock changes)")
+    return Calibration(
+        power_models=power_models, power_global=power_global, time_models=time_models,
+        dvfs_time_models=dvfs_time_models, temperature=temperature,
+        reference_clock_mhz=f_ref, reference_temperature_c=t_ref,
+        identifiability=pd.DataFrame(ident_rows), comparison=comparison,
+        validation=pd.DataFrame(validation),
+        clock_range_mhz=(float(np.nanmin(clocks_all)), float(np.nanmax(clocks_all))),
+        temperature_range_c=(float(np.nanmin(temps_all)), float(np.nanmax(temps_all))),
+        notes=notes)
+
+
+def _stable_clock_rows(table, step_mhz: float, min_span_c: float) -> pd.DataFrame:
+    """Rows of groups (configuration × clock) whose temperature moved at one clock."""
+    if table is None or not len(table):
+        return pd.DataFrame(columns=[schema.POWER_W, schema.TEMPERATURE_C, schema.GROUP, schema.SM_CLOCK_MHZ])
+    t = table.copy()
+    t[schema.GROUP] = [f"{g}@{round(f / step_mhz) * step_mhz:.0f}"
+                       for g, f in zip(_groups(t), t[schema.SM_CLOCK_MHZ].to_numpy(float))]
+    t = t.loc[np.isfinite(t[schema.POWER_W].to_numpy(float)) & np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float))]
+    span = t.groupby(schema.GROUP)[schema.TEMPERATURE_C].agg(lambda s: s.max() - s.min())
+    size = t.groupby(schema.GROUP).size()
+    good = span.index[(span >= min_span_c) & (size >= 3)]
+    return t.loc[t[schema.GROUP].isin(good)].reset_index(drop=True)
+
+
+def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dict:
+    """Hold out the middle band of the clocks: time MAPE (eq. 4.5, DSO eq. 2) and energy there."""
+    f = time_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
+    train, test = _band_split(f, band)
+    row = {schema.GROUP: group, "band_lo_mhz": float(f[test].min()) if test.any() else math.nan,
+           "band_hi_mhz": float(f[test].max()) if test.any() else math.nan, "train_rows": int(train.sum()),
+           "test_rows": int(test.sum())}
+    if test.sum() < 1 or train.sum() < 4 or np.unique(np.round(f[train])).size < 3:
+        return {**row, "time_mape_rational_pct": math.nan, "time_mape_dso_pct": math.nan,
+                "energy_measured_j": math.nan, "energy_predicted_j": math.nan, "energy_error_pct": math.nan}
+    X = time_rows[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(drop=True)
+    y = time_rows[schema.TIME_S].to_numpy(float)
+    rational = RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X.loc[train], y[train])
+    dso = DVFSTimeModel(core_clock_column=schema.SM_CLOCK_MHZ,
+                        mem_clock_column=schema.MEM_CLOCK_MHZ).fit(X.loc[train], y[train])
+    row["time_mape_rational_pct"] = _mape(y[test], rational.predict(X.loc[test]))
+    row["time_mape_dso_pct"] = _mape(y[test], dso.predict(X.loc[test]))
+    row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan)
+    if power_rows is not None and len(power_rows):
+        pf = power_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
+        p = power_rows[schema.POWER_W].to_numpy(float)
+        lo, hi = row["band_lo_mhz"], row["band_hi_mhz"]
+        p_test = (pf >= lo) & (pf <= hi)
+        p_train = ~p_test
+        if p_test.any() and np.unique(np.round(pf[p_train])).size >= 3:
+            pmodel = FrequencyPowerModel().fit(pf[p_train, None], p[p_train])
+            f_band = f[test]
+            measured = float(np.mean(p[p_test])) * float(np.mean(y[test]))
+            predicted = float(np.mean(pmodel.predict_at(f_band) * rational.predict(X.loc[test])))
+            row.update(energy_measured_j=measured, energy_predicted_j=predicted,
+                       energy_error_pct=100.0 * (predicted - measured) / measured)
+    return row
+
+
+def _comparison(power_rows, power_groups, time_rows, time_groups, step_mhz) -> pd.DataFrame:
+    """Per-config vs global (thesis §5.7) for power and time where ≥ 2 groups are identified."""
+    out = []
+    for quantity, rows, groups, est, target in (
+            ("power", power_rows, power_groups, FrequencyPowerModel(), schema.POWER_W),
+            ("time", time_rows, time_groups, RationalTimeModel(), schema.TIME_S)):
+        if len(rows) == 0 or np.unique(groups).size < 2:
+            continue
+        clocks = np.round(rows[schema.SM_CLOCK_MHZ].to_numpy(float) / step_mhz)
+        if np.unique(clocks).size < 2:
+            continue
+        y = rows[target].to_numpy(float)
+        if quantity == "time":  # time differs by orders of magnitude between kernels: compare shapes
+            means = pd.Series(y).groupby(groups).transform("mean").to_numpy()
+            y = y / means
+        table = compare_per_group_vs_global(est, rows[[schema.SM_CLOCK_MHZ]].to_numpy(float), y,
+                                            groups, clocks)
+        table.insert(0, "quantity", quantity if quantity == "power" else "time (relative)")
+        out.append(table)
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
