@@ -56,6 +56,8 @@ REPEAT = "repeat"
 TRIAL = "trial"
 LAUNCHES = "launches"
 WORKLOAD = "workload"
+DEVICE_UUID = "device_uuid"          # the GPU's UUID (NVML), or the simulated GPU's id
+HOST = "host"                        # host name of the machine that measured the run
 
 # time
 T_S = "t_s"                          # monotonic host clock, seconds
@@ -269,6 +271,8 @@ RUN_TABLE = TableSpec(
     ),
     optional=(
         Column(DEVICE, "str", description="device name"),
+        Column(DEVICE_UUID, "str", description="device UUID (calibrations are keyed by it)"),
+        Column(HOST, "str", description="host that measured the run"),
         Column(PROTOCOL, "str", description="measurement protocol"),
         Column(REPEAT, "int", "", 0, None, description="repeat index"),
         Column(LAUNCHES, "int", "", 1, None, description="launches in the run"),

@@ -62,13 +62,13 @@ def test_campaign_writes_run_and_trace_tables_with_metadata(tmp_path):
 
 def test_campaign_resumes_and_skips_finished_runs(tmp_path):
     run_campaign(SMALL, tmp_path, progress=False, max_runs=2)
-    first = {k: (tmp_path / "runs" / f"{k}.parquet").stat().st_mtime_ns for k in finished_keys(tmp_path)}
+    first = {k: (tmp_path / "runs" / f"{k}.json").stat().st_mtime_ns for k in finished_keys(tmp_path)}
     assert len(first) == 2
     assert not (tmp_path / "runs.parquet").exists()  # unfinished: no consolidated table yet
     run_campaign(SMALL, tmp_path, progress=False)
     _check_tables(tmp_path, 6)
     for key, mtime in first.items():  # finished runs were not measured again
-        assert (tmp_path / "runs" / f"{key}.parquet").stat().st_mtime_ns == mtime
+        assert (tmp_path / "runs" / f"{key}.json").stat().st_mtime_ns == mtime
 
 
 def test_campaign_clock_sweep_needs_opt_in_and_restores(tmp_path):

@@ -1,24 +1,32 @@
 """Campaigns: kernels × configurations × repeats (× clock settings) → run table + trace table.
 
-A campaign is resumable and crash-safe. Every finished run is written as its
-own pair of parquet parts, each written to a temporary name and renamed into
-place (``os.replace`` is atomic), trace first and run row last — the run part
-is the commit marker:
+A campaign is resumable and crash-safe. Every finished run is appended to
+the campaign folder (:class:`~powermodels.harness.campaign_store.CampaignStore`)
+as two files, each written to a temporary name and renamed into place
+(``os.replace`` is atomic), trace first and run row last — the row is the
+commit marker:
 
 .. code-block:: text
 
     out/
       metadata.json           device name, driver, settings, protocol, the spec
-      runs/<key>.parquet      one run-table row per finished run
-      traces/<key>.parquet    its trace table
-      runs.parquet            consolidated run table (rewritten at the end)
-      traces.parquet          consolidated trace table (rewritten at the end)
+      runs/<key>.json         one run-table row per finished run (commit marker)
+      traces/<key>.parquet    its trace table (traces/ reads as one parquet dataset)
+      runs.parquet            the whole run table, written once every run is finished
 
 ``key`` is a hash of (kernel, config, clock setting, repeat). On restart,
-runs whose run part exists are skipped; a run killed half-way (trace part
-without run part) is measured again and its trace part overwritten, so a
+runs whose row exists are skipped — found from the file names alone, so a
+resume costs the same however large the campaign; a run killed half-way
+(trace without row) is measured again and its trace overwritten, so a
 campaign killed at any instant — even by ``SIGKILL`` — resumes without losing
-or duplicating rows.
+or duplicating rows. Nothing holds every trace: the loop keeps one run at a
+time and the run table is built from the small row files. Folders written by
+older versions (one-row ``runs/<key>.parquet`` parts, ``traces.parquet``)
+still load and resume.
+
+With ``cluster=`` the runs are tasks on a Dask cluster, one worker per GPU
+(:mod:`powermodels.integrations.dask_cluster`); the rows are written by the
+same store, so a campaign resumes the same way serially or on a cluster.
 
 Clock settings are applied only through ``device.settings_guard(...,
 allow_changes=True)`` when the spec opts in (``allow_clock_changes``); the
@@ -33,6 +41,7 @@ import hashlib
 import json
 import os
 import random
+import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,13 +51,17 @@ import pandas as pd
 from .. import schema
 from ..devices.base import Device
 from . import workloads
+from .campaign_store import CampaignStore, atomic_json
 from .protocols import make_protocol
 from .runner import Runner, make_runner
 
 __all__ = [
     "CampaignSpec",
+    "finished_keys",
     "load_campaign",
+    "load_runs",
     "load_spec",
+    "measure_planned",
     "plan",
     "run_campaign",
 ]
@@ -181,21 +194,8 @@ def plan(spec: CampaignSpec) -> list[PlannedRun]:
     return runs
 
 
-def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _atomic_json(data: dict, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str))
-    os.replace(tmp, path)
-
-
-def _metadata(spec: CampaignSpec, device: Device) -> dict:
+def device_metadata(device: Device) -> dict:
+    """What ``metadata.json`` records about one device: name, UUID, driver, settings, limits."""
     info = device.info
     try:
         settings = asdict(device.current_settings())
@@ -205,23 +205,31 @@ def _metadata(spec: CampaignSpec, device: Device) -> dict:
         limits = device.power_limits_w()
     except Exception:
         limits = None
-    from .. import __version__
-
     return {
-        "powermodels_version": __version__,
         "device": {"name": info.name, "kind": info.kind, "index": info.index, "uuid": info.uuid,
                    "driver": info.driver, "extra": info.extra},
         "settings_at_start": settings,
         "power_limits_w": limits,
+        "host": socket.gethostname(),
+    }
+
+
+def campaign_metadata(spec: CampaignSpec, device_meta: dict, **more) -> dict:
+    """``metadata.json``: package version, the device (:func:`device_metadata`), the spec, start time."""
+    from .. import __version__
+
+    return {
+        "powermodels_version": __version__,
+        **device_meta,
+        **more,
         "spec": asdict(spec),
         "started_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
 def finished_keys(out_dir: str | os.PathLike) -> set[str]:
-    """Keys of the runs whose run part exists."""
-    runs = Path(out_dir) / "runs"
-    return {p.stem for p in runs.glob("*.parquet")} if runs.is_dir() else set()
+    """Keys of the finished runs (those whose row exists), from the file names alone."""
+    return CampaignStore(out_dir).finished_keys()
 
 
 @contextlib.contextmanager
@@ -233,10 +241,40 @@ def _clock(device: Device, mhz, allow: bool) -> Iterator[None]:
         yield
 
 
+def measure_planned(runner: Runner, protocol, planned: PlannedRun,
+                    spec: CampaignSpec) -> tuple[dict, pd.DataFrame]:
+    """Measure one planned run: its run-table row and its trace.
+
+    The row records the requested clock, the device's UUID and the host, so
+    rows measured on several GPUs or hosts stay apart.
+    """
+    with _clock(runner.device, planned.sm_clock_mhz, spec.allow_clock_changes):
+        m = protocol.measure(runner, planned.kernel, planned.config,
+                             repeat=planned.repeat, run_id=planned.key)
+    row = dict(m.row)
+    row[schema.SM_CLOCK_REQUESTED_MHZ] = (
+        float(planned.sm_clock_mhz) if planned.sm_clock_mhz is not None else float("nan")
+    )
+    row[schema.DEVICE_UUID] = runner.device.info.uuid
+    row[schema.HOST] = socket.gethostname()
+    trace = m.trace
+    trace[schema.RUN_ID] = planned.key
+    return row, trace
+
+
+def finish_campaign(store: CampaignStore, planned_keys) -> pd.DataFrame:
+    """The run table of every finished run; ``runs.parquet`` once all ``planned_keys`` are done."""
+    runs = store.run_table()
+    if store.finished_keys() >= set(planned_keys):
+        store.write_run_table(runs)
+    return runs
+
+
 def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
                  runner: Runner | None = None, progress: bool = True,
-                 max_runs: int | None = None) -> pd.DataFrame:
-    """Run (or resume) a campaign into ``out_dir``; return the consolidated run table.
+                 max_runs: int | None = None, cluster=None, per_gpu: bool = False,
+                 workers: int | None = None) -> pd.DataFrame:
+    """Run (or resume) a campaign into ``out_dir``; return the run table of the finished runs.
 
     Parameters
     ----------
@@ -250,69 +288,76 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         Show a tqdm progress bar.
     max_runs : int, optional
         Stop after this many new runs (the rest is left for a resume).
+    cluster : str or dask Client or Cluster, optional
+        Run on a Dask cluster, one worker per GPU: ``"local"``,
+        ``"local-cuda"``, ``"tcp://host:port"``, a ``Client`` or a cluster
+        object (:func:`powermodels.integrations.dask_cluster.run_on_cluster`).
+        None (default): serially in this process.
+    per_gpu : bool, default=False
+        With ``cluster``: every run on every GPU of the cluster (to compare boards).
+    workers : int, optional
+        With ``cluster="local"``: number of workers (default: CPU cores).
     """
     if not isinstance(spec, CampaignSpec):
         spec = CampaignSpec.from_dict(spec)
     spec.validate()
-    out = Path(out_dir)
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    (out / "traces").mkdir(parents=True, exist_ok=True)
-    for stale in out.rglob(".*.tmp"):  # a write cut short by a kill: never renamed, never counted
-        stale.unlink(missing_ok=True)
+    if cluster is not None:
+        if runner is not None:
+            raise ValueError("run_campaign: pass a runner or a cluster, not both "
+                             "(on a cluster every worker opens its own device)")
+        from ..integrations.dask_cluster import run_on_cluster
+
+        return run_on_cluster(spec, out_dir, cluster, per_gpu=per_gpu, progress=progress,
+                              max_runs=max_runs, workers=workers)
+    if per_gpu:
+        raise ValueError("run_campaign: per_gpu needs a cluster (cluster='local-cuda' or an address)")
+    store = CampaignStore(out_dir, create=True)
     own_runner = runner is None
     if own_runner:
         runner = make_runner(spec.device, device_kwargs=dict(spec.device_kwargs))
     try:
-        meta_path = out / "metadata.json"
+        meta_path = store.out / "metadata.json"
         if not meta_path.exists():
-            _atomic_json(_metadata(spec, runner.device), meta_path)
+            atomic_json(campaign_metadata(spec, device_metadata(runner.device)), meta_path, default=str)
         protocol = make_protocol(spec.protocol, **spec.protocol_params)
         todo_all = plan(spec)
-        done = finished_keys(out)
+        done = store.finished_keys()
         todo = [r for r in todo_all if r.key not in done]
+        initial = len(todo_all) - len(todo)
         if max_runs is not None:
             todo = todo[: int(max_runs)]
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo_all), initial=len(todo_all) - len([r for r in todo_all if r.key not in done]),
+        bar = tqdm(total=len(todo_all), initial=initial,
                    disable=not progress, desc=f"campaign {spec.protocol}", unit="run")
         try:
             for planned in todo:
-                with _clock(runner.device, planned.sm_clock_mhz, spec.allow_clock_changes):
-                    m = protocol.measure(runner, planned.kernel, planned.config,
-                                         repeat=planned.repeat, run_id=planned.key)
-                row = dict(m.row)
-                row[schema.SM_CLOCK_REQUESTED_MHZ] = (
-                    float(planned.sm_clock_mhz) if planned.sm_clock_mhz is not None else float("nan")
-                )
-                trace = m.trace.copy()
-                trace[schema.RUN_ID] = planned.key
-                _atomic_parquet(trace, out / "traces" / f"{planned.key}.parquet")
-                _atomic_parquet(pd.DataFrame([row]), out / "runs" / f"{planned.key}.parquet")
+                row, trace = measure_planned(runner, protocol, planned, spec)
+                store.write_run(planned.key, row, trace)
+                del trace  # hold one run at a time
                 bar.update(1)
         finally:
             bar.close()
-        runs, traces = load_campaign(out)
-        if finished_keys(out) >= {r.key for r in todo_all}:
-            _atomic_parquet(runs, out / "runs.parquet")
-            _atomic_parquet(traces, out / "traces.parquet")
-        return runs
+        return finish_campaign(store, [r.key for r in todo_all])
     finally:
         if own_runner:
             runner.close()
 
 
-def load_campaign(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Read every finished part of a campaign: (run table, trace table).
+def load_runs(out_dir: str | os.PathLike) -> pd.DataFrame:
+    """The run table of a campaign's finished runs (no trace is read); sorted by run key."""
+    return CampaignStore(out_dir).run_table()
 
-    Only traces whose run part exists are returned (a half-finished run's
-    trace is left out), so the two tables always match.
+
+def load_campaign(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Read every finished run of a campaign: (run table, trace table).
+
+    Only traces whose row exists are returned (a half-finished run's trace is
+    left out), so the two tables always match. The trace table holds every
+    trace in memory; for large campaigns read the run table with
+    :func:`load_runs` and the traces one at a time
+    (:meth:`~powermodels.harness.campaign_store.CampaignStore.iter_traces`) or
+    as a dataset (``pd.read_parquet(out_dir / "traces", filters=...)``).
     """
-    out = Path(out_dir)
-    keys = sorted(finished_keys(out))
-    if not keys:
-        return pd.DataFrame(), pd.DataFrame()
-    runs = pd.concat([pd.read_parquet(out / "runs" / f"{k}.parquet") for k in keys], ignore_index=True)
-    parts = [out / "traces" / f"{k}.parquet" for k in keys]
-    traces = pd.concat([pd.read_parquet(p) for p in parts if p.exists()], ignore_index=True)
-    return runs, traces
+    store = CampaignStore(out_dir)
+    return store.run_table(), store.trace_table()

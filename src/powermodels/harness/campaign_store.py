@@ -1,0 +1,201 @@
+"""The append-only store of a campaign's finished runs, flat in the number of runs.
+
+Every finished run adds two files and nothing is ever rewritten: its trace
+(``traces/<key>.parquet``) first, then its run-table row (``runs/<key>.json``,
+a few hundred bytes) — the row is the commit marker. Both are written to a
+temporary name starting with ``.`` and renamed into place (``os.replace`` is
+atomic), so a run killed at any instant, even by ``SIGKILL``, has either its
+row (finished) or no row (measured again on resume, its trace overwritten).
+
+.. code-block:: text
+
+    out/
+      metadata.json          device, driver, settings, protocol, the spec
+      runs/<key>.json        one run-table row per finished run (commit marker)
+      traces/<key>.parquet   its trace table; traces/ is a parquet dataset
+      runs.parquet           the whole run table, written once every planned run is finished
+
+What each step reads, so that a campaign's cost stays flat in its size:
+
+* resume — the *names* in ``runs/`` (:meth:`CampaignStore.finished_keys`), never a file;
+* the run table — the small row files only, never a trace;
+* traces — one file at a time (:meth:`CampaignStore.iter_traces`), or all of
+  them as a dataset: ``pd.read_parquet(out / "traces")`` or
+  ``pyarrow.dataset.dataset(out / "traces")`` (files starting with ``.`` — the
+  temporary ones — are ignored by both). No step concatenates every trace.
+
+Folders written before this layout (``runs/<key>.parquet`` one-row parts,
+``traces.parquet``) still load: old row parts count as finished and are read
+alongside the new ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CampaignStore"]
+
+RUNS = "runs"
+TRACES = "traces"
+RUN_TABLE_FILE = "runs.parquet"
+
+
+def _json_value(value):
+    """numpy scalars and other leftovers as plain JSON values (NaN stays NaN)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (pd.Timestamp, pd.Timedelta)):
+        return str(value)
+    raise TypeError(f"run row: cannot store a value of type {type(value).__name__}: {value!r}")
+
+
+def _fsync_replace(tmp: Path, path: Path) -> None:
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _tmp_name(path: Path) -> Path:
+    # leading "." — pyarrow datasets and pd.read_parquet(dir) skip such files
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def atomic_parquet(df: pd.DataFrame, path: Path) -> None:
+    """Write ``df`` to ``path`` through a temporary file and an atomic rename."""
+    tmp = _tmp_name(path)
+    df.to_parquet(tmp, index=False)
+    _fsync_replace(tmp, path)
+
+
+def atomic_json(data: Mapping, path: Path, *, indent: int | None = 2, default=_json_value) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and an atomic rename."""
+    tmp = _tmp_name(path)
+    tmp.write_text(json.dumps(dict(data), indent=indent, default=default))
+    _fsync_replace(tmp, path)
+
+
+class CampaignStore:
+    """The folder of one campaign: append finished runs, list and read them.
+
+    Parameters
+    ----------
+    out_dir : path
+        The campaign folder.
+    create : bool, default=False
+        Create ``runs/`` and ``traces/`` and delete temporary files left by a
+        killed write. Only the process that runs the campaign should pass
+        True; readers leave the folder untouched.
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd
+    >>> store = CampaignStore(tempfile.mkdtemp(), create=True)
+    >>> store.write_run("k1", {"kernel": "fp32", "run_id": "k1"},
+    ...                 pd.DataFrame({"run_id": ["k1"], "t_s": [0.0]}))
+    >>> sorted(store.finished_keys()), len(store.run_table())
+    (['k1'], 1)
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, *, create: bool = False):
+        self.out = Path(out_dir)
+        self.runs_dir = self.out / RUNS
+        self.traces_dir = self.out / TRACES
+        if create:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            self.traces_dir.mkdir(parents=True, exist_ok=True)
+            for folder in (self.out, self.runs_dir, self.traces_dir):
+                # a write cut short by a kill: never renamed, never counted
+                for entry in os.scandir(folder):
+                    if entry.name.startswith(".") and entry.name.endswith(".tmp"):
+                        Path(entry.path).unlink(missing_ok=True)
+
+    # ------------------------------------------------------------------ write
+    def write_run(self, key: str, row: Mapping, trace: pd.DataFrame) -> None:
+        """Commit one finished run: its trace, then its row (the commit marker)."""
+        if not isinstance(key, str) or not key or os.sep in key or key.startswith((".", "_")):
+            raise ValueError(f"campaign store: invalid run key {key!r}")
+        atomic_parquet(trace, self.traces_dir / f"{key}.parquet")
+        atomic_json(row, self.runs_dir / f"{key}.json", indent=None)
+
+    # ------------------------------------------------------------------- read
+    def _row_files(self) -> dict[str, Path]:
+        """key → row file; new ``.json`` rows win over old one-row ``.parquet`` parts."""
+        if not self.runs_dir.is_dir():
+            return {}
+        files: dict[str, Path] = {}
+        for entry in os.scandir(self.runs_dir):
+            name = entry.name
+            if name.startswith((".", "_")):
+                continue
+            stem, dot, ext = name.rpartition(".")
+            if dot and ext == "json" or (ext == "parquet" and stem not in files):
+                files[stem] = Path(entry.path)
+        return files
+
+    def finished_keys(self) -> set[str]:
+        """Keys of the finished runs, from the file names alone (no file is opened)."""
+        return set(self._row_files())
+
+    def run_table(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """The run table of the finished runs (of ``keys`` only if given), sorted by key.
+
+        Reads the small row files only; an empty DataFrame when nothing is finished.
+        """
+        files = self._row_files()
+        wanted = sorted(files if keys is None else set(keys) & set(files))
+        records, old_parts = [], []
+        for key in wanted:
+            path = files[key]
+            if path.suffix == ".json":
+                with open(path) as fh:
+                    records.append((key, json.load(fh)))
+            else:
+                old_parts.append((key, path))
+        if not records and not old_parts:
+            return pd.DataFrame()
+        frames = []
+        if records:
+            frames.append((pd.DataFrame.from_records([r for _, r in records]), [k for k, _ in records]))
+        if old_parts:
+            frames.append((pd.concat([pd.read_parquet(p) for _, p in old_parts], ignore_index=True),
+                           [k for k, _ in old_parts]))
+        if len(frames) == 1:
+            return frames[0][0]
+        # old and new rows together: back to key order
+        table = pd.concat([f for f, _ in frames], ignore_index=True)
+        order = np.argsort(np.array([k for _, ks in frames for k in ks]), kind="stable")
+        return table.iloc[order].reset_index(drop=True)
+
+    def trace_path(self, key: str) -> Path:
+        return self.traces_dir / f"{key}.parquet"
+
+    def iter_traces(self, keys: Iterable[str] | None = None) -> Iterator[pd.DataFrame]:
+        """Trace tables of the finished runs (or of ``keys``), one at a time, in key order."""
+        finished = self.finished_keys()
+        for key in sorted(finished if keys is None else set(keys) & finished):
+            path = self.trace_path(key)
+            if path.exists():
+                yield pd.read_parquet(path)
+
+    def trace_table(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
+        """Every finished run's trace in one table — holds them all in memory.
+
+        For large campaigns prefer :meth:`iter_traces` or reading ``traces/``
+        as a parquet dataset with a filter.
+        """
+        parts = list(self.iter_traces(keys))
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    # ----------------------------------------------------------- consolidate
+    def write_run_table(self, runs: pd.DataFrame) -> Path:
+        """Write the whole run table to ``runs.parquet`` (atomically); its path."""
+        path = self.out / RUN_TABLE_FILE
+        atomic_parquet(runs, path)
+        return path
+
