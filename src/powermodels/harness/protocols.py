@@ -43,6 +43,7 @@ from . import workloads
 from .runner import Runner
 
 __all__ = [
+    "DEFAULT_PROTOCOL",
     "PROTOCOLS",
     "Continuous",
     "GoodPractice",
@@ -50,6 +51,7 @@ __all__ = [
     "Naive",
     "Protocol",
     "SteadyState",
+    "default_protocol",
     "make_protocol",
     "sensor_updates",
 ]
@@ -440,3 +442,32 @@ def make_protocol(name: str, **params) -> Protocol:
         return cls(**params)
     except TypeError as err:
         raise ValueError(f"protocol {name!r}: bad parameters {params}: {err}") from None
+
+
+#: The protocol ``measure``, campaigns and :func:`powermodels.measure` use unless told otherwise.
+DEFAULT_PROTOCOL = "counter"
+
+
+def default_protocol(runner: Runner, **params) -> Protocol:
+    """The default protocol for ``runner``'s device: ``counter`` where it has an energy counter.
+
+    A device without one gets ``good_practice`` (with a :class:`RuntimeWarning`);
+    ``params`` go to whichever protocol is chosen, and those the fallback does
+    not know are dropped with the warning naming them.
+    """
+    from .counter_protocol import has_energy_counter
+
+    if has_energy_counter(runner):
+        return make_protocol(DEFAULT_PROTOCOL, **params)
+    known = {f for f in GoodPractice.__dataclass_fields__}
+    dropped = sorted(set(params) - known)
+    import warnings
+
+    warnings.warn(f"{runner.device_name} reports no energy counter: measuring with good_practice "
+                  f"instead of {DEFAULT_PROTOCOL}" + (f" (ignoring {dropped})" if dropped else ""),
+                  RuntimeWarning, stacklevel=2)
+    return make_protocol(GoodPractice.name, **{k: v for k, v in params.items() if k in known})
+
+
+# last: counter_protocol builds on this module and registers "counter" in PROTOCOLS
+from . import counter_protocol  # noqa: E402,F401

@@ -1,0 +1,349 @@
+"""The ``counter`` protocol: a kernel's energy from the total-energy counter in about a second.
+
+The built-in total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``)
+is the exact integral of the GPU's power, published in whole millijoules at
+its own updates (~100 ms apart on Hopper, with jitter; DESIGN.md). The
+power readings, in contrast, average only a fraction of each update period
+and carry the sensor's gain error (Yang §IV). So the counter gives a
+kernel's energy without any sensor model, once three things are known
+exactly: *when* the two counter values the energy is taken between were
+published, and *how many launches* ran between those two instants.
+
+The protocol:
+
+1. **Back-to-back launches** for ``settle_s`` (the GPU leaves idle: clocks
+   rise, the sensor's and the die's first transient pass), then — without a
+   pause — a measuring run long enough to hold ``updates`` counter updates
+   (``(updates + 1.5) ×`` the update period).
+2. **Align to counter updates** the sampler observed: a new counter value
+   first seen at read *i* was published between reads *i − 1* and *i*
+   (:func:`counter_updates`); its instant is taken as the middle of that
+   bracket. The window runs from the first update whose bracket lies inside
+   the measuring run to the last one that does.
+3. **Count the launches inside the window** from their [start, end]
+   intervals (CUDA events on a GPU): whole launches count 1, the two cut at
+   the window's edges count the fraction of their duration inside
+   (:func:`launches_inside`). Energy per launch = counter difference / that
+   count — the same quantity as the reference method (the counter difference
+   over many seconds divided by the repetitions), so launch overheads and
+   the gaps between launches are charged to the launches the same way.
+4. **Uncertainty** (1 σ, on the row as ``energy_uncertainty_j``): each end
+   of the window is known to within its bracket (uniform, σ = half-width/√3)
+   — on real GPUs the update instants jitter, so every update is bracketed
+   on its own rather than fitted to a regular grid; the counter's whole-mJ
+   quantisation adds σ = quantum/√12 per end (the quantum, 1 mJ on NVML,
+   is read from the smallest counter step seen).
+
+Short kernels (below ``batch_below_s``, ~10 µs–100 µs) cannot keep a GPU
+busy from a Python launch loop; the protocol asks runners that support it
+(:class:`~powermodels.harness.runner.CupyRunner` with a ``batch`` option)
+to launch them as CUDA graphs of several launches (:mod:`.graphs`).
+
+**What the number means.** The energy per launch *at the GPU's state during
+the window* (its temperature ``temperature_c`` on the row; clocks too). A GPU
+that starts cold draws slightly less than the same GPU after seconds of load
+(leakage rises with temperature, thesis eq. 4.6); on the lent H100 a 1 s
+window from 0.2 s in read −0.7 … −1.4 % below a 2–14 s reference (issue 11),
+on the simulated GPU (5 s thermal time constant) the gap is listed in
+``docs/harness.md``. Give ``alpha_w_per_c`` (the calibration's α, W/°C) and
+``reference_temperature_c`` to move the power to a reference temperature
+with thesis eq. 4.7, ``P_ref = P − α·(T − T_ref)``; the energy follows as
+``P_ref × time per launch``.
+
+A device without an energy counter (no counter value in the trace) is
+measured with ``good_practice`` instead, with a warning; the row then says
+``protocol = good_practice``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from .protocols import PROTOCOLS, GoodPractice, Protocol, _launches_for, _observed, _window
+
+__all__ = [
+    "Counter",
+    "CounterWindow",
+    "aligned_window",
+    "counter_updates",
+    "has_energy_counter",
+    "launches_inside",
+    "run_launches",
+]
+
+
+def counter_updates(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The counter's updates the sampler saw: bracket lower ends, upper ends and new values.
+
+    The counter is read on its own cadence (rows where ``energy_counter_j`` is
+    finite). A read whose value differs from the previous read's saw a new
+    update, published after the previous read and no later than this one, so
+    the update lies in ``(t_prev, t_now]``. The first read is no update (its
+    value may be old).
+
+    Returns
+    -------
+    lo, hi, joules : ndarray
+        Bracket of every observed update on the trace's clock and the counter
+        value it published.
+    """
+    for c in (schema.T_S, schema.ENERGY_COUNTER_J):
+        if c not in trace.columns:
+            raise ValueError(f"trace: column {c!r} is missing (have {list(trace.columns)})")
+    t = trace[schema.T_S].to_numpy(dtype=float)
+    j = trace[schema.ENERGY_COUNTER_J].to_numpy(dtype=float)
+    ok = np.isfinite(j)
+    t, j = t[ok], j[ok]
+    if j.size < 2:
+        return t[:0], t[:0], j[:0]
+    if np.any(np.diff(t) <= 0):
+        raise ValueError("trace: t_s of the energy-counter readings is not increasing")
+    if np.any(np.diff(j) < 0):
+        raise ValueError("trace: the energy counter decreased (a reset or a wrap); measure again")
+    new = np.flatnonzero(j[1:] != j[:-1]) + 1
+    return t[new - 1], t[new], j[new]
+
+
+def launches_inside(launches: np.ndarray, start_s: float, end_s: float) -> float:
+    """Launches within ``[start_s, end_s]``: each counts the fraction of its duration inside."""
+    iv = np.asarray(launches, dtype=float).reshape(-1, 2)
+    dur = iv[:, 1] - iv[:, 0]
+    inside = np.clip(np.minimum(iv[:, 1], end_s) - np.maximum(iv[:, 0], start_s), 0.0, None)
+    whole = dur <= 0  # a zero-length launch inside the window counts whole
+    frac = np.where(whole, ((iv[:, 0] >= start_s) & (iv[:, 0] <= end_s)).astype(float),
+                    inside / np.where(whole, 1.0, dur))
+    return float(frac.sum())
+
+
+@dataclass(frozen=True)
+class CounterWindow:
+    """Energy between two counter updates and the launches that ran between them.
+
+    Attributes
+    ----------
+    start_s, end_s : float
+        Estimated publication instants of the two updates (bracket middles).
+    start_half_s, end_half_s : float
+        Half-widths of their brackets.
+    energy_j : float
+        Counter difference between the two updates.
+    launches : float
+        Launches inside ``[start_s, end_s]`` (fractions at the edges).
+    updates : int
+        Counter updates spanned.
+    quantum_j : float
+        Counter resolution used for the uncertainty.
+    """
+
+    start_s: float
+    end_s: float
+    start_half_s: float
+    end_half_s: float
+    energy_j: float
+    launches: float
+    updates: int
+    quantum_j: float
+
+    @property
+    def energy_per_launch_j(self) -> float:
+        return self.energy_j / self.launches if self.launches > 0 else math.nan
+
+    @property
+    def power_w(self) -> float:
+        """Mean power over the window (counter difference / window length)."""
+        return self.energy_j / (self.end_s - self.start_s)
+
+    @property
+    def uncertainty_j(self) -> float:
+        """1-σ uncertainty of the energy per launch: bracket widths and counter quantisation."""
+        # an end misplaced by δ moves δ·P joules between "inside" and "outside"
+        t_rel = math.hypot(self.start_half_s, self.end_half_s) / math.sqrt(3.0) / (self.end_s - self.start_s)
+        q = self.quantum_j * math.sqrt(2.0 / 12.0) / self.energy_j if self.energy_j > 0 else 0.0
+        return abs(self.energy_per_launch_j) * math.hypot(t_rel, q)
+
+
+def _quantum(joules: np.ndarray) -> float:
+    steps = np.diff(np.unique(joules))
+    steps = steps[steps > 0]
+    return float(min(steps.min(), 1e-3)) if steps.size else 1e-3
+
+
+def aligned_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, end_s: float,
+                   max_updates: int | None = None) -> CounterWindow | None:
+    """The longest span between two counter updates whose brackets lie inside ``[start_s, end_s]``.
+
+    Parameters
+    ----------
+    trace : pandas.DataFrame
+        Trace table with ``energy_counter_j`` readings.
+    launches : array of shape (n, 2)
+        Launch intervals on the trace's clock.
+    start_s, end_s : float
+        The span of back-to-back load the window must stay within.
+    max_updates : int, optional
+        Use at most this many update intervals (the first ones).
+
+    Returns None when fewer than two updates fall inside.
+    """
+    lo, hi, joules = counter_updates(trace)
+    inside = (lo >= start_s) & (hi <= end_s)
+    idx = np.flatnonzero(inside)
+    if idx.size < 2:
+        return None
+    a = idx[0]
+    b = idx[-1] if max_updates is None else idx[min(max_updates, idx.size - 1)]
+    ta, tb = 0.5 * (lo[a] + hi[a]), 0.5 * (lo[b] + hi[b])
+    return CounterWindow(
+        start_s=float(ta), end_s=float(tb),
+        start_half_s=float(0.5 * (hi[a] - lo[a])), end_half_s=float(0.5 * (hi[b] - lo[b])),
+        energy_j=float(joules[b] - joules[a]),
+        launches=launches_inside(launches, ta, tb),
+        updates=int(b - a),
+        quantum_j=_quantum(joules),
+    )
+
+
+def has_energy_counter(runner) -> bool:
+    """Whether ``runner``'s device reports a total-energy counter (one read, ~4 ms on Hopper)."""
+    try:
+        return math.isfinite(float(runner.device.read_energy_j()))
+    except Exception:  # noqa: BLE001 - NVML raises NotSupported in several shapes
+        return False
+
+
+def run_launches(runner, kernel, config, launches: int, batch: int = 1) -> np.ndarray:
+    """``runner.run`` back to back, as CUDA graphs of ``batch`` launches where the runner offers it."""
+    if batch > 1:
+        try:
+            return np.asarray(runner.run(kernel, config, int(launches), batch=int(batch)))
+        except TypeError:  # a runner without batching (the simulated GPU has no launch overhead)
+            pass
+    return np.asarray(runner.run(kernel, config, int(launches)))
+
+
+@dataclass
+class Counter(Protocol):
+    """Energy per launch from the total-energy counter, aligned to its updates (≈ 1 s).
+
+    See the module docstring for the method and what the number means.
+
+    Parameters
+    ----------
+    settle_s : float, default=0.15
+        Back-to-back load before the measuring run starts.
+    updates : int, default=7
+        Counter updates the window should span (7 × 100 ms on Hopper).
+    min_updates : int, default=3
+        Fewer updates observed than this: the run is extended (up to
+        ``max_duration_s``).
+    max_duration_s : float, default=5.0
+        Longest measuring run before giving up.
+    counter_read_s : float, default=0.002
+        Counter-read cadence asked of a real runner's sampler during the
+        run (its default, 20 ms, would make each bracket 20 ms wide).
+    batch_below_s : float, default=2e-4
+        Launches shorter than this are batched into CUDA graphs (on runners
+        that support it) of about ``batch_s``.
+    batch_s : float, default=2e-3
+        Target duration of one graph launch.
+    alpha_w_per_c : float, optional
+        Calibration's α (W/°C) for the temperature correction (thesis eq. 4.7).
+    reference_temperature_c : float, optional
+        Temperature to correct to; both or neither with ``alpha_w_per_c``.
+    """
+
+    settle_s: float = 0.15
+    updates: int = 7
+    min_updates: int = 3
+    max_duration_s: float = 5.0
+    counter_read_s: float = 0.002
+    batch_below_s: float = 2e-4
+    batch_s: float = 2e-3
+    alpha_w_per_c: float | None = None
+    reference_temperature_c: float | None = None
+    name: ClassVar[str] = "counter"
+
+    def _check(self) -> None:
+        if not (self.settle_s >= 0 and self.max_duration_s > 0 and self.counter_read_s > 0
+                and self.batch_s > 0 and self.batch_below_s >= 0):
+            raise ValueError("counter: settle_s and batch_below_s must be >= 0; max_duration_s, "
+                             "counter_read_s and batch_s > 0")
+        if int(self.min_updates) < 1 or int(self.updates) < int(self.min_updates):
+            raise ValueError(f"counter: need 1 <= min_updates <= updates, got {self.min_updates}, {self.updates}")
+        if (self.alpha_w_per_c is None) != (self.reference_temperature_c is None):
+            raise ValueError("counter: give alpha_w_per_c and reference_temperature_c together (or neither)")
+
+    def _measure(self, runner, kernel, config, run_id):
+        self._check()
+        sampler = getattr(runner, "sampler", None)
+        old = getattr(sampler, "energy_period_s", None)
+        if old:  # a real sampler: bracket updates to a few ms while we measure
+            sampler.energy_period_s = min(old, self.counter_read_s)
+        try:
+            return self._measure_counter(runner, kernel, config, run_id)
+        finally:
+            if old:
+                sampler.energy_period_s = old
+
+    def _measure_counter(self, runner, kernel, config, run_id):
+        if not has_energy_counter(runner):
+            return self._fallback(runner, kernel, config, run_id)
+        period = float(runner.sensor.update_period_s)
+        first = run_launches(runner, kernel, config, 1)  # warm-up, and a first time per launch
+        t1 = float(first[0, 1] - first[0, 0])
+        batch = max(1, round(self.batch_s / max(t1, 1e-9))) if t1 < self.batch_below_s else 1
+        ivs = [first]
+        if self.settle_s > t1:
+            ivs.append(run_launches(runner, kernel, config, _launches_for(self.settle_s - t1, t1), batch))
+            t1 = float(np.median(np.diff(ivs[-1], axis=1)))
+        n = _launches_for((self.updates + 1.5) * period, t1)
+        measured = [run_launches(runner, kernel, config, n, batch)]
+        start = float(measured[0][0, 0])
+        while True:
+            iv = np.vstack(measured)
+            end = float(iv[-1, 1])
+            trace = runner.trace(float(first[0, 0]), end, run_id=run_id)
+            window = aligned_window(trace, iv, start, end, max_updates=self.updates)
+            if window is not None and window.updates >= self.min_updates:
+                break
+            if not np.isfinite(trace.get(schema.ENERGY_COUNTER_J, pd.Series([np.nan])).to_numpy(float)).any():
+                return self._fallback(runner, kernel, config, run_id)
+            if end - start >= self.max_duration_s:
+                got = 0 if window is None else window.updates
+                raise RuntimeError(f"counter: only {got} energy-counter update(s) seen in {end - start:.1f} s "
+                                   f"of load (need {self.min_updates}); is the counter frozen?")
+            measured.append(run_launches(runner, kernel, config, _launches_for(period, t1), batch))
+        # the launches the window saw (the row's time per launch and reference are over these)
+        keep = (iv[:, 1] > window.start_s) & (iv[:, 0] < window.end_s)
+        steady = _window(trace, window.start_s, window.end_s)
+        observed = _observed(steady)
+        energy = window.energy_per_launch_j
+        t = float(np.mean(iv[keep, 1] - iv[keep, 0]))
+        power = energy / t  # mean power while a launch runs (launch gaps charged to the launch)
+        if self.alpha_w_per_c is not None:  # thesis eq. 4.7
+            temp = observed[schema.TEMPERATURE_C]
+            if not np.isfinite(temp):
+                raise ValueError("counter: the trace has no temperature to correct with alpha_w_per_c")
+            power = power - float(self.alpha_w_per_c) * (temp - float(self.reference_temperature_c))
+            energy = power * t
+        fields = {schema.POWER_W: power, schema.ENERGY_J: energy,
+                  schema.ENERGY_UNCERTAINTY_J: window.uncertainty_j, **observed}
+        return fields, trace, iv[keep]
+
+    def _fallback(self, runner, kernel, config, run_id):
+        warnings.warn(f"counter: {runner.device_name} reports no energy counter; measuring with "
+                      "good_practice instead", RuntimeWarning, stacklevel=4)
+        gp = GoodPractice()
+        fields, trace, iv = gp._measure(runner, kernel, config, run_id)
+        fields[schema.PROTOCOL] = gp.name
+        return fields, trace, iv
+
+
+PROTOCOLS[Counter.name] = Counter
