@@ -46,6 +46,7 @@ from sklearn.utils.validation import (
 )
 
 from .. import schema
+from ._plain_state import PlainStateMixin
 
 __all__ = ["BUCKETS", "InstructionEnergyModel", "group_opcode", "mma_macs", "opcode_bucket"]
 
@@ -164,7 +165,7 @@ def _mma_family(op: str) -> str:
     return {"H": "H", "B": "H", "Q": "H", "I": "I", "D": "D"}.get(_base(op)[0], "")
 
 
-class InstructionEnergyModel(RegressorMixin, BaseEstimator):
+class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
     """Wattchmen per-instruction energy model as a scikit-learn regressor.
 
     ``X`` is an instruction table (one row per benchmark: ``op:<OPCODE>``
