@@ -26,6 +26,13 @@ def add_arguments(parser) -> None:
                         help="override the file's device")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--max-runs", type=int, help="stop after this many new runs")
+    parser.add_argument("--cluster", metavar="local|local-cuda|tcp://ADDRESS",
+                        help="run on a Dask cluster, one worker per GPU (needs the [distributed] extra; "
+                             "see docs/scale-out.md)")
+    parser.add_argument("--per-gpu", action="store_true",
+                        help="with --cluster: every run on every GPU of the cluster (compare boards)")
+    parser.add_argument("--workers", type=int,
+                        help="with --cluster local: number of workers (default: CPU cores; simulated GPU only)")
 
 
 def summary_table(runs):
@@ -42,6 +49,8 @@ def summary_table(runs):
                  and runs[schema.SM_CLOCK_REQUESTED_MHZ].notna().any())
     if has_clock:
         keys.append(schema.SM_CLOCK_REQUESTED_MHZ)
+    if schema.DEVICE_UUID in runs.columns and runs[schema.DEVICE_UUID].nunique() > 1:
+        keys.append(schema.DEVICE_UUID)  # several GPUs (--cluster): one line per board
     g = runs.groupby(keys, sort=True, dropna=False)
     out = pd.DataFrame({
         "runs": g.size(),
@@ -82,7 +91,7 @@ def _print_summary(runs, total: int, out_dir: str) -> None:
 
 
 def run(args) -> int:
-    from ..harness.campaign import load_campaign, load_spec, plan, run_campaign
+    from ..harness.campaign import load_runs, load_spec, plan, run_campaign
     from .measure import check_protocol_params
 
     if args.max_runs is not None and args.max_runs < 0:
@@ -93,14 +102,24 @@ def run(args) -> int:
     check_protocol_params(spec.protocol, dict(spec.protocol_params), what="protocol_params:")
     if args.device:
         spec.device = args.device
+    if (args.per_gpu or args.workers is not None) and not args.cluster:
+        raise ValueError("--per-gpu and --workers need --cluster")
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {args.workers}")
     total = len(plan(spec))
+    cluster_args = ({"cluster": args.cluster, "per_gpu": args.per_gpu, "workers": args.workers}
+                    if args.cluster else {})
     try:
-        run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs)
+        runs = run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs,
+                            **cluster_args)
     except KeyboardInterrupt:
-        runs, _ = load_campaign(args.out)
+        runs = load_runs(args.out)  # the run table only: no trace is read
         print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "
               "command again to resume", file=sys.stderr)
         return 130
-    runs, _ = load_campaign(args.out)
+    if args.per_gpu and len(runs):
+        from .. import schema
+
+        total *= runs[schema.DEVICE_UUID].nunique()  # every run on every GPU
     _print_summary(runs, total, args.out)
     return 0

@@ -1,0 +1,142 @@
+"""Campaigns on a Dask LocalCluster of simulated GPUs: same rows as serial, per GPU, worker SIGKILL, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from powermodels import schema  # noqa: E402
+from powermodels.cli import main  # noqa: E402
+from powermodels.harness.campaign import CampaignSpec, finished_keys, load_campaign, plan, run_campaign  # noqa: E402
+
+SPEC = {
+    "kernels": {"fp32": "all", "stream_copy": "default"},
+    "protocol": "naive",
+    "repeats": 2,
+    "device": "simulated",
+    "device_kwargs": {"seed": 0},
+}
+
+
+def _rows(runs):
+    return sorted(zip(runs[schema.KERNEL], runs[schema.CONFIG], runs[schema.REPEAT], strict=True))
+
+
+@pytest.fixture(scope="module")
+def client():
+    # processes=True: the kill test needs worker processes; 2 single-threaded workers fit 2 cores
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_cluster_rows_equal_serial_and_resume_is_shared(client, tmp_path):
+    serial = run_campaign(SPEC, tmp_path / "serial", progress=False)
+    spread = run_campaign(SPEC, tmp_path / "cluster", cluster=client, progress=False)
+    assert _rows(spread) == _rows(serial) and len(spread) == len(plan(CampaignSpec.from_dict(SPEC)))
+    assert set(spread[schema.RUN_ID]) == set(serial[schema.RUN_ID])  # the same keys: one resume scheme
+    # one simulated GPU per worker, each with its own seed and UUID; the host is recorded
+    assert set(spread[schema.DEVICE_UUID]) <= {"SIM-hopper-0", "SIM-hopper-1"}
+    assert spread[schema.HOST].notna().all()
+    meta = json.loads((tmp_path / "cluster" / "metadata.json").read_text())
+    assert len(meta["devices"]) == 2
+    runs, traces = load_campaign(tmp_path / "cluster")
+    assert set(traces[schema.RUN_ID]) == set(runs[schema.RUN_ID])
+    # a serial folder resumed on the cluster (and back) has nothing left to do
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "serial" / "runs").iterdir()}
+    assert len(run_campaign(SPEC, tmp_path / "serial", cluster=client, progress=False)) == len(serial)
+    assert len(run_campaign(SPEC, tmp_path / "cluster", progress=False)) == len(spread)
+    assert all(p.stat().st_mtime_ns == m for p, m in mtimes.items())
+
+
+def test_per_gpu_measures_every_run_on_every_board(client, tmp_path):
+    spec = dict(SPEC, kernels={"fp32": ["nr_outer=8", "nr_outer=16"]})
+    runs = run_campaign(spec, tmp_path, cluster=client, per_gpu=True, progress=False)
+    base = plan(CampaignSpec.from_dict(spec))
+    assert len(runs) == 2 * len(base) and runs[schema.RUN_ID].is_unique
+    per_board = {uuid: _rows(part) for uuid, part in runs.groupby(schema.DEVICE_UUID)}
+    assert sorted(per_board) == ["SIM-hopper-0", "SIM-hopper-1"]
+    assert per_board["SIM-hopper-0"] == per_board["SIM-hopper-1"] and len(per_board["SIM-hopper-0"]) == len(base)
+    assert len(run_campaign(spec, tmp_path, cluster=client, per_gpu=True, progress=False)) == len(runs)
+
+
+def test_ctrl_c_cancels_and_resume_finishes(client, tmp_path, monkeypatch):
+    from powermodels.harness import campaign_store
+
+    real, calls = campaign_store.CampaignStore.write_run, []
+
+    def interrupted(self, key, row, trace):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(key)
+        real(self, key, row, trace)
+
+    monkeypatch.setattr(campaign_store.CampaignStore, "write_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(SPEC, tmp_path, cluster=client, progress=False)
+    assert finished_keys(tmp_path) == set(calls)
+    monkeypatch.setattr(campaign_store.CampaignStore, "write_run", real)
+    time.sleep(0.2)  # let the cancelled tasks drain
+    runs = run_campaign(SPEC, tmp_path, cluster=client, progress=False)
+    assert len(runs) == len(plan(CampaignSpec.from_dict(SPEC))) and runs[schema.RUN_ID].is_unique
+
+
+def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_path):
+    spec = dict(SPEC, protocol="continuous", protocol_params={"duration_s": 0.05},
+                kernels={"fp32": "all", "stream_copy": "all"})
+    expected = {r.key for r in plan(CampaignSpec.from_dict(spec))}
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.setdefault(
+        "runs", run_campaign(spec, tmp_path, cluster=client, progress=False)))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(finished_keys(tmp_path)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[0]
+    os.kill(pids[victim], signal.SIGKILL)
+    killed_at = len(finished_keys(tmp_path))
+    thread.join(timeout=90)
+    assert not thread.is_alive()
+    assert 6 <= killed_at < len(expected), "the worker must be killed mid-campaign"
+    runs = result["runs"]  # Dask ran the dead worker's runs again elsewhere
+    assert set(runs[schema.RUN_ID]) == expected and runs[schema.RUN_ID].is_unique
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
+    again = run_campaign(spec, tmp_path, cluster=client, progress=False)  # resume: nothing to do
+    assert len(again) == len(expected) and all(p.stat().st_mtime_ns == m for p, m in mtimes.items())
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_cli_cluster_address_and_errors(client, tmp_path, capsys):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(dict(SPEC, kernels={"fp32": "default"})))
+    out = tmp_path / "c"
+    address = client.scheduler.address
+    assert main(["campaign", str(spec), "--out", str(out), "--no-progress", "--cluster", address]) == 0
+    assert "campaign: 2/2 runs finished" in capsys.readouterr().out
+    assert main(["campaign", str(spec), "--out", str(tmp_path / "boards"), "--no-progress",
+                 "--cluster", address, "--per-gpu"]) == 0
+    printed = capsys.readouterr().out
+    assert "campaign: 4/4 runs finished" in printed and "device_uuid" in printed  # 2 runs on each board
+    for args, message in [(["--per-gpu"], "--per-gpu and --workers need --cluster"),
+                          (["--cluster", "nowhere"], "expected 'local', 'local-cuda' or a scheduler address"),
+                          (["--cluster", "local", "--device", "nvml"], "use --cluster local-cuda"),
+                          (["--cluster", "local", "--workers", "0"], "--workers must be >= 1")]:
+        assert main(["campaign", str(spec), "--out", str(tmp_path / "e"), *args]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
+    with pytest.raises(ValueError, match="not both"):
+        from powermodels.harness.runner import make_runner
+
+        run_campaign(SPEC, tmp_path / "x", cluster=client, runner=make_runner("simulated"))
