@@ -87,6 +87,10 @@ POWER_LIMIT_W = "power_limit_w"
 REFERENCE_ENERGY_J = "reference_energy_j"
 IDLE_POWER_W = "idle_power_w"
 ENERGY_UNCERTAINTY_J = "energy_uncertainty_j"
+COMMAND = "command"                  # an external program's command line (shell-quoted)
+EXIT_CODE = "exit_code"              # an external program's exit code
+ENERGY_ABOVE_IDLE_J = "energy_above_idle_j"  # energy minus idle power x time
+TIME_SHARE = "time_share"            # a kernel's share of a program's GPU time (ncu), 0..1
 CALIBRATION_PHASE = "phase"          # powermodels calibrate: sweep / ramp / natural (DVFS)
 CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch or point
 
@@ -288,6 +292,9 @@ RUN_TABLE = TableSpec(
         _power(IDLE_POWER_W, "idle power measured before the run", nullable=True),
         Column(ENERGY_UNCERTAINTY_J, "float", "J", 0.0, None, True, "1-sigma energy uncertainty"),
         Column(WALL_S, "float", "s", 0.0, None, True, "wall time the measurement took"),
+        Column(COMMAND, "str", description="command line of an external program"),
+        Column(EXIT_CODE, "int", "", None, None, False, "exit code of an external program"),
+        Column(ENERGY_ABOVE_IDLE_J, "float", "J", None, None, True, "energy minus idle power x time"),
     ),
     min_rows=1,
 )
