@@ -163,7 +163,7 @@ def _new_run_id() -> str:
 
 
 class Protocol(ABC):
-    """A measurement protocol: ``measure(runner, kernel, config) -> Measurement``."""
+    """A measurement protocol: ``measure(runner, workload, config) -> Measurement``."""
 
     name: ClassVar[str]
 
@@ -171,19 +171,24 @@ class Protocol(ABC):
         return asdict(self)
 
     @abstractmethod
-    def _measure(self, runner: Runner, kernel: str, config: dict, run_id: str) -> tuple[dict, pd.DataFrame, np.ndarray]:
-        """Run and return (protocol-specific row fields, trace, launch intervals)."""
+    def _measure(self, runner: Runner, kernel: workloads.Workload, config: dict,
+                 run_id: str) -> tuple[dict, pd.DataFrame, np.ndarray]:
+        """Run ``kernel`` (a Workload, its full valid ``config``) and return
+        (protocol-specific row fields, trace, launch intervals)."""
 
-    def measure(self, runner: Runner, kernel: str, config: dict | str | None = None, *,
+    def measure(self, runner: Runner, workload, config: dict | str | None = None, *,
                 repeat: int = 0, run_id: str | None = None) -> Measurement:
-        """Measure ``kernel`` with ``config`` on ``runner``; one run-table row and its trace.
+        """Measure ``workload`` with ``config`` on ``runner``; one run-table row and its trace.
 
         Parameters
         ----------
         runner : Runner
             Real or simulated.
-        kernel : str
-            Name in :data:`powermodels.harness.workloads.KERNELS`.
+        workload : Workload or str
+            A :class:`~powermodels.harness.workloads.Workload`, or anything
+            :func:`~powermodels.harness.workloads.as_workload` converts (a
+            registry name such as ``"sgemm"``, ``"module:function"``, a callable).
+            Its ``name`` is the row's ``kernel``.
         config : dict or str, optional
             Configuration (defaults filled in); a ``"p=v,..."`` string is parsed.
         repeat : int, default=0
@@ -193,17 +198,18 @@ class Protocol(ABC):
         """
         if not isinstance(runner, Runner):
             raise ValueError(f"runner: expected a Runner, got {type(runner).__name__}")
-        config = workloads.validate_config(kernel, workloads.parse_config(kernel, config))
+        workload = workloads.as_workload(workload)
+        config = workload.validate_config(workload.parse_config(config))
         run_id = run_id or _new_run_id()
         wall0 = time.perf_counter()
-        fields, trace, launches = self._measure(runner, kernel, config, run_id)
+        fields, trace, launches = self._measure(runner, workload, config, run_id)
         launches = np.asarray(launches, dtype=float).reshape(-1, 2)
         n = len(launches)
         reference = runner.reference_energy_j(launches)
         busy = float((launches[:, 1] - launches[:, 0]).sum())
         row = {
-            schema.KERNEL: kernel,
-            schema.CONFIG: workloads.config_id(kernel, config),
+            schema.KERNEL: workload.name,
+            schema.CONFIG: workload.config_id(config),
             **config,
             schema.DEVICE: runner.device_name,
             schema.PROTOCOL: self.name,

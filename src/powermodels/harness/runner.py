@@ -1,4 +1,4 @@
-"""Runners: one interface for running kernels and reading traces, real GPU or simulated.
+"""Runners: one interface for running workloads and reading traces, real GPU or simulated.
 
 The protocols (:mod:`powermodels.harness.protocols`) are written once against
 :class:`Runner`; two implementations exist:
@@ -9,6 +9,11 @@ The protocols (:mod:`powermodels.harness.protocols`) are written once against
 * :class:`CupyRunner` — CuPy launches timed with CUDA events mapped onto the
   host clock (:class:`~powermodels.harness.sampler.EventClock`) while a
   :class:`~powermodels.harness.sampler.Sampler` thread reads the sensor.
+
+Both take any :class:`~powermodels.harness.workloads.Workload` (or what
+:func:`~powermodels.harness.workloads.as_workload` converts, e.g. a registry
+name) with a configuration: the simulated runner runs the workload's twin,
+the CuPy runner what ``workload.prepare(config)`` returns.
 
 Times returned by every method are on the device's host clock (``device.now()``),
 the clock of the trace table's ``t_s``.
@@ -36,6 +41,7 @@ __all__ = [
     "back_to_back",
     "make_runner",
     "merge_intervals",
+    "resolve",
 ]
 
 
@@ -86,8 +92,18 @@ def merge_intervals(intervals: np.ndarray, tol_s: float = 1e-6) -> np.ndarray:
     return np.array(out)
 
 
+def resolve(workload, config=None) -> tuple[workloads.Workload, dict]:
+    """``(Workload, full valid configuration)`` from a workload (or registry name) and a config.
+
+    ``config`` may be None (the default), a dict or a ``"p=v,..."`` string;
+    ValueError names a bad parameter or the broken restriction.
+    """
+    w = workloads.as_workload(workload)
+    return w, w.validate_config(w.parse_config(config))
+
+
 class Runner(ABC):
-    """Run kernels and read what the sensor recorded, on one host clock."""
+    """Run workloads and read what the sensor recorded, on one host clock."""
 
     device: Device
     sensor: SensorProfile
@@ -100,8 +116,12 @@ class Runner(ABC):
         return self.device.now()
 
     @abstractmethod
-    def run(self, kernel: str, config: dict, launches: int = 1, gap_s: float = 0.0) -> np.ndarray:
-        """Launch ``kernel`` with ``config`` ``launches`` times; ``(launches, 2)`` [start, end] host times."""
+    def run(self, workload, config=None, launches: int = 1, gap_s: float = 0.0) -> np.ndarray:
+        """Run ``workload`` with ``config`` ``launches`` times; ``(launches, 2)`` [start, end] host times.
+
+        ``workload`` is a :class:`~powermodels.harness.workloads.Workload` or a
+        registry name; ``config`` a dict, a ``"p=v,..."`` string or None (see :func:`resolve`).
+        """
 
     @abstractmethod
     def idle(self, seconds: float) -> tuple[float, float]:
@@ -124,17 +144,22 @@ class Runner(ABC):
         return math.nan
 
     @staticmethod
-    def _per_config(cache: dict, kernel: str, config, make):
-        """``make(kernel, config)``, built once per kernel and configuration and kept in ``cache``."""
-        key = (kernel, workloads.config_id(kernel, config))
+    def _per_config(cache: dict, workload, config, make):
+        """``make(workload, config)``, built once per workload and configuration and kept in ``cache``.
+
+        ``workload`` and ``config`` are resolved first (:func:`resolve`); ``make``
+        receives the :class:`~powermodels.harness.workloads.Workload` and the full configuration.
+        """
+        w, config = resolve(workload, config)
+        key = (w, w.config_id(config))
         if key not in cache:
-            cache[key] = make(kernel, config)
+            cache[key] = make(w, config)
         return cache[key]
 
-    def launch_time_s(self, kernel: str, config: dict, launches: int = 3) -> float:
-        """Per-launch time of a warm kernel (median of ``launches`` timed launches after one warm-up)."""
-        self.run(kernel, config, 1)
-        iv = self.run(kernel, config, launches)
+    def launch_time_s(self, workload, config=None, launches: int = 3) -> float:
+        """Per-launch time of a warm workload (median of ``launches`` timed launches after one warm-up)."""
+        self.run(workload, config, 1)
+        iv = self.run(workload, config, launches)
         return float(np.median(iv[:, 1] - iv[:, 0]))
 
     def close(self) -> None:  # noqa: B027 - optional hook
@@ -172,19 +197,20 @@ class SimulatedRunner(Runner):
         )
         self._cache: dict = {}
 
-    def _workload(self, kernel, config):
-        return self._per_config(self._cache, kernel, config, workloads.simulated_workload)
+    def _workload(self, workload, config):
+        """The twin (:meth:`Workload.simulated <powermodels.harness.workloads.Workload.simulated>`)."""
+        return self._per_config(self._cache, workload, config, lambda w, c: w.simulated(c))
 
-    def run(self, kernel, config, launches=1, gap_s=0.0):
+    def run(self, workload, config=None, launches=1, gap_s=0.0):
         if launches < 1:
             raise ValueError(f"run: launches must be >= 1, got {launches}")
-        return np.asarray(self.gpu.run(self._workload(kernel, config), launches=int(launches), gap_s=gap_s))
+        return np.asarray(self.gpu.run(self._workload(workload, config), launches=int(launches), gap_s=gap_s))
 
-    def launch_time_s(self, kernel, config, launches=3):
-        w = self._workload(kernel, config)
+    def launch_time_s(self, workload, config=None, launches=3):
+        w = self._workload(workload, config)
         r = self.gpu.read()
         return float(w.time_s(r.sm_clock_mhz, r.mem_clock_mhz)) if np.isfinite(r.sm_clock_mhz) \
-            else super().launch_time_s(kernel, config, launches)
+            else super().launch_time_s(workload, config, launches)
 
     def idle(self, seconds):
         return tuple(self.gpu.idle(seconds))
@@ -261,17 +287,20 @@ class CupyRunner(Runner):
         self._prepared: dict = {}
         self._square: dict = {}
 
-    def prepared(self, kernel, config):
-        return self._per_config(self._prepared, kernel, config, workloads.prepare)
+    def prepared(self, workload, config=None):
+        """``workload.prepare(config)``, once per workload and configuration (kept until :meth:`close`)."""
+        return self._per_config(self._prepared, workload, config, lambda w, c: w.prepare(c))
 
-    def run(self, kernel, config, launches=1, gap_s=0.0):
-        return self._launch(self.prepared(kernel, config), launches, gap_s)
+    def run(self, workload, config=None, launches=1, gap_s=0.0):
+        return self._launch(self.prepared(workload, config), launches, gap_s)
 
     def _launch(self, pk, launches, gap_s=0.0, at=None):
         import cupy as cp
 
         if launches < 1:
             raise ValueError(f"run: launches must be >= 1, got {launches}")
+        if getattr(pk, "timing", "events") == "synchronize":
+            return self._launch_synchronized(pk, launches, gap_s, at)
         stream = cp.cuda.get_current_stream()
         if gap_s > 0 or at is not None:
             starts, ends = [], []
@@ -295,10 +324,42 @@ class CupyRunner(Runner):
         t = self.clock.host_times(events)
         return np.column_stack([t[:-1], t[1:]])
 
+    def _launch_synchronized(self, pk, launches, gap_s=0.0, at=None):
+        """Time work that runs on streams other than ours: device synchronizes on the host clock.
+
+        Back to back, the launches share the span between the synchronize before
+        the first and the one after the last evenly (one synchronize per launch
+        would leave the GPU idle between them); with gaps or a schedule, each
+        launch is bracketed by its own synchronizes.
+        """
+        import cupy as cp
+
+        sync = cp.cuda.runtime.deviceSynchronize
+        now = self.device.now
+        sync()
+        if gap_s > 0 or at is not None:
+            rows = []
+            for i in range(launches):
+                if at is not None:
+                    _sleep_until(at[i], now)
+                t0 = now()
+                pk.launch(None)
+                sync()
+                rows.append((t0, now()))
+                if gap_s > 0:
+                    _sleep_until(now() + gap_s, now)
+            return np.array(rows, dtype=float)
+        t0 = now()
+        for _ in range(launches):
+            pk.launch(None)
+        sync()
+        edges = np.linspace(t0, now(), launches + 1)
+        return np.column_stack([edges[:-1], edges[1:]])
+
     def idle(self, seconds):
         import cupy as cp
 
-        cp.cuda.get_current_stream().synchronize()
+        cp.cuda.runtime.deviceSynchronize()  # all streams: a callable's framework may use its own
         start = self.device.now()
         _sleep_until(start + seconds, self.device.now)
         return start, self.device.now()
@@ -352,7 +413,14 @@ class CupyRunner(Runner):
         return float(iv[0, 0]), float(iv[-1, 1])
 
     def close(self):
-        self.sampler.stop()
+        try:
+            for pk in self._prepared.values():
+                close = getattr(pk, "close", None)
+                if close is not None:
+                    close()
+            self._prepared.clear()
+        finally:
+            self.sampler.stop()
 
 
 def _sleep_until(t_s: float, now) -> None:
