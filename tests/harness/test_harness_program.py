@@ -1,0 +1,120 @@
+"""External programs: whole-program energy on the simulated GPU, exit codes, errors, ncu breakdown."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import pytest
+
+from powermodels import schema
+from powermodels.devices.simulated import SimulatedGPU
+from powermodels.harness.program import ProgramFailed, ProgramWorkload, measure_program
+from powermodels.harness.program_kernels import kernel_breakdown_command, parse_kernel_breakdown
+from powermodels.harness.workloads import Workload, as_workload
+
+PY = sys.executable
+SLEEP = [PY, "-c", "import time; time.sleep(0.2)"]
+
+
+def test_whole_program_energy_matches_the_simulated_truth():
+    gpu = SimulatedGPU(seed=5)
+    m = measure_program(ProgramWorkload(SLEEP, simulated={"activity": 0.8, "mem_activity": 0.3}),
+                        gpu, repeats=2, idle_s=0.6)
+    table = schema.validate_run_table(m.table)
+    assert list(table[schema.REPEAT]) == [0, 1]
+    assert (table[schema.EXIT_CODE] == 0).all() and (table[schema.PROTOCOL] == "program").all()
+    for _, row in table.iterrows():
+        true = gpu.true_energy_j(row[schema.START_S], row[schema.END_S])
+        assert abs(row[schema.ENERGY_J] - true) / true < 0.005
+        assert abs(row[schema.ENERGY_J] - true) < 5 * row[schema.ENERGY_UNCERTAINTY_J] + 0.01
+        assert row[schema.TIME_S] >= 0.2                      # the process's real wall time
+        assert 50 < row[schema.IDLE_POWER_W] < 150            # the simulated Hopper idles near 100 W
+        assert row[schema.ENERGY_ABOVE_IDLE_J] > 0
+    assert m.energy_j == pytest.approx(table[schema.ENERGY_J].median())
+    assert m.power_w > table[schema.IDLE_POWER_W].max()
+
+
+def test_non_zero_exit_is_an_error_naming_the_code_unless_check_false():
+    failing = ProgramWorkload([PY, "-c", "import sys; sys.exit(3)"], simulated=0.5)
+    with pytest.raises(ProgramFailed, match="exited with code 3") as err:
+        measure_program(failing, SimulatedGPU(seed=0), repeats=1, idle_s=0.0)
+    assert err.value.returncode == 3 and isinstance(err.value, OSError)
+    with pytest.warns(RuntimeWarning, match="shorter than the counter"):
+        m = measure_program(failing, SimulatedGPU(seed=0), repeats=1, idle_s=0.0, check=False)
+    assert int(m.table[schema.EXIT_CODE].iloc[0]) == 3
+    assert m.table[schema.ENERGY_J].iloc[0] > 0
+
+
+def test_program_errors_are_one_line(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not on PATH"):
+        ProgramWorkload(["no-such-program-xyz"])
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        ProgramWorkload([str(tmp_path / "missing")])
+    script = tmp_path / "app.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    with pytest.raises(PermissionError, match="not executable"):
+        ProgramWorkload([str(script)])
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    assert ProgramWorkload([str(script)]).name == "app.sh"
+    for bad in ([], "ls -l", [PY, 3]):
+        with pytest.raises(ValueError, match="argv must be"):
+            ProgramWorkload(bad)
+    with pytest.raises(ValueError, match="activity must be within"):
+        ProgramWorkload(SLEEP, simulated=1.5)
+    with pytest.raises(ValueError, match="unknown key"):
+        ProgramWorkload(SLEEP, simulated={"power": 1})
+    with pytest.raises(ValueError, match="no simulated twin"):
+        measure_program(ProgramWorkload(SLEEP), SimulatedGPU(seed=0), repeats=1)
+    with pytest.raises(ValueError, match="repeats"):
+        measure_program(ProgramWorkload(SLEEP, simulated=0.5), SimulatedGPU(seed=0), repeats=0)
+    slow = ProgramWorkload([PY, "-c", "import time; time.sleep(5)"], timeout_s=0.2, simulated=0.5)
+    with pytest.raises(ProgramFailed, match="did not exit within 0.2 s"):
+        slow.run_once()
+
+
+def test_program_is_a_workload_kind():
+    w = as_workload([PY, "-c", "pass"])
+    assert isinstance(w, ProgramWorkload) and isinstance(w, Workload)
+    assert w.kind == "program" and w.tune_params == {} and w.config_id() == ""
+    assert w.command == f"{PY} -c pass"
+    prepared = w.prepare()
+    assert prepared.timing == "synchronize"
+    prepared.launch()
+    assert prepared.returncode == 0
+
+
+def test_env_and_cwd_reach_the_process(tmp_path):
+    out = tmp_path / "seen.txt"
+    code = "import os, pathlib; pathlib.Path('seen.txt').write_text(os.environ['PM_TEST'])"
+    w = ProgramWorkload([PY, "-c", code], env={**os.environ, "PM_TEST": "42"}, cwd=tmp_path)
+    w.run_once()
+    assert out.read_text() == "42"
+
+
+NCU_CSV = """==PROF== Connected to process 4242 (/usr/bin/python3)
+hello from the program
+==PROF== Profiling "gemm_kernel" - 0: 0%....50%....100% - 1 pass
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","python3","127.0.0.1","gemm_kernel","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","3,000,000"
+"1","4242","python3","127.0.0.1","reduce","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","1,000,000"
+"2","4242","python3","127.0.0.1","gemm_kernel","1","7","(256, 1, 1)","(64, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","4,000,000"
+==PROF== Disconnected from process 4242
+"""
+
+
+def test_ncu_breakdown_parsing_and_command():
+    table = parse_kernel_breakdown(NCU_CSV)
+    assert list(table[schema.KERNEL]) == ["gemm_kernel", "reduce"]
+    assert list(table[schema.LAUNCHES]) == [2, 1]
+    assert table[schema.TIME_S].tolist() == pytest.approx([7e-3, 1e-3])
+    assert table[schema.TIME_SHARE].tolist() == pytest.approx([0.875, 0.125])
+    cmd = kernel_breakdown_command(["./app", "-n", "3"], ncu="ncu")
+    assert cmd[:3] == ["ncu", "--clock-control", "none"] and cmd[-3:] == ["./app", "-n", "3"]
+    assert "--print-units" in cmd and "base" in cmd
+    with pytest.raises(ValueError, match="no CSV header"):
+        parse_kernel_breakdown("==PROF== nothing profiled\n")
+    wrong = NCU_CSV.replace("gpu__time_duration.sum", "sm__cycles_active.avg")
+    with pytest.raises(ValueError, match="has no gpu__time_duration.sum"):
+        parse_kernel_breakdown(wrong)
