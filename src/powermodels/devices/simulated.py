@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,7 @@ import pandas as pd
 from .. import schema
 from ._checks import finite
 from .base import Device, DeviceInfo, Reading, Settings
-from .physics import GPUPhysics, clock_table
+from .physics import GPUPhysics
 from .sensor_emulation import (
     PRESETS,
     SensorPreset,
@@ -55,6 +55,8 @@ from .sensor_emulation import (
     energy_counter_reading,
     update_index,
 )
+from .simulated_engine import THROTTLE_SW_POWER_CAP, SimulationEngine
+from .simulated_workload import EXAMPLE_WORKLOADS, SimulatedWorkload
 
 __all__ = [
     "EXAMPLE_WORKLOADS",
@@ -66,114 +68,8 @@ __all__ = [
     "SimulatedWorkload",
 ]
 
-#: NVML clock-event reason bit for software power capping (nvmlClocksEventReasonSwPowerCap).
-THROTTLE_SW_POWER_CAP = 0x4
 
-
-@dataclass(frozen=True)
-class SimulatedWorkload:
-    """What one kernel launch does to the simulated GPU.
-
-    Parameters
-    ----------
-    name : str
-        Workload name.
-    core_work : float, default=0
-        β of DSO eq. 2 in MHz·s: the core-bound time is ``core_work / f_core``.
-    mem_work : float, default=0
-        α of DSO eq. 2 in MHz·s: the memory-bound time is ``mem_work / f_mem``.
-    t0_s : float, default=0
-        Fixed time per launch (t⁰ of DSO eq. 2), independent of the clocks.
-    activity : float, default=1
-        Core activity 0..1 while the launch runs (scales c·f·V²).
-    mem_activity : float, default=0
-        Memory activity 0..1 while the launch runs (scales γ·f_mem).
-    time_model : {"dso", "rational"}, default="dso"
-        ``"dso"``: ``T = t0 + max(α/f_mem, β/f_core)`` (DSO eq. 2).
-        ``"rational"``: ``T = a/(1 + b·f) + c/(1 + d·f)`` with ``f`` the SM
-        clock in MHz and ``rational = (a, b, c, d)`` (thesis eq. 4.5).
-    rational : tuple of 4 floats, optional
-        Coefficients of the rational law; required for ``time_model="rational"``.
-    """
-
-    name: str = "workload"
-    core_work: float = 0.0
-    mem_work: float = 0.0
-    t0_s: float = 0.0
-    activity: float = 1.0
-    mem_activity: float = 0.0
-    time_model: str = "dso"
-    rational: tuple | None = None
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"SimulatedWorkload: name must be a non-empty string, got {self.name!r}")
-        for arg in ("core_work", "mem_work", "t0_s"):
-            finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0)
-        for arg in ("activity", "mem_activity"):
-            finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0, maximum=1.0)
-        if self.time_model not in ("dso", "rational"):
-            raise ValueError(
-                f"SimulatedWorkload: time_model must be 'dso' or 'rational', got {self.time_model!r}")
-        if self.time_model == "dso":
-            if self.core_work == 0 and self.mem_work == 0 and self.t0_s == 0:
-                raise ValueError("SimulatedWorkload: core_work, mem_work and t0_s are all 0 "
-                                 "(a launch must take time)")
-        else:
-            coeffs = self.rational
-            if coeffs is None or len(coeffs) != 4:
-                raise ValueError(f"SimulatedWorkload: rational must be (a, b, c, d) for "
-                                 f"time_model='rational', got {coeffs!r}")
-            for c in coeffs:
-                finite("SimulatedWorkload: rational", c)
-            object.__setattr__(self, "rational", tuple(float(c) for c in coeffs))
-
-    def time_s(self, sm_clock_mhz, mem_clock_mhz):
-        """Time of one launch (s) at the given clocks (MHz); arrays broadcast."""
-        f = np.asarray(sm_clock_mhz, dtype=float)
-        fm = np.asarray(mem_clock_mhz, dtype=float)
-        if np.any(~np.isfinite(f)) or np.any(f <= 0):
-            raise ValueError(f"time_s: sm_clock_mhz must be finite and > 0, got {sm_clock_mhz!r}")
-        if np.any(~np.isfinite(fm)) or np.any(fm <= 0):
-            raise ValueError(f"time_s: mem_clock_mhz must be finite and > 0, got {mem_clock_mhz!r}")
-        if self.time_model == "dso":
-            t = self.t0_s + np.maximum(self.mem_work / fm, self.core_work / f)  # DSO eq. 2
-        else:
-            a, b, c, d = self.rational
-            t = a / (1.0 + b * f) + c / (1.0 + d * f) + 0.0 * fm  # thesis eq. 4.5
-        return float(t) if np.ndim(t) == 0 else t
-
-
-#: Ready-made workloads for demos and tests (Hopper-like at 1980/2619 MHz).
-EXAMPLE_WORKLOADS: dict[str, SimulatedWorkload] = {
-    # FMA chain: compute-bound, 10 ms per launch at 1980 MHz
-    "fp32": SimulatedWorkload("fp32", core_work=19.8, t0_s=0.0, activity=1.0, mem_activity=0.02),
-    # STREAM-like copy: memory-bound, 5 ms per launch at 2619 MHz
-    "stream": SimulatedWorkload("stream", core_work=2.0, mem_work=13.095, activity=0.25,
-                                mem_activity=1.0),
-    # GEMM: compute-bound with heavy memory traffic (power-capped at 700 W once hot)
-    "gemm": SimulatedWorkload("gemm", core_work=9.9, mem_work=6.0, t0_s=5e-6, activity=1.0,
-                              mem_activity=0.8),
-    # tiny kernel, far shorter than the 0.2 ms grid
-    "tiny": SimulatedWorkload("tiny", core_work=0.0198, t0_s=0.0, activity=0.9, mem_activity=0.1),
-}
-
-
-class _Buffer:
-    """A growable float/int array (amortised doubling)."""
-
-    def __init__(self, dtype, capacity: int = 4096):
-        self.data = np.zeros(capacity, dtype=dtype)
-
-    def ensure(self, n: int) -> np.ndarray:
-        if n > self.data.size:
-            new = np.zeros(max(n, 2 * self.data.size), dtype=self.data.dtype)
-            new[: self.data.size] = self.data
-            self.data = new
-        return self.data
-
-
-class SimulatedGPU(Device):
+class SimulatedGPU(SimulationEngine, Device):
     """A simulated Hopper-class GPU with an emulated NVML power sensor.
 
     Parameters
@@ -229,46 +125,11 @@ class SimulatedGPU(Device):
         self._counter_start_j = float(np.round(rng.uniform(1e5, 1e7), 3))
         self._noise_blocks: dict[tuple[int, int], np.ndarray] = {}
 
-        ph = physics
-        self._df = ph.fine_step_s
-        self._r = round(ph.control_step_s / ph.fine_step_s)
-        self._dc = self._df * self._r
-        self._decay = math.exp(-self._dc / ph.thermal_tau_s)
-        self._clocks = clock_table(ph)
-        v = ph.relative_voltage(self._clocks)
-        self._leak_c = (ph.leakage_w * v).tolist()
-        self._core_c = (ph.core_w_per_ghz * self._clocks / 1000.0 * v * v).tolist()
-        self._leak_arr = ph.leakage_w * v
-        self._core_arr = ph.core_w_per_ghz * self._clocks / 1000.0 * v * v
-        self._recovery_steps = max(1, int(ph.clock_recovery_mhz_per_s * self._dc / ph.sm_clock_step_mhz))
-
         self._sm_lock: float | None = None
         self._mem_lock: float | None = None
         self._power_limit: float | None = None
 
-        # per control step
-        self._fi = _Buffer(np.int64)        # SM clock index into self._clocks
-        self._fm = _Buffer(float)           # memory clock
-        self._temp = _Buffer(float)         # temperature at the step's start
-        self._thr = _Buffer(np.int64)       # throttle reasons
-        self._base = _Buffer(float)         # power at zero activity
-        self._bc = _Buffer(float)           # W per unit core activity
-        self._bm = _Buffer(float)           # W per unit memory activity
-        self._core_load = _Buffer(float)    # ∫ core activity dt within the step
-        self._mem_load = _Buffer(float)
-        # per fine step
-        self._act = _Buffer(float, 4096 * self._r)
-        self._mact = _Buffer(float, 4096 * self._r)
-        self._ecum = _Buffer(float, 4096 * self._r + 1)   # ∫ P dt at fine edges
-        self._acum = _Buffer(float, 4096 * self._r + 1)   # ∫ core activity dt at fine edges
-        self._n_cum = 0
-        self._tick = 0
-
-        fi0 = len(self._clocks) - 1
-        fm0 = float(ph.mem_clocks_mhz[0])
-        t0 = ph.idle_temperature_c(self.ambient_c, float(self._clocks[fi0]), fm0)
-        self._set_step(0, fi0, fm0, t0, 0)
-        self._pre_power = float(self._base.data[0])  # the GPU idled before t = 0
+        self._init_simulation()
 
     # ------------------------------------------------------------------
     # Device protocol
@@ -527,233 +388,6 @@ class SimulatedGPU(Device):
             raise ValueError(f"{what}: end_s ({end_s:g}) is after the simulated now ({self.now():g}); "
                              "simulate that time first")
         return start_s, min(end_s, self.now())
-
-    def _limit_w(self) -> float:
-        return self.physics.power_limit_w if self._power_limit is None else self._power_limit
-
-    def _clock_index(self, mhz: float) -> int:
-        ph = self.physics
-        i = round((mhz - ph.sm_clock_min_mhz) / ph.sm_clock_step_mhz)
-        return min(max(i, 0), len(self._clocks) - 1)
-
-    def _target_index(self) -> int:
-        return len(self._clocks) - 1 if self._sm_lock is None else self._clock_index(self._sm_lock)
-
-    def _mem_target(self) -> float:
-        return float(self.physics.mem_clocks_mhz[0]) if self._mem_lock is None else self._mem_lock
-
-    def _coefficients(self, fi: int, fm: float, temp: float) -> tuple[float, float, float]:
-        ph = self.physics
-        leak = self._leak_c[fi] * (1.0 + ph.leakage_per_c * (temp - ph.t_ref_c))
-        core = self._core_c[fi]
-        mem = ph.mem_w_per_ghz * fm / 1000.0
-        base = ph.p0_w + leak + core * ph.idle_activity + mem * ph.mem_idle_activity
-        return base, core * (1.0 - ph.idle_activity), mem * (1.0 - ph.mem_idle_activity)
-
-    def _set_step(self, k: int, fi: int, fm: float, temp: float, thr: int) -> None:
-        for buf in (self._fi, self._fm, self._temp, self._thr, self._base, self._bc, self._bm,
-                    self._core_load, self._mem_load):
-            buf.ensure(k + 1)
-        self._fi.data[k] = fi
-        self._fm.data[k] = fm
-        self._temp.data[k] = temp
-        self._thr.data[k] = thr
-        self._base.data[k], self._bc.data[k], self._bm.data[k] = self._coefficients(fi, fm, temp)
-
-    def _retarget_open_step(self) -> None:
-        # called at a step boundary: the open step has no elapsed time yet
-        k = self._tick // self._r
-        self._set_step(k, self._target_index(), self._mem_target(), float(self._temp.data[k]), 0)
-
-    def _finalize(self, k: int) -> None:
-        """Step ``k`` is over: its mean power heats the die and drives the power cap."""
-        ph = self.physics
-        a = self._core_load.data[k] / self._dc
-        m = self._mem_load.data[k] / self._dc
-        power = self._base.data[k] + self._bc.data[k] * a + self._bm.data[k] * m
-        temp = self._temp.data[k]
-        temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
-            + ph.thermal_resistance_k_per_w * power * (1.0 - self._decay)
-        fm = self._mem_target()
-        target = self._target_index()
-        fi_prev = int(self._fi.data[k])
-        fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
-        # the controller predicts the next step's power from this step's activity
-        leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
-        a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a
-        mem = ph.mem_w_per_ghz * fm / 1000.0 * (ph.mem_idle_activity + (1.0 - ph.mem_idle_activity) * m)
-        limit = self._limit_w()
-        thr = 0
-        if ph.p0_w + self._leak_c[fi] * leak_scale + self._core_c[fi] * a_eff + mem > limit:
-            predicted = ph.p0_w + self._leak_arr * leak_scale + self._core_arr * a_eff + mem
-            fi = min(fi, max(int(np.searchsorted(predicted, limit, side="right")) - 1, 0))
-        if fi < target:
-            thr = THROTTLE_SW_POWER_CAP
-        self._set_step(k + 1, fi, fm, temp_next, thr)
-
-    def _idle_to(self, tick: int) -> None:
-        r = self._r
-        while self._tick < tick:
-            k = self._tick // r
-            boundary = (k + 1) * r
-            if tick >= boundary:
-                self._tick = boundary
-                self._finalize(k)
-            else:
-                self._tick = tick
-
-    def _align_to_step(self) -> None:
-        if self._tick % self._r:
-            self._idle_to((self._tick // self._r + 1) * self._r)
-
-    def _execute(self, w: SimulatedWorkload, launches: int, gap: float) -> np.ndarray:
-        """March control steps, placing launches; returns ``(launches, 2)`` start/end times."""
-        df, dc, r = self._df, self._dc, self._r
-        tick0 = self._tick
-        k = tick0 // r
-        t = tick0 * df
-        starts: list = []
-        ends: list = []
-        n_left = launches
-        q = 0.0      # remaining work of the launch in flight (fraction)
-        g = 0.0      # remaining gap before the next launch
-        cache: dict[tuple[int, float], float] = {}
-        while n_left > 0 or q > 0.0:
-            step_end = (k + 1) * dc
-            fi = int(self._fi.data[k])
-            fm = float(self._fm.data[k])
-            key = (fi, fm)
-            tk = cache.get(key)
-            if tk is None:
-                tk = w.time_s(float(self._clocks[fi]), fm)
-                if not (math.isfinite(tk) and tk > 0):
-                    raise ValueError(f"run: workload {w.name!r} takes {tk!r} s per launch at "
-                                     f"{self._clocks[fi]:g}/{fm:g} MHz (must be > 0)")
-                cache[key] = tk
-            busy = 0.0
-            while (n_left > 0 or q > 0.0) and step_end - t > 1e-15:
-                avail = step_end - t
-                if q > 0.0:
-                    need = q * tk
-                    if need <= avail:
-                        t += need
-                        busy += need
-                        q = 0.0
-                        ends.append(t)
-                        g = gap if n_left > 0 else 0.0
-                    else:
-                        q -= avail / tk
-                        busy += avail
-                        t = step_end
-                elif g > 0.0:
-                    if g <= avail:
-                        t += g
-                        g = 0.0
-                    else:
-                        g -= avail
-                        t = step_end
-                else:
-                    cycle = tk + gap
-                    m = min(n_left, math.floor((avail + gap) / cycle))
-                    if m > 0:
-                        s = t + cycle * np.arange(m)
-                        starts.append(s)
-                        ends.append(s + tk)
-                        busy += m * tk
-                        n_left -= m
-                        t = float(s[-1] + tk)
-                        g = gap if n_left > 0 else 0.0
-                    else:
-                        starts.append(t)
-                        n_left -= 1
-                        q = 1.0
-            self._core_load.data[k] += w.activity * busy
-            self._mem_load.data[k] += w.mem_activity * busy
-            if step_end - t <= 1e-15:
-                t = step_end
-                self._finalize(k)
-                k += 1
-        end_tick = max(math.ceil(t / df - 1e-9), tick0)
-        if end_tick == (k + 1) * r:
-            self._finalize(k)
-        s = np.concatenate([np.atleast_1d(np.asarray(x, dtype=float)) for x in starts])
-        e = np.concatenate([np.atleast_1d(np.asarray(x, dtype=float)) for x in ends])
-        self._place(tick0, end_tick, s, e, w.activity, w.mem_activity)
-        self._tick = end_tick
-        return np.column_stack([s, e])
-
-    def _place(self, tick0: int, tick1: int, s: np.ndarray, e: np.ndarray, activity: float,
-               mem_activity: float) -> None:
-        """Add the launches' fractional occupancy of each fine step to the activity grids."""
-        if tick1 <= tick0:
-            return
-        edges = (tick0 + np.arange(tick1 - tick0 + 1)) * self._df
-        dur = e - s
-        cum = np.concatenate([[0.0], np.cumsum(dur)])
-        i = np.searchsorted(s, edges, side="right") - 1
-        ic = np.maximum(i, 0)
-        busy = np.where(i >= 0, cum[ic] + np.clip(edges - s[ic], 0.0, dur[ic]), 0.0)
-        occ = np.clip(np.diff(busy) / self._df, 0.0, 1.0)
-        act = self._act.ensure(tick1)
-        mact = self._mact.ensure(tick1)
-        act[tick0:tick1] += activity * occ
-        mact[tick0:tick1] += mem_activity * occ
-
-    def _update_cumulative(self) -> None:
-        n0, n1 = self._n_cum, self._tick
-        if n1 <= n0:
-            return
-        ecum = self._ecum.ensure(n1 + 1)
-        acum = self._acum.ensure(n1 + 1)
-        act = self._act.ensure(n1)[n0:n1]
-        mact = self._mact.ensure(n1)[n0:n1]
-        k = np.arange(n0, n1) // self._r
-        power = self._base.data[k] + self._bc.data[k] * act + self._bm.data[k] * mact
-        ecum[n0 + 1 : n1 + 1] = ecum[n0] + np.cumsum(power * self._df)
-        acum[n0 + 1 : n1 + 1] = acum[n0] + np.cumsum(act * self._df)
-        self._n_cum = n1
-
-    def _interp_cumulative(self, buf: _Buffer, t: np.ndarray, before: float) -> np.ndarray:
-        self._update_cumulative()
-        cum = buf.data
-        t = np.asarray(t, dtype=float)
-        n = self._tick
-        if n == 0:
-            return np.where(t < 0, before * t, 0.0)
-        x = np.clip(t, 0.0, n * self._df) / self._df
-        j = np.clip(np.floor(x).astype(np.int64), 0, n - 1)
-        frac = x - j
-        value = cum[j] + frac * (cum[j + 1] - cum[j])
-        return np.where(t < 0, before * t, value)
-
-    def _energy(self, t) -> np.ndarray:
-        """∫₀ᵗ P dt (J); before 0 the GPU idled at its initial power."""
-        return self._interp_cumulative(self._ecum, t, self._pre_power)
-
-    def _activity_integral(self, t) -> np.ndarray:
-        return self._interp_cumulative(self._acum, t, 0.0)
-
-    def _step_at(self, t: np.ndarray) -> np.ndarray:
-        k = np.floor(np.asarray(t, dtype=float) / self._dc + 1e-9).astype(np.int64)
-        return np.clip(k, 0, self._tick // self._r)
-
-    def _noise(self, stream: int, idx: np.ndarray) -> np.ndarray:
-        """Standard-normal draw per integer index, reproducible whatever the query order."""
-        idx = np.asarray(idx, dtype=np.int64) + (1 << 40)
-        block = 1 << 12
-        out = np.empty(idx.shape, dtype=float)
-        blocks = idx // block
-        for b in np.unique(blocks):
-            key = (stream, int(b))
-            draws = self._noise_blocks.get(key)
-            if draws is None:
-                if len(self._noise_blocks) > 4096:
-                    self._noise_blocks.clear()
-                draws = np.random.default_rng([self.seed, stream, int(b)]).standard_normal(block)
-                self._noise_blocks[key] = draws
-            sel = blocks == b
-            out[sel] = draws[idx[sel] - b * block]
-        return out
 
     def _sensor_at(self, t: np.ndarray):
         p = self._preset
