@@ -37,6 +37,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"{SHARED_DATA} is absent"))
 
 
+@pytest.fixture(autouse=True)
+def _private_state_dir(tmp_path_factory, monkeypatch):
+    """Every test gets its own settings-journal folder (never the user's ~/.local/state)."""
+    monkeypatch.setenv("POWERMODELS_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The folder of public measured data beside the checkout (../shared/data)."""

@@ -20,6 +20,17 @@ Faults
     The function does not exist (an old nvidia-ml-py): ``AttributeError``.
 ``heal(name)``
     Remove the faults on ``name``.
+``fail_nth(name, n, action)`` with a plain callable ``action``
+    Call ``action()`` at the ``n``-th call, before the function runs (e.g.
+    ``lambda: os.kill(os.getpid(), signal.SIGKILL)`` to kill the process
+    mid-change).
+
+Other processes on the GPU: append ``(pid, used_bytes)`` to ``gpu.processes``
+(``nvmlDeviceGetComputeRunningProcesses`` lists them).
+
+Across processes: ``persist(path)`` (or ``$FAKE_PYNVML_STATE`` at ``install``)
+keeps the GPU's settings in a JSON file, read before and written after every
+call, so a killed process leaves its locked clocks for the next one to find.
 
 Every call is appended to ``calls`` as ``(name, args)``; ``count(name)``
 counts them.
@@ -112,6 +123,41 @@ class FakeGPU:
         self.sm_locked: tuple | None = None
         self.mem_locked: tuple | None = None
         self.initialised = 0
+        self.processes: list[tuple[int, int]] = []  # (pid, used GPU memory in bytes)
+
+
+_PERSISTED = ("sm_locked", "mem_locked", "power_limit_mw", "sm_clock_mhz", "mem_clock_mhz",
+              "processes")
+_state_path: str | None = None
+
+
+def persist(path) -> None:
+    """Keep the GPU's settings in ``path`` (JSON), shared by every process using it."""
+    global _state_path
+    _state_path = str(path)
+    if Path(_state_path).exists():
+        _load_state()
+    else:
+        _save_state()
+
+
+def _load_state() -> None:
+    import json
+
+    data = json.loads(Path(_state_path).read_text())
+    for key in _PERSISTED:
+        value = data[key]
+        setattr(gpu, key, tuple(value) if key.endswith("_locked") and value is not None else value)
+    gpu.processes = [tuple(p) for p in gpu.processes]
+
+
+def _save_state() -> None:
+    import json
+    import os
+
+    tmp = f"{_state_path}.{os.getpid()}.tmp"
+    Path(tmp).write_text(json.dumps({k: getattr(gpu, k) for k in _PERSISTED}))
+    os.replace(tmp, _state_path)
 
 
 gpu = FakeGPU()
@@ -175,6 +221,9 @@ def heal(name: str) -> None:
 def _raise(error) -> None:
     if isinstance(error, BaseException):
         raise error
+    if callable(error):  # an action (kill the process, ...), then the call goes on
+        error()
+        return
     raise NVMLError(error)
 
 
@@ -198,10 +247,15 @@ def _nvml(function):
     name = function.__name__
 
     def wrapper(*args):
+        if _state_path is not None:
+            _load_state()
         _enter(name, args)
         if name not in ("nvmlInit", "nvmlShutdown") and gpu.initialised <= 0:
             raise NVMLError(NVML_ERROR_UNINITIALIZED)
-        return function(*args)
+        out = function(*args)
+        if _state_path is not None:
+            _save_state()
+        return out
 
     wrapper.__name__ = name
     return wrapper
@@ -391,6 +445,13 @@ def nvmlDeviceResetMemoryLockedClocks(handle):
 
 
 @_nvml
+def nvmlDeviceGetComputeRunningProcesses(handle):
+    _check(handle)
+    return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF,
+                            computeInstanceId=0xFFFFFFFF) for pid, used in gpu.processes]
+
+
+@_nvml
 def nvmlDeviceSetPowerManagementLimit(handle, limit):
     _check(handle)
     if not gpu.power_limit_min_mw <= limit <= gpu.power_limit_max_mw:
@@ -424,7 +485,14 @@ def load(name: str = "pynvml") -> ModuleType:
 
 
 def install(name: str = "pynvml") -> ModuleType:
-    """Load a fresh copy and put it in ``sys.modules[name]`` (for subprocesses)."""
+    """Load a fresh copy and put it in ``sys.modules[name]`` (for subprocesses).
+
+    With ``$FAKE_PYNVML_STATE`` set, the copy persists its GPU settings there.
+    """
+    import os
+
     module = load(name)
     sys.modules[name] = module
+    if os.environ.get("FAKE_PYNVML_STATE"):
+        module.persist(os.environ["FAKE_PYNVML_STATE"])
     return module

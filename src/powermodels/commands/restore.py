@@ -1,0 +1,71 @@
+"""``powermodels restore``: put back GPU settings a killed powermodels process left changed.
+
+Before changing a clock or the power limit, powermodels writes the previous
+settings to a journal per GPU (:mod:`powermodels.devices.journal`). A process
+killed with ``SIGKILL`` cannot restore them itself; this command (like the next
+settings guard on that GPU) finds the journal entries whose process is gone
+and restores the settings they recorded. Entries of running processes are
+listed and left alone. ``--list`` only shows what is pending.
+"""
+
+from __future__ import annotations
+
+NAME = "restore"
+HELP = "Restore GPU clocks/power limits left changed by a killed powermodels process."
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--list", action="store_true",
+                        help="only list the journal entries (nothing is changed)")
+
+
+def _devices_by_uuid() -> dict:
+    from ..devices.nvml import NVMLDevice, nvml_gpu_count
+
+    out = {}
+    for index in range(nvml_gpu_count()):
+        device = NVMLDevice(index)
+        out[device.info.uuid or f"nvml-{index}"] = device
+    return out
+
+
+def run(args) -> int:
+    from ..devices.base import recover_left_settings
+    from ..devices.journal import journal_dir, pending_journals
+
+    journals = pending_journals()
+    if not journals:
+        print(f"nothing to restore (no journal in {journal_dir()})")
+        return 0
+    for journal in journals:
+        for entry in journal.entries():
+            state = "running" if entry.alive() else "gone"
+            print(f"{journal.key}: {entry.device or '?'} {entry.keys} changed by {entry.describe()} "
+                  f"[{state}]; before: {entry.previous}")
+    if args.list:
+        return 0
+    devices = _devices_by_uuid()
+    status = 0
+    try:
+        for journal in journals:
+            device = devices.get(journal.key)
+            if device is None:
+                print(f"{journal.key}: no such GPU on this host; left as is")
+                status = 1
+                continue
+            try:
+                done = recover_left_settings(device)
+            except Exception as err:  # RestoreError, NVML errors: one line, keep going
+                print(f"{journal.key}: {err}")
+                status = 1
+                continue
+            for line in done:
+                print(line)
+            still = journal.entries()
+            if still:
+                print(f"{journal.key}: left alone, still held by "
+                      f"{', '.join(e.describe() for e in still)}")
+    finally:
+        for device in devices.values():
+            device.close()
+    return status

@@ -1,0 +1,337 @@
+"""Restore that survives the process: the settings journal, SIGTERM/SIGHUP handlers, SIGKILL recovery.
+
+The fake NVML keeps its GPU in a JSON file (``persist``), so a child process
+that dies with locked clocks leaves them for the next process to find, as a
+real GPU would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from powermodels.devices import base, journal
+
+TESTS = Path(__file__).resolve().parents[1]
+SRC = TESTS.parent / "src"
+
+SET_SM = "nvmlDeviceSetGpuLockedClocks"
+RESET_SM = "nvmlDeviceResetGpuLockedClocks"
+SET_MEM = "nvmlDeviceSetMemoryLockedClocks"
+RESET_MEM = "nvmlDeviceResetMemoryLockedClocks"
+SET_LIMIT = "nvmlDeviceSetPowerManagementLimit"
+BODY = "nvmlDeviceGetTemperature"  # called only by the guarded body below
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork (POSIX)")
+
+
+@pytest.fixture
+def gpu(fake_nvml, tmp_path):
+    """The fake GPU with a non-default power limit, persisted across processes."""
+    fake_nvml.gpu.power_limit_mw = 650_000
+    fake_nvml.persist(tmp_path / "gpu.json")
+    return fake_nvml
+
+
+def original(fake) -> bool:
+    fake._load_state()
+    return fake.gpu.sm_locked is None and fake.gpu.mem_locked is None and \
+        fake.gpu.power_limit_mw == 650_000
+
+
+def journal_entries(fake):
+    return journal.Journal(fake.gpu.uuid).entries()
+
+
+def _device():
+    from powermodels.devices.nvml import NVMLDevice
+
+    device = NVMLDevice(0)
+    device.restore_retry_delay_s = 0.0
+    return device
+
+
+def _guarded_run(fake, nested: bool) -> None:
+    """A locked-clock measurement: the body reads the temperature."""
+    device = _device()
+    if nested:
+        with device.settings_guard(power_limit_w=400, allow_changes=True), \
+                device.settings_guard(sm_clock_mhz=1410, mem_clock_mhz=1593, allow_changes=True):
+            fake.nvmlDeviceGetTemperature(device._handle, 0)
+    else:
+        with device.settings_guard(sm_clock_mhz=1410, mem_clock_mhz=1593, power_limit_w=400,
+                                   allow_changes=True):
+            fake.nvmlDeviceGetTemperature(device._handle, 0)
+    device.close()
+
+
+def run_child(fake, fault: tuple[str, int] | None, signum: int | None, nested: bool) -> int:
+    """Fork; the child runs the guarded measurement and sends itself ``signum`` at ``fault``."""
+    pid = os.fork()
+    if pid == 0:  # child: never return into pytest
+        code = 0
+        try:
+            if fault is not None:
+                fake.fail_nth(fault[0], fault[1], lambda: os.kill(os.getpid(), signum))
+            _guarded_run(fake, nested)
+            time.sleep(0.5)  # a signal that has not arrived yet is not a pass
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            code = 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+POINTS = [  # (where, function, n-th call): every step of apply, body and restore
+    ("applying the power limit", SET_LIMIT, 1),
+    ("applying the memory clock", SET_MEM, 1),
+    ("applying the SM clock", SET_SM, 1),
+    ("in the body", BODY, 1),
+    ("restoring the SM clock", RESET_SM, 1),
+    ("restoring the memory clock", RESET_MEM, 1),
+    ("restoring the power limit", SET_LIMIT, 2),
+]
+SIGNALS = [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP]
+RECOVERY = ["next guard", "powermodels restore"]
+PATHS = [(p, s, nested, r) for p in POINTS for s in SIGNALS for nested in (False, True)
+         for r in (RECOVERY if s == signal.SIGKILL else [None])]
+
+
+def _recover(fake, how: str, capsys) -> None:
+    if how == "next guard":
+        device = _device()
+        with pytest.warns(RuntimeWarning, match="left by pid"):
+            with device.settings_guard():
+                pass
+        device.close()
+    else:
+        from powermodels.cli import main
+
+        assert main(["restore"]) == 0
+        out = capsys.readouterr().out
+        assert "restored" in out and "[gone]" in out
+
+
+def test_every_injected_fault_path_ends_with_the_original_settings(gpu, capsys):
+    """SIGKILL, SIGTERM and SIGHUP at every step of a single and a nested guard."""
+    tried, restored, by_handler = 0, 0, 0
+    for (where, name, n), signum, nested, how in PATHS:
+        assert original(gpu), "test setup"
+        code = run_child(gpu, (name, n), signum, nested)
+        tried += 1
+        label = f"{signal.Signals(signum).name} {where} ({'nested' if nested else 'single'} guard)"
+        assert code == -signum, f"{label}: child ended with {code}"
+        if signum == signal.SIGKILL:
+            assert journal_entries(gpu), f"{label}: no journal entry left"
+            _recover(gpu, how, capsys)
+        else:  # the handler restored before the process died
+            by_handler += original(gpu)
+        assert original(gpu), f"{label}: settings not restored"
+        assert journal_entries(gpu) == [], f"{label}: journal not cleared"
+        restored += 1
+    assert tried == restored == len(PATHS) == 56
+    assert by_handler == 28
+    print(f"fault paths: {tried} tried, {restored} restored ({by_handler} by the signal handler, "
+          f"{tried - by_handler} after SIGKILL by the next guard or `powermodels restore`)")
+
+
+def test_clean_run_leaves_no_journal(gpu):
+    assert run_child(gpu, None, None, nested=False) == 0
+    assert original(gpu) and journal_entries(gpu) == []
+
+
+def test_journal_written_before_the_change(gpu):
+    seen = []
+
+    def look():
+        entries = journal_entries(gpu)
+        seen.append((entries[0].previous, entries[0].keys) if entries else None)
+
+    gpu.fail_nth(SET_LIMIT, 1, look)
+    _guarded_run(gpu, nested=False)
+    assert seen == [({"sm_clock_mhz": None, "mem_clock_mhz": None, "power_limit_w": 650.0},
+                     ["power_limit_w", "mem_clock_mhz", "sm_clock_mhz"])]
+    assert journal_entries(gpu) == []
+
+
+def test_nested_guards_restore_the_outer_lock(gpu):
+    device = _device()
+    with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+        with device.settings_guard(sm_clock_mhz=1200, power_limit_w=300, allow_changes=True):
+            assert gpu.gpu.sm_locked == (1200, 1200)
+            assert len(journal_entries(gpu)) == 2
+        assert gpu.gpu.sm_locked == (1410, 1410)  # re-locked, not reset to default
+        assert gpu.gpu.power_limit_mw == 650_000
+        assert len(journal_entries(gpu)) == 1
+    device.close()
+    assert original(gpu) and journal_entries(gpu) == []
+
+
+def test_failed_restore_keeps_the_entry_for_later(gpu, capsys):
+    device = _device()
+    gpu.fail_always(RESET_SM)
+    with pytest.raises(base.RestoreError):
+        with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+            pass
+    assert gpu.gpu.sm_locked == (1410, 1410) and len(journal_entries(gpu)) == 1
+    gpu.heal(RESET_SM)
+    with pytest.warns(RuntimeWarning, match="left by pid"):
+        with device.settings_guard():  # the next guard of the same process retries it
+            pass
+    device.close()
+    assert original(gpu) and journal_entries(gpu) == []
+
+
+def test_signal_handlers_installed_only_while_settings_are_changed(gpu):
+    before = signal.getsignal(signal.SIGTERM)
+    device = _device()
+    with device.settings_guard():
+        assert signal.getsignal(signal.SIGTERM) is before
+    with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+        assert signal.getsignal(signal.SIGTERM) is base._on_signal
+        assert signal.getsignal(signal.SIGHUP) is base._on_signal
+    assert signal.getsignal(signal.SIGTERM) is before
+    device.close()
+
+
+def test_previous_python_handler_is_chained(gpu):
+    calls = []
+    previous = signal.signal(signal.SIGTERM, lambda s, f: calls.append(s))
+    try:
+        device = _device()
+        with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)  # let the handler run
+            assert gpu.gpu.sm_locked is None  # restored by our handler first
+        device.close()
+        assert calls == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_restore_command_with_nothing_to_do(gpu, capsys):
+    from powermodels.cli import main
+
+    assert main(["restore"]) == 0
+    assert "nothing to restore" in capsys.readouterr().out
+
+
+def test_restore_command_leaves_a_running_process_alone(gpu, capsys):
+    from powermodels.cli import main
+
+    entry = journal.Entry.mine("other-1", {"sm_clock_mhz": None}, ["sm_clock_mhz"], "x")
+    j = journal.Journal(gpu.gpu.uuid)
+    with j.locked():
+        j.add(entry)  # our own live pid, a guard id no guard of ours has: treated as left
+    with j.locked():
+        j._write([journal.Entry(**{**entry.__dict__, "pid": 1, "start": None})])  # alive, not us
+    assert main(["restore", "--list"]) == 0
+    assert "[running]" in capsys.readouterr().out
+    assert main(["restore"]) == 0
+    assert "left alone, still held by pid 1" in capsys.readouterr().out
+
+
+SECOND = """
+import os, sys, time
+import fake_pynvml
+fake = fake_pynvml.install()
+from powermodels.devices.nvml import NVMLDevice
+device = NVMLDevice(0)
+with device.settings_guard(sm_clock_mhz=1200, allow_changes=True):
+    open(os.environ["READY"], "w").close()
+    while not os.path.exists(os.environ["GO"]):
+        time.sleep(0.01)
+device.close()
+"""
+
+
+def _spawn(tmp_path, gpu, script):
+    env = dict(os.environ, FAKE_PYNVML_STATE=gpu._state_path, READY=str(tmp_path / "ready"),
+               GO=str(tmp_path / "go"))
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(SRC), env.get("PYTHONPATH", "")])
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ready").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    return proc
+
+
+def test_two_processes_on_one_gpu(gpu, tmp_path):
+    """A second process may not change a GPU whose settings another one holds."""
+    proc = _spawn(tmp_path, gpu, SECOND)
+    try:
+        gpu._load_state()
+        assert gpu.gpu.sm_locked == (1200, 1200)
+        device = _device()
+        with pytest.raises(base.SettingsBusy, match=f"pid {proc.pid} on "):
+            with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+                pytest.fail("must not run")
+        gpu._load_state()
+        assert gpu.gpu.sm_locked == (1200, 1200)  # the other process's lock untouched
+        with device.settings_guard():  # reading under a guard without changes is fine
+            pass
+    finally:
+        (tmp_path / "go").touch()
+        assert proc.wait(timeout=60) == 0, proc.communicate()
+    assert original(gpu) and journal_entries(gpu) == []
+    with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):  # free now
+        assert gpu.gpu.sm_locked == (1410, 1410)
+    device.close()
+    assert original(gpu)
+
+
+def test_sigterm_during_a_locked_clock_run_in_a_subprocess(gpu, tmp_path):
+    """The scheduler's SIGTERM, from outside, to a real interpreter: restored, exit by the signal."""
+    proc = _spawn(tmp_path, gpu, SECOND)
+    gpu._load_state()
+    assert gpu.gpu.sm_locked == (1200, 1200)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert original(gpu) and journal_entries(gpu) == []
+
+
+def test_sigkill_then_restore_command_in_a_subprocess(gpu, tmp_path):
+    proc = _spawn(tmp_path, gpu, SECOND)
+    proc.kill()
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    assert not original(gpu) and len(journal_entries(gpu)) == 1
+    env = dict(os.environ, FAKE_PYNVML_STATE=gpu._state_path)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), str(SRC), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", "import fake_pynvml; fake_pynvml.install(); "
+                          "from powermodels.cli import main; raise SystemExit(main(['restore']))"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "restored" in out.stdout and f"pid {proc.pid}" in out.stdout
+    assert original(gpu) and journal_entries(gpu) == []
+
+
+def test_state_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv(journal.STATE_DIR_ENV)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert journal.state_dir() == tmp_path / "powermodels"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert journal.state_dir() == Path.home() / ".local" / "state" / "powermodels"
+
+
+def test_corrupt_journal_is_kept_aside(gpu):
+    j = journal.Journal(gpu.gpu.uuid)
+    j.path.parent.mkdir(parents=True, exist_ok=True)
+    j.path.write_text("{not json")
+    assert j.entries() == []
+    assert j.path.with_name(j.path.name + ".corrupt").exists()
+    assert json.loads(json.dumps([])) == []
