@@ -12,4 +12,30 @@ except PackageNotFoundError:  # running from a source tree (PYTHONPATH=src)
 from .devices import open_device
 from .utils import all_estimators
 
-__all__ = ["__version__", "all_estimators", "open_device"]
+# Heavier public names, imported on first use so ``import powermodels`` stays light:
+# name -> (module, attribute).
+_LAZY = {
+    "measure": (".api", "measure"),
+    "Measurement": (".harness.protocols", "Measurement"),
+    "Workload": (".harness.workloads", "Workload"),
+    "SourceKernel": (".harness.workloads", "SourceKernel"),
+    "CallableWorkload": (".harness.workloads", "CallableWorkload"),
+    "SimulatedTwin": (".harness.workloads", "SimulatedTwin"),
+}
+
+__all__ = ["__version__", "all_estimators", "open_device", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        module, attr = _LAZY[name]
+        value = getattr(import_module(module, __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

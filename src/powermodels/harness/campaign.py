@@ -40,7 +40,6 @@ import datetime as _dt
 import hashlib
 import json
 import os
-import random
 import socket
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -78,8 +77,9 @@ class CampaignSpec:
         restricted search space), a list of configs (dicts or ``"p=v,..."``
         strings), or ``{"sample": n, "seed": s}`` (a reproducible random
         subset of the search space).
-    protocol : str, default="continuous"
-        Protocol name (:data:`powermodels.harness.protocols.PROTOCOLS`).
+    protocol : str, default="counter"
+        Protocol name (:data:`powermodels.harness.protocols.PROTOCOLS`); the
+        default falls back to ``good_practice`` on a GPU without an energy counter.
     protocol_params : dict
         Its parameters.
     repeats : int, default=3
@@ -93,16 +93,26 @@ class CampaignSpec:
         ``"auto" | "nvml" | "simulated"``.
     device_kwargs : dict
         Passed to :func:`~powermodels.devices.open_device` (e.g. ``{"seed": 0}``).
+    workloads : list of dict
+        User workloads: CUDA sources with tunables, ``module:function``
+        callables, programs, each with its ``configs``
+        (:mod:`powermodels.harness.workloads.spec`). A spec with ``workloads``
+        and no ``kernels`` measures only those.
+    base_dir : str, optional
+        Folder the workloads' relative paths are resolved against
+        (:func:`load_spec` sets the campaign file's folder).
     """
 
     kernels: dict = field(default_factory=lambda: {"fp32": "default"})
-    protocol: str = "continuous"
+    protocol: str = "counter"
     protocol_params: dict = field(default_factory=dict)
     repeats: int = 3
     sm_clocks_mhz: list | None = None
     allow_clock_changes: bool = False
     device: str = "auto"
     device_kwargs: dict = field(default_factory=dict)
+    workloads: list = field(default_factory=list)
+    base_dir: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping) -> CampaignSpec:
@@ -110,15 +120,47 @@ class CampaignSpec:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"campaign spec: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
-        spec = cls(**dict(data))
+        data = dict(data)
+        if data.get("workloads") and "kernels" not in data:
+            data["kernels"] = {}  # only the user's workloads, not the default fp32
+        spec = cls(**data)
         spec.validate()
         return spec
 
+    def entries(self) -> list[tuple[workloads.Workload, object]]:
+        """``(workload, configs)`` of every registry kernel and user workload, in spec order.
+
+        Raises
+        ------
+        ValueError
+            Naming a bad entry (unknown kernel, missing file, kernel not in its
+            source, bad restriction) or two workloads with the same name.
+        """
+        if not isinstance(self.kernels, Mapping):
+            raise ValueError("campaign spec: 'kernels' must be a mapping of kernel -> configs")
+        if not isinstance(self.workloads, (list, tuple)):
+            raise ValueError("campaign spec: 'workloads' must be a list of tables")
+        out = [(workloads.registry_kernel(name), what) for name, what in self.kernels.items()]
+        for entry in self.workloads:
+            w = workloads.workload_from_entry(entry, self.base_dir)
+            out.append((w, entry.get("configs", "default")))
+        names = [w.name for w, _ in out]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"campaign spec: workload name(s) {twice} used twice; give each a 'name'")
+        return out
+
+    def workload(self, name: str) -> workloads.Workload:
+        """The workload the run table calls ``name`` (a registry kernel or a user workload)."""
+        for w, _ in self.entries():
+            if w.name == name:
+                return w
+        raise ValueError(f"campaign spec: no workload named {name!r}")
+
     def validate(self) -> None:
-        if not isinstance(self.kernels, Mapping) or not self.kernels:
-            raise ValueError("campaign spec: 'kernels' must be a non-empty mapping of kernel -> configs")
-        for name in self.kernels:
-            workloads.get_kernel(name)
+        if not self.entries():
+            raise ValueError("campaign spec: nothing to measure: give 'kernels' (registry kernel -> configs) "
+                             "or 'workloads' (user sources, callables, programs)")
         if int(self.repeats) < 1:
             raise ValueError(f"campaign spec: 'repeats' must be >= 1, got {self.repeats}")
         make_protocol(self.protocol, **self.protocol_params)
@@ -149,21 +191,9 @@ def load_spec(path: str | os.PathLike) -> CampaignSpec:
             data = json.loads(path.read_text())
         except json.JSONDecodeError as err:
             raise ValueError(f"campaign config {str(path)!r}: invalid JSON: {err}") from None
+    if isinstance(data, Mapping) and "base_dir" not in data:
+        data = {**data, "base_dir": str(path.resolve().parent)}  # workloads' paths: next to the file
     return CampaignSpec.from_dict(data)
-
-
-def _configs(kernel: str, what) -> list[dict]:
-    if what is None or what == "default":
-        return [workloads.validate_config(kernel, {})]
-    if what == "all":
-        return workloads.search_space(kernel)
-    if isinstance(what, Mapping) and "sample" in what:
-        space = workloads.search_space(kernel)
-        k = min(int(what["sample"]), len(space))
-        return random.Random(int(what.get("seed", 0))).sample(space, k)
-    if isinstance(what, (list, tuple)):
-        return [workloads.validate_config(kernel, workloads.parse_config(kernel, c)) for c in what]
-    raise ValueError(f"campaign spec: configs of {kernel!r} must be 'default', 'all', a list or {{'sample': n}}")
 
 
 @dataclass(frozen=True)
@@ -180,10 +210,12 @@ class PlannedRun:
 def plan(spec: CampaignSpec) -> list[PlannedRun]:
     """Every run of the campaign, in the order they are measured (clock outermost)."""
     runs = []
+    entries = spec.entries()
     for clock in spec.sm_clocks_mhz or [None]:
-        for kernel, what in spec.kernels.items():
-            for config in _configs(kernel, what):
-                cid = workloads.config_id(kernel, config)
+        for workload, what in entries:
+            kernel = workload.name
+            for config in workloads.select_configs(workload, what):
+                cid = workload.config_id(config)
                 for repeat in range(int(spec.repeats)):
                     text = f"{kernel}|{cid}|{clock}|{repeat}|{spec.protocol}"
                     key = hashlib.sha1(text.encode()).hexdigest()[:20]
@@ -249,7 +281,7 @@ def measure_planned(runner: Runner, protocol, planned: PlannedRun,
     rows measured on several GPUs or hosts stay apart.
     """
     with _clock(runner.device, planned.sm_clock_mhz, spec.allow_clock_changes):
-        m = protocol.measure(runner, planned.kernel, planned.config,
+        m = protocol.measure(runner, spec.workload(planned.kernel), planned.config,
                              repeat=planned.repeat, run_id=planned.key)
     row = dict(m.row)
     row[schema.SM_CLOCK_REQUESTED_MHZ] = (

@@ -50,6 +50,8 @@ from .registry import (
     validate_config,
 )
 from .registry_gpu import PreparedKernel, prepare, square_wave_kernel
+from .source import BLOCK_SIZE_NAMES, PreparedSource, SourceKernel, global_functions
+from .spec import make_argument, select_configs, workload_from_entry
 from .twins import (
     NOMINAL_MEM_MHZ,
     NOMINAL_SM_MHZ,
@@ -61,6 +63,7 @@ from .twins import (
 )
 
 __all__ = [
+    "BLOCK_SIZE_NAMES",
     "FP32_FLOP_PER_CYCLE",
     "FP32_RESTRICTIONS",
     "KERNELS",
@@ -77,9 +80,11 @@ __all__ = [
     "Prepared",
     "PreparedCallable",
     "PreparedKernel",
+    "PreparedSource",
     "RegistryKernel",
     "Restriction",
     "SimulatedTwin",
+    "SourceKernel",
     "Workload",
     "WorkloadError",
     "as_twin",
@@ -88,19 +93,23 @@ __all__ = [
     "detect_timing",
     "format_value",
     "get_kernel",
+    "global_functions",
     "invalid_reasons",
     "kernel_source",
     "kernels_dir",
     "load_object",
+    "make_argument",
     "make_restrictions",
     "parse_config",
     "parse_value",
     "prepare",
     "registry_kernel",
     "search_space",
+    "select_configs",
     "simulated_workload",
     "square_wave_kernel",
     "twin_workload",
     "validate_config",
     "workload_cost",
+    "workload_from_entry",
 ]

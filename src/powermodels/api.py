@@ -1,0 +1,102 @@
+"""Public one-liners: ``powermodels.measure(workload)``.
+
+>>> import powermodels
+>>> from powermodels.harness.workloads import SimulatedTwin
+>>> def step():  # on a real GPU: enqueue the work (CuPy, PyTorch, ...)
+...     pass
+>>> m = powermodels.measure(step, device="simulated", simulated=SimulatedTwin(time_s=2e-3))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["measure"]
+
+
+def _protocol(protocol, runner, params: dict):
+    from .harness.protocols import Protocol, default_protocol, make_protocol
+
+    if protocol is None:
+        return default_protocol(runner, **params)
+    if isinstance(protocol, Protocol):
+        if params:
+            raise ValueError(f"measure: protocol parameters {sorted(params)} given with a Protocol "
+                             "object; set them on the object instead")
+        return protocol
+    if isinstance(protocol, str):
+        return make_protocol(protocol, **params)
+    raise ValueError(f"measure: protocol must be None, a name or a Protocol, got {type(protocol).__name__}")
+
+
+def _runner(device):
+    """``(runner, owned)`` for a Runner, a Device or a device kind."""
+    from .devices.base import Device
+    from .harness.runner import Runner, make_runner
+
+    if isinstance(device, Runner):
+        return device, False
+    if isinstance(device, (Device, str)):
+        return make_runner(device), True
+    raise ValueError(f"measure: device must be 'auto', 'nvml', 'simulated', a Device or a Runner, "
+                     f"got {type(device).__name__}")
+
+
+def measure(workload, *, protocol=None, device="auto", config: Mapping | str | None = None,
+            simulated=None, **params):
+    """Measure the energy, time and power of one execution of ``workload``.
+
+    Parameters
+    ----------
+    workload : callable, Workload, str or list of str
+        A Python callable that enqueues GPU work (called with no arguments;
+        bind arguments with :class:`~powermodels.harness.workloads.CallableWorkload`),
+        a :class:`~powermodels.harness.workloads.SourceKernel` or any other
+        :class:`~powermodels.harness.workloads.Workload`, a registry kernel name
+        (``"sgemm"``), ``"module:function"``, or a program's argv list.
+    protocol : str or Protocol, optional
+        ``None`` (default): :func:`~powermodels.harness.protocols.default_protocol`
+        for the device (the energy-counter protocol where the GPU has the
+        counter, else ``good_practice``). A name from
+        :data:`~powermodels.harness.protocols.PROTOCOLS` or a Protocol object.
+    device : {"auto", "nvml", "simulated"}, Device or Runner, default="auto"
+        Where to measure: "auto" picks the NVIDIA GPU when there is one,
+        else the simulated GPU (which runs the workload's simulated twin).
+    config : dict or str, optional
+        Configuration of a tunable workload (``"p=v,..."`` or a dict); its
+        default when None.
+    simulated : SimulatedTwin, dict or SimulatedWorkload, optional
+        The twin of a callable given bare (run on the simulated GPU).
+    **params
+        Protocol parameters (e.g. ``trials=5`` for ``good_practice``).
+
+    Returns
+    -------
+    Measurement
+        ``.row`` (a run-table row: ``energy_j`` per execution, ``time_s``,
+        ``power_w``, conditions, uncertainty where the protocol gives one),
+        ``.trace`` and ``.launches``; ``.run_table()`` as a DataFrame.
+
+    Raises
+    ------
+    ValueError
+        Naming the problem: a workload that cannot be converted, a bad
+        configuration, a workload without a twin on the simulated GPU, a
+        callable that raises (:class:`~powermodels.harness.workloads.WorkloadError`).
+    """
+    from .harness.workloads import CallableWorkload, as_workload
+
+    if simulated is not None:
+        if isinstance(workload, CallableWorkload) or not callable(workload):
+            raise ValueError("measure: simulated= is for a bare callable; give a Workload its twin "
+                             "with its own simulated= argument")
+        workload = CallableWorkload(workload, simulated=simulated)
+    w = as_workload(workload)
+    full = w.validate_config(w.parse_config(config))  # before opening the GPU
+    runner, owned = _runner(device)
+    try:
+        proto = _protocol(protocol, runner, dict(params))
+        return proto.measure(runner, w, full)
+    finally:
+        if owned:
+            runner.close()
