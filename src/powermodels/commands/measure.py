@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 NAME = "measure"
-HELP = "Measure one kernel configuration with a protocol (naive, continuous, good_practice, steady_state)."
+HELP = ("Measure one kernel configuration with a protocol (counter by default; naive, continuous, "
+        "good_practice, steady_state).")
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -84,8 +85,9 @@ def open_any(kind: str, index: int = 0, **simulated):
 def add_arguments(parser) -> None:
     parser.add_argument("--kernel", default="fp32", help="kernel name (fp32, sgemm, stream_copy, stream_triad)")
     parser.add_argument("--config", default="", help="configuration 'p1=v1,p2=v2' (defaults for the rest)")
-    parser.add_argument("--protocol", default="continuous",
-                        help="naive | continuous | good_practice | steady_state")
+    parser.add_argument("--protocol", default="counter",
+                        help="counter (default: energy counter, ~1 s; good_practice where the GPU has no "
+                             "counter) | naive | continuous | good_practice | steady_state")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="protocol parameter, e.g. --param duration_s=0.5 (repeatable)")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))

@@ -12,9 +12,9 @@ published, and *how many launches* ran between those two instants.
 The protocol:
 
 1. **Back-to-back launches** for ``settle_s`` (the GPU leaves idle: clocks
-   rise, the sensor's and the die's first transient pass), then — without a
-   pause — a measuring run long enough to hold ``updates`` counter updates
-   (``(updates + 1.5) ×`` the update period).
+   rise, the first transient passes), then — without a pause — a measuring
+   run of ``window_s`` plus 1.5 update periods, long enough to hold two
+   counter updates at least ``window_s`` apart.
 2. **Align to counter updates** the sampler observed: a new counter value
    first seen at read *i* was published between reads *i − 1* and *i*
    (:func:`counter_updates`); its instant is taken as the middle of that
@@ -236,13 +236,16 @@ class Counter(Protocol):
 
     Parameters
     ----------
-    settle_s : float, default=0.15
-        Back-to-back load before the measuring run starts.
-    updates : int, default=7
-        Counter updates the window should span (7 × 100 ms on Hopper).
+    settle_s : float, default=0.1
+        Back-to-back load before the measuring run starts (the first launch
+        counts towards it).
+    window_s : float, default=0.7
+        Least span of the window between the two counter updates (the
+        measuring run lasts this plus 1.5 update periods, so that two
+        updates inside it are ``window_s`` apart or more).
     min_updates : int, default=3
-        Fewer updates observed than this: the run is extended (up to
-        ``max_duration_s``).
+        Least counter updates the window spans; fewer observed: the run is
+        extended by one update period at a time (up to ``max_duration_s``).
     max_duration_s : float, default=5.0
         Longest measuring run before giving up.
     counter_read_s : float, default=0.002
@@ -259,8 +262,8 @@ class Counter(Protocol):
         Temperature to correct to; both or neither with ``alpha_w_per_c``.
     """
 
-    settle_s: float = 0.15
-    updates: int = 7
+    settle_s: float = 0.1
+    window_s: float = 0.7
     min_updates: int = 3
     max_duration_s: float = 5.0
     counter_read_s: float = 0.002
@@ -271,12 +274,13 @@ class Counter(Protocol):
     name: ClassVar[str] = "counter"
 
     def _check(self) -> None:
-        if not (self.settle_s >= 0 and self.max_duration_s > 0 and self.counter_read_s > 0
-                and self.batch_s > 0 and self.batch_below_s >= 0):
-            raise ValueError("counter: settle_s and batch_below_s must be >= 0; max_duration_s, "
+        if not (self.settle_s >= 0 and self.window_s > 0 and self.max_duration_s > 0
+                and self.counter_read_s > 0 and self.batch_s > 0 and self.batch_below_s >= 0):
+            raise ValueError("counter: settle_s and batch_below_s must be >= 0; window_s, max_duration_s, "
                              "counter_read_s and batch_s > 0")
-        if int(self.min_updates) < 1 or int(self.updates) < int(self.min_updates):
-            raise ValueError(f"counter: need 1 <= min_updates <= updates, got {self.min_updates}, {self.updates}")
+        if isinstance(self.min_updates, bool) or int(self.min_updates) != self.min_updates \
+                or self.min_updates < 1:
+            raise ValueError(f"counter: min_updates must be an int >= 1, got {self.min_updates!r}")
         if (self.alpha_w_per_c is None) != (self.reference_temperature_c is None):
             raise ValueError("counter: give alpha_w_per_c and reference_temperature_c together (or neither)")
 
@@ -303,14 +307,14 @@ class Counter(Protocol):
         if self.settle_s > t1:
             ivs.append(run_launches(runner, kernel, config, _launches_for(self.settle_s - t1, t1), batch))
             t1 = float(np.median(np.diff(ivs[-1], axis=1)))
-        n = _launches_for((self.updates + 1.5) * period, t1)
+        n = _launches_for(max(self.window_s, self.min_updates * period) + 1.5 * period, t1)
         measured = [run_launches(runner, kernel, config, n, batch)]
         start = float(measured[0][0, 0])
         while True:
             iv = np.vstack(measured)
             end = float(iv[-1, 1])
             trace = runner.trace(float(first[0, 0]), end, run_id=run_id)
-            window = aligned_window(trace, iv, start, end, max_updates=self.updates)
+            window = aligned_window(trace, iv, start, end)
             if window is not None and window.updates >= self.min_updates:
                 break
             if not np.isfinite(trace.get(schema.ENERGY_COUNTER_J, pd.Series([np.nan])).to_numpy(float)).any():
