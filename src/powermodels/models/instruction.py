@@ -31,13 +31,11 @@ system's energy table onto it with a least-squares line.
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import lsq_linear, nnls
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_is_fitted,
@@ -47,122 +45,21 @@ from sklearn.utils.validation import (
 
 from .. import schema
 from ._plain_state import PlainStateMixin
+from .instruction_opcodes import (
+    BUCKETS,
+    LEVELS,
+    STATIC,
+    TRAFFIC,
+    group_opcode,
+    mma_family,
+    mma_macs,
+    opcode_bucket,
+    split_levels,
+)
+from .instruction_solve import identifiability, solve_energies
+from .instruction_transfer import affine_transfer
 
 __all__ = ["BUCKETS", "InstructionEnergyModel", "group_opcode", "mma_macs", "opcode_bucket"]
-
-LOADS = frozenset({"LDG", "LD"})
-STORES = frozenset({"STG", "ST", "RED", "REDG", "ATOMG", "ATOM", "LDGSTS"})
-LEVELS = ("L1", "L2", "DRAM")
-STATIC = "STATIC"  # component name of the time-proportional (constant + static) energy
-#: Memory-traffic features (32-byte sectors per run) and the table columns they come from.
-TRAFFIC = {"SECTORS@L1": schema.L1_SECTORS, "SECTORS@L2": schema.L2_SECTORS,
-           "SECTORS@DRAM": schema.DRAM_SECTORS}
-
-#: Bucket → base opcodes (Wattchmen §3.4 "bucketing", AccelWattch-style components).
-BUCKETS: dict[str, frozenset[str]] = {
-    "FP32": frozenset("FADD FMUL FFMA FMNMX FSETP FSEL FSET FCHK FRND FSWZADD FADD32I "
-                      "FMUL32I FFMA32I".split()),
-    "FP64": frozenset("DADD DMUL DFMA DSETP DMNMX".split()),
-    "FP16": frozenset("HADD2 HMUL2 HFMA2 HSETP2 HMNMX2 HSET2 HADD2.F32".split()),
-    "SFU": frozenset(["MUFU"]),
-    "CONV": frozenset("F2F F2I I2F I2FP F2IP FRND I2I F2FP".split()),
-    "INT": frozenset("IADD3 IADD IMAD IMUL LOP3 LOP SHF SHL SHR ISETP IMNMX VIMNMX POPC FLO "
-                     "PRMT LEA SEL MOV IABS BMSK BREV SGXT VIADD VIADDMNMX IDP IDP4A PLOP3 P2R "
-                     "R2P S2R S2UR CS2R LDC R2UR UIADD3 UIMAD ULOP3 USHF UISETP USEL UMOV ULDC "
-                     "ULEA UPRMT UFLO UPOPC UBMSK USGXT UP2UR UPLOP3 VOTEU UMNMX LDCU".split()),
-    "CONTROL": frozenset("BRA BRX JMP JMX CALL RET EXIT BSSY BSYNC WARPSYNC BAR BREAK YIELD "
-                         "NANOSLEEP BMOV KILL ACQBULK".split()),
-    "WARP": frozenset("SHFL VOTE MATCH REDUX ELECT".split()),
-    "MEM-shared": frozenset("LDS STS ATOMS LDSM STSM".split()),
-    "MEM-global": frozenset((*LOADS, *STORES, "CCTL", "UBLKCP", "UTMALDG", "UTMASTG",
-                             "UTMAPF", "SYNCS")),
-    "MEM-local": frozenset("LDL STL".split()),
-    "TENSOR": frozenset("HMMA IMMA DMMA BMMA HGMMA IGMMA QGMMA BGMMA WARPGROUP".split()),
-    "MEM-traffic": frozenset(["SECTORS"]),
-    "MISC": frozenset("NOP MEMBAR DEPBAR ERRBAR FENCE CGAERRBAR LDGDEPBAR ARRIVES".split()),
-}
-_BUCKET_OF = {op: b for b, ops in BUCKETS.items() for op in ops}
-
-# Modifiers that select cache policy, memory ordering or scheduling but not the work done
-# (Wattchmen §3.4: STG.E.EF.64 is treated as STG.E.64).
-_NEUTRAL = frozenset("EF EL LU EU NA STRONG GPU SYS CTA SM CONSTANT DEFER_BLOCKING LTC64B "
-                     "LTC128B LTC256B ZFILL BYPASS PRIVATE MMIO REUSE".split())
-# Compare-and-set families whose comparison/combine modifiers are grouped (ISETP.GE.OR ≡ ISETP.GE.AND).
-_SETP = frozenset("ISETP FSETP DSETP HSETP2 PSETP UISETP".split())
-_FREE_TOL = 0.1  # null-space component above which a fitted energy is flagged unidentifiable
-_MMA_SHAPES = {"16816": (16, 8, 16), "1688": (16, 8, 8), "16832": (16, 8, 32), "884": (8, 8, 4),
-               "8816": (8, 8, 16), "16864": (16, 8, 64), "1684": (16, 8, 4), "8832": (8, 8, 32),
-               "88128": (8, 8, 128), "168128": (16, 8, 128), "168256": (16, 8, 256)}
-
-
-def group_opcode(op: str, modifier_depth: int | None = None, rules: bool = True) -> str:
-    """Canonical group of an opcode (Wattchmen §3.4 "grouping").
-
-    Parameters
-    ----------
-    op : str
-        SASS opcode with modifiers, e.g. ``"LDG.E.128.SYS"``.
-    modifier_depth : int, optional
-        Keep at most this many modifiers after the rules (``None`` keeps all;
-        ``0`` keeps the base opcode only).
-    rules : bool, default=True
-        Drop cache/ordering modifiers (``EF``, ``STRONG``, ``GPU``, ``SYS``,
-        ``CONSTANT``...) and the comparison modifiers of ``*SETP`` opcodes.
-
-    Examples
-    --------
-    >>> group_opcode("LDG.E.128.SYS")
-    'LDG.E.128'
-    >>> group_opcode("ISETP.GE.U32.AND")
-    'ISETP'
-    >>> group_opcode("LDG.E.128.SYS", modifier_depth=1, rules=False)
-    'LDG.E'
-    """
-    parts = op.split(".")
-    base, mods = parts[0], parts[1:]
-    if rules:
-        mods = [] if base in _SETP else [m for m in mods if m not in _NEUTRAL]
-    if modifier_depth is not None:
-        mods = mods[:modifier_depth]
-    return ".".join([base, *mods])
-
-
-def _base(op: str) -> str:
-    return op.split("@")[0].split(".")[0]
-
-
-def opcode_bucket(op: str) -> str:
-    """Bucket of an opcode (``"FP32"``, ``"INT"``, ``"MEM-global"``, ``"TENSOR"``... or ``"MISC"``)."""
-    name = op.split("@")[0]
-    if name.startswith("HADD2.F32"):
-        return "CONV"  # f16→f32 conversion on sm_90
-    if name.startswith("HFMA2.MMA"):
-        return "FP16"
-    return _BUCKET_OF.get(_base(op), "MISC")
-
-
-def mma_macs(op: str) -> float | None:
-    """Multiply-accumulates per warp-level instruction of a tensor opcode, or None.
-
-    ``HMMA.16816.F32`` → 16·8·16 = 2048; ``DMMA.8x8x4`` → 256; warp-group
-    instructions (``HGMMA.64x128x16.F32``) are issued by the four warps of the
-    group, so each warp-level instruction counts a quarter of 64·128·16.
-    """
-    base = _base(op)
-    if opcode_bucket(op) != "TENSOR" or base == "WARPGROUP":
-        return None
-    for token in op.split("@")[0].split(".")[1:]:
-        m = re.fullmatch(r"(\d+)x(\d+)x(\d+)", token)
-        if m:
-            macs = float(np.prod([int(v) for v in m.groups()]))
-            return macs / 4 if base.endswith("GMMA") else macs
-        if token in _MMA_SHAPES:
-            return float(np.prod(_MMA_SHAPES[token]))
-    return None
-
-
-def _mma_family(op: str) -> str:
-    return {"H": "H", "B": "H", "Q": "H", "I": "I", "D": "D"}.get(_base(op)[0], "")
 
 
 class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
@@ -330,7 +227,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
                 h1 = np.clip(X[schema.L1_HIT_RATE].to_numpy(dtype=float), 0.0, 1.0)
                 h2 = np.clip(X[schema.L2_HIT_RATE].to_numpy(dtype=float), 0.0, 1.0)
                 hits = (np.nan_to_num(h1, nan=0.0), np.nan_to_num(h2, nan=1.0))
-            counts = self._split_levels(counts.reset_index(drop=True), hits)
+            counts = split_levels(counts.reset_index(drop=True), hits)
             if self.memory_traffic and all(c in X.columns for c in TRAFFIC.values()):
                 for feature, col in TRAFFIC.items():
                     v = X[col].to_numpy(dtype=float)
@@ -354,28 +251,6 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
                  else [f"x{i}" for i in range(X.shape[1])])
         counts = pd.DataFrame(np.asarray(X, dtype=float), columns=names)
         return counts, np.zeros(X.shape[0]), None, y
-
-    @staticmethod
-    def _split_levels(counts: pd.DataFrame, hits) -> pd.DataFrame:
-        """Split global loads by L1/L2 hits and stores/atomics by L2 hits (Wattchmen §3.5)."""
-        if hits is None:
-            return counts
-        h1, h2 = hits
-        out = {}
-        for op in counts.columns:
-            c = counts[op].to_numpy()
-            base = _base(op)
-            if base in LOADS:
-                parts = {"L1": c * h1, "L2": c * (1 - h1) * h2, "DRAM": c * (1 - h1) * (1 - h2)}
-            elif base in STORES:
-                parts = {"L2": c * h2, "DRAM": c * (1 - h2)}
-            else:
-                out[op] = out.get(op, 0.0) + c
-                continue
-            for level, v in parts.items():
-                key = f"{op}@{level}"
-                out[key] = out.get(key, 0.0) + v
-        return pd.DataFrame(out, index=counts.index)
 
     # ------------------------------------------------------------------ fit
 
@@ -425,53 +300,21 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         A = counts[features].to_numpy(dtype=float)
         if fit_static:
             A = np.column_stack([A, time])
-        # Column scaling: counts span 1e3..1e11, so solve for scaled energies.
-        scale = np.linalg.norm(A, axis=0)
-        scale[scale == 0] = 1.0
-        sw = np.sqrt(w)
-        As = A / scale * sw[:, None]
-        ds = d * sw
-        # ridge rows: penalty Σ (s̄/s_j) x_j² in scaled units = Σ s̄ s_j e_j², which is
-        # minimised by equal per-instruction energies among always-co-occurring opcodes
-        ridge = np.sqrt(self.alpha * np.median(scale) / scale)
-        if fit_static:
-            ridge[-1] = 0.0  # the static power is not shrunk
-        x_scaled, solver = self._solve(np.vstack([As, np.diag(ridge)]),
-                                       np.concatenate([ds, np.zeros(len(ridge))]))
-        coef = x_scaled / scale
+        coef, As, solver = solve_energies(A, d, w, alpha=self.alpha, free_last=fit_static,
+                                          solver=self.solver)
         e = coef[: len(features)]
         self.static_power_w_ = (float(coef[-1]) if fit_static else
                                 float(np.mean(static)) if static is not None else 0.0)
         self.residual_ = float(np.linalg.norm(A @ coef - d))
         self.relative_residual_ = self.residual_ / max(float(np.linalg.norm(d)), 1e-300)
         self.solver_used_ = solver
-        # rank and identifiability from the scaled matrix's singular values
-        if As.size:
-            _, sv, vt = np.linalg.svd(As, full_matrices=True)
-            tol = sv.max(initial=0.0) * max(As.shape) * np.finfo(float).eps
-            self.rank_ = int((sv > tol).sum())
-            null = vt[self.rank_:]
-            free = (np.linalg.norm(null, axis=0) > _FREE_TOL if len(null)
-                    else np.zeros(As.shape[1], bool))
-        else:
-            self.rank_, free = 0, np.zeros(0, bool)
+        # rank and identifiability from the scaled matrix's row space
+        self.rank_, free = identifiability(As)
         self.energies_ = pd.Series(e, index=pd.Index(features, name=schema.OPCODE), name=schema.ENERGY_J)
         self.identifiable_ = pd.Series(~free[: len(features)], index=self.energies_.index,
                                        name="identifiable")
         self._derive_extension_tables()
         return self
-
-    def _solve(self, A, d):
-        if A.shape[1] == 0:
-            return np.zeros(0), self.solver
-        if self.solver == "nnls":
-            try:
-                x, _ = nnls(A, d, maxiter=50 * A.shape[1] + 100)
-                return x, "nnls"
-            except RuntimeError:  # did not converge: bounded-variable least squares instead
-                pass
-        res = lsq_linear(A, d, bounds=(0.0, np.inf), method="bvls")
-        return np.maximum(res.x, 0.0), "bvls"
 
     def _derive_extension_tables(self):
         buckets: dict[tuple[str, str], list[float]] = {}
@@ -502,7 +345,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         for op, v in e.items():
             m = mma_macs(op)
             if m:
-                macs.setdefault(_mma_family(op), []).append(float(v) / m)
+                macs.setdefault(mma_family(op), []).append(float(v) / m)
                 macs.setdefault("", []).append(float(v) / m)
         self.mac_energies_ = {k: float(np.mean(v)) for k, v in macs.items()}
 
@@ -522,7 +365,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
                     return known[src] * self.level_ratios_[(src, level)], "scaled"
         m = mma_macs(op)  # a tensor op of another shape: by its multiply-accumulates
         if m:
-            per_mac = self.mac_energies_.get(_mma_family(op), self.mac_energies_.get(""))
+            per_mac = self.mac_energies_.get(mma_family(op), self.mac_energies_.get(""))
             if per_mac is not None:
                 return m * per_mac, "scaled"
         grouped = self._closest_variant(op)
@@ -667,48 +510,13 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
     def transfer(self, X, y=None, *, fraction: float | None = None, random_state=None):
         """Fit a new system from some of its benchmarks via an affine map (Wattchmen §6).
 
-        Fits a clone of this model on ``X`` (optionally a random ``fraction``
-        of its rows), regresses the new energies of opcodes identified on
-        both systems on this model's energies (least-squares line), and fills
-        every opcode of this model that the new fit lacks with
-        ``slope·e_ref + intercept`` (clipped at 0).
+        See :func:`powermodels.models.instruction_transfer.affine_transfer`
+        (this model is the reference system).
 
         Returns
         -------
         InstructionEnergyModel
             A fitted model for the new system, with ``transfer_`` =
-            ``{"slope", "intercept", "r2", "n_common", "n_rows"}``.
+            ``{"slope", "intercept", "r2", "n_common", "n_rows", "n_transferred"}``.
         """
-        check_is_fitted(self, "energies_")
-        if fraction is not None:
-            if not (0 < fraction <= 1):
-                raise ValueError(f"fraction: must be in (0, 1], got {fraction!r}")
-            n = len(X)
-            rng = np.random.default_rng(random_state)
-            rows = np.sort(rng.choice(n, size=max(1, round(fraction * n)), replace=False))
-            X = X.iloc[rows] if isinstance(X, pd.DataFrame) else np.asarray(X)[rows]
-            y = None if y is None else np.asarray(y)[rows]
-        new = clone(self).fit(X, y)
-        common = [op for op in new.energies_.index
-                  if op in self.energies_.index and new.identifiable_[op]
-                  and self.identifiable_[op]]
-        if len(common) < 2:
-            raise ValueError(f"X: only {len(common)} opcode(s) identified on both systems; "
-                             "an affine transfer needs at least 2")
-        ref = self.energies_[common].to_numpy()
-        tgt = new.energies_[common].to_numpy()
-        slope, intercept = np.polyfit(ref, tgt, 1)
-        pred = slope * ref + intercept
-        ss = float(((tgt - tgt.mean()) ** 2).sum())
-        r2 = 1.0 - float(((tgt - pred) ** 2).sum()) / ss if ss > 0 else 1.0
-        missing = [op for op in self.energies_.index if op not in new.energies_.index]
-        filled = np.maximum(slope * self.energies_[missing].to_numpy() + intercept, 0.0)
-        new.energies_ = pd.concat([new.energies_, pd.Series(filled, index=missing)])
-        new.energies_.index.name = schema.OPCODE
-        new.energies_.name = schema.ENERGY_J
-        new.identifiable_ = pd.concat([new.identifiable_,
-                                       self.identifiable_[missing]]).rename("identifiable")
-        new._derive_extension_tables()
-        new.transfer_ = {"slope": float(slope), "intercept": float(intercept), "r2": r2,
-                         "n_common": len(common), "n_rows": len(y) if y is not None else len(X)}
-        return new
+        return affine_transfer(self, X, y, fraction=fraction, random_state=random_state)
