@@ -60,8 +60,9 @@ class Calibration:
     Attributes
     ----------
     power_models : GroupedEstimator or None
-        Eq. 4.1 per configuration (groups = :func:`group_key`); None when no group's power
-        curve was identified.
+        Eq. 4.1 per configuration (groups = :func:`group_key`), fitted to power normalised to
+        ``T_ref`` with α (eq. 4.7) when α was identified — otherwise the warming during a sweep
+        leaks into the curve; None when no group's power curve was identified.
     power_global : FrequencyPowerModel or None
         Eq. 4.1 pooled over the identified groups.
     time_models : GroupedEstimator or None
@@ -243,6 +244,37 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
     if not (np.isfinite(f_ref) and f_ref > 0):
         raise ValueError(f"reference_clock_mhz must be a positive clock, got {reference_clock_mhz!r}")
 
+    # -- temperature slope α (eq. 4.6) at a stable clock, first: the power curves are fitted to
+    # power normalised to T_ref, or the warming during a sweep would leak into P(f) -----------
+    temperature = None
+    t_source = ramp if len(ramp) else (samples if samples is not None else ramp)
+    t_rows = _stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
+    t_ref = float(np.nanmin(temps_all)) if reference_temperature_c is None else float(reference_temperature_c)
+    if not np.isfinite(t_ref):
+        raise ValueError(f"reference_temperature_c must be finite, got {reference_temperature_c!r}")
+    if len(t_rows):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", WeakTemperatureCorrelationWarning)
+            temperature = TemperatureCorrection(group_column=schema.GROUP, reference_temperature_c=t_ref).fit(
+                t_rows[[schema.POWER_W, schema.TEMPERATURE_C, schema.GROUP]])
+        for w in caught:
+            notes.append(f"temperature slope: {w.message}")
+        ident_rows.append({schema.GROUP: "(all)", "quantity": "temperature",
+                           "clock_lo_mhz": float(t_rows[schema.SM_CLOCK_MHZ].min()),
+                           "clock_hi_mhz": float(t_rows[schema.SM_CLOCK_MHZ].max()),
+                           "distinct_clocks": int(t_rows[schema.GROUP].nunique()), "rows": len(t_rows),
+                           "identified": True, "reason": ""})
+    else:
+        ident_rows.append({schema.GROUP: "(all)", "quantity": "temperature", "clock_lo_mhz": math.nan,
+                           "clock_hi_mhz": math.nan, "distinct_clocks": 0, "rows": 0, "identified": False,
+                           "reason": f"no group held one clock while its temperature moved by "
+                                     f">= {min_temperature_span_c:g} °C: alpha is not identified"})
+
+    if temperature is not None and len(power_data):
+        power_data = power_data.copy()
+        power_data[schema.POWER_W] = (power_data[schema.POWER_W].to_numpy(float) - temperature.alpha_w_per_c_
+                                      * (power_data[schema.TEMPERATURE_C].to_numpy(float) - t_ref))
+
     # -- power vs clock (eq. 4.1), per group, then global over identified groups ----------------
     pg = _groups(power_data) if len(power_data) else np.array([], dtype=object)
     keep_power = np.zeros(len(power_data), dtype=bool)
@@ -287,31 +319,6 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         dvfs_time_models = GroupedEstimator(DVFSTimeModel(core_clock_column=schema.SM_CLOCK_MHZ,
                                                           mem_clock_column=schema.MEM_CLOCK_MHZ)).fit(
             X, y, groups=tg[keep_time])
-
-    # -- temperature slope α (eq. 4.6) at a stable clock -------------------------------------------
-    temperature = None
-    t_source = ramp if len(ramp) else (samples if samples is not None else ramp)
-    t_rows = _stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
-    t_ref = float(np.nanmin(temps_all)) if reference_temperature_c is None else float(reference_temperature_c)
-    if not np.isfinite(t_ref):
-        raise ValueError(f"reference_temperature_c must be finite, got {reference_temperature_c!r}")
-    if len(t_rows):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", WeakTemperatureCorrelationWarning)
-            temperature = TemperatureCorrection(group_column=schema.GROUP, reference_temperature_c=t_ref).fit(
-                t_rows[[schema.POWER_W, schema.TEMPERATURE_C, schema.GROUP]])
-        for w in caught:
-            notes.append(f"temperature slope: {w.message}")
-        ident_rows.append({schema.GROUP: "(all)", "quantity": "temperature",
-                           "clock_lo_mhz": float(t_rows[schema.SM_CLOCK_MHZ].min()),
-                           "clock_hi_mhz": float(t_rows[schema.SM_CLOCK_MHZ].max()),
-                           "distinct_clocks": int(t_rows[schema.GROUP].nunique()), "rows": len(t_rows),
-                           "identified": True, "reason": ""})
-    else:
-        ident_rows.append({schema.GROUP: "(all)", "quantity": "temperature", "clock_lo_mhz": math.nan,
-                           "clock_hi_mhz": math.nan, "distinct_clocks": 0, "rows": 0, "identified": False,
-                           "reason": f"no group held one clock while its temperature moved by "
-                                     f">= {min_temperature_span_c:g} °C: alpha is not identified"})
 
     comparison = _comparison(power_data.loc[keep_power], pg[keep_power], time_data.loc[keep_time],
                              tg[keep_time], clock_step_mhz)

@@ -1,0 +1,114 @@
+"""``powermodels calibrate``: measure and fit the thesis calibration, write a calibration file + report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+NAME = "calibrate"
+HELP = ("calibrate power and time vs clock and temperature (thesis ch. 4) on this GPU: natural DVFS "
+        "(default, changes nothing) or a locked-clock sweep (--allow-clock-changes)")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("workloads", nargs="+", metavar="WORKLOAD",
+                        help="registry kernel (fp32, sgemm, ...), optionally NAME:p=v,p=v for a "
+                             "configuration, or module:function (a Python callable)")
+    parser.add_argument("--out", required=True, help="folder for calibration.pmcal, report.md, plots, tables")
+    parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
+    parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
+    parser.add_argument("--seed", type=int, default=0, help="simulated GPU seed")
+    parser.add_argument("--preset", default="hopper", help="simulated GPU sensor preset")
+    parser.add_argument("--simulated-power-limit", type=float, metavar="W",
+                        help="simulated GPU: its built-in power limit (a property of the simulated "
+                             "board, like a lower-TDP model; not a setting change)")
+    parser.add_argument("--allow-clock-changes", action="store_true",
+                        help="lock clocks for a sweep and a thermal ramp (your own machine only; "
+                             "restored afterwards, also after SIGTERM; `powermodels restore` after SIGKILL)")
+    parser.add_argument("--clocks", help="locked clocks, comma-separated MHz (default: 8 supported clocks)")
+    parser.add_argument("--pressure", default="default",
+                        help="natural DVFS: load run before each burst: 'default' (bf16 tensor-core "
+                             "GEMM), 'none', or a workload")
+    parser.add_argument("--cycles", type=int, default=8, help="natural DVFS: pressure/burst cycles per workload")
+    parser.add_argument("--pressure-s", type=float, default=1.0, help="natural DVFS: longest pressure, s")
+    parser.add_argument("--burst-s", type=float, default=0.5, help="natural DVFS: workload burst, s")
+    parser.add_argument("--reference-clock", type=float, metavar="MHZ", help="report at this clock")
+    parser.add_argument("--reference-temperature", type=float, metavar="C", help="report at this temperature")
+    parser.add_argument("--min-span", type=float, default=150.0, metavar="MHZ",
+                        help="fit a curve only over at least this clock span")
+    parser.add_argument("--no-plots", action="store_true", help="report without PNG plots")
+
+
+def _workload_arg(text: str):
+    """``NAME`` or ``NAME:p=v,...`` (registry) or ``module:function`` (a callable)."""
+    from ..harness import workloads
+
+    if ":" in text:
+        head, tail = text.split(":", 1)
+        if head in workloads.KERNELS:
+            return head, tail
+        return text, None
+    return text, None
+
+
+def _open(args):
+    from .measure import open_any
+
+    simulated = {"seed": args.seed, "preset": args.preset}
+    if args.simulated_power_limit is not None:
+        from ..devices.physics import GPUPhysics
+
+        simulated["physics"] = GPUPhysics(power_limit_w=args.simulated_power_limit)
+    elif args.device == "nvml" or (args.device == "auto" and _has_gpu(args.index)):
+        simulated = {}
+    return open_any(args.device, args.index, **simulated)
+
+
+def _has_gpu(index: int) -> bool:
+    from ..devices import nvml_available
+
+    return nvml_available(index)
+
+
+def run(args) -> int:
+    from ..workflows import calibration_report
+    from ..workflows.calibrate import calibrate, save
+
+    clocks = None
+    if args.clocks:
+        try:
+            clocks = [float(c) for c in args.clocks.split(",") if c.strip()]
+        except ValueError:
+            raise ValueError(f"--clocks: expected comma-separated MHz, got {args.clocks!r}") from None
+    if args.simulated_power_limit is not None and args.device == "nvml":
+        raise ValueError("--simulated-power-limit applies to the simulated GPU only")
+    pressure = None if args.pressure == "none" else ("default" if args.pressure == "default"
+                                                    else _workload_arg(args.pressure)[0])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = _open(args)
+    try:
+        result = calibrate([_workload_arg(w) for w in args.workloads], device,
+                           allow_clock_changes=args.allow_clock_changes, clocks=clocks, pressure=pressure,
+                           cycles=args.cycles, pressure_s=args.pressure_s, burst_s=args.burst_s,
+                           reference_clock_mhz=args.reference_clock,
+                           reference_temperature_c=args.reference_temperature, min_span_mhz=args.min_span,
+                           progress=lambda line: print(f"  {line}", file=sys.stderr))
+    finally:
+        device.close()
+    path = save(result, out / "calibration.pmcal")
+    report = calibration_report.write_report(result, out, plots=not args.no_plots)
+    cal = result.calibration
+    ident = cal.identifiability
+    print(f"calibration of {len(args.workloads)} workload(s) on {result.device['device']} "
+          f"({'locked clocks' if args.allow_clock_changes else 'natural DVFS, no setting changed'})")
+    for r in ident.itertuples(index=False):
+        status = "fitted" if r.identified else "NOT identified"
+        span = "" if r.distinct_clocks == 0 else f" over {r.clock_lo_mhz:.0f}–{r.clock_hi_mhz:.0f} MHz"
+        print(f"  {r.group:<28} {r.quantity:<12} {status}{span}")
+    if cal.temperature is not None:
+        print(f"  alpha = {cal.temperature.alpha_w_per_c_:.3f} W/°C (T_ref {cal.reference_temperature_c:.1f} °C)")
+    for note in cal.notes:
+        print(f"  note: {note}")
+    print(f"wrote {path} and {report}")
+    return 0

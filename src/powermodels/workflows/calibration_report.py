@@ -1,0 +1,141 @@
+"""The ``powermodels calibrate`` report: markdown tables and plots of the fits.
+
+``report.md`` holds what was identified (and why not), the fitted parameters, the held-out clock
+band validation, the per-config vs global comparison (thesis §5.7) and the temperature slope;
+``power_vs_clock.png``, ``time_vs_clock.png`` and ``temperature_slope.png`` show the data with
+the fitted curves (with matplotlib; without it the report says so). The measured tables are
+written beside it as parquet, so the fit can be redone without the GPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..reporting import markdown_table
+from .calibrate import CalibrationRun
+from .calibration_fit import group_key
+
+__all__ = ["write_report"]
+
+
+def _power_rows(run: CalibrationRun) -> pd.DataFrame:
+    if len(run.points):
+        return run.points.loc[run.points[schema.CALIBRATION_PHASE] == "sweep"]
+    return run.samples
+
+
+def _time_rows(run: CalibrationRun) -> pd.DataFrame:
+    if len(run.points):
+        return run.points.loc[run.points[schema.CALIBRATION_PHASE] == "sweep"]
+    return run.launches
+
+
+def _parameters(run: CalibrationRun) -> pd.DataFrame:
+    cal = run.calibration
+    rows = []
+    for name, grouped in (("power (eq. 4.1)", cal.power_models), ("time (eq. 4.5)", cal.time_models),
+                          ("time (DSO eq. 2)", cal.dvfs_time_models)):
+        if grouped is None:
+            continue
+        for g, est in grouped.estimators_.items():
+            if hasattr(est, "p_static_w_"):
+                text = (f"P_static={est.p_static_w_:.1f} W, a={est.a_:.4g} W/MHz, knee={est.knee_mhz_:.0f} MHz, "
+                        f"rmse={est.rmse_w_:.2f} W")
+            elif hasattr(est, "b_"):
+                text = f"a={est.a_:.4g}, b={est.b_:.3g}/MHz, c={est.c_:.4g}, d={est.d_:.3g}/MHz, rmse={est.rmse_:.3g} s"
+            else:
+                text = f"t0={est.t0_:.3g} s, alpha={est.alpha_:.4g} s·MHz, beta={est.beta_:.4g} s·MHz"
+            rows.append({"model": name, schema.GROUP: g, "parameters": text})
+    return pd.DataFrame(rows)
+
+
+def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
+    """Write ``report.md``, the measured tables and (with matplotlib) the plots into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cal = run.calibration
+    for name, table in (("points", run.points), ("launches", run.launches), ("samples", run.samples)):
+        if len(table):
+            table.to_parquet(out / f"{name}.parquet", index=False)
+    lines = [f"# Calibration on {run.device.get('device')}", "",
+             f"Reference clock {cal.reference_clock_mhz:.0f} MHz, reference temperature "
+             f"{cal.reference_temperature_c:.1f} °C; calibrated clocks {cal.clock_range_mhz[0]:.0f}–"
+             f"{cal.clock_range_mhz[1]:.0f} MHz, temperatures {cal.temperature_range_c[0]:.1f}–"
+             f"{cal.temperature_range_c[1]:.1f} °C.", "",
+             "## What the data identify", "",
+             markdown_table(cal.identifiability, float_format=".0f"), ""]
+    params = _parameters(run)
+    if len(params):
+        lines += ["## Fitted models", "", markdown_table(params), ""]
+    if len(cal.validation):
+        lines += ["## Held-out clock band", "",
+                  "Each configuration's time models refitted without the middle of its clock range and "
+                  "scored there (MAPE %); energy = fitted power × fitted time at the band's clocks vs "
+                  "measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
+    if len(cal.comparison):
+        lines += ["## Per-config vs global (thesis §5.7)", "", markdown_table(cal.comparison, float_format=".3g"), ""]
+    if cal.temperature is not None:
+        t = cal.temperature
+        lines += ["## Temperature slope (eq. 4.6)", "",
+                  f"alpha = {t.alpha_w_per_c_:.3f} W/°C, 95 % CI [{t.alpha_ci_w_per_c_[0]:.3f}, "
+                  f"{t.alpha_ci_w_per_c_[1]:.3f}], r = {t.correlation_:.3f}, over {t.n_groups_} constant-clock "
+                  "group(s).", ""]
+    if cal.notes:
+        lines += ["## Notes", "", *[f"- {n}" for n in cal.notes], ""]
+    if plots:
+        try:
+            _plots(run, out)
+            lines += ["![power vs clock](power_vs_clock.png)", "", "![time vs clock](time_vs_clock.png)", ""]
+            if cal.temperature is not None:
+                lines += ["![temperature slope](temperature_slope.png)", ""]
+        except ImportError:
+            lines += ["(matplotlib is not installed: no plots; `pip install powermodels[plot]`)", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _plots(run: CalibrationRun, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cal = run.calibration
+    for name, rows, target, grouped, ylabel, scale in (
+            ("power_vs_clock", _power_rows(run), schema.POWER_W, cal.power_models, "power (W)", 1.0),
+            ("time_vs_clock", _time_rows(run), schema.TIME_S, cal.time_models, "time per launch (ms)", 1e3)):
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+        if rows is not None and len(rows):
+            for (k, c), g in rows.groupby([schema.KERNEL, schema.CONFIG], sort=False):
+                key = group_key(k, c)
+                pts = ax.plot(g[schema.SM_CLOCK_MHZ], g[target] * scale, ".", ms=3, alpha=0.5, label=k)[0]
+                if grouped is not None and key in grouped.estimators_:
+                    f = np.linspace(g[schema.SM_CLOCK_MHZ].min(), g[schema.SM_CLOCK_MHZ].max(), 100)
+                    ax.plot(f, grouped.estimators_[key].predict_at(f) * scale, "-", color=pts.get_color())
+        ax.set_xlabel("SM clock (MHz)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{ylabel.split(' (')[0]} vs clock: data (dots) and fits (lines)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / f"{name}.png")
+        plt.close(fig)
+    if cal.temperature is not None:
+        rows = run.points.loc[run.points[schema.CALIBRATION_PHASE] == "ramp"] if len(run.points) else run.samples
+        fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+        ax.plot(rows[schema.TEMPERATURE_C], rows[schema.POWER_W], ".", ms=3, alpha=0.5)
+        t = np.linspace(rows[schema.TEMPERATURE_C].min(), rows[schema.TEMPERATURE_C].max(), 10)
+        mid_p = float(rows[schema.POWER_W].mean())
+        mid_t = float(rows[schema.TEMPERATURE_C].mean())
+        ax.plot(t, mid_p + cal.temperature.alpha_w_per_c_ * (t - mid_t), "-",
+                label=f"alpha = {cal.temperature.alpha_w_per_c_:.3f} W/°C")
+        ax.set_xlabel("temperature (°C)")
+        ax.set_ylabel("power (W)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "temperature_slope.png")
+        plt.close(fig)
