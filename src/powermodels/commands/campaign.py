@@ -35,8 +35,8 @@ def add_arguments(parser) -> None:
                         help="with --cluster local: number of workers (default: CPU cores; simulated GPU only)")
 
 
-def summary_table(runs):
-    """Medians over repeats per (kernel, config, protocol), with the error against the reference."""
+def summary_table(runs, per_board: bool = False):
+    """Medians over repeats per (kernel, config, protocol[, board]), with the error against the reference."""
     import numpy as np
     import pandas as pd
 
@@ -49,8 +49,8 @@ def summary_table(runs):
                  and runs[schema.SM_CLOCK_REQUESTED_MHZ].notna().any())
     if has_clock:
         keys.append(schema.SM_CLOCK_REQUESTED_MHZ)
-    if schema.DEVICE_UUID in runs.columns and runs[schema.DEVICE_UUID].nunique() > 1:
-        keys.append(schema.DEVICE_UUID)  # several GPUs (--cluster): one line per board
+    if per_board and schema.DEVICE_UUID in runs.columns:
+        keys.append(schema.DEVICE_UUID)  # --per-gpu: one line per board
     g = runs.groupby(keys, sort=True, dropna=False)
     out = pd.DataFrame({
         "runs": g.size(),
@@ -77,8 +77,8 @@ def text_table(table, formats: dict, left: tuple = ()) -> str:
     return "\n".join([line(cols)] + [line(row) for row in zip(*cells, strict=True)])
 
 
-def _print_summary(runs, total: int, out_dir: str) -> None:
-    table = summary_table(runs)
+def _print_summary(runs, total: int, out_dir: str, per_board: bool = False) -> None:
+    table = summary_table(runs, per_board)
     print(f"campaign: {len(runs)}/{total} runs finished in {out_dir}")
     if table.empty:
         return
@@ -121,5 +121,5 @@ def run(args) -> int:
         from .. import schema
 
         total *= runs[schema.DEVICE_UUID].nunique()  # every run on every GPU
-    _print_summary(runs, total, args.out)
+    _print_summary(runs, total, args.out, per_board=args.per_gpu)
     return 0

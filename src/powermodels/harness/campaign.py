@@ -51,6 +51,7 @@ from .. import schema
 from ..devices.base import Device
 from . import workloads
 from .campaign_store import CampaignStore, atomic_json
+from .exclusive import campaign_lock, gpu_lock, measured_alone
 from .protocols import make_protocol
 from .runner import Runner, make_runner
 
@@ -101,6 +102,10 @@ class CampaignSpec:
     base_dir : str, optional
         Folder the workloads' relative paths are resolved against
         (:func:`load_spec` sets the campaign file's folder).
+    exclusive : bool, default=False
+        Another compute process on the GPU before or after a run is an error
+        (:class:`~powermodels.harness.exclusive.OtherProcessError`) instead of
+        a warning and a count in the row's ``other_gpu_processes``.
     """
 
     kernels: dict = field(default_factory=lambda: {"fp32": "default"})
@@ -113,6 +118,7 @@ class CampaignSpec:
     device_kwargs: dict = field(default_factory=dict)
     workloads: list = field(default_factory=list)
     base_dir: str | None = None
+    exclusive: bool = False
 
     @classmethod
     def from_dict(cls, data: Mapping) -> CampaignSpec:
@@ -121,6 +127,11 @@ class CampaignSpec:
         if unknown:
             raise ValueError(f"campaign spec: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
         data = dict(data)
+        if not data.get("kernels") and not data.get("workloads"):
+            # an empty spec ({}) used to run a default fp32 campaign without a word
+            raise ValueError("campaign spec: nothing to measure: give 'kernels' (registry kernel -> "
+                             "configs, e.g. {\"fp32\": \"default\"}) or 'workloads'"
+                             + (f"; it has only {sorted(data)}" if data else "; it is empty"))
         if data.get("workloads") and "kernels" not in data:
             data["kernels"] = {}  # only the user's workloads, not the default fp32
         spec = cls(**data)
@@ -274,16 +285,24 @@ def _clock(device: Device, mhz, allow: bool) -> Iterator[None]:
 
 
 def measure_planned(runner: Runner, protocol, planned: PlannedRun,
-                    spec: CampaignSpec) -> tuple[dict, pd.DataFrame]:
+                    spec: CampaignSpec, workloads_by_name: Mapping | None = None) -> tuple[dict, pd.DataFrame]:
     """Measure one planned run: its run-table row and its trace.
 
     The row records the requested clock, the device's UUID and the host, so
-    rows measured on several GPUs or hosts stay apart.
+    rows measured on several GPUs or hosts stay apart. ``workloads_by_name``
+    (name → workload, built once per campaign) keeps the same workload object
+    for every run, so a runner's per-workload caches (compiled kernels) hold.
     """
-    with _clock(runner.device, planned.sm_clock_mhz, spec.allow_clock_changes):
-        m = protocol.measure(runner, spec.workload(planned.kernel), planned.config,
+    workload = (workloads_by_name[planned.kernel] if workloads_by_name is not None
+                else spec.workload(planned.kernel))
+    # one measurement at a time on a GPU, and nobody else's kernels in its energy
+    with gpu_lock(runner.device, wait_s=GPU_LOCK_WAIT_S), \
+            measured_alone(runner.device, exclusive=spec.exclusive, what=f"run {planned.key}") as alone, \
+            _clock(runner.device, planned.sm_clock_mhz, spec.allow_clock_changes):
+        m = protocol.measure(runner, workload, planned.config,
                              repeat=planned.repeat, run_id=planned.key)
     row = dict(m.row)
+    row.update(alone)
     row[schema.SM_CLOCK_REQUESTED_MHZ] = (
         float(planned.sm_clock_mhz) if planned.sm_clock_mhz is not None else float("nan")
     )
@@ -362,9 +381,10 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
 
         bar = tqdm(total=len(todo_all), initial=initial,
                    disable=not progress, desc=f"campaign {spec.protocol}", unit="run")
+        by_name = {w.name: w for w, _ in spec.entries()}
         try:
             for planned in todo:
-                row, trace = measure_planned(runner, protocol, planned, spec)
+                row, trace = measure_planned(runner, protocol, planned, spec, by_name)
                 store.write_run(planned.key, row, trace)
                 del trace  # hold one run at a time
                 bar.update(1)

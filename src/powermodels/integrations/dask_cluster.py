@@ -107,6 +107,7 @@ class GPUWorkerPlugin(WorkerPlugin):
         self.device_kwargs = dict(device_kwargs or {})
         self.runner = None
         self.gpu: dict = {}
+        self.campaign: tuple = (None, {}, None)  # (token, workloads by name, protocol) of the last campaign
 
     async def setup(self, worker) -> None:
         from ..harness.runner import make_runner
@@ -133,7 +134,7 @@ def _worker_gpu(dask_worker) -> dict:
     return dict(plugin.gpu) if plugin is not None and plugin.runner is not None else {}
 
 
-def _measure_task(spec: CampaignSpec, planned: PlannedRun, expected_uuid: str | None):
+def _measure_task(spec: CampaignSpec, planned: PlannedRun, expected_uuid: str | None, token: str):
     """One run on this worker's GPU: (row, trace)."""
     plugin = get_worker().plugins.get(PLUGIN_NAME)
     if plugin is None or plugin.runner is None:
@@ -142,8 +143,11 @@ def _measure_task(spec: CampaignSpec, planned: PlannedRun, expected_uuid: str | 
         raise RuntimeError(f"run {planned.key} is pinned to GPU {expected_uuid}, "
                            f"landed on {plugin.gpu['uuid']}")
     with plugin.lock:  # one measurement at a time on this GPU
-        protocol = make_protocol(spec.protocol, **spec.protocol_params)
-        return measure_planned(plugin.runner, protocol, planned, spec)
+        if plugin.campaign[0] != token:  # workloads built once per campaign and worker
+            plugin.campaign = (token, {w.name: w for w, _ in spec.entries()},
+                               make_protocol(spec.protocol, **spec.protocol_params))
+        _, by_name, protocol = plugin.campaign
+        return measure_planned(plugin.runner, protocol, planned, spec, by_name)
 
 
 def connect(cluster, device: str = "auto", workers: int | None = None):
@@ -263,7 +267,7 @@ def run_on_cluster(spec: CampaignSpec, out_dir, cluster, *, per_gpu: bool = Fals
             todo = todo[: int(max_runs)]
         token = _uuid.uuid4().hex[:8]  # fresh Dask keys: never a stale result of an earlier call
         for planned, u in todo:
-            fut = client.submit(_measure_task, spec, planned, u, key=f"powermodels-{planned.key}-{token}",
+            fut = client.submit(_measure_task, spec, planned, u, token, key=f"powermodels-{planned.key}-{token}",
                                 resources={gpu_resource(u) if u else GPU_RESOURCE: 1}, pure=False)
             futures[fut] = planned
         from tqdm.auto import tqdm
