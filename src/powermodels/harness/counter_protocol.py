@@ -304,7 +304,7 @@ class Counter(Protocol):
         t1 = float(first[0, 1] - first[0, 0])
         batch = max(1, round(self.batch_s / max(t1, 1e-9))) if t1 < self.batch_below_s else 1
         ivs = [first]
-        if self.settle_s > t1:
+        if self.settle_s - t1 > 0.5 * t1:  # the first launch may already be the settling
             ivs.append(run_launches(runner, kernel, config, _launches_for(self.settle_s - t1, t1), batch))
             t1 = float(np.median(np.diff(ivs[-1], axis=1)))
         n = _launches_for(max(self.window_s, self.min_updates * period) + 1.5 * period, t1)
