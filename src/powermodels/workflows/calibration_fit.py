@@ -49,8 +49,8 @@ PHASES = ("sweep", "ramp", "natural")
 
 
 def group_key(kernel, config) -> str:
-    """The per-configuration group of a row: ``"kernel[config]"``."""
-    return f"{kernel}[{config}]"
+    """The per-configuration group of a row: ``"kernel[config]"``, or ``"kernel"`` without one."""
+    return f"{kernel}[{config}]" if config not in (None, "") else str(kernel)
 
 
 @dataclass
