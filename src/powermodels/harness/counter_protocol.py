@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from .graphs import batch_size
 from .protocols import PROTOCOLS, GoodPractice, Protocol, _launches_for, _observed, _window
 
 __all__ = [
@@ -219,12 +220,16 @@ def has_energy_counter(runner) -> bool:
 
 
 def run_launches(runner, kernel, config, launches: int, batch: int = 1) -> np.ndarray:
-    """``runner.run`` back to back, as CUDA graphs of ``batch`` launches where the runner offers it."""
-    if batch > 1:
-        try:
-            return np.asarray(runner.run(kernel, config, int(launches), batch=int(batch)))
-        except TypeError:  # a runner without batching (the simulated GPU has no launch overhead)
-            pass
+    """``runner.run`` back to back; on a real GPU, batches of ``batch`` launches as CUDA graphs.
+
+    Batching (:func:`~powermodels.harness.graphs.run_batched`) needs a runner
+    with prepared workloads and a CUDA-event clock (``CupyRunner``); the
+    simulated GPU has no launch overhead, so it simply runs the launches.
+    """
+    if batch > 1 and hasattr(runner, "prepared") and hasattr(runner, "clock"):
+        from .graphs import run_batched
+
+        return run_batched(runner, kernel, config, int(launches), int(batch))
     return np.asarray(runner.run(kernel, config, int(launches)))
 
 
@@ -302,7 +307,7 @@ class Counter(Protocol):
         period = float(runner.sensor.update_period_s)
         first = run_launches(runner, kernel, config, 1)  # warm-up, and a first time per launch
         t1 = float(first[0, 1] - first[0, 0])
-        batch = max(1, round(self.batch_s / max(t1, 1e-9))) if t1 < self.batch_below_s else 1
+        batch = batch_size(max(t1, 1e-9), below_s=self.batch_below_s, target_s=self.batch_s)
         ivs = [first]
         if self.settle_s - t1 > 0.5 * t1:  # the first launch may already be the settling
             ivs.append(run_launches(runner, kernel, config, _launches_for(self.settle_s - t1, t1), batch))

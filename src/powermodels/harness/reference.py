@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import schema
 from .counter_protocol import aligned_window, has_energy_counter, run_launches
+from .graphs import batch_size
 from .protocols import _launches_for, _observed, _window
 
 __all__ = ["ReferenceEnergy", "reference_energy"]
@@ -111,7 +112,7 @@ def reference_energy(runner, workload, config=None, *, duration_s: float = 12.0,
     wall0 = time.perf_counter()
     first = run_launches(runner, workload, config, 1)
     t1 = float(first[0, 1] - first[0, 0])
-    batch = max(1, round(batch_s / max(t1, 1e-9))) if t1 < batch_below_s else 1
+    batch = batch_size(max(t1, 1e-9), below_s=batch_below_s, target_s=batch_s)
     probe = run_launches(runner, workload, config, _launches_for(min(0.05, duration_s / 10), t1), batch)
     t1 = float(np.median(np.diff(probe, axis=1)))
     start = float(first[0, 0])
