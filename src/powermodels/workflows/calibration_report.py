@@ -106,14 +106,22 @@ def _plots(run: CalibrationRun, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     cal = run.calibration
+    power_rows, power_label = _power_rows(run), "power (W)"
+    if cal.temperature is not None and power_rows is not None and len(power_rows):
+        # the curves were fitted to power at T_ref (eq. 4.7): show the data the same way
+        power_rows = power_rows.copy()
+        power_rows[schema.POWER_W] = power_rows[schema.POWER_W] - cal.temperature.alpha_w_per_c_ * (
+            power_rows[schema.TEMPERATURE_C] - cal.reference_temperature_c)
+        power_label = f"power at {cal.reference_temperature_c:.0f} °C (W)"
     for name, rows, target, grouped, ylabel, scale in (
-            ("power_vs_clock", _power_rows(run), schema.POWER_W, cal.power_models, "power (W)", 1.0),
+            ("power_vs_clock", power_rows, schema.POWER_W, cal.power_models, power_label, 1.0),
             ("time_vs_clock", _time_rows(run), schema.TIME_S, cal.time_models, "time per launch (ms)", 1e3)):
         fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
         if rows is not None and len(rows):
             for (k, c), g in rows.groupby([schema.KERNEL, schema.CONFIG], sort=False):
                 key = group_key(k, c)
-                pts = ax.plot(g[schema.SM_CLOCK_MHZ], g[target] * scale, ".", ms=3, alpha=0.5, label=k)[0]
+                pts = ax.plot(g[schema.SM_CLOCK_MHZ], g[target] * scale, "o" if len(g) < 50 else ".",
+                              ms=5 if len(g) < 50 else 3, alpha=0.6, label=k)[0]
                 if grouped is not None and key in grouped.estimators_:
                     f = np.linspace(g[schema.SM_CLOCK_MHZ].min(), g[schema.SM_CLOCK_MHZ].max(), 100)
                     ax.plot(f, grouped.estimators_[key].predict_at(f) * scale, "-", color=pts.get_color())
