@@ -194,3 +194,17 @@ def test_without_a_counter_power_readings_are_integrated():
     assert w.method == "power_integration"
     assert abs(w.energy_j - true) < 2 * w.uncertainty_j
     assert math.isnan(w.energy_bounds_j[0])
+
+
+def test_end_window_without_waiting_extrapolates_and_does_not_idle(gpu):
+    meter = EnergyMeter(gpu)
+    gpu.run(EXAMPLE_WORKLOADS["gemm"], launches=100)     # steady load before
+    for _ in range(3):
+        with meter.window("step", wait=False) as h:
+            gpu.run(EXAMPLE_WORKLOADS["gemm"], launches=60)   # 0.3 s steps back to back
+        assert gpu.now() == pytest.approx(h.result.end_s)  # no idling after the window
+    w = h.result
+    true = gpu.true_energy_j(w.start_s, w.end_s)
+    assert math.isinf(w.energy_bounds_j[1])
+    assert abs(w.energy_j - true) < 3 * w.uncertainty_j
+    assert abs(w.energy_j - true) / true < 0.05

@@ -21,6 +21,10 @@ _LAZY = {
     "SourceKernel": (".harness.workloads", "SourceKernel"),
     "CallableWorkload": (".harness.workloads", "CallableWorkload"),
     "SimulatedTwin": (".harness.workloads", "SimulatedTwin"),
+    "EnergyMeter": (".meter", "EnergyMeter"),
+    "WindowMeasurement": (".meter", "WindowMeasurement"),
+    "ProgramWorkload": (".harness.program", "ProgramWorkload"),
+    "measure_program": (".harness.program", "measure_program"),
 }
 
 __all__ = ["__version__", "all_estimators", "open_device", *_LAZY]

@@ -23,7 +23,9 @@ window's two ends from the reads around them
 * ``end_window`` therefore waits for the first update after the window's end
   (up to one update period plus a read, ~0.1 s on Hopper) so that the end is
   bracketed; ``begin_window`` returns at once (the reads before it are
-  already in the log);
+  already in the log). ``end_window(name, wait=False)`` returns at once too
+  (a window per training step should not stall the loop) and extrapolates
+  the end at the last update interval's power, with a larger uncertainty;
 * ``energy_bounds_j`` holds whatever the power did inside the two edge
   updates; ``uncertainty_j`` is the 1-σ width that follows when the energy
   at each end is taken as uniform within its bounding update (per end:
@@ -50,7 +52,7 @@ on Hopper, Yang §IV-C) and carries the sensor's gain error (±5 %, Yang
 The simulated GPU's clock moves only when work is run: drive it with
 ``gpu.run(...)`` / ``gpu.idle(...)`` between ``begin_window`` and
 ``end_window``; ``end_window`` idles it until the next counter update, as
-time passes on a real GPU while the meter waits.
+time passes on a real GPU while the meter waits (not with ``wait=False``).
 """
 
 from __future__ import annotations
@@ -218,13 +220,23 @@ class EnergyMeter:
         with self._lock:
             self._windows[name] = self.device.now()
 
-    def end_window(self, name: str, *, idle_power_w: float | None = None) -> WindowMeasurement:
+    def end_window(self, name: str, *, wait: bool = True,
+                   idle_power_w: float | None = None) -> WindowMeasurement:
         """Close window ``name`` and measure it (waits for the counter's next update, ~0.1 s).
 
         Parameters
         ----------
         name : str
             A window begun with :meth:`begin_window`.
+        wait : bool, default=True
+            Wait for the counter's first update after the window's end (up to
+            one update period plus a read), so the end is bracketed. With
+            False the call returns at once — for a window per training step,
+            where a 0.1 s stall per step would cost more than it tells — and
+            the end is extrapolated at the last update interval's power
+            (:func:`~powermodels.harness.counter_log.extrapolated_energy`):
+            the upper bound is then unknown (``inf``) and the uncertainty
+            includes the unseen time since the last update.
         idle_power_w : float, optional
             Only when the GPU idled at this power from the update before the
             window's start to the start, and from its end to the update after
@@ -246,7 +258,7 @@ class EnergyMeter:
         end = self.device.now()
         with self._lock:
             start = self._windows.pop(name)
-        return self._measure(name, start, end, idle_power_w)
+        return self._measure(name, start, end, idle_power_w, wait)
 
     def cancel_window(self, name: str) -> None:
         """Forget open window ``name`` without measuring it."""
@@ -255,10 +267,11 @@ class EnergyMeter:
                 raise ValueError(f"cancel_window: no window named {name!r} is open")
 
     @contextmanager
-    def window(self, name: str):
+    def window(self, name: str, *, wait: bool = True):
         """``with meter.window(name) as w:`` — ``w.result`` holds the measurement after the block.
 
-        A block that raises cancels the window (the error propagates, nothing is measured).
+        A block that raises cancels the window (the error propagates, nothing
+        is measured). ``wait`` as in :meth:`end_window`.
         """
         handle = _Handle(name)
         self.begin_window(name)
@@ -267,7 +280,7 @@ class EnergyMeter:
         except BaseException:
             self.cancel_window(name)
             raise
-        handle.result = self.end_window(name)
+        handle.result = self.end_window(name, wait=wait)
 
     @property
     def open_windows(self) -> list[str]:
@@ -300,7 +313,8 @@ class EnergyMeter:
                 return
             self._log.advance()
 
-    def _measure(self, name: str, start: float, end: float, idle_power_w=None) -> WindowMeasurement:
+    def _measure(self, name: str, start: float, end: float, idle_power_w=None,
+                 wait: bool = True) -> WindowMeasurement:
         if not self._log.has_counter:
             return self._integrate(name, start, end)
         from .harness.counter_log import anchored_energy, energy_bounds
@@ -313,7 +327,7 @@ class EnergyMeter:
             t0, t1, j = self._log.reads(lo_t, math.inf)
             b = energy_bounds(t0, t1, j, start, self.delay_s)
             e = energy_bounds(t0, t1, j, end, self.delay_s)
-            if math.isfinite(e.upper) and math.isfinite(e.estimate):
+            if (math.isfinite(e.upper) and math.isfinite(e.estimate)) or not wait:
                 break
             if (self._log.now() - end) > self.wait_timeout_s or waited > 10_000:
                 break
@@ -323,6 +337,12 @@ class EnergyMeter:
         energy = e.estimate - b.estimate
         bounds = (max(e.lower - b.upper, 0.0), e.upper - b.lower)
         sigma = math.hypot(b.upper - b.lower, e.upper - e.lower) / math.sqrt(12.0)
+        if not wait and not math.isfinite(e.estimate):
+            from .harness.counter_log import extrapolated_energy
+
+            ee, se = extrapolated_energy(t0, t1, j, end, self.delay_s)
+            energy = ee - b.estimate
+            sigma = math.hypot((b.upper - b.lower) / math.sqrt(12.0), se)
         if idle_power_w is not None:
             eb, sb = anchored_energy(t0, t1, j, start, "before", idle_power_w, self.delay_s)
             ee, se = anchored_energy(t0, t1, j, end, "after", idle_power_w, self.delay_s)

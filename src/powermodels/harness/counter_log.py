@@ -40,7 +40,7 @@ import numpy as np
 from .. import schema
 
 __all__ = ["CounterLog", "EnergyBounds", "PolledCounterLog", "SimulatedCounterLog",
-           "anchored_energy", "energy_bounds", "open_counter_log"]
+           "anchored_energy", "energy_bounds", "extrapolated_energy", "open_counter_log"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,30 @@ def anchored_energy(t0, t1, joules, t: float, side: str, power_w: float,
     u = when[k] - delay_s
     half = 0.5 * (hi[k] - lo[k])
     return float(joules[new][k] + power_w * (t - u)), float(power_w * half / math.sqrt(3.0))
+
+
+def extrapolated_energy(t0, t1, joules, t: float, delay_s: float = 0.0) -> tuple[float, float]:
+    """``E(t)`` after the last observed update: its interval's power carried forward (no waiting).
+
+    ``E(t) = c_k + P_k·(t − u_k)`` with ``P_k`` the mean power between the
+    last two updates ``u_{k−1} < u_k <= t``; the 1-σ error is taken as
+    ``P_k·(t − u_k)/√3`` (the power since the last update is unknown).
+
+    Returns
+    -------
+    (estimate, sigma) : tuple of float
+        NaN when fewer than two updates were observed before ``t``.
+    """
+    t0, t1, joules = (np.asarray(a, dtype=float) for a in (t0, t1, joules))
+    new, when = _changes(t0, t1, joules)
+    u = when - delay_s
+    k = np.flatnonzero(u <= t)
+    if k.size < 2:
+        return math.nan, math.nan
+    a, b = k[-2], k[-1]
+    power = (joules[new][b] - joules[new][a]) / (u[b] - u[a])
+    span = t - u[b]
+    return float(joules[new][b] + power * span), float(power * span / math.sqrt(3.0))
 
 
 class CounterLog:

@@ -37,7 +37,7 @@ import pandas as pd
 from .. import schema
 from .workloads.base import Prepared, Workload
 
-__all__ = ["ProgramFailed", "ProgramMeasurement", "ProgramWorkload", "measure_program"]
+__all__ = ["ProgramFailed", "ProgramMeasurement", "ProgramWorkload", "measure_program", "program_reference"]
 
 
 class ProgramFailed(ChildProcessError):
@@ -330,3 +330,75 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
 
         kernels = kernel_breakdown(workload)
     return ProgramMeasurement(table, kernels)
+
+
+def program_reference(workload, device="auto", *, duration_s: float = 12.0, skip_s: float = 2.0) -> dict:
+    """The reference method for a program: runs back to back for ``duration_s``, counter from ``skip_s``.
+
+    The program runs again and again (at least twice) until ``duration_s``
+    have passed; the energy per run is the total-energy counter's difference
+    between the first update ``skip_s`` after the first start and the last
+    update before the last exit, divided by the runs inside that window (runs
+    cut by its edges count the fraction of their time inside), exactly as
+    :func:`powermodels.harness.reference.reference_energy` does for kernels.
+    It reads the counter through the :class:`~powermodels.harness.sampler.Sampler`
+    and :func:`~powermodels.harness.counter_protocol.aligned_window`, not
+    through :class:`~powermodels.meter.EnergyMeter`, so it checks
+    :func:`measure_program` by an independent path. The gaps between runs
+    (process start-up on the host) are charged to the runs.
+
+    Returns
+    -------
+    dict
+        ``energy_j`` and ``uncertainty_j`` per run, ``power_w``, ``runs``
+        (inside the window), ``window_s``, ``truth_energy_j`` (simulated GPU: the
+        true energy per run over the window; NaN on a real GPU), ``wall_s``.
+    """
+    import numpy as np
+
+    from ..devices import Device, open_device
+    from .counter_protocol import aligned_window
+    from .sampler import Sampler
+
+    if not isinstance(workload, ProgramWorkload):
+        workload = ProgramWorkload(workload)
+    if not (math.isfinite(duration_s) and math.isfinite(skip_s) and 0 <= skip_s < duration_s):
+        raise ValueError(f"program_reference: need 0 <= skip_s < duration_s, got {skip_s}, {duration_s}")
+    dev = device if isinstance(device, Device) else open_device(device)
+    simulated = dev.info.kind == "simulated"
+    if simulated:
+        workload.load_for(1.0)  # no twin: fail before running anything
+    wall0 = time.perf_counter()
+    sampler = None if simulated else Sampler(dev, energy_period_s=0.002).start()
+    intervals = []
+    try:
+        begin = dev.now()
+        while not intervals or len(intervals) < 2 or dev.now() - begin < duration_s:
+            a = dev.now()
+            w0 = time.perf_counter()
+            workload.run_once(check=True)
+            if simulated:
+                dev.run(workload.load_for(time.perf_counter() - w0))
+            intervals.append((a, dev.now()))
+        end = dev.now()
+        if simulated:
+            dev.idle(0.3)  # the counter's next updates, as a real sampler would wait for them
+            trace = dev.trace(begin - 0.3, dev.now(), sample_period_s=2e-3, run_id="program_reference")
+        else:
+            time.sleep(0.3)
+            sampler.wait_past(end + 0.25)
+            trace = sampler.table(begin - 0.3, end + 0.3, run_id="program_reference")
+    finally:
+        if sampler is not None:
+            sampler.stop()
+    iv = np.asarray(intervals, dtype=float)
+    window = aligned_window(trace, iv, begin + skip_s, end)
+    if window is None:
+        raise RuntimeError(f"program_reference: fewer than two counter updates between {skip_s} s and "
+                           f"{end - begin:.2f} s")
+    truth = math.nan
+    if simulated:
+        truth = dev.true_energy_j(window.start_s, window.end_s) / window.launches
+    return {"energy_j": window.energy_per_launch_j, "uncertainty_j": window.uncertainty_j,
+            "power_w": window.power_w, "runs": window.launches, "window_s": window.end_s - window.start_s,
+            "truth_energy_j": truth, "wall_s": time.perf_counter() - wall0}
