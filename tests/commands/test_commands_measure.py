@@ -42,7 +42,14 @@ def test_measure_full_prints_every_field(capsys):
     (["--kernel", "sgemm", "--config", "MWG=7"], "is invalid"),
     (["--protocol", "bogus"], "unknown protocol 'bogus'"),
     (["--protocol", "continuous", "--param", "duration_s=abc"], "--param duration_s: expected a number"),
-    (["--protocol", "continuous", "--param", "nosuch=1"], "--param nosuch: protocol 'continuous' has no such"),
+    (["--protocol", "continuous", "--param", "nosuch=1"], "--param nosuch: the protocol has no such parameter"),
+    (["--protocol", "continuous", "--tune", "nosuch=1"], "unknown parameter(s) ['nosuch'] for registry workload"),
+    (["--source", "x.cu"], "--source needs --kernel NAME"),
+    (["--source", "missing.cu", "--kernel", "k"], "file 'missing.cu' does not exist"),
+    (["--callable", "nomodule_xyz:f"], "cannot import module 'nomodule_xyz'"),
+    (["--callable", "json:dumps", "--source", "x.cu"], "give one workload"),
+    (["--callable", "os:getcwd"], "has no simulated twin"),
+    (["--out", "row.txt"], "--out: 'row.txt' must end in .parquet, .csv or .json"),
     (["--protocol", "naive", "--param", "power_column=bogus"], "--param power_column: expected one of"),
     (["--param", "noequals"], "--param: expected 'name=value'"),
     (["--protocol", "good_practice", "--param", "trials=0"], "trials must be >= 1"),
@@ -53,3 +60,33 @@ def test_measure_bad_input_is_one_line(argv, message, capsys):
     assert main(["measure", "--device", "simulated", *argv]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("powermodels measure: error: ") and message in err[0], err
+
+
+def test_measure_a_user_source_kernel_routes_tunables_and_protocol_params(tmp_path, capsys):
+    from powermodels.harness.workloads import kernels_dir
+
+    out = tmp_path / "row.csv"
+    assert main(["measure", "--device", "simulated", "--protocol", "good_practice",
+                 "--source", str(kernels_dir() / "examples" / "matmul_tiled.cu"), "--kernel", "matmul_kernel",
+                 "--param", "trials=2", "--param", "block_size_x=32", "--tune", "block_size_y=8",
+                 "--config", "tile_size_x=4,tile_size_y=4", "--problem-size", "4096,4096",
+                 "--grid-div-x", "block_size_x,tile_size_x", "--grid-div-y", "block_size_y,tile_size_y",
+                 "--arg", '{"zeros": "float32", "size": 16}', "--simulated", '{"time_s": 0.004}',
+                 "--out", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("matmul_kernel (tile_size_x=4,tile_size_y=4,block_size_y=8,block_size_x=32) on")
+    row = pd.read_csv(out)
+    assert row["block_size_x"].iloc[0] == 32 and row[schema.PROTOCOL].iloc[0] == "good_practice"
+    assert row[schema.TIME_S].iloc[0] == pytest.approx(0.004)
+
+
+def test_measure_a_callable_workload_object_to_json(tmp_path, capsys, monkeypatch):
+    (tmp_path / "my_steps.py").write_text(
+        "from powermodels.harness.workloads import CallableWorkload, SimulatedTwin\n"
+        "step = CallableWorkload(lambda: None, name='train_step', simulated=SimulatedTwin(time_s=0.01))\n")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "row.json"
+    assert main(["measure", "--device", "simulated", "--callable", "my_steps.py:step", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("train_step on Simulated")
+    row = pd.read_json(out)
+    assert row[schema.KERNEL].iloc[0] == "train_step" and row[schema.PROTOCOL].iloc[0] == "counter"

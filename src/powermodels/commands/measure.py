@@ -1,4 +1,10 @@
-"""``powermodels measure``: one kernel configuration under one protocol.
+"""``powermodels measure``: one workload configuration under one protocol.
+
+The workload is a registry kernel (``--kernel``), a user's CUDA source
+(``--source FILE --kernel NAME``), a Python callable (``--callable
+module:function``) or a program (``-- CMD ...``); see
+:mod:`powermodels.commands._workload_args` for how ``--tune``,
+``--protocol-param`` and ``--param`` are told apart.
 
 Prints a short summary (time, power, energy per launch, the reference where
 the device knows it, conditions); ``--out`` writes the full run-table row,
@@ -8,7 +14,6 @@ the device knows it, conditions); ``--out`` writes the full run-table row,
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import numbers
 import sys
@@ -17,16 +22,6 @@ from pathlib import Path
 NAME = "measure"
 HELP = ("Measure one kernel configuration with a protocol (counter by default; naive, continuous, "
         "good_practice, steady_state).")
-
-
-def _param(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"--param: expected 'name=value', got {text!r}")
-    try:
-        return key.strip(), json.loads(value)
-    except json.JSONDecodeError:
-        return key.strip(), value
 
 
 def _power_columns() -> tuple[str, ...]:
@@ -83,20 +78,21 @@ def open_any(kind: str, index: int = 0, **simulated):
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--kernel", default="fp32", help="kernel name (fp32, sgemm, stream_copy, stream_triad)")
-    parser.add_argument("--config", default="", help="configuration 'p1=v1,p2=v2' (defaults for the rest)")
+    from ._measure_program import add_program_arguments
+    from ._workload_args import add_workload_arguments
+
+    add_workload_arguments(parser)
     parser.add_argument("--protocol", default="counter",
                         help="counter (default: energy counter, ~1 s; good_practice where the GPU has no "
                              "counter) | naive | continuous | good_practice | steady_state")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="protocol parameter, e.g. --param duration_s=0.5 (repeatable)")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
     parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
     parser.add_argument("--seed", type=int, default=0, help="simulated GPU seed")
     parser.add_argument("--preset", default="hopper", help="simulated GPU sensor preset")
-    parser.add_argument("--out", help="write the run-table row to this parquet file")
-    parser.add_argument("--trace-out", help="write the trace table to this parquet file")
+    parser.add_argument("--out", help="write the run-table row to this file (.parquet, .csv or .json)")
+    parser.add_argument("--trace-out", help="write the trace table to this file (.parquet, .csv or .json)")
     parser.add_argument("--full", action="store_true", help="print every field of the run-table row")
+    add_program_arguments(parser)  # `-- CMD ...` (last: it takes the rest of the command line)
 
 
 def _vs(value: float, reference: float, unit: str) -> str:
@@ -114,8 +110,8 @@ def summary(row: dict) -> list[str]:
         return float(v) if v is not None else math.nan
 
     n, t = int(row[schema.LAUNCHES]), get(schema.TIME_S)
-    lines = [f"{row[schema.KERNEL]} ({row[schema.CONFIG]}) on {row[schema.DEVICE]}, "
-             f"protocol {row[schema.PROTOCOL]}"]
+    config = f" ({row[schema.CONFIG]})" if row.get(schema.CONFIG) else ""
+    lines = [f"{row[schema.KERNEL]}{config} on {row[schema.DEVICE]}, protocol {row[schema.PROTOCOL]}"]
     lines.append(f"  {schema.TIME_S:14s} {t * 1e3:.4g} ms per launch, {n} launch{'es' if n != 1 else ''} "
                  f"(wall time {get(schema.WALL_S):.2f} s)")
     power = get(schema.POWER_W)
@@ -136,24 +132,28 @@ def run(args) -> int:
 
     from ..harness.protocols import make_protocol
     from ..harness.runner import make_runner
-    from ..harness.workloads import parse_config, validate_config
+    from ._measure_program import program_argv, run_program, write_table
+    from ._workload_args import check_table_path, protocol_fields, workload_from_args
 
-    if args.kernel == "square_wave":  # registered for the runner's square_wave/step, not a workload
-        raise ValueError("--kernel square_wave is the sensor-characterisation load, not a workload to "
-                         "measure; see `powermodels characterize` and `powermodels demo`")
-    params = check_protocol_params(args.protocol, dict(_param(p) for p in args.param))
+    if program_argv(args):
+        if args.source or args.callable or args.kernel:
+            raise ValueError("give one workload: a program (-- CMD) or --kernel/--source/--callable")
+        return run_program(args)
+    fields = protocol_fields(args.protocol)
+    workload, config, params = workload_from_args(args, fields)  # before opening the GPU
+    params = check_protocol_params(args.protocol, params)
     protocol = make_protocol(args.protocol, **params)
-    validate_config(args.kernel, parse_config(args.kernel, args.config))  # before opening the GPU
-    check_writable(args.out, "--out")
-    check_writable(args.trace_out, "--trace-out")
+    for path, option in ((args.out, "--out"), (args.trace_out, "--trace-out")):
+        check_table_path(path, option)
+        check_writable(path, option)
     device = open_any(args.device, args.index, seed=args.seed, preset=args.preset)
     with make_runner(device) as runner:
-        m = protocol.measure(runner, args.kernel, args.config)
+        m = protocol.measure(runner, workload, config)
     table = m.run_table()
     if args.out:
-        table.to_parquet(args.out, index=False)
+        write_table(table, args.out)
     if args.trace_out:
-        m.trace.to_parquet(args.trace_out, index=False)
+        write_table(m.trace, args.trace_out)
     if args.full:
         with pd.option_context("display.max_rows", None):
             print(table.T.to_string(header=False))
