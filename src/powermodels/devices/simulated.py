@@ -22,7 +22,13 @@ calls that advance it (:meth:`~SimulatedGPU.idle`, :meth:`~SimulatedGPU.run`,
 simulated times of what they did. After each such call the host "wakes up"
 at the next 0.2 ms grid tick (the GPU idles for the remainder), so every grid
 step before :meth:`now` is final and readings never change after the fact.
-Everything is deterministic under ``seed``.
+Everything is deterministic under ``seed``. The state older than ``history_s``
+(default 120 s of simulated time) is dropped, so a campaign of any length
+holds ~50 MB; asking about dropped times raises ``ValueError``.
+
+The time-marching core lives in :mod:`~powermodels.devices.simulated_engine`,
+the workloads in :mod:`~powermodels.devices.simulated_workload`; both are
+re-exported here.
 
 Examples
 --------
@@ -87,6 +93,11 @@ class SimulatedGPU(SimulationEngine, Device):
         Physical parameters; default H100-SXM-like.
     ambient_c : float, default=30
         Ambient (inlet) temperature. The GPU starts at its idle steady state.
+    history_s : float or None, default=120
+        Simulated seconds of history kept behind :meth:`now` before each call
+        that advances time (that call's own span is always kept, however
+        long); asking about older times raises ``ValueError``. Bounds memory
+        in long campaigns (~230 kB per kept second). ``None`` keeps everything.
     """
 
     #: Sample rate and noise of the optional external reference meter.
@@ -94,7 +105,7 @@ class SimulatedGPU(SimulationEngine, Device):
     REFERENCE_NOISE_W = 0.5
 
     def __init__(self, preset="hopper", seed=0, reference_meter=False, physics=None,
-                 ambient_c=30.0):
+                 ambient_c=30.0, history_s=120.0):
         if isinstance(preset, str):
             if preset not in PRESETS:
                 raise ValueError(f"SimulatedGPU: preset must be one of {sorted(PRESETS)} or a "
@@ -111,6 +122,9 @@ class SimulatedGPU(SimulationEngine, Device):
         elif not isinstance(physics, GPUPhysics):
             raise ValueError(f"SimulatedGPU: physics must be a GPUPhysics, got {physics!r}")
         self.ambient_c = finite("SimulatedGPU: ambient_c", ambient_c, minimum=-40.0, maximum=80.0)
+        # the sensor looks back up to its longest window plus an update period: keep far more
+        self.history_s = None if history_s is None else finite(
+            "SimulatedGPU: history_s", history_s, minimum=10.0)
         self._preset = preset
         self.seed = int(seed)
         self.reference_meter = bool(reference_meter)
@@ -233,6 +247,7 @@ class SimulatedGPU(SimulationEngine, Device):
         """Idle for ``seconds`` (rounded up to the 0.2 ms grid); returns ``(start_s, end_s)``."""
         seconds = finite("idle: seconds", seconds, minimum=0.0)
         with self._lock:
+            self._forget_old()
             start = self.now()
             self._idle_to(self._tick + math.ceil(seconds / self._df - 1e-9))
             return start, self.now()
@@ -250,6 +265,7 @@ class SimulatedGPU(SimulationEngine, Device):
         launches = self._count("run: launches", launches)
         gap_s = finite("run: gap_s", gap_s, minimum=0.0)
         with self._lock:
+            self._forget_old()
             return self._execute(workload, launches, gap_s)
 
     def square_wave(self, on_s, off_s, periods, amplitude=1.0) -> np.ndarray:
@@ -264,6 +280,7 @@ class SimulatedGPU(SimulationEngine, Device):
         amplitude = finite("square_wave: amplitude", amplitude, minimum=0.0, maximum=1.0)
         load = SimulatedWorkload("square_wave", t0_s=on_s, activity=amplitude)
         with self._lock:
+            self._forget_old()
             on = self._execute(load, periods, off_s)
             # the wave ends with its last off-phase
             self._idle_to(math.ceil((on[-1, 1] + off_s) / self._df - 1e-9))
@@ -275,6 +292,7 @@ class SimulatedGPU(SimulationEngine, Device):
         amplitude = finite("step: amplitude", amplitude, minimum=0.0, maximum=1.0)
         load = SimulatedWorkload("step", t0_s=duration_s, activity=amplitude)
         with self._lock:
+            self._forget_old()
             on = self._execute(load, 1, 0.0)
             return float(on[0, 0]), float(on[0, 1])
 
@@ -349,9 +367,11 @@ class SimulatedGPU(SimulationEngine, Device):
             j0 = math.floor(max(start_s, 0.0) / self._df + 1e-9)
             j1 = max(math.ceil(end_s / self._df - 1e-9), j0 + 1)
             j1 = min(j1, self._tick)
+            self._check_kept(np.array([j0 * self._df]))
             j = np.arange(j0, j1)
-            k = j // self._r
-            power = np.diff(self._ecum.data[j0 : j1 + 1]) / self._df
+            k = j // self._r - self._k0
+            b0, b1 = j0 - self._j0, j1 - self._j0  # rows of the kept fine-step buffers
+            power = np.diff(self._ecum.data[b0 : b1 + 1]) / self._df
             return pd.DataFrame({
                 schema.T_S: j * self._df,
                 schema.REFERENCE_POWER_W: power,
@@ -359,7 +379,7 @@ class SimulatedGPU(SimulationEngine, Device):
                 schema.SM_CLOCK_MHZ: self._clocks[self._fi.data[k]],
                 schema.MEM_CLOCK_MHZ: self._fm.data[k].copy(),
                 schema.THROTTLE_REASONS: self._thr.data[k].astype(np.int64),
-                schema.LOAD_ACTIVITY: np.clip(self._act.data[j0:j1], 0.0, 1.0),
+                schema.LOAD_ACTIVITY: np.clip(self._act.data[b0:b1], 0.0, 1.0),
             })
 
     def true_energy_j(self, start_s, end_s) -> float:

@@ -45,6 +45,15 @@ class _Buffer:
             self.data = new
         return self.data
 
+    def drop_front(self, n: int) -> None:
+        """Forget the first ``n`` entries: the rest moves to the front, the tail is zeroed."""
+        d = self.data
+        if n >= d.size:
+            d[:] = 0
+        elif n > 0:
+            d[: d.size - n] = d[n:]
+            d[d.size - n :] = 0  # future steps accumulate into zeros
+
 
 class SimulationEngine:
     """State and time-marching of the simulated GPU (a base of :class:`SimulatedGPU`).
@@ -84,12 +93,50 @@ class SimulationEngine:
         self._acum = _Buffer(float, 4096 * self._r + 1)   # ∫ core activity dt at fine edges
         self._n_cum = 0
         self._tick = 0
+        # the buffers start at control step _k0 (fine step _j0 = _k0 * _r): older history is gone
+        self._k0 = 0
+        self._j0 = 0
 
         fi0 = len(self._clocks) - 1
         fm0 = float(ph.mem_clocks_mhz[0])
         t0 = ph.idle_temperature_c(self.ambient_c, float(self._clocks[fi0]), fm0)
         self._set_step(0, fi0, fm0, t0, 0)
         self._pre_power = float(self._base.data[0])  # the GPU idled before t = 0
+
+    # ------------------------------------------------------------------
+    # Bounded history
+    # ------------------------------------------------------------------
+
+    def _forget_old(self) -> None:
+        """Drop the state older than ``history_s`` behind now, once 1.5 x ``history_s`` is kept.
+
+        Called between the public calls that advance time. The move costs
+        the kept span, once per ``history_s / 2`` of simulated time: constant
+        per simulated second, and memory stays within ~2 x ``history_s``.
+        """
+        keep = self.history_s
+        if keep is None or (self._tick - self._j0) * self._df <= 1.5 * keep:
+            return
+        self._update_cumulative()  # the integrals must reach now before their start moves
+        k_new = min(int((self.now() - keep) // self._dc), self._tick // self._r)
+        shift = k_new - self._k0
+        if shift <= 0:
+            return
+        for buf in (self._fi, self._fm, self._temp, self._thr, self._base, self._bc, self._bm,
+                    self._core_load, self._mem_load):
+            buf.drop_front(shift)
+        for buf in (self._act, self._mact, self._ecum, self._acum):
+            buf.drop_front(shift * self._r)
+        self._k0 = k_new
+        self._j0 = k_new * self._r
+
+    def _check_kept(self, t: np.ndarray) -> None:
+        """Refuse times whose history was dropped (``history_s``)."""
+        if self._j0 and t.size and float(np.min(t)) < self._j0 * self._df - 1e-9:
+            raise ValueError(
+                f"SimulatedGPU: t = {float(np.min(t)):g} s is older than the kept history "
+                f"(history_s={self.history_s:g}: from {self._j0 * self._df:g} s to now "
+                f"{self.now():g} s); pass a larger history_s, or None to keep everything")
 
 
     def _limit_w(self) -> float:
@@ -115,32 +162,34 @@ class SimulationEngine:
         return base, core * (1.0 - ph.idle_activity), mem * (1.0 - ph.mem_idle_activity)
 
     def _set_step(self, k: int, fi: int, fm: float, temp: float, thr: int) -> None:
+        i = k - self._k0
         for buf in (self._fi, self._fm, self._temp, self._thr, self._base, self._bc, self._bm,
                     self._core_load, self._mem_load):
-            buf.ensure(k + 1)
-        self._fi.data[k] = fi
-        self._fm.data[k] = fm
-        self._temp.data[k] = temp
-        self._thr.data[k] = thr
-        self._base.data[k], self._bc.data[k], self._bm.data[k] = self._coefficients(fi, fm, temp)
+            buf.ensure(i + 1)
+        self._fi.data[i] = fi
+        self._fm.data[i] = fm
+        self._temp.data[i] = temp
+        self._thr.data[i] = thr
+        self._base.data[i], self._bc.data[i], self._bm.data[i] = self._coefficients(fi, fm, temp)
 
     def _retarget_open_step(self) -> None:
         # called at a step boundary: the open step has no elapsed time yet
         k = self._tick // self._r
-        self._set_step(k, self._target_index(), self._mem_target(), float(self._temp.data[k]), 0)
+        self._set_step(k, self._target_index(), self._mem_target(), float(self._temp.data[k - self._k0]), 0)
 
     def _finalize(self, k: int) -> None:
         """Step ``k`` is over: its mean power heats the die and drives the power cap."""
         ph = self.physics
-        a = self._core_load.data[k] / self._dc
-        m = self._mem_load.data[k] / self._dc
-        power = self._base.data[k] + self._bc.data[k] * a + self._bm.data[k] * m
-        temp = self._temp.data[k]
+        i = k - self._k0
+        a = self._core_load.data[i] / self._dc
+        m = self._mem_load.data[i] / self._dc
+        power = self._base.data[i] + self._bc.data[i] * a + self._bm.data[i] * m
+        temp = self._temp.data[i]
         temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
             + ph.thermal_resistance_k_per_w * power * (1.0 - self._decay)
         fm = self._mem_target()
         target = self._target_index()
-        fi_prev = int(self._fi.data[k])
+        fi_prev = int(self._fi.data[i])
         fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
         # the controller predicts the next step's power from this step's activity
         leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
@@ -172,7 +221,7 @@ class SimulationEngine:
 
     def _execute(self, w: SimulatedWorkload, launches: int, gap: float) -> np.ndarray:
         """March control steps, placing launches; returns ``(launches, 2)`` start/end times."""
-        df, dc, r = self._df, self._dc, self._r
+        df, dc, r, k0 = self._df, self._dc, self._r, self._k0
         tick0 = self._tick
         k = tick0 // r
         t = tick0 * df
@@ -184,8 +233,8 @@ class SimulationEngine:
         cache: dict[tuple[int, float], float] = {}
         while n_left > 0 or q > 0.0:
             step_end = (k + 1) * dc
-            fi = int(self._fi.data[k])
-            fm = float(self._fm.data[k])
+            fi = int(self._fi.data[k - k0])
+            fm = float(self._fm.data[k - k0])
             key = (fi, fm)
             tk = cache.get(key)
             if tk is None:
@@ -231,8 +280,8 @@ class SimulationEngine:
                         starts.append(t)
                         n_left -= 1
                         q = 1.0
-            self._core_load.data[k] += w.activity * busy
-            self._mem_load.data[k] += w.mem_activity * busy
+            self._core_load.data[k - k0] += w.activity * busy
+            self._mem_load.data[k - k0] += w.mem_activity * busy
             if step_end - t <= 1e-15:
                 t = step_end
                 self._finalize(k)
@@ -258,23 +307,26 @@ class SimulationEngine:
         ic = np.maximum(i, 0)
         busy = np.where(i >= 0, cum[ic] + np.clip(edges - s[ic], 0.0, dur[ic]), 0.0)
         occ = np.clip(np.diff(busy) / self._df, 0.0, 1.0)
-        act = self._act.ensure(tick1)
-        mact = self._mact.ensure(tick1)
-        act[tick0:tick1] += activity * occ
-        mact[tick0:tick1] += mem_activity * occ
+        a0, a1 = tick0 - self._j0, tick1 - self._j0
+        act = self._act.ensure(a1)
+        mact = self._mact.ensure(a1)
+        act[a0:a1] += activity * occ
+        mact[a0:a1] += mem_activity * occ
 
     def _update_cumulative(self) -> None:
         n0, n1 = self._n_cum, self._tick
         if n1 <= n0:
             return
-        ecum = self._ecum.ensure(n1 + 1)
-        acum = self._acum.ensure(n1 + 1)
-        act = self._act.ensure(n1)[n0:n1]
-        mact = self._mact.ensure(n1)[n0:n1]
-        k = np.arange(n0, n1) // self._r
+        j0 = self._j0
+        a0, a1 = n0 - j0, n1 - j0
+        ecum = self._ecum.ensure(a1 + 1)
+        acum = self._acum.ensure(a1 + 1)
+        act = self._act.ensure(a1)[a0:a1]
+        mact = self._mact.ensure(a1)[a0:a1]
+        k = np.arange(n0, n1) // self._r - self._k0
         power = self._base.data[k] + self._bc.data[k] * act + self._bm.data[k] * mact
-        ecum[n0 + 1 : n1 + 1] = ecum[n0] + np.cumsum(power * self._df)
-        acum[n0 + 1 : n1 + 1] = acum[n0] + np.cumsum(act * self._df)
+        ecum[a0 + 1 : a1 + 1] = ecum[a0] + np.cumsum(power * self._df)
+        acum[a0 + 1 : a1 + 1] = acum[a0] + np.cumsum(act * self._df)
         self._n_cum = n1
 
     def _interp_cumulative(self, buf: _Buffer, t: np.ndarray, before: float) -> np.ndarray:
@@ -284,8 +336,10 @@ class SimulationEngine:
         n = self._tick
         if n == 0:
             return np.where(t < 0, before * t, 0.0)
-        x = np.clip(t, 0.0, n * self._df) / self._df
-        j = np.clip(np.floor(x).astype(np.int64), 0, n - 1)
+        self._check_kept(t)
+        j0 = self._j0
+        x = np.clip(t, j0 * self._df, n * self._df) / self._df - j0
+        j = np.clip(np.floor(x).astype(np.int64), 0, n - j0 - 1)
         frac = x - j
         value = cum[j] + frac * (cum[j + 1] - cum[j])
         return np.where(t < 0, before * t, value)
@@ -298,8 +352,11 @@ class SimulationEngine:
         return self._interp_cumulative(self._acum, t, 0.0)
 
     def _step_at(self, t: np.ndarray) -> np.ndarray:
-        k = np.floor(np.asarray(t, dtype=float) / self._dc + 1e-9).astype(np.int64)
-        return np.clip(k, 0, self._tick // self._r)
+        """Row of the per-step buffers holding each time's control step."""
+        t = np.asarray(t, dtype=float)
+        self._check_kept(t)
+        k = np.floor(t / self._dc + 1e-9).astype(np.int64)
+        return np.clip(k, self._k0, self._tick // self._r) - self._k0
 
     def _noise(self, stream: int, idx: np.ndarray) -> np.ndarray:
         """Standard-normal draw per integer index, reproducible whatever the query order."""
