@@ -118,3 +118,25 @@ def test_ncu_breakdown_parsing_and_command():
     wrong = NCU_CSV.replace("gpu__time_duration.sum", "sm__cycles_active.avg")
     with pytest.raises(ValueError, match="has no gpu__time_duration.sum"):
         parse_kernel_breakdown(wrong)
+
+
+def test_cli_measure_a_program(tmp_path, capsys):
+    from powermodels.cli import main
+
+    out = tmp_path / "runs.csv"
+    rc = main(["measure", "--device", "simulated", "--simulated-activity", "0.7", "--repeats", "2",
+               "--idle-s", "0.5", "--out", str(out), "--", PY, "-c", "import time; time.sleep(0.15)"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "run 2:" in text and "median:" in text and "exit code 0" in text
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert len(table) == 2 and (table[schema.EXIT_CODE] == 0).all()
+    rc = main(["measure", "--device", "simulated", "--simulated-activity", "0.7", "--repeats", "1",
+               "--idle-s", "0", "--", PY, "-c", "import sys; sys.exit(4)"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "exited with code 4" in err and "--no-check" in err and len(err.strip().splitlines()) == 1
+    rc = main(["measure", "--device", "simulated", "--", "no-such-program-xyz"])
+    assert rc == 1 and "not on PATH" in capsys.readouterr().err
+    rc = main(["measure", "--device", "simulated", "--out", str(tmp_path / "x.txt"), "--", PY, "-c", "pass"])
+    assert rc == 1 and ".parquet, .csv or .json" in capsys.readouterr().err

@@ -153,7 +153,7 @@ class ProgramWorkload(Workload):
             if self.capture_output and done.stderr.strip():
                 tail = f": {done.stderr.strip().splitlines()[-1][:200]}"
             raise ProgramFailed(f"program {self.command!r} exited with code {done.returncode}{tail} "
-                                "(check=False records the code instead)", done.returncode)
+                                "(check=False, or --no-check, records the code instead)", done.returncode)
         return done
 
     def prepare(self, config=None) -> Prepared:
