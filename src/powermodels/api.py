@@ -43,7 +43,7 @@ def _runner(device):
 
 
 def measure(workload, *, protocol=None, device="auto", config: Mapping | str | None = None,
-            simulated=None, **params):
+            simulated=None, calibration=None, allow_other_device: bool = False, **params):
     """Measure the energy, time and power of one execution of ``workload``.
 
     Parameters
@@ -67,6 +67,13 @@ def measure(workload, *, protocol=None, device="auto", config: Mapping | str | N
         default when None.
     simulated : SimulatedTwin, dict or SimulatedWorkload, optional
         The twin of a callable given bare (run on the simulated GPU).
+    calibration : str or Path, optional
+        A ``powermodels calibrate`` file: the row also gets ``corrected_power_w`` and
+        ``corrected_energy_j`` at the file's reference clock and temperature
+        (:func:`powermodels.workflows.calibration_apply.correct_row`; warns when it
+        extrapolates). A file made on another GPU model is refused.
+    allow_other_device : bool, default=False
+        Use ``calibration`` even if it was made on another GPU model.
     **params
         Protocol parameters (e.g. ``trials=5`` for ``good_practice``).
 
@@ -95,8 +102,18 @@ def measure(workload, *, protocol=None, device="auto", config: Mapping | str | N
     full = w.validate_config(w.parse_config(config))  # before opening the GPU
     runner, owned = _runner(device)
     try:
+        cal = None
+        if calibration is not None:  # checked before measuring: a wrong file fails fast
+            from .workflows.calibration_apply import load_for_device
+
+            cal = load_for_device(calibration, runner.device_name, allow_other_device=allow_other_device)
         proto = _protocol(protocol, runner, dict(params))
-        return proto.measure(runner, w, full)
+        m = proto.measure(runner, w, full)
+        if cal is not None:
+            from .workflows.calibration_apply import correct_row
+
+            m.row = correct_row(m.row, *cal)
+        return m
     finally:
         if owned:
             runner.close()

@@ -93,6 +93,20 @@ ENERGY_ABOVE_IDLE_J = "energy_above_idle_j"  # energy minus idle power x time
 TIME_SHARE = "time_share"            # a kernel's share of a program's GPU time (ncu), 0..1
 CALIBRATION_PHASE = "phase"          # powermodels calibrate: sweep / ramp / natural (DVFS)
 CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch or point
+# a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
+CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
+CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature
+REFERENCE_CLOCK_MHZ = "reference_clock_mhz"
+REFERENCE_TEMPERATURE_C = "reference_temperature_c"
+CORRECTION_POWER_CURVE = "power_curve"             # per-config / global / at reference clock
+CORRECTION_ALPHA_W_PER_C = "alpha_w_per_c"
+CORRECTION_TIME_SOURCE = "time_source"             # time model at f_ref (eq. 4.4) / measured (eq. 4.3)
+# exclusive measurement (harness/exclusive.py): was the GPU ours, was it throttled
+OTHER_GPU_PROCESSES = "other_gpu_processes"  # other compute processes seen before/after a run
+THROTTLED_FRACTION = "throttled_fraction"    # share of samples with any slowdown reason
+THROTTLE_POWER_CAP_FRACTION = "throttle_power_cap_fraction"  # SW power cap / HW power brake
+THROTTLE_THERMAL_FRACTION = "throttle_thermal_fraction"      # SW / HW thermal slowdown
+THROTTLE_OTHER_FRACTION = "throttle_other_fraction"          # HW slowdown, sync boost
 
 # sensor characterisation (powermodels.sensor; Yang Fig. 14 columns) and FinGraV
 SENSOR_FIELD = "field"               # which reading: power_instant_w, ..., energy_counter_j
@@ -295,6 +309,15 @@ RUN_TABLE = TableSpec(
         Column(COMMAND, "str", description="command line of an external program"),
         Column(EXIT_CODE, "int", "", None, None, False, "exit code of an external program"),
         Column(ENERGY_ABOVE_IDLE_J, "float", "J", None, None, True, "energy minus idle power x time"),
+        Column(OTHER_GPU_PROCESSES, "float", "", 0.0, None, True,
+               "other compute processes on the GPU before/after the run (NaN: unknown)"),
+        Column(THROTTLED_FRACTION, "float", "", 0.0, 1.0, True, "share of samples throttled"),
+        Column(THROTTLE_POWER_CAP_FRACTION, "float", "", 0.0, 1.0, True,
+               "share of samples at the power cap"),
+        Column(THROTTLE_THERMAL_FRACTION, "float", "", 0.0, 1.0, True,
+               "share of samples in thermal slowdown"),
+        Column(THROTTLE_OTHER_FRACTION, "float", "", 0.0, 1.0, True,
+               "share of samples in another slowdown"),
     ),
     min_rows=1,
 )

@@ -102,3 +102,20 @@ def test_cli_calibrate_bad_clocks_is_one_line(tmp_path, capsys):
                "--clocks", "fast", "--out", str(tmp_path)])
     assert rc != 0
     assert "--clocks" in capsys.readouterr().err
+
+
+def test_powermodels_measure_with_calibration(locked, tmp_path):
+    import powermodels
+
+    _, run = locked
+    path = save(run, tmp_path / "cal.pmcal")
+    m = powermodels.measure("fp32", device=SimulatedGPU(seed=3), calibration=path)
+    row = m.row
+    assert np.isfinite(row[schema.CORRECTED_ENERGY_J]) and row[schema.CORRECTED_POWER_W] > 0
+    assert row[schema.REFERENCE_CLOCK_MHZ] == run.calibration.reference_clock_mhz
+    assert row[schema.CORRECTION_POWER_CURVE] == "per-config"
+    with pytest.raises(ValueError, match="allow_other_device"):
+        powermodels.measure("fp32", device=SimulatedGPU(preset="volta"), calibration=path)
+    m = powermodels.measure("fp32", device=SimulatedGPU(preset="volta"), calibration=path,
+                            allow_other_device=True)
+    assert schema.CORRECTED_ENERGY_J in m.row

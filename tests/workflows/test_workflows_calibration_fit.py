@@ -93,16 +93,16 @@ def test_correct_row_moves_power_to_reference_clock_and_temperature(calibration)
     out = correct_row(row, models, meta)
     assert out[CORRECTED_POWER_W] == pytest.approx(_power(1500.0, 40.0, 1.0), rel=0.01)
     assert out[CORRECTED_ENERGY_J] == pytest.approx(_power(1500.0, 40.0, 1.0) * 19.8 / 1500, rel=0.01)
-    assert out["power_curve"] == "per-config"
-    assert "time model" in out["time_source"]
+    assert out[schema.CORRECTION_POWER_CURVE] == "per-config"
+    assert "time model" in out[schema.CORRECTION_TIME_SOURCE]
 
 
 def test_unknown_kernel_uses_the_global_curve_and_measured_time(calibration):
     row = {schema.KERNEL: "mine", schema.CONFIG: "x", schema.SM_CLOCK_MHZ: 1500.0,
            schema.TEMPERATURE_C: 45.0, schema.POWER_W: 300.0, schema.TIME_S: 1e-3}
     out = correct_row(row, calibration.models(), calibration.metadata())
-    assert out["power_curve"] == "global"
-    assert out["time_source"].startswith("measured")
+    assert out[schema.CORRECTION_POWER_CURVE] == "global"
+    assert out[schema.CORRECTION_TIME_SOURCE].startswith("measured")
     assert out[CORRECTED_POWER_W] == pytest.approx(300.0 - ALPHA * 5.0, rel=0.02)
 
 

@@ -24,11 +24,12 @@ import pandas as pd
 from .. import schema
 from .calibration_fit import group_key
 
-__all__ = ["CalibrationExtrapolationWarning", "check_device", "correct_row", "load"]
+__all__ = ["CalibrationExtrapolationWarning", "check_device", "correct_row", "correct_table", "load",
+           "load_for_device"]
 
-#: Row keys :func:`correct_row` adds.
-CORRECTED_POWER_W = "corrected_power_w"
-CORRECTED_ENERGY_J = "corrected_energy_j"
+#: Row keys :func:`correct_row` adds (names from :mod:`powermodels.schema`).
+CORRECTED_POWER_W = schema.CORRECTED_POWER_W
+CORRECTED_ENERGY_J = schema.CORRECTED_ENERGY_J
 
 
 class CalibrationExtrapolationWarning(UserWarning):
@@ -63,6 +64,14 @@ def check_device(meta: dict, device_name: str, *, allow_other_device: bool = Fal
                          "--allow-other-device to use it anyway)")
 
 
+def load_for_device(path, device_name: str, *, allow_other_device: bool = False,
+                    trusted: bool = False) -> tuple[dict, dict]:
+    """:func:`load` then :func:`check_device` — before a measurement, so a wrong file fails fast."""
+    models, meta = load(path, trusted=trusted)
+    check_device(meta, device_name, allow_other_device=allow_other_device)
+    return models, meta
+
+
 def _predict_power(models: dict, group: str, f: float) -> tuple[float, str] | None:
     grouped = models.get("power")
     if grouped is not None and group in getattr(grouped, "estimators_", {}):
@@ -86,8 +95,8 @@ def correct_row(row: dict, models: dict, meta: dict) -> dict:
     Returns
     -------
     dict
-        ``row`` with ``corrected_power_w``, ``corrected_energy_j``, ``reference_clock_mhz``-style
-        provenance: which curve and time source was used.
+        ``row`` with ``corrected_power_w``, ``corrected_energy_j``, the reference clock and
+        temperature, and which power curve, α and time source were used (schema columns).
     """
     for key in (schema.POWER_W, schema.TIME_S, schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C):
         if key not in row or not np.isfinite(float(row[key])):
@@ -126,8 +135,9 @@ def correct_row(row: dict, models: dict, meta: dict) -> dict:
         t = float(row[schema.TIME_S])
         time_source = "measured time (eq. 4.3)"
     return {**row, CORRECTED_POWER_W: corrected, CORRECTED_ENERGY_J: corrected * t,
-            "reference_clock_mhz": f_ref, "reference_temperature_c": t_ref,
-            "power_curve": how, "alpha_w_per_c": alpha, "time_source": time_source}
+            schema.REFERENCE_CLOCK_MHZ: f_ref, schema.REFERENCE_TEMPERATURE_C: t_ref,
+            schema.CORRECTION_POWER_CURVE: how, schema.CORRECTION_ALPHA_W_PER_C: alpha,
+            schema.CORRECTION_TIME_SOURCE: time_source}
 
 
 def correct_table(runs: pd.DataFrame, models: dict, meta: dict) -> pd.DataFrame:

@@ -1,0 +1,116 @@
+"""Per-instruction calibration workflow: equality with the H200 benchmark, end to end on the simulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import schema
+from powermodels.harness.microbench_sim import PRESETS, SimulatedInstructionBackend
+from powermodels.io import load_calibration
+from powermodels.workflows.instruction_calibration import (
+    calibrate_instructions,
+    evaluate_instruction_model,
+)
+from powermodels.workflows.instruction_tables import rebuild_tables
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "datasets" / "h200"
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _need(*paths):
+    for p in paths:
+        if not p.exists():
+            pytest.skip(f"{p} is absent")
+
+
+@pytest.mark.parametrize("record, opcodes, sectors, table, which", [
+    ("wattchmen_measure.json", "ncu_raw.csv.gz", "ncu_sectors.csv.gz",
+     "wattchmen_microbench.parquet", 0),
+    ("wattchmen_measure.json", "ncu_raw.csv.gz", "ncu_sectors.csv.gz",
+     "wattchmen_workloads.parquet", 1),
+    ("wattchmen_fresh_measure.json", "ncu_fresh_raw.csv.gz", "ncu_fresh_sectors.csv.gz",
+     "wattchmen_fresh_workloads.parquet", 1),
+])
+def test_tables_rebuilt_from_the_h200_raw_files_equal_the_committed_ones(record, opcodes, sectors,
+                                                                         table, which):
+    _need(DATA / record, DATA / table)
+    built = rebuild_tables(DATA / record, DATA / opcodes, DATA / sectors)[which]
+    pd.testing.assert_frame_equal(built, pd.read_parquet(DATA / table))
+
+
+@pytest.mark.parametrize("table, results", [("wattchmen_workloads.parquet", "wattchmen"),
+                                            ("wattchmen_fresh_workloads.parquet", "wattchmen_fresh")])
+def test_workflow_fit_gives_the_benchmark_results_on_h200(table, results):
+    """Same fit on the same data: the MAPEs and coverages benchmarks/gpu_wattchmen.py recorded."""
+    _need(DATA / "wattchmen_microbench.parquet", DATA / table, RESULTS / f"{results}.json")
+    micro = pd.read_parquet(DATA / "wattchmen_microbench.parquet")
+    per, summary = evaluate_instruction_model(micro, pd.read_parquet(DATA / table))
+    recorded = json.loads((RESULTS / f"{results}.json").read_text())
+    for key in ("direct_mape_pct", "extended_mape_pct", "direct_coverage_pct",
+                "extended_coverage_pct"):
+        assert summary[key] == pytest.approx(recorded[key], abs=1e-9), key
+    model = summary["extended_model"]
+    assert (len(model.energies_), model.rank_) == (79, 63)
+    assert model.static_power_w_ == pytest.approx(141.7, abs=0.05)
+    assert len(per) == summary["n_workloads"]
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cal")
+    lines = []
+    cal = calibrate_instructions(SimulatedInstructionBackend(noise=0.002, seed=3), out,
+                                 workloads=["sim"], say=lines.append)
+    return cal, out, lines
+
+
+def test_simulated_calibration_writes_every_file_and_predicts_workloads(simulated):
+    cal, out, lines = simulated
+    for name in ("measure.json", "ncu_raw.csv.gz", "ncu_sectors.csv.gz", "summary.json",
+                 "instructions_microbench.parquet", "instructions_workloads.parquet",
+                 "instructions.pmcal", "calibrate_log.txt"):
+        assert (out / name).is_file(), name
+    assert len(cal.micro) == 63 and len(cal.workloads) == 4
+    assert cal.summary["extended_mape_pct"] < 3.0
+    assert any("validation workloads" in ln for ln in lines)
+    # the static power is the NANOSLEEP benchmark's (constant + static, from the data)
+    assert cal.model.static_power_w_ == pytest.approx(PRESETS["sim-hopper-a"].static_power_w, rel=0.02)
+    loaded = load_calibration(out / "instructions.pmcal")
+    np.testing.assert_allclose(loaded.predict(cal.workloads.drop(columns=[schema.POWER_W])),
+                               cal.model.predict(cal.workloads.drop(columns=[schema.POWER_W])))
+
+
+def test_simulated_calibration_recovers_identifiable_energies(simulated):
+    cal = simulated[0]
+    truth = PRESETS["sim-hopper-a"].energies_j
+    fitted = cal.model.energies_[cal.model.identifiable_]
+    ops = [op for op in fitted.index if op in truth and truth[op] > 100e-12]
+    assert len(ops) >= 25
+    err = np.array([abs(fitted[op] - truth[op]) / truth[op] for op in ops])
+    # the loop's IADD3/ISETP/BRA are in every benchmark: their share shifts every energy a little
+    assert np.median(err) < 0.15
+
+
+def test_resume_keeps_measured_items_and_tables_are_rebuildable(simulated, tmp_path):
+    cal, out, _ = simulated
+    again = calibrate_instructions(SimulatedInstructionBackend(noise=0.5, seed=9), out,
+                                   workloads=["sim"], resume=True, say=lambda m: None)
+    # nothing re-measured: the noisy backend would have changed the powers
+    assert again.record["micro"] == cal.record["micro"]
+    micro, wl = rebuild_tables(out / "measure.json", out / "ncu_raw.csv.gz", out / "ncu_sectors.csv.gz")
+    pd.testing.assert_frame_equal(micro, cal.micro)
+    pd.testing.assert_frame_equal(wl, cal.workloads)
+
+
+def test_bad_input_names_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="unknown microbenchmarks"):
+        calibrate_instructions(SimulatedInstructionBackend(), tmp_path, micro=["nope"],
+                               say=lambda m: None)
+    with pytest.raises(ValueError, match="preset"):
+        SimulatedInstructionBackend(preset="gtx480")
