@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ._coverage import covered_time
 from ._series import update_points
 
 __all__ = [
@@ -105,11 +106,11 @@ def _trace_series(trace: pd.DataFrame, power_column, time_column):
 def overlap_fraction(win_start, win_end, intervals) -> np.ndarray:
     """Share of each window ``[win_start, win_end]`` covered by the launches."""
     iv = _intervals(intervals)
-    a = np.asarray(win_start, dtype=float)[:, None]
-    b = np.asarray(win_end, dtype=float)[:, None]
-    cover = np.clip(np.minimum(b, iv[None, :, 1]) - np.maximum(a, iv[None, :, 0]), 0, None)
-    width = np.maximum((b - a)[:, 0], 1e-12)
-    return np.clip(cover.sum(axis=1) / width, 0.0, 1.0)
+    a = np.asarray(win_start, dtype=float)
+    b = np.asarray(win_end, dtype=float)
+    cover = covered_time(a, b, iv)  # binary search, not windows x launches
+    width = np.maximum(b - a, 1e-12)
+    return np.clip(cover / width, 0.0, 1.0)
 
 
 def delag(trace: pd.DataFrame, delay_s: float, time_column=schema.T_S) -> pd.DataFrame:

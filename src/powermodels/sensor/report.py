@@ -24,6 +24,7 @@ import pandas as pd
 
 from .. import schema
 from ..reporting import markdown_table
+from ._coverage import covered_time
 from ._series import counter_power
 from .gain import SteadyStateGain
 from .transient import StepResponse
@@ -99,9 +100,7 @@ def attach_load(trace: pd.DataFrame, intervals, amplitude: float = 1.0) -> pd.Da
         raise ValueError(f"trace: column {schema.T_S!r} is missing")
     t = trace[schema.T_S].to_numpy(dtype=float)
     lo = np.concatenate([[t[0] - (t[1] - t[0] if t.size > 1 else 1e-3)], t[:-1]])
-    a, b = lo[:, None], t[:, None]
-    cover = np.clip(np.minimum(b, iv[None, :, 1]) - np.maximum(a, iv[None, :, 0]), 0, None).sum(1) \
-        if iv.size else np.zeros(t.size)
+    cover = covered_time(lo, t, iv)  # by time search: linear in the trace, not samples x launches
     out = trace.copy()
     out[schema.LOAD_ACTIVITY] = np.clip(amplitude * cover / np.maximum(t - lo, 1e-12), 0.0, 1.0)
     return out
