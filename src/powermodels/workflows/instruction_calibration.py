@@ -1,0 +1,320 @@
+"""Calibrate the per-instruction energy table on the user's GPU (Wattchmen §3-§5).
+
+One call, :func:`calibrate_instructions`, does what ``benchmarks/gpu_wattchmen.py
+measure`` + ``analyze`` did for the H200 dataset:
+
+1. **energy** — idle power, then the steady-state power and time per launch of
+   every microbenchmark (:mod:`powermodels.harness.microbench`) and of any
+   validation workloads, written to ``measure.json`` after each item (a crash
+   loses nothing; ``resume=True`` skips what is there);
+2. **counts** — ncu passes (``--clock-control none``: clocks are never locked)
+   for SASS opcode counts with modifiers, L1/L2 hit rates and sector counters
+   (``ncu_raw.csv.gz``, ``ncu_sectors.csv.gz``);
+3. **tables** — :mod:`.instruction_tables` (``instructions_microbench.parquet``,
+   ``instructions_workloads.parquet``);
+4. **fit** — :class:`~powermodels.models.InstructionEnergyModel` on the
+   microbenchmarks, saved as a calibration file (``instructions.pmcal``), and
+   the validation workloads' errors (:func:`evaluate_instruction_model`).
+
+Nothing GPU-specific is in this module: the backend measures (the real GPU:
+:class:`~powermodels.harness.microbench_gpu.CupyNcuBackend`; the simulated
+one: :class:`~powermodels.harness.microbench_sim.SimulatedInstructionBackend`),
+and the power limit, clocks and static power come from the measurements.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from .instruction_tables import STATIC_MICROBENCHMARK, plan_of, tables_from_profiles
+
+__all__ = ["MEASURED_ONLY", "InstructionCalibration", "calibrate_instructions",
+           "evaluate_instruction_model", "finish_calibration", "fit_instruction_model",
+           "measure_energy", "prediction_table", "refit_from_raw"]
+
+#: Columns a profiler cannot give: dropped before fitting and predicting.
+MEASURED_ONLY = (schema.POWER_W, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ)
+RECORD = "measure.json"
+MICRO_TABLE = "instructions_microbench.parquet"
+WORKLOAD_TABLE = "instructions_workloads.parquet"
+CALIBRATION = "instructions.pmcal"
+
+
+def prediction_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a finite energy, without the columns only a power measurement gives."""
+    table = table[np.isfinite(table[schema.ENERGY_J])]
+    ops = schema.opcode_columns(table)
+    if ops:
+        table = table[table[ops].sum(axis=1) > 0]
+    return table.drop(columns=[c for c in MEASURED_ONLY if c in table.columns]).reset_index(drop=True)
+
+
+def fit_instruction_model(micro: pd.DataFrame, **params):
+    """:class:`~powermodels.models.InstructionEnergyModel` (``params``) fitted on a microbenchmark table."""
+    from ..models import InstructionEnergyModel
+
+    return InstructionEnergyModel(**params).fit(prediction_table(micro))
+
+
+def evaluate_instruction_model(micro: pd.DataFrame, workloads: pd.DataFrame, **params):
+    """Direct and extended predictions of held-out workloads (Wattchmen §5.2).
+
+    Parameters
+    ----------
+    micro : DataFrame
+        Microbenchmark instruction table (training rows).
+    workloads : DataFrame
+        Held-out workloads' instruction table with measured ``energy_j``.
+    **params
+        :class:`~powermodels.models.InstructionEnergyModel` parameters
+        (``extension`` is set to "none" for direct and "bucket" for extended).
+
+    Returns
+    -------
+    per_workload : DataFrame
+        ``workload``, ``energy_j`` (measured), ``direct_j``, ``direct_ape_pct``,
+        ``extended_j``, ``extended_ape_pct``, ``direct_coverage``, ``extended_coverage``.
+    summary : dict
+        ``direct_mape_pct``, ``extended_mape_pct``, ``direct_coverage_pct``,
+        ``extended_coverage_pct``, ``n_workloads`` and the extended ``model``.
+    """
+    micro, wl = prediction_table(micro), prediction_table(workloads)
+    if not len(wl):
+        raise ValueError("workloads: no row with a finite energy and instruction counts")
+    y = wl[schema.ENERGY_J].to_numpy()
+    out = pd.DataFrame({schema.WORKLOAD: wl[schema.WORKLOAD], schema.ENERGY_J: y})
+    summary: dict = {}
+    for label, ext in (("direct", "none"), ("extended", "bucket")):
+        model = fit_instruction_model(micro, **{**params, "extension": ext})
+        pred = model.predict(wl)
+        out[f"{label}_j"] = pred
+        out[f"{label}_ape_pct"] = np.abs(pred - y) / y * 100
+        out[f"{label}_coverage"] = model.coverage(wl)
+        summary[f"{label}_mape_pct"] = float(out[f"{label}_ape_pct"].mean())
+        summary[f"{label}_coverage_pct"] = float(100 * out[f"{label}_coverage"].mean())
+        summary[f"{label}_model"] = model
+    summary["n_workloads"] = len(wl)
+    return out, summary
+
+
+@dataclass
+class InstructionCalibration:
+    """What :func:`calibrate_instructions` produced (files are in ``out``)."""
+
+    out: Path
+    record: dict
+    micro: pd.DataFrame
+    workloads: pd.DataFrame
+    model: object
+    per_workload: pd.DataFrame | None = None
+    summary: dict = field(default_factory=dict)
+
+
+def _load_record(path: Path, resume: bool) -> dict | None:
+    if resume and path.is_file():
+        return json.loads(path.read_text())
+    return None
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, indent=1))
+    tmp.replace(path)  # atomic: a crash leaves the previous complete file
+
+
+def measure_energy(backend, out: Path, micro: list[str], workloads=(), *, resume=False,
+                   say=print) -> dict:
+    """Step 1: idle power, then steady-state power and time of every item (``measure.json``)."""
+    path = out / RECORD
+    record = _load_record(path, resume) or {"info": None, "idle_power_w": None, "micro": {},
+                                            "workloads": {}, "specs": list(workloads)}
+    backend.open(micro)
+    try:
+        record["info"] = record["info"] or backend.info()
+        say(json.dumps(record["info"]))
+        if record["idle_power_w"] is None:
+            record["idle_power_w"] = backend.idle_power()
+            _write_json(path, record)
+        say(f"idle power {record['idle_power_w']:.2f} W")
+        t0 = time.monotonic()
+        for i, name in enumerate(micro):
+            if name in record["micro"]:
+                continue
+            try:
+                res = backend.measure_microbenchmark(name)
+                record["micro"][name] = res
+                _write_json(path, record)
+                say(f"[{i + 1}/{len(micro)}] {name:14s} iters={res['iters']:8d} "
+                    f"t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
+                    f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
+            except Exception as err:  # noqa: BLE001 - one broken benchmark must not lose the rest
+                say(f"{name}: FAILED {type(err).__name__}: {err}")
+        names, problems = backend.prepare_workloads(list(workloads)) if workloads else ([], [])
+        for p in problems:
+            say(f"workload not built: {p}")
+        for name in names:
+            if name in record["workloads"]:
+                continue
+            try:
+                res = backend.measure_workload(name)
+                record["workloads"][name] = res
+                _write_json(path, record)
+                say(f"{name:20s} t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
+                    f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
+            except Exception as err:  # noqa: BLE001
+                say(f"{name}: FAILED {type(err).__name__}: {err}")
+        say(f"energy phase took {time.monotonic() - t0:.0f} s")
+    finally:
+        backend.close()
+    return record
+
+
+def calibrate_instructions(backend, out, *, micro=None, workloads=(), resume: bool = False,
+                           model_params: dict | None = None, say=print) -> InstructionCalibration:
+    """Measure, profile, tabulate and fit the per-instruction energy table (module docstring).
+
+    Parameters
+    ----------
+    backend : CupyNcuBackend or SimulatedInstructionBackend
+        Measures energy and profiles counts.
+    out : path
+        Output folder (created): ``measure.json``, ``ncu_raw.csv.gz``,
+        ``ncu_sectors.csv.gz``, the two instruction tables, ``instructions.pmcal``
+        and ``summary.json``.
+    micro : list of str, optional
+        Microbenchmarks to measure (default: all of the backend's). The
+        static-power benchmark ``nanosleep`` is always added.
+    workloads : sequence of str
+        Validation workloads (backend-specific specs: ``"heldout"``,
+        ``"fresh"``, registry names, ``"module:function"``; on the simulated
+        GPU ``"sim"`` or a :data:`~powermodels.harness.microbench_sim.SIM_WORKLOADS` name).
+    resume : bool, default=False
+        Keep the items of an existing ``measure.json`` in ``out``.
+    model_params : dict, optional
+        :class:`~powermodels.models.InstructionEnergyModel` parameters.
+    say : callable
+        Progress lines (also appended to ``calibrate_log.txt``).
+
+    Returns
+    -------
+    InstructionCalibration
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with logged(out, say) as tell:
+        names = list(micro) if micro else backend.microbenchmarks()
+        unknown = sorted(set(names) - set(backend.microbenchmarks()))
+        if unknown:
+            raise ValueError(f"micro: unknown microbenchmarks {unknown}")
+        if STATIC_MICROBENCHMARK not in names:
+            names.append(STATIC_MICROBENCHMARK)
+        record, micro_t, wl_t = measure_and_profile(backend, out, names, workloads,
+                                                    resume=resume, say=tell)
+        return finish_calibration(out, record, micro_t, wl_t, model_params, tell)
+
+
+@contextlib.contextmanager
+def logged(out: Path, say=print):
+    """``say`` that also appends each line to ``out/calibrate_log.txt``."""
+    with open(out / "calibrate_log.txt", "a") as log:
+        def tell(msg):
+            say(msg)
+            log.write(msg + "\n")
+            log.flush()
+
+        yield tell
+
+def measure_and_profile(backend, out: Path, micro: list[str], workloads=(), *, resume=False,
+                        say=print) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """Steps 1-2 and the tables: energy record, ncu profiles (gzipped CSVs), instruction tables."""
+    record = measure_energy(backend, out, micro, workloads, resume=resume, say=say)
+    if not record["micro"]:
+        raise RuntimeError("no microbenchmark was measured (see calibrate_log.txt)")
+    plan = {**plan_of(record), "specs": list(record.get("specs", workloads))}
+    prof = backend.profile(plan, say)
+    record["ncu_metric"] = prof["metric"]
+    _write_json(out / RECORD, record)
+    for key, name in (("opcode_csv", "ncu_raw.csv.gz"), ("sector_csv", "ncu_sectors.csv.gz")):
+        with gzip.open(out / name, "wt") as f:
+            f.write(prof[key] or "")
+    return record, *tables_from_profiles(record, prof["opcode_csv"], prof["sector_csv"] or None)
+
+
+def finish_calibration(out: Path, record: dict, micro_t: pd.DataFrame, wl_t: pd.DataFrame,
+                       model_params: dict | None = None, say=print, model=None,
+                       ) -> InstructionCalibration:
+    """Steps 3-4: write the tables, fit (unless ``model`` is given), save, validate."""
+    from ..io import save_calibration
+
+    micro_t.to_parquet(out / MICRO_TABLE)
+    wl_t.to_parquet(out / WORKLOAD_TABLE)
+    say(f"tables: {micro_t.shape} microbenchmarks, {wl_t.shape} workloads")
+    params = dict(model_params or {})
+    model = fit_instruction_model(micro_t, **params) if model is None else model
+    info = record.get("info") or {}
+    meta = {"kind": "instruction_energy", "gpu": info.get("gpu"), "uuid": info.get("uuid"),
+            "microbenchmarks": len(micro_t), "static_power_w": model.static_power_w_}
+    if getattr(model, "transfer_", None):
+        meta["transfer"] = model.transfer_
+    save_calibration(model, out / CALIBRATION, meta)
+    summary = {"gpu": info.get("gpu"), "microbenchmarks": len(micro_t),
+               "features": len(model.energies_), "rank": model.rank_,
+               "relative_residual": model.relative_residual_,
+               "static_power_w": model.static_power_w_}
+    say(f"fit on {len(micro_t)} microbenchmarks: {len(model.energies_)} opcode features, "
+        f"rank {model.rank_}, relative residual {model.relative_residual_:.3f}, "
+        f"static+constant power {model.static_power_w_:.1f} W -> {out / CALIBRATION}")
+    per = None
+    if len(wl_t) and len(prediction_table(wl_t)):
+        wl = prediction_table(wl_t)
+        if getattr(model, "transfer_", None):  # a transferred table: predict with it as is
+            y = wl[schema.ENERGY_J].to_numpy()
+            pred = model.predict(wl)
+            per = pd.DataFrame({schema.WORKLOAD: wl[schema.WORKLOAD], schema.ENERGY_J: y,
+                                "extended_j": pred, "extended_ape_pct": np.abs(pred - y) / y * 100})
+            summary["extended_mape_pct"] = float(per["extended_ape_pct"].mean())
+            summary["n_workloads"] = len(per)
+        else:
+            per, ev = evaluate_instruction_model(micro_t, wl_t, **params)
+            summary.update({k: v for k, v in ev.items() if not k.endswith("_model")})
+            say(f"validation workloads: direct MAPE {ev['direct_mape_pct']:.1f} %, "
+                f"extended MAPE {ev['extended_mape_pct']:.1f} % over {ev['n_workloads']}")
+    _write_json(out / "summary.json", summary)
+    return InstructionCalibration(out, record, micro_t, wl_t, model, per, summary)
+
+
+def _raw_file(folder: Path, *names: str) -> Path | None:
+    for name in names:
+        for suffix in ("", ".gz"):
+            if (folder / (name + suffix)).is_file():
+                return folder / (name + suffix)
+    return None
+
+
+def refit_from_raw(raw, out, *, model_params: dict | None = None, say=print,
+                   ) -> InstructionCalibration:
+    """Steps 3-4 from the raw files of an earlier calibration (no GPU).
+
+    ``raw`` holds ``measure.json`` (or the H200 dataset's ``wattchmen_measure.json``)
+    and the ncu CSVs (``ncu_raw.csv[.gz]``, optionally ``ncu_sectors.csv[.gz]``).
+    """
+    from .instruction_tables import rebuild_tables
+
+    raw, out = Path(raw), Path(out)
+    record_path = _raw_file(raw, RECORD, "wattchmen_measure.json")
+    opcodes = _raw_file(raw, "ncu_raw.csv")
+    if record_path is None or opcodes is None:
+        raise FileNotFoundError(f"--from-raw: {raw} lacks measure.json or ncu_raw.csv[.gz]")
+    out.mkdir(parents=True, exist_ok=True)
+    micro_t, wl_t = rebuild_tables(record_path, opcodes, _raw_file(raw, "ncu_sectors.csv"))
+    record = json.loads(record_path.read_text())
+    return finish_calibration(out, record, micro_t, wl_t, model_params, say)
