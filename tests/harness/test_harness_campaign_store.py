@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -47,14 +48,31 @@ def test_rows_are_small_json_commit_markers_and_traces_a_dataset(tmp_path):
 
 def test_resume_reads_no_trace_and_no_finished_run(tmp_path, monkeypatch):
     run_campaign(SPEC, tmp_path, progress=False, max_runs=5)
-    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").glob("*.json")}
+    before_keys = finished_keys(tmp_path)
 
-    def no_read(*args, **kwargs):
-        raise AssertionError(f"resume read a parquet file: {args[0]}")
+    read, real_read_parquet = [], pd.read_parquet
 
-    monkeypatch.setattr(pd, "read_parquet", no_read)  # every finished trace and row is off limits
+    def no_trace(path, *args, **kwargs):
+        read.append(Path(path).name)
+        if Path(path).parent.name == "traces":
+            raise AssertionError(f"resume read a trace: {path}")
+        return real_read_parquet(path, *args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_parquet", no_trace)
+    opened = []
+    real_open = open
+
+    def spy_open(path, *args, **kwargs):
+        opened.append(Path(path).name)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", spy_open)
     runs = run_campaign(SPEC, tmp_path, progress=False)
+    monkeypatch.undo()
     assert len(runs) == 6 and runs[schema.RUN_ID].is_unique
+    assert read == ["_index.parquet"]  # the five earlier rows in one read, from the index
+    assert not {f"{k}.json" for k in before_keys} & set(opened)  # no earlier row file opened
     for name, mtime in before.items():
         assert (tmp_path / "runs" / name).stat().st_mtime_ns == mtime
 
@@ -89,6 +107,29 @@ def test_folders_of_the_old_layout_load_and_resume(tmp_path):
     pd.testing.assert_frame_equal(mixed[new.columns], new, check_dtype=False)
     runs = run_campaign(SPEC, tmp_path, progress=False)
     assert len(runs) == 6 and runs[schema.RUN_ID].is_unique and len(list((tmp_path / "runs").glob("*.json"))) == 3
+
+
+def test_index_is_a_cache_of_the_rows(tmp_path):
+    run_campaign(SPEC, tmp_path, progress=False, max_runs=4)
+    store = CampaignStore(tmp_path)
+    full = store.run_table()
+    index = tmp_path / "runs" / "_index.parquet"
+    assert len(pd.read_parquet(index)) == 4
+    # a row committed after the index was written is read from its file
+    run_campaign(SPEC, tmp_path, progress=False, max_runs=1)
+    now = store.run_table()
+    assert len(now) == 5 and len(pd.read_parquet(index)) == 5
+    same = now.loc[now[schema.RUN_ID].isin(full[schema.RUN_ID]), full.columns].reset_index(drop=True)
+    pd.testing.assert_frame_equal(same, full, check_dtype=False)  # index rows == file rows (NaN: float)
+    # a broken index is ignored (the row files are the truth); only some keys
+    index.write_bytes(b"garbage")
+    assert len(store.run_table()) == 5
+    some = sorted(finished_keys(tmp_path))[:2]
+    assert list(store.run_table(some)[schema.RUN_ID]) == some
+    # an index row whose row file is gone does not count
+    run_campaign(SPEC, tmp_path, progress=False, max_runs=0)
+    (tmp_path / "runs" / f"{some[0]}.json").unlink()
+    assert some[0] not in set(store.run_table()[schema.RUN_ID]) and len(store.run_table()) == 4
 
 
 def test_bad_keys_and_empty_folder(tmp_path):

@@ -44,6 +44,8 @@ __all__ = ["CampaignStore"]
 RUNS = "runs"
 TRACES = "traces"
 RUN_TABLE_FILE = "runs.parquet"
+INDEX = "_index.parquet"  # in runs/: the rows gathered so far (a cache; "_": never a run key)
+KEY = "__key__"  # the run key, as a column of the index
 
 
 def _json_value(value):
@@ -124,53 +126,80 @@ class CampaignStore:
         atomic_json(row, self.runs_dir / f"{key}.json", indent=None)
 
     # ------------------------------------------------------------------- read
-    def _row_files(self) -> dict[str, Path]:
-        """key → row file; new ``.json`` rows win over old one-row ``.parquet`` parts."""
+    def _row_files(self) -> dict[str, str]:
+        """key → row file name; new ``.json`` rows win over old one-row ``.parquet`` parts."""
         if not self.runs_dir.is_dir():
             return {}
-        files: dict[str, Path] = {}
-        for entry in os.scandir(self.runs_dir):
-            name = entry.name
-            if name.startswith((".", "_")):
-                continue
-            stem, dot, ext = name.rpartition(".")
-            if dot and ext == "json" or (ext == "parquet" and stem not in files):
-                files[stem] = Path(entry.path)
+        files: dict[str, str] = {}
+        with os.scandir(self.runs_dir) as entries:  # names only: nothing is opened or stat'ed
+            for entry in entries:
+                name = entry.name
+                if name.startswith((".", "_")):
+                    continue
+                stem, dot, ext = name.rpartition(".")
+                if dot and ext == "json" or (ext == "parquet" and stem not in files):
+                    files[stem] = name
         return files
 
     def finished_keys(self) -> set[str]:
         """Keys of the finished runs, from the file names alone (no file is opened)."""
         return set(self._row_files())
 
-    def run_table(self, keys: Iterable[str] | None = None) -> pd.DataFrame:
+    def _read_index(self) -> pd.DataFrame | None:
+        path = self.runs_dir / INDEX
+        if not path.exists():
+            return None
+        try:
+            table = pd.read_parquet(path)
+        except Exception:  # only a cache: the row files are the truth
+            return None
+        return table if KEY in table.columns else None
+
+    def run_table(self, keys: Iterable[str] | None = None, *, update_index: bool = False) -> pd.DataFrame:
         """The run table of the finished runs (of ``keys`` only if given), sorted by key.
 
-        Reads the small row files only; an empty DataFrame when nothing is finished.
+        Reads no trace. Rows already gathered in the index (``runs/_index.parquet``,
+        a cache of the immutable row files) come from it in one read; only rows
+        committed since are opened one by one. An empty DataFrame when nothing is
+        finished.
+
+        Parameters
+        ----------
+        keys : iterable of str, optional
+            Only these runs.
+        update_index : bool, default=False
+            Rewrite the index when rows were added since (the campaign's
+            process does this at the end of every invocation).
         """
         files = self._row_files()
-        wanted = sorted(files if keys is None else set(keys) & set(files))
-        records, old_parts = [], []
-        for key in wanted:
-            path = files[key]
-            if path.suffix == ".json":
-                with open(path) as fh:
-                    records.append((key, json.load(fh)))
-            else:
-                old_parts.append((key, path))
-        if not records and not old_parts:
+        wanted = set(files) if keys is None else set(keys) & set(files)
+        if not wanted:
             return pd.DataFrame()
-        frames = []
+        frames, have = [], set()
+        index = self._read_index()
+        if index is not None:
+            index = index.loc[index[KEY].isin(wanted)]
+            have = set(index[KEY])
+            if len(index):
+                frames.append(index)
+        new = sorted(wanted - have)
+        folder = str(self.runs_dir)
+        records, record_keys = [], []
+        for key in new:
+            path = os.path.join(folder, files[key])
+            if path.endswith(".json"):
+                with open(path) as fh:
+                    records.append(json.load(fh))
+                record_keys.append(key)
+            else:  # a one-row part of the old layout
+                frames.append(pd.read_parquet(path).assign(**{KEY: key}))
         if records:
-            frames.append((pd.DataFrame.from_records([r for _, r in records]), [k for k, _ in records]))
-        if old_parts:
-            frames.append((pd.concat([pd.read_parquet(p) for _, p in old_parts], ignore_index=True),
-                           [k for k, _ in old_parts]))
-        if len(frames) == 1:
-            return frames[0][0]
-        # old and new rows together: back to key order
-        table = pd.concat([f for f, _ in frames], ignore_index=True)
-        order = np.argsort(np.array([k for _, ks in frames for k in ks]), kind="stable")
-        return table.iloc[order].reset_index(drop=True)
+            frames.append(pd.DataFrame.from_records(records).assign(**{KEY: record_keys}))
+        table = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        table = table.sort_values(KEY, kind="stable").reset_index(drop=True)
+        if update_index and keys is None and new:
+            atomic_parquet(table, self.runs_dir / INDEX)
+        return table.drop(columns=KEY)
 
     def trace_path(self, key: str) -> Path:
         return self.traces_dir / f"{key}.parquet"
