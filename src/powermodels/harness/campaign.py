@@ -315,7 +315,7 @@ def measure_planned(runner: Runner, protocol, planned: PlannedRun,
 
 def finish_campaign(store: CampaignStore, planned_keys) -> pd.DataFrame:
     """The run table of every finished run; ``runs.parquet`` once all ``planned_keys`` are done."""
-    runs = store.run_table()
+    runs = store.run_table(update_index=True)
     if store.finished_keys() >= set(planned_keys):
         store.write_run_table(runs)
     return runs
