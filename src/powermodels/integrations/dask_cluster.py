@@ -64,6 +64,8 @@ __all__ = ["GPUWorkerPlugin", "connect", "run_on_cluster"]
 
 PLUGIN_NAME = "powermodels-gpu"
 GPU_RESOURCE = "powermodels-gpu"
+#: Seconds to wait for the first worker of a cluster (batch jobs may queue a while).
+WAIT_FOR_WORKERS_S = 600.0
 
 
 def gpu_resource(uuid: str) -> str:
@@ -246,6 +248,7 @@ def run_on_cluster(spec: CampaignSpec, out_dir, cluster, *, per_gpu: bool = Fals
     client, close = connect(cluster, spec.device, workers)
     futures: dict = {}
     try:
+        client.wait_for_workers(1, timeout=WAIT_FOR_WORKERS_S)  # a scheduler whose workers still start
         client.register_plugin(GPUWorkerPlugin(spec.device, spec.device_kwargs), name=PLUGIN_NAME)
         gpus = cluster_gpus(client)
         meta_path = store.out / "metadata.json"
