@@ -25,7 +25,7 @@ kept for existing code.
 
 from __future__ import annotations
 
-from .base import TIMINGS, Prepared, Workload, WorkloadError, format_value, parse_value
+from .base import TIMINGS, Prepared, PreparedRaw, Workload, WorkloadError, format_value, parse_value
 from .callables import CallableWorkload, PreparedCallable, detect_timing
 from .convert import as_workload, load_object
 from .expressions import Expression, Restriction, make_restrictions
@@ -80,6 +80,7 @@ __all__ = [
     "Prepared",
     "PreparedCallable",
     "PreparedKernel",
+    "PreparedRaw",
     "PreparedSource",
     "RegistryKernel",
     "Restriction",

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 from .expressions import Restriction
 
-__all__ = ["TIMINGS", "Prepared", "Workload", "WorkloadError", "format_value", "parse_value"]
+__all__ = ["TIMINGS", "Prepared", "PreparedRaw", "Workload", "WorkloadError", "format_value", "parse_value"]
 
 #: How a prepared workload is timed: CUDA events on the current stream, or device synchronizes.
 TIMINGS = ("events", "synchronize")
@@ -65,6 +65,18 @@ class Prepared(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release what :meth:`Workload.prepare` allocated."""
+
+
+class PreparedRaw(Prepared):
+    """A compiled CUDA function with its launch shape and arguments: ``function``,
+    ``grid``, ``block`` and ``args`` attributes; ``launch`` calls it once."""
+
+    def launch(self, stream=None) -> None:
+        """Enqueue one launch on ``stream`` (the current stream when None)."""
+        if stream is None:
+            self.function(self.grid, self.block, self.args)
+        else:
+            self.function(self.grid, self.block, self.args, stream=stream)
 
 
 def parse_value(name: str, text: str, choices: tuple):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Prepared
+from .base import PreparedRaw
 from .registry import N_SM, config_id, get_kernel, kernel_source, validate_config
 from .twins import workload_cost
 
@@ -36,7 +36,7 @@ def _compile(name: str, config: Mapping[str, int]):
 
 
 @dataclass
-class PreparedKernel(Prepared):
+class PreparedKernel(PreparedRaw):
     """A compiled kernel with its arguments bound: ``launch()`` enqueues one launch.
 
     Attributes
@@ -58,13 +58,6 @@ class PreparedKernel(Prepared):
     flops: float
     bytes: float
     _check: Callable[[], float]
-
-    def launch(self, stream=None) -> None:
-        """Enqueue one launch on ``stream`` (the current stream when None)."""
-        if stream is None:
-            self.function(self.grid, self.block, self.args)
-        else:
-            self.function(self.grid, self.block, self.args, stream=stream)
 
     def check(self) -> float:
         """Run once and return the largest relative error against the reference."""

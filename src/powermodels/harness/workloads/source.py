@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import Prepared, Workload, WorkloadError, format_value
+from .base import PreparedRaw, Workload, WorkloadError, format_value
 from .expressions import Expression, make_restrictions
 from .twins import as_twin, twin_workload
 
@@ -251,7 +251,9 @@ class SourceKernel(Workload):
 
     def options(self, config: Mapping | None = None) -> tuple[str, ...]:
         """Compiler options of ``config`` (``-std=c++17``, the defines, include folder, extras)."""
-        opts = ["-std=c++17", *(f"-D{k}={v}" for k, v in self.defines(config).items())]
+        opts = [*(f"-D{k}={v}" for k, v in self.defines(config).items())]
+        if not any(o.lstrip("-").startswith("std=") for o in self.compiler_options):
+            opts.insert(0, "-std=c++17")  # the user's own standard wins, as in Kernel Tuner
         if self.path is not None:
             opts.append(f"-I{self.path.parent}")
         return (*opts, *self.compiler_options)
@@ -343,7 +345,7 @@ class SourceKernel(Workload):
         return f"source kernel {self.kernel_name!r} in {self._where()}"
 
 
-class PreparedSource(Prepared):
+class PreparedSource(PreparedRaw):
     """A compiled configuration of a :class:`SourceKernel` with its arguments on the GPU."""
 
     timing = "events"
@@ -352,12 +354,6 @@ class PreparedSource(Prepared):
         self.kernel, self.config, self.function = kernel, config, function
         self.grid, self.block = tuple(grid), tuple(block)
         self.args = kernel.gpu_arguments()
-
-    def launch(self, stream=None) -> None:
-        if stream is None:
-            self.function(self.grid, self.block, self.args)
-        else:
-            self.function(self.grid, self.block, self.args, stream=stream)
 
     def check(self) -> float:
         """Run once on fresh copies of the arguments and compare with the answer (0 without one)."""
