@@ -33,6 +33,10 @@ def add_arguments(parser) -> None:
                         help="with --cluster: every run on every GPU of the cluster (compare boards)")
     parser.add_argument("--workers", type=int,
                         help="with --cluster local: number of workers (default: CPU cores; simulated GPU only)")
+    parser.add_argument("--exclusive", action="store_true",
+                        help="stop when another process is on the GPU (default: warn and count it on the row)")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="wait this long for another campaign using --out (default: fail at once)")
 
 
 def summary_table(runs, per_board: bool = False):
@@ -102,6 +106,10 @@ def run(args) -> int:
     check_protocol_params(spec.protocol, dict(spec.protocol_params), what="protocol_params:")
     if args.device:
         spec.device = args.device
+    if args.exclusive:
+        spec.exclusive = True
+    if not args.wait >= 0:
+        raise ValueError(f"--wait must be >= 0 seconds, got {args.wait}")
     if (args.per_gpu or args.workers is not None) and not args.cluster:
         raise ValueError("--per-gpu and --workers need --cluster")
     if args.workers is not None and args.workers < 1:
@@ -111,7 +119,7 @@ def run(args) -> int:
                     if args.cluster else {})
     try:
         runs = run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs,
-                            **cluster_args)
+                            lock_wait_s=args.wait, **cluster_args)
     except KeyboardInterrupt:
         runs = load_runs(args.out)  # the run table only: no trace is read
         print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "

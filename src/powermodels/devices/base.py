@@ -184,6 +184,10 @@ class Device(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (NVML shutdown); restores any guard still active."""
 
+    def compute_processes(self) -> list[int] | None:
+        """Pids of the compute processes on the GPU; None when the device cannot tell."""
+        return None
+
 
 _APPLY_ORDER = (
     ("power_limit_w", "_apply_power_limit"),

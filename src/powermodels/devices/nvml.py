@@ -289,6 +289,15 @@ class NVMLDevice(Device):
         limit = self._call("enforced_power_limit", "nvmlDeviceGetEnforcedPowerLimit", self._handle)
         return NOT_AVAILABLE if limit is None else limit / 1000.0
 
+    def compute_processes(self) -> list[int] | None:
+        """Pids of the compute processes on this GPU (``nvmlDeviceGetComputeRunningProcesses``).
+
+        None when the GPU, driver or binding cannot list them (e.g. some vGPU
+        setups); never raises. In a container NVML may report host pids.
+        """
+        procs = self._call("compute_processes", "nvmlDeviceGetComputeRunningProcesses", self._handle)
+        return None if procs is None else [int(p.pid) for p in procs]
+
     def current_settings(self) -> Settings:
         """``Settings(None, None, current power limit)``.
 

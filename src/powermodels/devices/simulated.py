@@ -44,6 +44,7 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 import threading
 from dataclasses import asdict
 
@@ -200,6 +201,13 @@ class SimulatedGPU(SimulationEngine, Device):
     def power_limits_w(self) -> tuple[float, float, float]:
         ph = self.physics
         return (ph.power_limit_min_w, ph.power_limit_max_w, self._limit_w())
+
+    #: Pids of other programs "on" the simulated GPU, to exercise the other-process checks.
+    other_processes: tuple = ()
+
+    def compute_processes(self) -> list[int]:
+        """This process plus :attr:`other_processes` (like NVML's compute-process list)."""
+        return [os.getpid(), *self.other_processes]
 
     def current_settings(self) -> Settings:
         return Settings(self._sm_lock, self._mem_lock, self._power_limit)

@@ -51,7 +51,7 @@ from .. import schema
 from ..devices.base import Device
 from . import workloads
 from .campaign_store import CampaignStore, atomic_json
-from .exclusive import campaign_lock, gpu_lock, measured_alone
+from .exclusive import gpu_lock, holds_campaign_lock, measured_alone
 from .protocols import make_protocol
 from .runner import Runner, make_runner
 
@@ -131,7 +131,8 @@ class CampaignSpec:
             # an empty spec ({}) used to run a default fp32 campaign without a word
             raise ValueError("campaign spec: nothing to measure: give 'kernels' (registry kernel -> "
                              "configs, e.g. {\"fp32\": \"default\"}) or 'workloads'"
-                             + (f"; it has only {sorted(data)}" if data else "; it is empty"))
+                             + (f"; it has only {given}" if (given := sorted(set(data) - {"base_dir"}))
+                                else "; it is empty"))
         if data.get("workloads") and "kernels" not in data:
             data["kernels"] = {}  # only the user's workloads, not the default fp32
         spec = cls(**data)
@@ -321,6 +322,11 @@ def finish_campaign(store: CampaignStore, planned_keys) -> pd.DataFrame:
     return runs
 
 
+#: Seconds a run waits for another process's measurement on the same GPU.
+GPU_LOCK_WAIT_S = 600.0
+
+
+@holds_campaign_lock
 def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
                  runner: Runner | None = None, progress: bool = True,
                  max_runs: int | None = None, cluster=None, per_gpu: bool = False,
@@ -348,6 +354,10 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         With ``cluster``: every run on every GPU of the cluster (to compare boards).
     workers : int, optional
         With ``cluster="local"``: number of workers (default: CPU cores).
+    lock_wait_s : float, default=0
+        How long to wait for another campaign holding ``out_dir``
+        (:func:`~powermodels.harness.exclusive.campaign_lock`); then a
+        ``LockBusy`` error names it.
     """
     if not isinstance(spec, CampaignSpec):
         spec = CampaignSpec.from_dict(spec)

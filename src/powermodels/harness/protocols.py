@@ -40,6 +40,7 @@ import pandas as pd
 
 from .. import schema
 from . import workloads
+from .exclusive import throttle_summary
 from .runner import Runner
 
 __all__ = [
@@ -221,6 +222,9 @@ class Protocol(ABC):
             schema.REFERENCE_POWER_W: reference / busy if np.isfinite(reference) and busy > 0 else math.nan,
         }
         row.update(fields)
+        # clock events while the measured launches ran, so throttled runs can be filtered
+        row.update(throttle_summary(_window(trace, launches[:, 0].min(), launches[:, 1].max())
+                                    if n and schema.T_S in trace.columns else trace))
         row[schema.WALL_S] = time.perf_counter() - wall0
         return Measurement(row, trace, launches)
 
