@@ -25,6 +25,11 @@ Faults
     ``lambda: os.kill(os.getpid(), signal.SIGKILL)`` to kill the process
     mid-change).
 
+Several GPUs: ``add_gpus(n)`` adds ``n`` GPUs after ``gpu`` (index 0), each with
+its own UUID, PCI bus id, optional MIG instances (``mig_uuids``) and name;
+handles come by index, UUID (or MIG UUID) and PCI bus id. They differ in
+identity only: their readings and settings are ``gpu``'s.
+
 Other processes on the GPU: append ``(pid, used_bytes)`` to ``gpu.processes``
 (``nvmlDeviceGetComputeRunningProcesses`` lists them).
 
@@ -102,6 +107,8 @@ class FakeGPU:
     def __init__(self):
         self.name = "Fake H100 80GB HBM3"
         self.uuid = "GPU-00000000-fake-0000-0000-000000000000"
+        self.pci_bus_id = "00000000:18:00.0"
+        self.mig_uuids: list[str] = []
         self.driver = "580.00.00"
         self.count = 1
         self.power_instant_mw = 71_250
@@ -171,6 +178,7 @@ def reset() -> None:
     """Fresh GPU, empty call log, no faults."""
     global gpu
     gpu = FakeGPU()
+    extra_gpus.clear()
     calls.clear()
     _faults.clear()
     _field_faults.clear()
@@ -262,11 +270,34 @@ def _nvml(function):
 
 
 _HANDLE = SimpleNamespace(index=0)
+extra_gpus: list[tuple[SimpleNamespace, FakeGPU]] = []  # (handle, GPU) of add_gpus
+
+
+def add_gpus(n: int) -> list[FakeGPU]:
+    """Add ``n`` GPUs (indices 1..n, same name) with their own UUID and PCI bus id; returns them."""
+    for _ in range(n):
+        i = len(extra_gpus) + 1
+        g = FakeGPU()
+        g.uuid = f"GPU-{i:08x}-fake-0000-0000-000000000000"
+        g.pci_bus_id = f"00000000:{0x18 + 0x20 * i:02X}:00.0"
+        extra_gpus.append((SimpleNamespace(index=i), g))
+    gpu.count = 1 + len(extra_gpus)
+    return [g for _, g in extra_gpus]
+
+
+def _gpus():
+    return [(_HANDLE, gpu), *extra_gpus][: max(gpu.count, 1)]
+
+
+def _gpu_of(handle) -> FakeGPU:
+    for h, g in _gpus():
+        if handle is h:
+            return g
+    raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
 
 
 def _check(handle) -> None:
-    if handle is not _HANDLE:
-        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    _gpu_of(handle)
 
 
 @_nvml
@@ -295,19 +326,58 @@ def nvmlDeviceGetCount():
 def nvmlDeviceGetHandleByIndex(index):
     if not 0 <= index < gpu.count:
         raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
-    return _HANDLE
+    return _gpus()[index][0] if index < len(_gpus()) else _HANDLE
+
+
+@_nvml
+def nvmlDeviceGetHandleByUUID(uuid):
+    uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+    for h, g in _gpus():
+        if g.uuid == uuid:
+            return h
+        if uuid in g.mig_uuids:
+            return SimpleNamespace(mig_of=h, uuid=uuid)
+    raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+
+@_nvml
+def nvmlDeviceGetHandleByPciBusId(pciBusId):
+    bus = pciBusId.decode() if isinstance(pciBusId, bytes) else pciBusId
+    domain, rest = bus.lower().split(":", 1)
+    for h, g in _gpus():
+        d, r = g.pci_bus_id.lower().split(":", 1)
+        if int(d, 16) == int(domain, 16) and r == rest:  # 4- or 8-digit domain
+            return h
+    raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+
+@_nvml
+def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(migDevice):
+    parent = getattr(migDevice, "mig_of", None)
+    if parent is None:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return parent
+
+
+@_nvml
+def nvmlDeviceGetIndex(handle):
+    return [g for _, g in _gpus()].index(_gpu_of(handle))
+
+
+@_nvml
+def nvmlDeviceGetPciInfo(handle):
+    bus = _gpu_of(handle).pci_bus_id
+    return SimpleNamespace(busId=bus, busIdLegacy=bus[4:])
 
 
 @_nvml
 def nvmlDeviceGetName(handle):
-    _check(handle)
-    return gpu.name
+    return _gpu_of(handle).name
 
 
 @_nvml
 def nvmlDeviceGetUUID(handle):
-    _check(handle)
-    return gpu.uuid
+    return _gpu_of(handle).uuid
 
 
 def _field(field_id: int):

@@ -28,6 +28,7 @@ import time
 import warnings
 
 from .base import NOT_AVAILABLE, Device, DeviceInfo, Reading, Settings
+from .cuda_visible import resolve_nvml_handle
 
 __all__ = ["NVMLDevice", "nvml_gpu_count"]
 
@@ -88,7 +89,13 @@ class NVMLDevice(Device):
     Parameters
     ----------
     index : int, default=0
-        NVML index of the GPU.
+        CUDA device ordinal of the GPU (what CuPy and PyTorch call device
+        ``index``, under ``CUDA_VISIBLE_DEVICES``). The NVML handle is found
+        from it by PCI bus id (CuPy already imported) or through
+        ``CUDA_VISIBLE_DEVICES`` (UUID, MIG parent or index), never by
+        taking it as NVML's own index when that variable is set
+        (:func:`~powermodels.devices.cuda_visible.resolve_nvml_handle`;
+        ``info.extra`` records how).
 
     Attributes
     ----------
@@ -126,16 +133,22 @@ class NVMLDevice(Device):
         self._closed = False
         pynvml.nvmlInit()
         try:
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            resolved = resolve_nvml_handle(pynvml, index)
         except BaseException:
             pynvml.nvmlShutdown()
             raise
+        self._handle = resolved.handle
+        pci = self._call("pci_info", "nvmlDeviceGetPciInfo", self._handle)
+        nvml_index = self._call("nvml_index", "nvmlDeviceGetIndex", self._handle)
         self._info = DeviceInfo(
             name=self._text_or_empty("nvmlDeviceGetName", self._handle) or f"NVIDIA GPU {index}",
             kind="nvml",
             index=index,
             uuid=self._text_or_empty("nvmlDeviceGetUUID", self._handle),
             driver=self._text_or_empty("nvmlSystemGetDriverVersion"),
+            extra={"resolved_by": resolved.how, "cuda_visible_entry": resolved.entry,
+                   "pci_bus_id": "" if pci is None else _as_text(pci.busId),
+                   "nvml_index": None if nvml_index is None else int(nvml_index)},
         )
         # Constants looked up once: read() runs at >= 1 kHz.
         self._temperature_sensor = getattr(pynvml, "NVML_TEMPERATURE_GPU", 0)
