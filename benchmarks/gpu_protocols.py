@@ -196,12 +196,13 @@ def part_protocols(args, store: Store, simulated: bool, gpu_runner=None) -> None
 def part_presets(args, store: Store) -> None:
     from powermodels.devices.simulated import PRESETS
 
-    for preset in sorted(PRESETS):
-        for seed, (name, workload, config) in enumerate(workloads_for(None, args)):
+    for i, preset in enumerate(sorted(PRESETS)):
+        for j, (name, workload, config) in enumerate(workloads_for(None, args)):
+            seed = 100 + 20 * i + j  # another update phase on every preset and workload
             key = ("presets", name, config, "counter", 0, preset)
             if store.has(key):
                 continue
-            runner = _sim_runner(args, 100 + seed, preset)
+            runner = _sim_runner(args, seed, preset)
             store.add(key, _measure(runner, _protocol("counter", args, seed), workload, config, True))
 
 

@@ -244,7 +244,7 @@ class Counter(Protocol):
     settle_s : float, default=0.1
         Back-to-back load before the measuring run starts (the first launch
         counts towards it).
-    window_s : float, default=0.7
+    window_s : float, default=0.6
         Least span of the window between the two counter updates (the
         measuring run lasts this plus 1.5 update periods, so that two
         updates inside it are ``window_s`` apart or more).
@@ -268,7 +268,7 @@ class Counter(Protocol):
     """
 
     settle_s: float = 0.1
-    window_s: float = 0.7
+    window_s: float = 0.6
     min_updates: int = 3
     max_duration_s: float = 5.0
     counter_read_s: float = 0.002

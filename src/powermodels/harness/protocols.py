@@ -18,6 +18,11 @@ run-table row (:data:`schema.RUN_TABLE`):
 ``steady_state``   Wattchmen §3.3: idle power first, then run until power and
                    temperature settle, then take the energy from the counter
                    over a steady window.
+``counter``        the default (:mod:`.counter_protocol`, ~1 s): back-to-back
+                   launches, energy-counter difference between two observed
+                   counter updates / the launches between them; falls back to
+                   ``good_practice`` where the device has no counter
+                   (:func:`default_protocol`).
 =================  ==========================================================
 
 Every row carries the per-launch kernel time (CUDA events, or the simulated
