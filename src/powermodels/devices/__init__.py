@@ -30,10 +30,14 @@ __all__ = [
 
 
 def nvml_available(index: int = 0) -> bool:
-    """Whether an NVIDIA GPU with index ``index`` can be opened through NVML."""
+    """Whether CUDA device ``index`` (under ``CUDA_VISIBLE_DEVICES``) can be opened through NVML."""
+    import os
+
+    from .cuda_visible import parse_cuda_visible_devices
     from .nvml import nvml_gpu_count
 
-    return nvml_gpu_count() > index
+    visible = parse_cuda_visible_devices(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return nvml_gpu_count() > index and (visible is None or len(visible) > index)
 
 
 def open_device(kind: str = "auto", index: int = 0, *, quiet: bool = False, **kwargs) -> Device:
@@ -45,7 +49,8 @@ def open_device(kind: str = "auto", index: int = 0, *, quiet: bool = False, **kw
         "auto" picks NVML when a GPU is present, else the simulated GPU, and
         says which it picked (on stderr, unless ``quiet``).
     index : int, default=0
-        GPU index for NVML.
+        CUDA device ordinal of the GPU (NVML finds it by PCI bus id or
+        ``CUDA_VISIBLE_DEVICES``, see :class:`~powermodels.devices.nvml.NVMLDevice`).
     quiet : bool, default=False
         Do not announce the choice made by "auto".
     **kwargs
