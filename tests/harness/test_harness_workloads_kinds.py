@@ -176,3 +176,32 @@ def test_twins_from_tables_and_bad_twins():
         SimulatedTwin()
     with pytest.raises(ValueError, match="time_s must be > 0"):
         SimulatedTwin(time_s=0).workload("w")
+
+
+def test_cupy_runner_keeps_the_last_prepared_configurations_and_closes_the_rest():
+    from powermodels.harness.runner import CupyRunner
+
+    closed = []
+
+    class Fake(W.Prepared):
+        def __init__(self, n):
+            self.n = n
+
+        def launch(self, stream=None):
+            pass
+
+        def close(self):
+            closed.append(self.n)
+
+    class Tunable(CallableWorkload):
+        def prepare(self, config=None):
+            return Fake(self.validate_config(config or {})["n"])
+
+    w = Tunable(lambda n: None, tune_params={"n": [1, 2, 3]})
+    runner = CupyRunner.__new__(CupyRunner)  # the cache alone: no GPU, no sampler
+    runner._prepared, runner.keep_prepared = {}, 2
+    first = runner.prepared(w, {"n": 1})
+    runner.prepared(w, {"n": 2})
+    assert runner.prepared(w, "n=1") is first  # cached, and now the most recent
+    runner.prepared(w, {"n": 3})
+    assert closed == [2] and sorted(k[1] for k in runner._prepared) == ["n=1", "n=3"]

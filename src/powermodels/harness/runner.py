@@ -272,10 +272,14 @@ class CupyRunner(Runner):
     in_flight : int, default=32
         Launches allowed in the queue ahead of the GPU, so the host never
         blocks inside a launch call.
+    keep_prepared : int, default=4
+        Prepared workload configurations kept (compiled, arguments on the GPU);
+        the least recently used beyond that is closed, so a campaign over a
+        search space does not hold every configuration's arrays at once.
     """
 
     def __init__(self, device: Device, sample_period_s: float = 5e-4, energy_period_s: float = 0.02,
-                 sensor: SensorProfile = HOPPER_SENSOR, in_flight: int = 32):
+                 sensor: SensorProfile = HOPPER_SENSOR, in_flight: int = 32, keep_prepared: int = 4):
         from .sampler import EventClock, Sampler
 
         self.device = device
@@ -284,12 +288,23 @@ class CupyRunner(Runner):
         self.sampler = Sampler(device, period_s=sample_period_s, energy_period_s=energy_period_s).start()
         self.clock = EventClock(now=device.now)
         self.clock.calibrate()
-        self._prepared: dict = {}
+        self._prepared: dict = {}  # insertion order = least recently used first
+        self.keep_prepared = max(1, int(keep_prepared))
         self._square: dict = {}
 
     def prepared(self, workload, config=None):
-        """``workload.prepare(config)``, once per workload and configuration (kept until :meth:`close`)."""
-        return self._per_config(self._prepared, workload, config, lambda w, c: w.prepare(c))
+        """``workload.prepare(config)``, once per workload and configuration (the last
+        ``keep_prepared`` kept; an evicted one is closed and prepared again when needed)."""
+        w, config = resolve(workload, config)
+        key = (w, w.config_id(config))
+        pk = self._per_config(self._prepared, w, config, lambda w, c: w.prepare(c))
+        self._prepared[key] = self._prepared.pop(key)  # most recently used last
+        while len(self._prepared) > self.keep_prepared:
+            old = self._prepared.pop(next(iter(self._prepared)))
+            close = getattr(old, "close", None)
+            if close is not None:
+                close()
+        return pk
 
     def run(self, workload, config=None, launches=1, gap_s=0.0):
         return self._launch(self.prepared(workload, config), launches, gap_s)
