@@ -82,6 +82,7 @@ def test_source_kernel_search_space_grid_and_defines_follow_kernel_tuner():
     ({"restrictions": ["open('x')"]}, "call of 'open'"),
     ({"arguments": [np.zeros(3, np.float32), 5]}, "argument 1 is a Python int; pass a NumPy scalar"),
     ({"tune_params": {"block_size_x": []}}, "has no values"),
+    ({"tune_params": {"kernel": [1]}}, r"tunable parameter\(s\) \['kernel'\] have the names of run-table"),
 ])
 def test_source_kernel_bad_input_is_one_clear_error(kwargs, match):
     kernel = kwargs.pop("kernel_name", "matmul_kernel")

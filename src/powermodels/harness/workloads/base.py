@@ -28,7 +28,8 @@ from collections.abc import Mapping
 
 from .expressions import Restriction
 
-__all__ = ["TIMINGS", "Prepared", "PreparedRaw", "Workload", "WorkloadError", "format_value", "parse_value"]
+__all__ = ["TIMINGS", "Prepared", "PreparedRaw", "Workload", "WorkloadError", "check_tunable_names", "format_value",
+           "parse_value"]
 
 #: How a prepared workload is timed: CUDA events on the current stream, or device synchronizes.
 TIMINGS = ("events", "synchronize")
@@ -77,6 +78,16 @@ class PreparedRaw(Prepared):
             self.function(self.grid, self.block, self.args)
         else:
             self.function(self.grid, self.block, self.args, stream=stream)
+
+
+def check_tunable_names(owner: str, names) -> None:
+    """ValueError when a tunable parameter would overwrite a run-table column (one column per tunable)."""
+    from ... import schema
+
+    clash = sorted(set(names) & set(schema.RUN_TABLE.columns))
+    if clash:
+        raise ValueError(f"{owner}: tunable parameter(s) {clash} have the names of run-table columns; "
+                         "rename them")
 
 
 def parse_value(name: str, text: str, choices: tuple):

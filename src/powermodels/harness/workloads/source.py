@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .base import PreparedRaw, Workload, WorkloadError, format_value
+from .base import PreparedRaw, Workload, WorkloadError, check_tunable_names, format_value
 from .expressions import Expression, make_restrictions
 from .twins import as_twin, twin_workload
 
@@ -130,6 +130,7 @@ class SourceKernel(Workload):
             if not re.fullmatch(r"[A-Za-z_]\w*", str(k)):
                 raise ValueError(f"source kernel {self.name!r}: tunable {k!r} is not a valid macro name")
             self.tune_params[str(k)] = values
+        check_tunable_names(f"source kernel {self.name!r}", self.tune_params)
         names = [*self.tune_params, *BLOCK_SIZE_NAMES]
         self.restrictions = make_restrictions(restrictions, self.tune_params)
         self.arguments = self._check_arguments(arguments)
