@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 NAME = "measure"
-HELP = ("Measure one kernel configuration with a protocol (counter by default; naive, continuous, "
-        "good_practice, steady_state).")
+HELP = ("Measure a workload — a registry kernel, your CUDA source, a Python callable or a program "
+        "(-- CMD) — with a protocol (counter by default; naive, continuous, good_practice, steady_state).")
 
 
 def _power_columns() -> tuple[str, ...]:
