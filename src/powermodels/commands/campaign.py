@@ -6,6 +6,17 @@ Example config (JSON)::
      "protocol": "good_practice", "protocol_params": {"trials": 2},
      "repeats": 2, "device": "simulated"}
 
+Your own workloads go in a ``workloads`` list — a CUDA source with its
+tunables and restrictions, a ``module:function`` callable, a program — each
+with its ``configs`` (``kernels/examples/matmul_campaign.toml``;
+:mod:`powermodels.harness.workloads.spec`, ``docs/workloads.md``)::
+
+    {"workloads": [{"source": "vec.cu", "kernel": "vector_add", "configs": "all",
+                    "tune_params": {"block_size_x": [128, 256, 512]},
+                    "arguments": [{"zeros": "float32", "size": 1000000}, ...],
+                    "problem_size": 1000000, "simulated": {"time_s": 0.001}},
+                   {"callable": "steps.py:train_step", "simulated": {"time_s": 0.05}}]}
+
 Ctrl-C stops after the run in progress is saved; the same command resumes.
 At the end a summary of the run table is printed (medians over repeats).
 """
