@@ -110,3 +110,12 @@ def test_campaign_stops_at_a_bad_workload_and_keeps_the_finished_rows(tmp_path):
 def test_bad_workload_entries_are_named(tmp_path, entry, match):
     with pytest.raises(ValueError, match=match):
         plan(load_spec(_spec(tmp_path, [{"name": "extra", **entry}])))
+
+
+def test_the_example_toml_campaign_plans_the_whole_search_space():
+    spec = load_spec(kernels_dir() / "examples" / "matmul_campaign.toml")
+    runs = plan(spec)
+    assert len(runs) == 36 and {r.kernel for r in runs} == {"matmul_kernel"}
+    w = spec.workload("matmul_kernel")
+    times = [w.simulated(r.config).time_s(1980, 2619) for r in runs]
+    assert max(times) > 3 * min(times)  # the twin's time follows the tiling
