@@ -45,6 +45,14 @@ def test_source_kernel_wrong_answer_and_compile_error_are_workload_errors(tmp_pa
         SourceKernel(broken, "k", arguments=[np.zeros(4, np.float32)]).prepare()
 
 
+def test_a_configuration_the_gpu_cannot_launch_is_a_workload_error():
+    k = SourceKernel('extern "C" __global__ void fill(float *a) { a[threadIdx.x] = 1.0f; }', "fill",
+                     {"block_size_x": [256, 2048]}, arguments=[np.zeros(2048, np.float32)], problem_size=2048)
+    assert k.prepare({"block_size_x": 256}).check() == 0.0
+    with pytest.raises(WorkloadError, match=r"\(block_size_x=2048\) failed to run with grid \(1, 1, 1\)"):
+        k.prepare({"block_size_x": 2048})  # more threads per block than any GPU has
+
+
 def test_cupy_runner_launches_a_source_kernel_and_a_callable():
     import cupy as cp
 

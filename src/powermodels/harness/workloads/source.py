@@ -301,6 +301,8 @@ class SourceKernel(Workload):
         prepared = PreparedSource(self, full, fn, self.grid(full), self.block(full))
         if self.answer is not None or self.verify is not None:
             prepared.check()
+        else:  # one launch, so a configuration the GPU cannot run fails here, named
+            prepared.run_once(prepared.args)
         return prepared
 
     def gpu_arguments(self) -> tuple:
@@ -356,6 +358,19 @@ class PreparedSource(PreparedRaw):
         self.grid, self.block = tuple(grid), tuple(block)
         self.args = kernel.gpu_arguments()
 
+    def run_once(self, args: tuple) -> None:
+        """Launch once with ``args`` and wait; a CUDA error (e.g. too many resources) as WorkloadError."""
+        import cupy as cp
+
+        try:
+            self.function(self.grid, self.block, args)
+            cp.cuda.runtime.deviceSynchronize()
+        except Exception as err:
+            if "CUDA" not in type(err).__name__ and "cuda" not in type(err).__module__:
+                raise
+            raise WorkloadError(f"source kernel {self.kernel.name!r} ({self.kernel.config_id(self.config)}) "
+                                f"failed to run with grid {self.grid}, block {self.block}: {err}") from None
+
     def check(self) -> float:
         """Run once on fresh copies of the arguments and compare with the answer (0 without one)."""
         if self.kernel.answer is None and self.kernel.verify is None:
@@ -363,7 +378,6 @@ class PreparedSource(PreparedRaw):
         import cupy as cp
 
         args = self.kernel.gpu_arguments()
-        self.function(self.grid, self.block, args)
-        cp.cuda.runtime.deviceSynchronize()
+        self.run_once(args)
         results = [cp.asnumpy(a) if isinstance(a, cp.ndarray) else a for a in args]
         return self.kernel.compare(results, self.kernel.config_id(self.config))
