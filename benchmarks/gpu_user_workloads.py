@@ -27,6 +27,11 @@ sessions check the script. Results (written after each part, so nothing is
 lost): ``comparison.csv``, ``tuner.csv``, ``report.md``, ``environment.json``
 in ``--out`` (default ``benchmarks/results/user_workloads_<device>``).
 
+The tuner part needs ``kernel_tuner`` on the GPU machine: carry its wheel and
+those of its pure-Python dependencies (python-constraint2, xmltodict, jsonschema,
+pymoo; see the device README on carrying wheels) when the image lacks them.
+A part that fails is noted in the report and the others still run.
+
 Usage (on the GPU machine, ~8 min with the defaults)::
 
     PYTHONPATH=src python3 benchmarks/gpu_user_workloads.py --out $OUT

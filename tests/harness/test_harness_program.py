@@ -140,3 +140,25 @@ def test_cli_measure_a_program(tmp_path, capsys):
     assert rc == 1 and "not on PATH" in capsys.readouterr().err
     rc = main(["measure", "--device", "simulated", "--out", str(tmp_path / "x.txt"), "--", PY, "-c", "pass"])
     assert rc == 1 and ".parquet, .csv or .json" in capsys.readouterr().err
+
+
+def test_ncu_breakdown_runs_the_program_under_ncu(tmp_path):
+    canned = tmp_path / "ncu.csv"
+    canned.write_text(NCU_CSV)
+    seen = tmp_path / "argv.txt"
+    fake = tmp_path / "ncu"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {seen}\ncat {canned}\n')
+    fake.chmod(0o755)
+    m = measure_program(ProgramWorkload(SLEEP, simulated=0.6), SimulatedGPU(seed=1), repeats=1, idle_s=0.5,
+                        ncu=str(fake))
+    assert list(m.kernels[schema.KERNEL]) == ["gemm_kernel", "reduce"]
+    argv = seen.read_text().split()
+    assert argv[:2] == ["--clock-control", "none"] and "gpu__time_duration.sum" in argv
+    assert PY in argv
+    broken = tmp_path / "ncu_broken"
+    broken.write_text("#!/bin/sh\necho '==ERROR== no GPU' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    from powermodels.harness.program_kernels import kernel_breakdown
+
+    with pytest.raises(ValueError, match="failed with code 1: ==ERROR== no GPU"):
+        kernel_breakdown(ProgramWorkload(SLEEP), ncu=str(broken))

@@ -29,6 +29,7 @@ moves when work is run (waiting for an update idles the simulated GPU).
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 import time
@@ -228,13 +229,17 @@ class PolledCounterLog(CounterLog):
 
     def reads(self, lo, hi):
         self._check()
-        rows = [r for r in list(self._reads) if r[1] >= lo and r[0] <= hi]
-        arr = np.asarray(rows, dtype=float).reshape(-1, 3)
+        rows = list(self._reads)  # appended in time order: bisect, not a scan of the whole history
+        i0 = bisect.bisect_left(rows, lo, key=lambda r: r[1])
+        i1 = bisect.bisect_right(rows, hi, key=lambda r: r[0])
+        arr = np.asarray(rows[i0:i1], dtype=float).reshape(-1, 3)
         return arr[:, 0], arr[:, 1], arr[:, 2]
 
     def conditions(self, lo, hi):
         self._check()
-        rows = [r for r in list(self._fast) if lo <= r.t_s <= hi]
+        fast = list(self._fast)
+        rows = fast[bisect.bisect_left(fast, lo, key=lambda r: r.t_s):
+                    bisect.bisect_right(fast, hi, key=lambda r: r.t_s)]
         names = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_USAGE_W, schema.SM_CLOCK_MHZ,
                  schema.TEMPERATURE_C)
         out = {n: np.array([getattr(r, n) for r in rows], dtype=float) for n in names}
@@ -246,7 +251,7 @@ class PolledCounterLog(CounterLog):
         time.sleep(self.read_period_s)
 
     def update_period_s(self) -> float:
-        t0, t1, j = self.reads(-math.inf, math.inf)
+        t0, t1, j = self.reads(self.now() - 5.0, math.inf)  # the last few seconds' updates
         if j.size < 3:
             return math.nan
         _, when = _changes(t0, t1, j)

@@ -249,7 +249,7 @@ def _row(workload, device, repeat, run, idle, returncode, wall) -> dict:
 
 
 def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float = 2.0,
-                    check: bool = True, ncu: bool = False, progress=None) -> ProgramMeasurement:
+                    check: bool = True, ncu: bool | str = False, progress=None) -> ProgramMeasurement:
     """Measure a program's whole-run energy, time and mean power, ``repeats`` times with idle gaps.
 
     Parameters
@@ -266,11 +266,12 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
     check : bool, default=True
         A non-zero exit code raises :class:`ProgramFailed` naming it; with
         False the run is recorded with its ``exit_code``.
-    ncu : bool, default=False
+    ncu : bool or str, default=False
         After the energy runs, run the program once more under
         ``ncu --clock-control none`` for a per-kernel time breakdown
         (:mod:`powermodels.harness.program_kernels`; ncu slows and
-        serialises the program, so that run is not measured).
+        serialises the program, so that run is not measured). A string is
+        the ncu executable to use (default: found on PATH or in the CUDA folders).
     progress : callable, optional
         Called with a one-line message after each run.
 
@@ -328,7 +329,7 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
     if ncu:
         from .program_kernels import kernel_breakdown
 
-        kernels = kernel_breakdown(workload)
+        kernels = kernel_breakdown(workload, ncu=ncu if isinstance(ncu, str) else None)
     return ProgramMeasurement(table, kernels)
 
 
