@@ -203,6 +203,7 @@ class PolledCounterLog(CounterLog):
         self._reads: deque = deque(maxlen=n)
         self._fast: deque = deque(maxlen=n)
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # the poller appends while callers copy
         self._error: BaseException | None = None
         first = float(device.read_energy_j())
         self.has_counter = math.isfinite(first)
@@ -217,8 +218,11 @@ class PolledCounterLog(CounterLog):
                     a = now()
                     joules = float(dev.read_energy_j())
                     b = now()
-                    self._reads.append((a, b, joules))
-                self._fast.append(dev.read())  # ~µs through NVML: clocks, temperature, throttling
+                    with self._lock:
+                        self._reads.append((a, b, joules))
+                reading = dev.read()  # ~µs through NVML: clocks, temperature, throttling
+                with self._lock:
+                    self._fast.append(reading)
                 self._stop.wait(self.read_period_s)
         except BaseException as err:  # surfaced by the next call that needs the reads
             self._error = err
@@ -229,7 +233,8 @@ class PolledCounterLog(CounterLog):
 
     def reads(self, lo, hi):
         self._check()
-        rows = list(self._reads)  # appended in time order: bisect, not a scan of the whole history
+        with self._lock:
+            rows = list(self._reads)  # appended in time order: bisect, not a scan of the whole history
         i0 = bisect.bisect_left(rows, lo, key=lambda r: r[1])
         i1 = bisect.bisect_right(rows, hi, key=lambda r: r[0])
         arr = np.asarray(rows[i0:i1], dtype=float).reshape(-1, 3)
@@ -237,7 +242,8 @@ class PolledCounterLog(CounterLog):
 
     def conditions(self, lo, hi):
         self._check()
-        fast = list(self._fast)
+        with self._lock:
+            fast = list(self._fast)
         rows = fast[bisect.bisect_left(fast, lo, key=lambda r: r.t_s):
                     bisect.bisect_right(fast, hi, key=lambda r: r.t_s)]
         names = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_USAGE_W, schema.SM_CLOCK_MHZ,
