@@ -208,3 +208,43 @@ def test_end_window_without_waiting_extrapolates_and_does_not_idle(gpu):
     assert math.isinf(w.energy_bounds_j[1])
     assert abs(w.energy_j - true) < 3 * w.uncertainty_j
     assert abs(w.energy_j - true) / true < 0.05
+
+
+def test_meter_through_nvml_on_the_fake_pynvml(monkeypatch):
+    """NVMLDevice + the polling thread on tests/fake_pynvml.py, its counter published every 50 ms at 300 W."""
+    import importlib.util
+    import sys
+    import threading
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("_fake_loader_meter", Path(__file__).parent / "fake_pynvml.py")
+    loader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loader)
+    fake = loader.load("pynvml")
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    from powermodels.devices.nvml import NVMLDevice
+
+    stop = threading.Event()
+    start = time.perf_counter()
+
+    def publish():  # the firmware: a new counter value every 50 ms
+        while not stop.wait(0.05):
+            fake.gpu.energy_mj = 123_456_789 + round(300_000 * (time.perf_counter() - start))
+
+    firmware = threading.Thread(target=publish, daemon=True)
+    firmware.start()
+    device = NVMLDevice(0)
+    try:
+        with EnergyMeter(device, sync=None) as meter:
+            with meter.window("w") as h:
+                time.sleep(0.3)
+        w = h.result
+    finally:
+        stop.set()
+        firmware.join()
+        device.close()
+    assert w.method == "energy_counter"
+    assert w.energy_bounds_j[0] <= 300.0 * w.time_s <= w.energy_bounds_j[1]
+    assert w.energy_j == pytest.approx(300.0 * w.time_s, rel=0.1)
+    assert w.sm_clock_max_mhz == 1980.0 and w.temperature_max_c == 31.0
+    assert not [n for n in fake.names() if n.startswith(("nvmlDeviceSet", "nvmlDeviceReset"))]

@@ -143,13 +143,13 @@ class _Handle:
         self.result: WindowMeasurement | None = None
 
 
-def _open(device):
+def _open(device, index: int = 0):
     from .devices import Device, open_device
 
     if isinstance(device, Device):
         return device, False
     if isinstance(device, str):
-        return open_device(device), True
+        return open_device(device, index=index), True
     raise ValueError(f"EnergyMeter: device must be 'auto', 'nvml', 'simulated' or a Device, got {device!r}")
 
 
@@ -175,6 +175,8 @@ class EnergyMeter:
     device : {"auto", "nvml", "simulated"} or Device, default="auto"
         Where readings come from ("auto": NVML when a GPU is present, else the
         simulated GPU, said on stderr).
+    index : int, default=0
+        Which GPU, when ``device`` is a kind (one meter per GPU).
     sync : "auto", callable or None, default="auto"
         Called at both ends of a window so queued GPU work is inside it:
         "auto" synchronizes PyTorch and CuPy when they are imported; None
@@ -187,7 +189,7 @@ class EnergyMeter:
     See the module docstring for what a window can and cannot resolve.
     """
 
-    def __init__(self, device="auto", *, sync="auto", delay_s: float = 0.0,
+    def __init__(self, device="auto", *, index: int = 0, sync="auto", delay_s: float = 0.0,
                  wait_timeout_s: float = 2.0):
         from .harness.counter_log import open_counter_log
 
@@ -195,7 +197,7 @@ class EnergyMeter:
             raise ValueError(f"EnergyMeter: sync must be 'auto', a callable or None, got {sync!r}")
         if not (isinstance(delay_s, (int, float)) and math.isfinite(delay_s) and delay_s >= 0):
             raise ValueError(f"EnergyMeter: delay_s must be a finite number >= 0, got {delay_s!r}")
-        self.device, self._owns = _open(device)
+        self.device, self._owns = _open(device, index)
         self.simulated = self.device.info.kind == "simulated"
         self._sync = None if (sync is None or self.simulated) else (_auto_sync() if sync == "auto" else sync)
         self.delay_s = float(delay_s)
