@@ -273,8 +273,10 @@ class SourceKernel(Workload):
             raise FileNotFoundError("nvcc not found: install the CUDA toolkit to check a source without a GPU")
         cid = self.config_id(config)
         with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "kernel.cu"
-            src.write_text(self.code)
+            src = self.path  # the user's file, so the error names its lines
+            if src is None:
+                src = Path(tmp) / "kernel.cu"
+                src.write_text(self.code)
             cmd = [nvcc, f"-arch={arch}", "-cubin", *self.options(config), "-o", str(Path(tmp) / "k.cubin"), str(src)]
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if done.returncode != 0:
