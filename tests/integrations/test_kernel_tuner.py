@@ -101,8 +101,10 @@ extern "C" float scale(float *c, float *a, int n) {
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="Kernel Tuner's C backend needs g++")
-def test_tune_kernel_end_to_end_with_the_c_backend():
+def test_tune_kernel_end_to_end_with_the_c_backend(tmp_path, monkeypatch):
     from kernel_tuner import tune_kernel
+
+    monkeypatch.chdir(tmp_path)  # Kernel Tuner's C backend writes temp_*.c/.so into the cwd
 
     gpu = SimulatedGPU(seed=2)
     obs = PowerModelsObserver(gpu, simulated=TWIN)
