@@ -162,3 +162,12 @@ def test_ncu_breakdown_runs_the_program_under_ncu(tmp_path):
 
     with pytest.raises(ValueError, match="failed with code 1: ==ERROR== no GPU"):
         kernel_breakdown(ProgramWorkload(SLEEP), ncu=str(broken))
+
+
+def test_a_twin_table_lets_the_protocols_run_a_program_on_the_simulated_gpu():
+    import powermodels
+
+    w = ProgramWorkload(SLEEP, simulated={"time_s": 0.2, "activity": 0.7})   # a campaign file's table
+    assert w.activity == pytest.approx(0.7)
+    m = powermodels.measure(w, device="simulated", protocol="good_practice")
+    assert m.row[schema.TIME_S] == pytest.approx(0.2, rel=0.01) and m.row[schema.ENERGY_J] > 0

@@ -124,8 +124,7 @@ class ProgramWorkload(Workload):
         self.capture_output = bool(capture_output)
         self.executable = _resolve(self.argv[0], self.cwd, self.env)
         self.name = name or os.path.basename(self.argv[0])
-        self.activity, self.mem_activity = _load(simulated)
-        self.twin = simulated
+        self.activity, self.mem_activity, self.twin = _load(simulated)
         self.tune_params = {}
         self.last_output: tuple[str, str] | None = None
 
@@ -181,23 +180,21 @@ class ProgramWorkload(Workload):
                                  mem_activity=self.mem_activity)
 
 
-def _load(simulated) -> tuple[float | None, float]:
-    """(core activity, memory activity) of the twin, or (None, 0) without one."""
+def _load(simulated) -> tuple[float | None, float, object]:
+    """(core activity, memory activity, twin) of ``simulated``, or (None, 0, None) without one."""
     if simulated is None:
-        return None, 0.0
+        return None, 0.0, None
     if isinstance(simulated, bool):
         raise ValueError(f"program: simulated must be an activity, a dict or a SimulatedTwin, got {simulated!r}")
     if isinstance(simulated, (int, float)):
         activity, mem = float(simulated), 0.1
-    elif isinstance(simulated, Mapping):
-        unknown = set(simulated) - {"activity", "mem_activity"}
-        if unknown:
-            raise ValueError(f"program: simulated has unknown key(s) {sorted(unknown)}; "
-                             "known: ['activity', 'mem_activity']")
+    elif isinstance(simulated, Mapping) and set(simulated) <= {"activity", "mem_activity"}:
         activity, mem = float(simulated.get("activity", 0.9)), float(simulated.get("mem_activity", 0.1))
     else:
         from .workloads import SimulatedTwin
 
+        if isinstance(simulated, Mapping):  # a campaign file's twin table (time_s, activity, ...)
+            simulated = SimulatedTwin.from_dict(simulated)
         if not isinstance(simulated, SimulatedTwin):
             raise ValueError(f"program: simulated must be an activity, a dict or a SimulatedTwin, "
                              f"got {type(simulated).__name__}")
@@ -206,7 +203,7 @@ def _load(simulated) -> tuple[float | None, float]:
     for what, v in (("activity", activity), ("mem_activity", mem)):
         if not (math.isfinite(v) and 0 <= v <= 1):
             raise ValueError(f"program: simulated {what} must be within 0..1, got {v!r}")
-    return activity, mem
+    return activity, mem, simulated
 
 
 @dataclass
