@@ -125,7 +125,7 @@ def _load_record(path: Path, resume: bool) -> dict | None:
     return None
 
 
-def _write_json(path: Path, obj) -> None:
+def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(obj, indent=1))
     tmp.replace(path)  # atomic: a crash leaves the previous complete file
@@ -143,7 +143,7 @@ def measure_energy(backend, out: Path, micro: list[str], workloads=(), *, resume
         say(json.dumps(record["info"]))
         if record["idle_power_w"] is None:
             record["idle_power_w"] = backend.idle_power()
-            _write_json(path, record)
+            write_json(path, record)
         say(f"idle power {record['idle_power_w']:.2f} W")
         t0 = time.monotonic()
         for i, name in enumerate(micro):
@@ -152,7 +152,7 @@ def measure_energy(backend, out: Path, micro: list[str], workloads=(), *, resume
             try:
                 res = backend.measure_microbenchmark(name)
                 record["micro"][name] = res
-                _write_json(path, record)
+                write_json(path, record)
                 say(f"[{i + 1}/{len(micro)}] {name:14s} iters={res['iters']:8d} "
                     f"t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
                     f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
@@ -167,7 +167,7 @@ def measure_energy(backend, out: Path, micro: list[str], workloads=(), *, resume
             try:
                 res = backend.measure_workload(name)
                 record["workloads"][name] = res
-                _write_json(path, record)
+                write_json(path, record)
                 say(f"{name:20s} t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
                     f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
             except Exception as err:  # noqa: BLE001
@@ -242,7 +242,7 @@ def measure_and_profile(backend, out: Path, micro: list[str], workloads=(), *, r
     plan = {**plan_of(record), "specs": list(record.get("specs", workloads))}
     prof = backend.profile(plan, say)
     record["ncu_metric"] = prof["metric"]
-    _write_json(out / RECORD, record)
+    write_json(out / RECORD, record)
     for key, name in (("opcode_csv", "ncu_raw.csv.gz"), ("sector_csv", "ncu_sectors.csv.gz")):
         with gzip.open(out / name, "wt") as f:
             f.write(prof[key] or "")
@@ -270,9 +270,15 @@ def finish_calibration(out: Path, record: dict, micro_t: pd.DataFrame, wl_t: pd.
                "features": len(model.energies_), "rank": model.rank_,
                "relative_residual": model.relative_residual_,
                "static_power_w": model.static_power_w_}
-    say(f"fit on {len(micro_t)} microbenchmarks: {len(model.energies_)} opcode features, "
-        f"rank {model.rank_}, relative residual {model.relative_residual_:.3f}, "
-        f"static+constant power {model.static_power_w_:.1f} W -> {out / CALIBRATION}")
+    if getattr(model, "transfer_", None):  # rank and residual are the reference's: not said
+        summary.pop("rank"), summary.pop("relative_residual")
+        say(f"transferred table from {len(micro_t)} microbenchmarks: {len(model.energies_)} "
+            f"opcode features, static+constant power {model.static_power_w_:.1f} W "
+            f"-> {out / CALIBRATION}")
+    else:
+        say(f"fit on {len(micro_t)} microbenchmarks: {len(model.energies_)} opcode features, "
+            f"rank {model.rank_}, relative residual {model.relative_residual_:.3f}, "
+            f"static+constant power {model.static_power_w_:.1f} W -> {out / CALIBRATION}")
     per = None
     if len(wl_t) and len(prediction_table(wl_t)):
         wl = prediction_table(wl_t)
@@ -288,7 +294,7 @@ def finish_calibration(out: Path, record: dict, micro_t: pd.DataFrame, wl_t: pd.
             summary.update({k: v for k, v in ev.items() if not k.endswith("_model")})
             say(f"validation workloads: direct MAPE {ev['direct_mape_pct']:.1f} %, "
                 f"extended MAPE {ev['extended_mape_pct']:.1f} % over {ev['n_workloads']}")
-    _write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary)
     return InstructionCalibration(out, record, micro_t, wl_t, model, per, summary)
 
 

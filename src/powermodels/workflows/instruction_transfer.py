@@ -32,6 +32,7 @@ from .instruction_calibration import (
     logged,
     measure_and_profile,
     prediction_table,
+    write_json,
 )
 
 __all__ = ["compare_transfer", "transfer_calibration", "transfer_subset"]
@@ -104,6 +105,7 @@ def transfer_calibration(reference, backend, out, *, fraction: float = 0.1, seed
         res = finish_calibration(out, record, micro_t, wl_t, None, tell, model=model)
         res.summary.update({"transfer": model.transfer_, "fraction": fraction, "seed": seed,
                             "subset": names})
+        write_json(out / "summary.json", res.summary)
         return res
 
 
