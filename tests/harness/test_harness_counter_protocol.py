@@ -194,3 +194,29 @@ def test_no_counter_falls_back_to_good_practice_with_a_warning():
         p = default_protocol(_runner(), window_s=0.5)
     assert p.name == "counter" and p.window_s == 0.5
     assert PROTOCOLS["counter"] is Counter
+
+
+def test_a_real_runners_counter_reads_are_sped_up_during_the_run_and_restored():
+    import types
+
+    runner = _runner(seed=4)
+    runner.sampler = types.SimpleNamespace(energy_period_s=0.02)  # as CupyRunner's Sampler
+    seen = []
+    trace = runner.trace
+
+    def spy(*a, **k):
+        seen.append(runner.sampler.energy_period_s)
+        return trace(*a, **k)
+
+    runner.trace = spy
+    Counter(counter_read_s=0.003).measure(runner, "fp32")
+    assert seen and set(seen) == {0.003}
+    assert runner.sampler.energy_period_s == 0.02
+
+
+def test_measure_command_uses_the_counter_protocol_by_default(capsys):
+    from powermodels.cli import main
+
+    assert main(["measure", "--device", "simulated", "--kernel", "stream_copy"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("protocol counter")
