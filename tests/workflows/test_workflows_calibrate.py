@@ -119,3 +119,14 @@ def test_powermodels_measure_with_calibration(locked, tmp_path):
     m = powermodels.measure("fp32", device=SimulatedGPU(preset="volta"), calibration=path,
                             allow_other_device=True)
     assert schema.CORRECTED_ENERGY_J in m.row
+
+
+def test_cli_measure_with_calibration(locked, tmp_path, capsys):
+    _, run = locked
+    path = save(run, tmp_path / "cal.pmcal")
+    assert main(["measure", "--kernel", "fp32", "--device", "simulated", "--calibration", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated" in out and f"at {run.calibration.reference_clock_mhz:.0f} MHz" in out
+    rc = main(["measure", "--kernel", "fp32", "--device", "simulated", "--preset", "volta",
+               "--calibration", str(path)])
+    assert rc != 0 and "--allow-other-device" in capsys.readouterr().err

@@ -92,6 +92,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", help="write the run-table row to this file (.parquet, .csv or .json)")
     parser.add_argument("--trace-out", help="write the trace table to this file (.parquet, .csv or .json)")
     parser.add_argument("--full", action="store_true", help="print every field of the run-table row")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="a `powermodels calibrate` file: also report power and energy at its reference "
+                             "clock and temperature (warns when it extrapolates)")
+    parser.add_argument("--allow-other-device", action="store_true",
+                        help="use --calibration even if it was made on another GPU model")
     add_program_arguments(parser)  # `-- CMD ...` (last: it takes the rest of the command line)
 
 
@@ -124,6 +129,11 @@ def summary(row: dict) -> list[str]:
         lines.append(f"  {schema.IDLE_POWER_W:14s} {get(schema.IDLE_POWER_W):.1f} W")
     lines.append(f"  {'conditions':14s} {get(schema.TEMPERATURE_C):.1f} °C, SM {get(schema.SM_CLOCK_MHZ):.0f} MHz, "
                  f"memory {get(schema.MEM_CLOCK_MHZ):.0f} MHz")
+    if schema.CORRECTED_ENERGY_J in row:
+        lines.append(f"  {'calibrated':14s} {get(schema.CORRECTED_POWER_W):.1f} W, "
+                     f"{get(schema.CORRECTED_ENERGY_J):.4g} J per launch at {get(schema.REFERENCE_CLOCK_MHZ):.0f} MHz "
+                     f"and {get(schema.REFERENCE_TEMPERATURE_C):.1f} °C ({row[schema.CORRECTION_POWER_CURVE]} "
+                     f"power curve, {row[schema.CORRECTION_TIME_SOURCE]})")
     return lines
 
 
@@ -148,7 +158,17 @@ def run(args) -> int:
         check_writable(path, option)
     device = open_any(args.device, args.index, seed=args.seed, preset=args.preset)
     with make_runner(device) as runner:
+        calibration = None
+        if args.calibration:  # before measuring: a wrong file fails fast
+            from ..workflows.calibration_apply import load_for_device
+
+            calibration = load_for_device(args.calibration, runner.device_name,
+                                          allow_other_device=args.allow_other_device)
         m = protocol.measure(runner, workload, config)
+    if calibration is not None:
+        from ..workflows.calibration_apply import correct_row
+
+        m.row = correct_row(m.row, *calibration)
     table = m.run_table()
     if args.out:
         write_table(table, args.out)
