@@ -339,6 +339,8 @@ def main(argv=None) -> int:
         with CupyRunner(dev) as runner:
             part_protocols(args, store, False, runner)
             env["sampler_rate_hz"] = runner.sampler.rate_hz()
+            env["graph_batches"] = [{"launches": b.n, "captured": b.captured, "error": b.error}
+                                    for b in runner.__dict__.get("_batches", {}).values()]
     env["seconds"] = time.perf_counter() - t0
     (out / "environment.json").write_text(json.dumps(env, indent=1))
     rows = pd.DataFrame(store.rows)

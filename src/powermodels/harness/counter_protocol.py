@@ -215,7 +215,7 @@ def has_energy_counter(runner) -> bool:
     """Whether ``runner``'s device reports a total-energy counter (one read, ~4 ms on Hopper)."""
     try:
         return math.isfinite(float(runner.device.read_energy_j()))
-    except Exception:  # noqa: BLE001 - NVML raises NotSupported in several shapes
+    except Exception:
         return False
 
 
@@ -226,7 +226,9 @@ def run_launches(runner, kernel, config, launches: int, batch: int = 1) -> np.nd
     with prepared workloads and a CUDA-event clock (``CupyRunner``); the
     simulated GPU has no launch overhead, so it simply runs the launches.
     """
-    if batch > 1 and hasattr(runner, "prepared") and hasattr(runner, "clock"):
+    if batch > 1 and hasattr(runner, "prepared") and hasattr(runner, "clock") \
+            and getattr(runner.prepared(kernel, config), "timing", "events") != "synchronize":
+        # (work on its framework's own streams is timed by synchronising, launch by launch)
         from .graphs import run_batched
 
         return run_batched(runner, kernel, config, int(launches), int(batch))

@@ -103,13 +103,13 @@ class Batch:
                     self.prepared.launch(stream)
                 capturing = False
                 self.graph = stream.end_capture()
-        except Exception as err:  # noqa: BLE001 - any capture failure means: loop instead
+        except Exception as err:
             self.error = f"{type(err).__name__}: {err}"
             self.graph = None
             if capturing:
                 try:
                     stream.end_capture()  # end the invalidated capture so the stream is usable
-                except Exception:  # noqa: BLE001, S110 - it reports the invalidation again
+                except Exception:
                     pass
         return self
 
