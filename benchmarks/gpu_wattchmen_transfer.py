@@ -1,0 +1,150 @@
+"""Wattchmen §6 on two GPUs: transfer the H200 table to another GPU from 10 % of its microbenchmarks.
+
+``measure`` (GPU, one call, ~7 min on a Hopper; ``--resume`` finishes a cut-off run)
+    On the new GPU: idle power, all 63 microbenchmarks and both held-out
+    workload sets (``heldout`` and ``fresh``), then both ncu passes
+    (``--clock-control none``), with
+    :func:`powermodels.workflows.instruction_calibration.measure_and_profile`.
+    The full set is measured once; the 10 % subsets are drawn from it, so one
+    call gives the transferred, the full and the as-is rows.
+``analyze`` (anywhere)
+    Fits the reference table on ``--reference`` (default ``datasets/h200``),
+    and on the new GPU's held-out workloads reports MAPE for: the table
+    transferred from random 10 % subsets (+ NANOSLEEP; mean ± standard error
+    over ``--seeds`` subsets, and the seed-0 subset alone), a full fit on the
+    new GPU, and the reference table used as is (with the new GPU's NANOSLEEP
+    static power, and with its own).
+``simulated`` (anywhere)
+    The same comparison between two simulated GPUs (``sim-hopper-a`` →
+    ``sim-hopper-b``), as a check of the procedure.
+
+Usage::
+
+    # on the H100 (repository root, $OUT the output folder):
+    export PATH=/usr/local/cuda/bin:$PATH
+    PYTHONPATH=src timeout 590 python3 benchmarks/gpu_wattchmen_transfer.py measure --out $OUT
+    # here, after copying $OUT to datasets/h100/:
+    PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py analyze --data datasets/h100
+    PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py simulated
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _common import write_report  # noqa: E402
+
+from powermodels import schema  # noqa: E402
+from powermodels.reporting import markdown_table  # noqa: E402
+from powermodels.workflows.instruction_calibration import (  # noqa: E402
+    fit_instruction_model,
+    logged,
+    measure_and_profile,
+    prediction_table,
+)
+from powermodels.workflows.instruction_transfer import compare_transfer  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results"
+WATTCHMEN_FIG14 = "Wattchmen Fig. 14 (air- → water-cooled V100): 10 % 13 %, full table 14 % MAPE"
+
+
+def cmd_measure(args) -> int:
+    from powermodels.harness.microbench import MICROBENCHMARKS
+    from powermodels.harness.microbench_gpu import CupyNcuBackend
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with logged(out, print) as say:
+        _, micro, wl = measure_and_profile(CupyNcuBackend(), out, list(MICROBENCHMARKS),
+                                           ["heldout", "fresh"], resume=args.resume, say=say)
+        micro.to_parquet(out / "wattchmen_microbench.parquet")
+        wl.to_parquet(out / "wattchmen_workloads.parquet")
+        say(f"tables: {micro.shape} microbenchmarks, {wl.shape} workloads")
+    return 0
+
+
+def _as_is_own_static(reference, wl: pd.DataFrame) -> float:
+    table = prediction_table(wl).drop(columns=[schema.STATIC_POWER_W])
+    y = table[schema.ENERGY_J].to_numpy()
+    return float(np.mean(np.abs(reference.predict(table) - y) / y) * 100)
+
+
+def report(reference, micro: pd.DataFrame, wl: pd.DataFrame, seeds: int, title: str,
+           gpu_note: str) -> str:
+    table = compare_transfer(reference, micro, wl, fraction=0.1, seeds=range(seeds),
+                             subset=None)
+    own = _as_is_own_static(reference, wl)
+    table.loc[len(table)] = {"table": "reference table as is (its own static power)",
+                             "mape_pct": own, "se_pct": float("nan"), "n": 1, "microbenchmarks": 0}
+    per = prediction_table(wl)
+    seed0 = compare_transfer(reference, micro, wl, fraction=0.1, seeds=[0])
+    table.loc[len(table)] = {"table": "transferred (seed-0 subset alone)",
+                             "mape_pct": float(seed0["mape_pct"].iloc[0]), "se_pct": float("nan"),
+                             "n": 1, "microbenchmarks": int(seed0["microbenchmarks"].iloc[0])}
+    text = (f"# {title}\n\n{gpu_note}\n\nMAPE over {len(per)} held-out workloads of the new GPU; "
+            f"transferred rows: random 10 % of the microbenchmarks + NANOSLEEP, line fitted to "
+            f"their energies (`method='rows'`), {seeds} subsets (mean ± standard error).\n\n"
+            + markdown_table(table, float_format=".3g") + f"\n\n{WATTCHMEN_FIG14}.\n")
+    return text
+
+
+def cmd_analyze(args) -> int:
+    ref_micro = pd.read_parquet(Path(args.reference) / "wattchmen_microbench.parquet")
+    reference = fit_instruction_model(ref_micro)
+    data = Path(args.data)
+    micro = pd.read_parquet(data / "wattchmen_microbench.parquet")
+    wl = pd.read_parquet(data / "wattchmen_workloads.parquet")
+    note = (f"reference: `{args.reference}` ({len(ref_micro)} microbenchmarks); "
+            f"new GPU: `{args.data}` ({len(micro)} microbenchmarks, {len(wl)} workloads)")
+    text = report(reference, micro, wl, args.seeds, "Wattchmen §6 transfer", note)
+    return write_report(text, RESULTS / f"wattchmen_transfer_{data.name}.md")
+
+
+def cmd_simulated(args) -> int:
+    from powermodels.harness.microbench_sim import SimulatedInstructionBackend
+    from powermodels.workflows.instruction_calibration import calibrate_instructions
+
+    with tempfile.TemporaryDirectory() as tmp:
+        a = calibrate_instructions(SimulatedInstructionBackend("sim-hopper-a", noise=args.noise,
+                                                               seed=1),
+                                   Path(tmp) / "a", say=lambda m: None)
+        b = calibrate_instructions(SimulatedInstructionBackend("sim-hopper-b", noise=args.noise,
+                                                               seed=2),
+                                   Path(tmp) / "b", workloads=["sim"], say=lambda m: None)
+    note = (f"simulated GPUs: `sim-hopper-a` → `sim-hopper-b` (energies 0.8·e + 40 pJ with 5 % "
+            f"log-normal scatter per opcode, static power 140 → 110 W), {args.noise:.0%} power noise")
+    text = report(a.model, b.micro, b.workloads, args.seeds,
+                  "Wattchmen §6 transfer on the simulated GPU", note)
+    return write_report(text, RESULTS / "wattchmen_transfer_simulated.md")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--out", default=os.environ.get("OUT", "wattchmen_transfer_out"))
+    m.add_argument("--resume", action="store_true", help="keep the items of --out/measure.json")
+    a = sub.add_parser("analyze")
+    a.add_argument("--data", default=str(REPO / "datasets" / "h100"))
+    a.add_argument("--reference", default=str(REPO / "datasets" / "h200"))
+    a.add_argument("--seeds", type=int, default=20)
+    s = sub.add_parser("simulated")
+    s.add_argument("--seeds", type=int, default=20)
+    s.add_argument("--noise", type=float, default=0.01)
+    args = p.parse_args(argv)
+    return {"measure": cmd_measure, "analyze": cmd_analyze, "simulated": cmd_simulated}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
