@@ -16,6 +16,7 @@ distributed = pytest.importorskip("distributed")
 from powermodels import schema  # noqa: E402
 from powermodels.cli import main  # noqa: E402
 from powermodels.harness.campaign import CampaignSpec, finished_keys, load_campaign, plan, run_campaign  # noqa: E402
+from powermodels.integrations.dask_cluster import _per_gpu_run  # noqa: E402
 
 SPEC = {
     "kernels": {"fp32": "all", "stream_copy": "default"},
@@ -92,13 +93,17 @@ def test_ctrl_c_cancels_and_resume_finishes(client, tmp_path, monkeypatch):
     assert len(runs) == len(plan(CampaignSpec.from_dict(SPEC))) and runs[schema.RUN_ID].is_unique
 
 
-def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_path):
+@pytest.mark.parametrize("per_gpu", [False, True], ids=["spread", "per-gpu"])
+def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_path, per_gpu):
     spec = dict(SPEC, protocol="continuous", protocol_params={"duration_s": 0.05},
-                kernels={"fp32": "all", "stream_copy": "all"})
+                kernels={"fp32": "all", "stream_copy": "all"} if not per_gpu else {"fp32": "all"})
     expected = {r.key for r in plan(CampaignSpec.from_dict(spec))}
+    if per_gpu:  # the killed worker's board: its pinned runs wait for the restarted worker
+        expected = {_per_gpu_run(r, u).key for r in plan(CampaignSpec.from_dict(spec))
+                    for u in ("SIM-hopper-0", "SIM-hopper-1")}
     result: dict = {}
     thread = threading.Thread(target=lambda: result.setdefault(
-        "runs", run_campaign(spec, tmp_path, cluster=client, progress=False)))
+        "runs", run_campaign(spec, tmp_path, cluster=client, per_gpu=per_gpu, progress=False)))
     thread.start()
     deadline = time.monotonic() + 60
     while len(finished_keys(tmp_path)) < 6 and time.monotonic() < deadline:
@@ -113,7 +118,7 @@ def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_pa
     runs = result["runs"]  # Dask ran the dead worker's runs again elsewhere
     assert set(runs[schema.RUN_ID]) == expected and runs[schema.RUN_ID].is_unique
     mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
-    again = run_campaign(spec, tmp_path, cluster=client, progress=False)  # resume: nothing to do
+    again = run_campaign(spec, tmp_path, cluster=client, per_gpu=per_gpu, progress=False)  # nothing to do
     assert len(again) == len(expected) and all(p.stat().st_mtime_ns == m for p, m in mtimes.items())
     assert not list(tmp_path.rglob("*.tmp"))
 

@@ -314,6 +314,15 @@ def measure_planned(runner: Runner, protocol, planned: PlannedRun,
     return row, trace
 
 
+def progress_bar(show: bool, **kwargs):
+    """A tqdm bar of runs; hidden ones skip ``tqdm.auto`` (its notebook check imports asyncio)."""
+    if show:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm(disable=not show, unit="run", **kwargs)
+
+
 def finish_campaign(store: CampaignStore, planned_keys) -> pd.DataFrame:
     """The run table of every finished run; ``runs.parquet`` once all ``planned_keys`` are done."""
     runs = store.run_table(update_index=True)
@@ -387,10 +396,7 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         initial = len(todo_all) - len(todo)
         if max_runs is not None:
             todo = todo[: int(max_runs)]
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo_all), initial=initial,
-                   disable=not progress, desc=f"campaign {spec.protocol}", unit="run")
+        bar = progress_bar(progress, total=len(todo_all), initial=initial, desc=f"campaign {spec.protocol}")
         by_name = {w.name: w for w, _ in spec.entries()}
         try:
             for planned in todo:

@@ -40,6 +40,7 @@ from dataclasses import replace
 
 try:
     from distributed import Client, as_completed, get_worker
+    from distributed.core import Status
     from distributed.diagnostics.plugin import WorkerPlugin
 except ImportError as err:  # pragma: no cover - the extra is missing
     raise ImportError(
@@ -56,6 +57,7 @@ from ..harness.campaign import (
     finish_campaign,
     measure_planned,
     plan,
+    progress_bar,
 )
 from ..harness.campaign_store import CampaignStore, atomic_json
 from ..harness.protocols import make_protocol
@@ -124,6 +126,13 @@ class GPUWorkerPlugin(WorkerPlugin):
         self.gpu = {"uuid": str(info.uuid), "name": info.name, "worker": str(worker.name),
                     "metadata": device_metadata(self.runner.device)}
         await worker.set_resources(**{GPU_RESOURCE: 1, gpu_resource(self.gpu["uuid"]): 1})
+        # The scheduler looks again at tasks waiting for a resource ("no-worker") only when a
+        # worker enters "running"; a worker restarted after a crash offers its GPU only now,
+        # after it registered — so re-enter "running" (a pause of no duration) to wake the
+        # runs pinned to this GPU (--per-gpu), which would otherwise wait forever.
+        if worker.status == Status.running:
+            worker.status = Status.paused
+            worker.status = Status.running
 
     def teardown(self, worker) -> None:
         if self.runner is not None:
@@ -273,10 +282,8 @@ def run_on_cluster(spec: CampaignSpec, out_dir, cluster, *, per_gpu: bool = Fals
             fut = client.submit(_measure_task, spec, planned, u, token, key=f"powermodels-{planned.key}-{token}",
                                 resources={gpu_resource(u) if u else GPU_RESOURCE: 1}, pure=False)
             futures[fut] = planned
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo_all), initial=initial, disable=not progress, unit="run",
-                   desc=f"campaign {spec.protocol} on {len(gpus)} GPU{'s' if len(gpus) > 1 else ''}")
+        bar = progress_bar(progress, total=len(todo_all), initial=initial,
+                           desc=f"campaign {spec.protocol} on {len(gpus)} GPU{'s' if len(gpus) > 1 else ''}")
         try:
             for fut, (row, trace) in as_completed(list(futures), with_results=True):
                 store.write_run(futures.pop(fut).key, row, trace)
