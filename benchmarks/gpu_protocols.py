@@ -23,14 +23,22 @@ counter protocol moved to the reference's temperature with the simulated
 GPU's own α (thesis eq. 4.7: what the cold-vs-warm gap is), and
 ``--part presets`` runs the counter protocol on every sensor preset.
 
-Rows are appended to ``rows.csv`` as they finish and a second call resumes
-(skips finished rows), so a run cut by a time limit loses nothing; then
-``report.md``, ``error_vs_wall.png`` and ``environment.json`` are (re)written
-in ``--out`` (default ``benchmarks/results/protocols_<device>``).
+Rows are appended to ``rows.csv`` as they finish; no new measurement starts
+after ``--max-minutes`` (8.5), and a second call with the same ``--out`` (or
+``--resume-from`` an earlier ``rows.csv``, e.g. on a fresh machine) measures
+only what is missing; then ``report.md``, ``error_vs_wall.png`` and
+``environment.json`` are (re)written in ``--out`` (default
+``benchmarks/results/protocols_<device>``).
 
 Usage::
 
-    PYTHONPATH=src python3 benchmarks/gpu_protocols.py --device nvml --out $OUT          # ~9 min
+    # on the GPU, ~8 min of the ~9 needed; the second call finishes (rows.csv copied back first)
+    PYTHONPATH=src python3 benchmarks/gpu_protocols.py --device nvml --out $OUT
+    PYTHONPATH=src python3 benchmarks/gpu_protocols.py --device nvml --out $OUT \
+        --resume-from benchmarks/results/protocols_h100/rows.csv
+    # a one-minute smoke test first
+    PYTHONPATH=src python3 benchmarks/gpu_protocols.py --device nvml --out $OUT/smoke \
+        --workloads "fp32,square_wave[0.01ms]" --protocols counter --counter-repeats 2 --reference-s 4 --skip-s 1
     PYTHONPATH=src python3 benchmarks/gpu_protocols.py --device simulated                  # ~1 min CPU
 """
 
@@ -132,14 +140,18 @@ def _reference(runner, workload, config, args, simulated: bool) -> dict:
 class Store:
     """``rows.csv`` appended row by row; what is in it is not measured again."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, resume_from: Path | None = None, deadline: float = math.inf):
         self.path = path
+        if resume_from is not None and not path.exists():  # rows of an earlier call (another machine)
+            path.write_text(Path(resume_from).read_text())
         self.rows = pd.read_csv(path).to_dict("records") if path.exists() else []
+        self.deadline = deadline
         self.done = {(r["part"], r["workload"], r["config"], r["protocol_slot"], int(r["repeat"]), r["preset"])
                      for r in self.rows}
 
     def has(self, key) -> bool:
-        return key in self.done
+        """Already measured — or out of time (then the next call resumes here)."""
+        return key in self.done or time.perf_counter() > self.deadline
 
     def add(self, key, row: dict) -> None:
         row = {**row, **dict(zip(("part", "workload", "config", "protocol_slot", "repeat", "preset"),
@@ -313,12 +325,15 @@ def main(argv=None) -> int:
     parser.add_argument("--gap-s", type=float, default=1.0, help="idle before each measurement (GPU)")
     parser.add_argument("--preset", default="hopper")
     parser.add_argument("--jitter-ms", type=float, default=5.0, help="simulated counter update jitter")
+    parser.add_argument("--max-minutes", type=float, default=8.5,
+                        help="start no new measurement after this long (a second call resumes)")
+    parser.add_argument("--resume-from", type=Path, help="rows.csv of an earlier call to continue from")
     args = parser.parse_args(argv)
     args.protocols = [p for p in args.protocols.split(",") if p]
     simulated = args.device == "simulated"
     out = args.out or REPO / "benchmarks" / "results" / f"protocols_{args.device}"
     out.mkdir(parents=True, exist_ok=True)
-    store = Store(out / "rows.csv")
+    store = Store(out / "rows.csv", args.resume_from, time.perf_counter() + 60 * args.max_minutes)
     env = {"date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "python": platform.python_version(),
            "argv": sys.argv[1:]}
     t0 = time.perf_counter()
