@@ -228,13 +228,14 @@ class MovingAverage(_TraceFilter):
         # Window of sample i is [i - before, i + after].
         before = {"centered": k // 2, "trailing": k - 1, "leading": 0}[self.align]
         after = k - 1 - before
-        # scipy's origin shifts the centred window; zero padding + division by the
-        # number of real samples gives the shrinking edge windows.
-        sums = uniform_filter1d(Z, k, axis=1, mode="constant", cval=0.0,
-                                origin=before - k // 2) * k
-        i = np.arange(n)
+        # scipy's origin shifts the centred window; with zero padding its mean is
+        # sum / k, right wherever the window is whole: only the edge columns, whose
+        # windows hold fewer real samples, are rescaled (no pass over the interior).
+        out = uniform_filter1d(Z, k, axis=1, mode="constant", cval=0.0, origin=before - k // 2)
+        i = np.r_[0:min(before, n), max(n - after, min(before, n)):n]
         counts = np.minimum(i + after, n - 1) - np.maximum(i - before, 0) + 1
-        return sums / counts
+        out[:, i] *= k / counts
+        return out
 
 
 class GHFilter(_TraceFilter):
@@ -340,9 +341,8 @@ def kalman_gains(n: int, Q: float, R: float, P0: float) -> tuple[np.ndarray, flo
         Steady-state gain ``K∞`` used for steps ``m+1 … n``; None when ``Q = 0``
         (the gain then decays like ``P0 / (R + k P0)`` and never settles).
     """
-    k = np.arange(1, n + 1, dtype=float)
     if Q == 0.0:
-        return P0 / (R + k * P0), None
+        return P0 / (R + np.arange(1, n + 1, dtype=float) * P0), None
     s_plus = 0.5 * (Q + math.sqrt(Q * Q + 4.0 * Q * R))
     s_minus = -Q * R / s_plus                 # product of the roots is -QR (no cancellation)
     mu = Q * R * R / (s_plus * s_plus * (R + s_plus))
@@ -358,9 +358,29 @@ def kalman_gains(n: int, Q: float, R: float, P0: float) -> tuple[np.ndarray, flo
     else:
         m = 1 + math.ceil(math.log(tol / abs(w1)) / math.log(mu))
     m = min(m, n)
-    w = w1 * mu ** (k[:m] - 1.0)
+    w = w1 * mu ** np.arange(m, dtype=float)  # only the transient: m steps, not n
     s = (s_plus - s_minus * w) / (1.0 - w)
     return s / (s + R), steady
+
+
+def _running_mean_toward(Z: np.ndarray, x_init: np.ndarray, R: float, P0: float) -> np.ndarray:
+    """The Q = 0 Kalman filter in closed form: one cumulative sum, no recursion.
+
+    With ``Q = 0`` the gain is ``K_k = P0 / (R + k P0) = 1 / (w + k)``,
+    ``w = R / P0`` (:func:`kalman_gains`), and ``x_k = (1 - K_k) x_{k-1} + K_k z_k``
+    unrolls to ``x_k = (w x_0 + Σ_{i≤k} z_i) / (w + k)`` — the running mean
+    weighted toward ``x_0`` (thesis §4.3.3 with no process noise). It is
+    summed as deviations from ``x_0``, ``x_k = x_0 + Σ_{i≤k} (z_i - x_0) / (w + k)``,
+    so the running sums stay small.
+    """
+    if P0 == 0.0:  # K = 0: the filter never moves off x0
+        return np.repeat(x_init[:, None], Z.shape[1], axis=1)
+    w = R / P0
+    out = Z - x_init[:, None]
+    np.cumsum(out, axis=1, out=out)
+    out *= 1.0 / (w + np.arange(1, Z.shape[1] + 1, dtype=float))
+    out += x_init[:, None]
+    return out
 
 
 class KalmanFilter1D(_TraceFilter):
@@ -378,8 +398,9 @@ class KalmanFilter1D(_TraceFilter):
     closed form (:func:`kalman_gains`), so filtering is the linear recursion
     ``x_k = (1 - K_k) x_{k-1} + K_k z_k``: a blocked scan over the transient
     and :func:`scipy.signal.lfilter` once ``K_k`` has reached ``K∞`` (to machine
-    precision), for all rows at once. With ``Q = 0`` and ``x0 = None`` the
-    output is the running mean weighted toward ``x0`` by ``R / P0``.
+    precision), for all rows at once. With ``Q = 0`` the gain never settles,
+    but the output is the running mean weighted toward ``x0`` by ``R / P0``,
+    computed with one cumulative sum.
 
     Parameters
     ----------
@@ -424,8 +445,10 @@ class KalmanFilter1D(_TraceFilter):
 
     def _filter(self, Z: np.ndarray) -> np.ndarray:
         n = Z.shape[1]
-        gains, steady = kalman_gains(n, float(self.Q), float(self.R), float(self.P0))
         x_init = _initial_level(self.x0, Z)
+        if float(self.Q) == 0.0:
+            return _running_mean_toward(Z, x_init, float(self.R), float(self.P0))
+        gains, steady = kalman_gains(n, float(self.Q), float(self.R), float(self.P0))
         m = gains.size
         out = np.empty_like(Z)
         if m:
