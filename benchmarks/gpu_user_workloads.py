@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import traceback
 from pathlib import Path
 
@@ -142,8 +141,9 @@ def torch_matmul_workload(simulated: bool):
 
 def source_entry() -> dict:
     """The campaign entry of the user's tiled matmul (as in kernels/examples/matmul_campaign.toml)."""
-    spec = tomllib.loads((EXAMPLES / "matmul_campaign.toml").read_text())
-    entry = dict(spec["workloads"][0])
+    from powermodels.harness.campaign import load_spec
+
+    entry = dict(load_spec(EXAMPLES / "matmul_campaign.toml").workloads[0])
     entry["configs"] = {"sample": 20, "seed": 0}
     return entry
 
@@ -164,9 +164,12 @@ def program_workload(simulated: bool, folder: Path, gpu_seconds: float = 5.0):
     """An external program with ~``gpu_seconds`` of CuPy matmuls (a fixed count, calibrated once here)."""
     from powermodels.harness.program import ProgramWorkload
 
-    if simulated:
+    if simulated:  # the process sleeps; its twin is 0.45 s of GPU work, the GPU idles the rest
+        from powermodels.harness.workloads import SimulatedTwin
+
         argv = [sys.executable, "-c", "import time; time.sleep(0.5)"]
-        return ProgramWorkload(argv, simulated={"activity": 0.9, "mem_activity": 0.3}, name="program_sleep"), 0
+        twin = SimulatedTwin(time_s=0.45, activity=0.9, mem_activity=0.3)
+        return ProgramWorkload(argv, simulated=twin, name="program_sleep"), 0
     import cupy as cp
 
     n = 8192
@@ -246,7 +249,11 @@ def part_tuner(device, args, comparison: list):
     from kernel_tuner import tune_kernel
     from kernel_tuner.observers.nvml import NVMLObserver
 
-    from powermodels.harness.workloads.spec import make_argument, select_configs, workload_from_entry
+    from powermodels.harness.workloads.spec import (
+        make_argument,
+        select_configs,
+        workload_from_entry,
+    )
     from powermodels.integrations.kernel_tuner import PowerModelsObserver
 
     entry = source_entry()

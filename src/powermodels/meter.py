@@ -310,7 +310,7 @@ class EnergyMeter:
 
         deadline = time.monotonic() + self.wait_timeout_s
         while time.monotonic() < deadline:
-            t0, t1, j = self._log.reads(-math.inf, math.inf)
+            _, _, j = self._log.reads(-math.inf, math.inf)
             if j.size >= 2 and np.any(j[1:] > j[:-1]):
                 return
             self._log.advance()

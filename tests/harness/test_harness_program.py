@@ -70,7 +70,7 @@ def test_program_errors_are_one_line(tmp_path):
     with pytest.raises(ValueError, match="repeats"):
         measure_program(ProgramWorkload(SLEEP, simulated=0.5), SimulatedGPU(seed=0), repeats=0)
     slow = ProgramWorkload([PY, "-c", "import time; time.sleep(5)"], timeout_s=0.2, simulated=0.5)
-    with pytest.raises(ProgramFailed, match="did not exit within 0.2 s"):
+    with pytest.raises(ProgramFailed, match=r"did not exit within 0\.2 s"):
         slow.run_once()
 
 
@@ -116,7 +116,7 @@ def test_ncu_breakdown_parsing_and_command():
     with pytest.raises(ValueError, match="no CSV header"):
         parse_kernel_breakdown("==PROF== nothing profiled\n")
     wrong = NCU_CSV.replace("gpu__time_duration.sum", "sm__cycles_active.avg")
-    with pytest.raises(ValueError, match="has no gpu__time_duration.sum"):
+    with pytest.raises(ValueError, match=r"has no gpu__time_duration\.sum"):
         parse_kernel_breakdown(wrong)
 
 
@@ -171,3 +171,19 @@ def test_a_twin_table_lets_the_protocols_run_a_program_on_the_simulated_gpu():
     assert w.activity == pytest.approx(0.7)
     m = powermodels.measure(w, device="simulated", protocol="good_practice")
     assert m.row[schema.TIME_S] == pytest.approx(0.2, rel=0.01) and m.row[schema.ENERGY_J] > 0
+
+
+def test_a_twin_with_time_is_gpu_work_then_idle_for_the_rest_of_the_wall_time():
+    from powermodels.harness.workloads import SimulatedTwin
+
+    gpu = SimulatedGPU(seed=6)
+    w = ProgramWorkload([PY, "-c", "import time; time.sleep(0.3)"],
+                        simulated=SimulatedTwin(time_s=0.1, activity=0.9))
+    m = measure_program(w, gpu, repeats=1, idle_s=0.6)
+    row = m.table.iloc[0]
+    assert row[schema.TIME_S] >= 0.3                   # the window spans the process, not the twin
+    true = gpu.true_energy_j(row[schema.START_S], row[schema.END_S])
+    assert abs(row[schema.ENERGY_J] - true) / true < 0.005
+    truth = gpu.truth(row[schema.START_S], row[schema.END_S])
+    busy = (truth[schema.LOAD_ACTIVITY] > 0.5).mean() * row[schema.TIME_S]
+    assert busy == pytest.approx(0.1, abs=0.01)        # 0.1 s of GPU work, idle for the rest

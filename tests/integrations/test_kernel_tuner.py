@@ -17,11 +17,11 @@ import pytest
 
 pytest.importorskip("kernel_tuner")
 
-from kernel_tuner.observers.observer import BenchmarkObserver, ContinuousObserver  # noqa: E402
+from kernel_tuner.observers.observer import BenchmarkObserver, ContinuousObserver
 
-from powermodels.devices.simulated import SimulatedGPU, SimulatedWorkload  # noqa: E402
-from powermodels.harness.workloads import SimulatedTwin  # noqa: E402
-from powermodels.integrations.kernel_tuner import OBSERVABLES, PowerModelsObserver  # noqa: E402
+from powermodels.devices.simulated import SimulatedGPU, SimulatedWorkload
+from powermodels.harness.workloads import SimulatedTwin
+from powermodels.integrations.kernel_tuner import OBSERVABLES, PowerModelsObserver
 
 TWIN = SimulatedTwin(time_s="1e-3 * 64 / block_size_x + 2e-4 * tile", activity="0.5 + 0.1 * tile")
 

@@ -178,7 +178,7 @@ class CounterLog:
         """The counter's update period: the sensor preset's, or the median gap between updates seen."""
         raise NotImplementedError
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Stop polling."""
 
 

@@ -11,8 +11,8 @@ with a non-zero code is an error naming the code (``check=False`` records it
 instead); a program that is not found is a one-line error before anything runs.
 
 On the simulated GPU the process still really runs (e.g. ``python -c ...``);
-its simulated twin's load is applied to the simulated GPU for the program's
-wall time, so CI exercises the whole path.
+its simulated twin's load is put on the simulated GPU over the program's wall
+time (:meth:`ProgramWorkload.apply_twin`), so CI exercises the whole path.
 
 What the numbers include: everything the GPU drew while the process lived —
 its start-up (CUDA context creation, module loading), host-side phases with
@@ -86,11 +86,12 @@ class ProgramWorkload(Workload):
     argv : list of str
         The command and its arguments (no shell: quote nothing).
     simulated : SimulatedTwin, dict, float or None, optional
-        The GPU load while the program runs, for the simulated GPU: a
-        :class:`~powermodels.harness.workloads.SimulatedTwin` (its activity
-        and memory activity are used; the load lasts the program's wall
-        time), a dict ``{"activity": a, "mem_activity": m}``, or a number
-        (the core activity, 0..1).
+        The program's load on the simulated GPU: a
+        :class:`~powermodels.harness.workloads.SimulatedTwin` (or its table,
+        ``{"time_s": ..., "activity": ...}``) is the program's GPU work — it
+        runs, and the GPU idles for the rest of the process's wall time; a
+        dict ``{"activity": a, "mem_activity": m}`` or a number (the core
+        activity, 0..1) keeps the GPU at that activity for the whole wall time.
     env : mapping, optional
         Environment of the process (default: this process's).
     cwd : path, optional
@@ -105,7 +106,7 @@ class ProgramWorkload(Workload):
     """
 
     kind = "program"
-    tune_params: dict = {}
+    tune_params: dict  # {} per instance: a program has no tunable parameters
 
     def __init__(self, argv: Sequence[str], *, simulated=None, env: Mapping | None = None,
                  cwd: str | os.PathLike | None = None, timeout_s: float | None = None,
@@ -168,16 +169,35 @@ class ProgramWorkload(Workload):
             return self.twin.workload(self.name, {})
         return super().simulated(config)
 
-    def load_for(self, seconds: float):
-        """The simulated GPU's load for a run of ``seconds``: the twin's activity for that long."""
-        from ..devices.simulated import SimulatedWorkload
-
+    def check_twin(self) -> None:
+        """ValueError unless the program has a twin to run on the simulated GPU."""
         if self.activity is None:
             raise ValueError(f"{self.describe()} has no simulated twin: pass simulated=<activity 0..1> "
                              "or a SimulatedTwin to run it on the simulated GPU "
                              "(CLI: --simulated-activity)")
-        return SimulatedWorkload(name=self.name, t0_s=max(seconds, 1e-6), activity=self.activity,
-                                 mem_activity=self.mem_activity)
+
+    def apply_twin(self, gpu, wall_s: float) -> None:
+        """Put one run's load on the simulated GPU, for a process that lived ``wall_s`` seconds.
+
+        A :class:`~powermodels.harness.workloads.SimulatedTwin` with ``time_s``
+        is the program's GPU work: it runs (at the clocks in force), and the
+        rest of the wall time the GPU idles, as while a real program starts up
+        or works on the host. A bare activity keeps the GPU at that activity
+        for the whole wall time.
+        """
+        from ..devices.simulated import SimulatedWorkload
+        from .workloads import SimulatedTwin
+
+        self.check_twin()
+        if isinstance(self.twin, SimulatedTwin):
+            start = gpu.now()
+            gpu.run(self.twin.workload(self.name, {}))
+            rest = wall_s - (gpu.now() - start)
+            if rest > 0:
+                gpu.idle(rest)
+            return
+        gpu.run(SimulatedWorkload(name=self.name, t0_s=max(wall_s, 1e-6), activity=self.activity,
+                                  mem_activity=self.mem_activity))
 
 
 def _load(simulated) -> tuple[float | None, float, object]:
@@ -290,7 +310,7 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
     meter = EnergyMeter(device, sync=None)
     dev = meter.device
     if meter.simulated:
-        workload.load_for(1.0)  # no twin: fail before running anything
+        workload.check_twin()  # no twin: fail before running anything
     rows = []
     try:
         for repeat in range(repeats):
@@ -310,7 +330,7 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
                 meter.cancel_window("program")
                 raise
             if meter.simulated:  # the twin's load for the program's real wall time
-                dev.run(workload.load_for(time.perf_counter() - wall0))
+                workload.apply_twin(dev, time.perf_counter() - wall0)
             # the GPU idled (at the power just measured) up to the start and idles after the exit
             run = meter.end_window("program", idle_power_w=None if idle is None else idle.power_w)
             rows.append(_row(workload, dev, repeat, run, idle, done.returncode,
@@ -365,7 +385,7 @@ def program_reference(workload, device="auto", *, duration_s: float = 12.0, skip
     dev = device if isinstance(device, Device) else open_device(device)
     simulated = dev.info.kind == "simulated"
     if simulated:
-        workload.load_for(1.0)  # no twin: fail before running anything
+        workload.check_twin()  # no twin: fail before running anything
     wall0 = time.perf_counter()
     sampler = None if simulated else Sampler(dev, energy_period_s=0.002).start()
     intervals = []
@@ -376,7 +396,7 @@ def program_reference(workload, device="auto", *, duration_s: float = 12.0, skip
             w0 = time.perf_counter()
             workload.run_once(check=True)
             if simulated:
-                dev.run(workload.load_for(time.perf_counter() - w0))
+                workload.apply_twin(dev, time.perf_counter() - w0)
             intervals.append((a, dev.now()))
         end = dev.now()
         if simulated:

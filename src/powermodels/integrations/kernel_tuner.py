@@ -186,7 +186,7 @@ class PowerModelsObserver(BenchmarkObserver):
                 duration = max(duration, float(cont.continuous_duration))
         if not (math.isfinite(time_ms) and time_ms > 0):
             raise ValueError(f"PowerModelsObserver: Kernel Tuner measured a launch time of {time_ms!r} ms")
-        return int(math.ceil(duration / (time_ms / 1e3)))
+        return math.ceil(duration / (time_ms / 1e3))
 
     def _meter_for_run(self):
         if self.meter is None:
