@@ -274,6 +274,9 @@ def part_tuner(device, args, comparison: list):
     rows = []
     for r in results:
         cid = w.config_id({k: r[k] for k in tune_params})
+        if "powermodels_energy" not in r or "nvml_energy" not in r:  # Kernel Tuner skipped it
+            print(f"  tuner {cid}: no energy (Kernel Tuner: {r.get('time')!r})", flush=True)
+            continue
         ref = refs.get(cid, math.nan)
         row = {"config": cid, "time_ms": r["time"], "powermodels_energy_j": r["powermodels_energy"],
                "powermodels_uncertainty_j": r["powermodels_energy_uncertainty"],
