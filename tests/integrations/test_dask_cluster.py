@@ -19,7 +19,7 @@ from powermodels.harness.campaign import CampaignSpec, finished_keys, load_campa
 from powermodels.integrations.dask_cluster import _per_gpu_run  # noqa: E402
 
 SPEC = {
-    "kernels": {"fp32": "all", "stream_copy": "default"},
+    "kernels": {"fp32": {"sample": 8, "seed": 0}, "stream_copy": "default"},
     "protocol": "naive",
     "repeats": 2,
     "device": "simulated",
@@ -96,7 +96,8 @@ def test_ctrl_c_cancels_and_resume_finishes(client, tmp_path, monkeypatch):
 @pytest.mark.parametrize("per_gpu", [False, True], ids=["spread", "per-gpu"])
 def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_path, per_gpu):
     spec = dict(SPEC, protocol="continuous", protocol_params={"duration_s": 0.05},
-                kernels={"fp32": "all", "stream_copy": "all"} if not per_gpu else {"fp32": "all"})
+                kernels={"fp32": "all", "stream_copy": "all"} if not per_gpu else {"fp32": "all"},
+                repeats=1 if per_gpu else 2)
     expected = {r.key for r in plan(CampaignSpec.from_dict(spec))}
     if per_gpu:  # the killed worker's board: its pinned runs wait for the restarted worker
         expected = {_per_gpu_run(r, u).key for r in plan(CampaignSpec.from_dict(spec))
