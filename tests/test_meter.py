@@ -248,3 +248,15 @@ def test_meter_through_nvml_on_the_fake_pynvml(monkeypatch):
     assert w.energy_j == pytest.approx(300.0 * w.time_s, rel=0.1)
     assert w.sm_clock_max_mhz == 1980.0 and w.temperature_max_c == 31.0
     assert not [n for n in fake.names() if n.startswith(("nvmlDeviceSet", "nvmlDeviceReset"))]
+
+
+def test_sync_is_called_at_both_ends_on_a_real_device():
+    calls = []
+    with EnergyMeter(_CountingDevice(), sync=lambda: calls.append(time.perf_counter())) as meter:
+        meter.begin_window("w")
+        with pytest.warns(RuntimeWarning, match="shorter than the counter's update period"):
+            w = meter.end_window("w", wait=False)
+    assert len(calls) == 2
+    assert math.isfinite(w.energy_j) and w.energy_j >= 0 and math.isfinite(w.uncertainty_j)
+    with pytest.raises(ValueError, match="sync must be"):
+        EnergyMeter(_CountingDevice(), sync="always")

@@ -199,7 +199,7 @@ class EnergyMeter:
             raise ValueError(f"EnergyMeter: delay_s must be a finite number >= 0, got {delay_s!r}")
         self.device, self._owns = _open(device, index)
         self.simulated = self.device.info.kind == "simulated"
-        self._sync = None if (sync is None or self.simulated) else (_auto_sync() if sync == "auto" else sync)
+        self._sync_mode = None if self.simulated else sync
         self.delay_s = float(delay_s)
         self.wait_timeout_s = float(wait_timeout_s)
         self._log = open_counter_log(self.device)
@@ -217,8 +217,7 @@ class EnergyMeter:
         with self._lock:
             if name in self._windows:
                 raise ValueError(f"begin_window: window {name!r} is already open")
-        if self._sync is not None:
-            self._sync()
+        self._synchronize()
         with self._lock:
             self._windows[name] = self.device.now()
 
@@ -255,8 +254,7 @@ class EnergyMeter:
                 open_ = sorted(self._windows)
                 raise ValueError(f"end_window: no window named {name!r} is open "
                                  f"(open: {open_ if open_ else 'none'})")
-        if self._sync is not None:
-            self._sync()
+        self._synchronize()
         end = self.device.now()
         with self._lock:
             start = self._windows.pop(name)
@@ -304,14 +302,21 @@ class EnergyMeter:
 
     # -- measuring ----------------------------------------------------------
 
+    def _synchronize(self) -> None:
+        # "auto" is resolved at every call: PyTorch or CuPy may be imported after the meter
+        sync = _auto_sync() if self._sync_mode == "auto" else self._sync_mode
+        if sync is not None:
+            sync()
+
     def _wait_first_update(self) -> None:
-        # the estimate at a window's start interpolates from the update before it
+        # a window's start interpolates from the update before it; wait=False extrapolates
+        # from the last two: have two updates in the log before the first window
         import time
 
         deadline = time.monotonic() + self.wait_timeout_s
         while time.monotonic() < deadline:
             _, _, j = self._log.reads(-math.inf, math.inf)
-            if j.size >= 2 and np.any(j[1:] > j[:-1]):
+            if j.size >= 3 and np.count_nonzero(j[1:] > j[:-1]) >= 2:
                 return
             self._log.advance()
 
@@ -343,8 +348,12 @@ class EnergyMeter:
             from .harness.counter_log import extrapolated_energy
 
             ee, se = extrapolated_energy(t0, t1, j, end, self.delay_s)
-            energy = ee - b.estimate
-            sigma = math.hypot((b.upper - b.lower) / math.sqrt(12.0), se)
+            eb, sb = b.estimate, (b.upper - b.lower) / math.sqrt(12.0)
+            if not math.isfinite(eb):  # no update since the start either: both ends carried forward
+                eb, sb = extrapolated_energy(t0, t1, j, start, self.delay_s)
+                sb = 0.0  # the same carried power at both ends: only the end's unseen span counts
+            energy = ee - eb
+            sigma = math.hypot(sb, se)
         if idle_power_w is not None:
             eb, sb = anchored_energy(t0, t1, j, start, "before", idle_power_w, self.delay_s)
             ee, se = anchored_energy(t0, t1, j, end, "after", idle_power_w, self.delay_s)
@@ -353,7 +362,9 @@ class EnergyMeter:
                 energy = min(max(ee - eb, bounds[0]), bounds[1])
                 sigma = math.hypot(sb, se)
         if not (math.isfinite(energy) and math.isfinite(sigma)):
-            notes.append(f"the counter did not bracket the window within {self.wait_timeout_s:g} s "
+            notes.append("fewer than two counter updates seen before the window's end (wait=False "
+                         "extrapolates from them)" if not wait else
+                         f"the counter did not bracket the window within {self.wait_timeout_s:g} s "
                          "(no update seen before its start or after its end)")
         time_s = end - start
         short = math.isfinite(period) and time_s < period
