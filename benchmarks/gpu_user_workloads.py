@@ -12,7 +12,8 @@ Parts (``--parts``, comma-separated; all by default):
 
 callables  a CuPy float32 matmul callable (4096²) and a PyTorch bf16 matmul callable (8192²)
 source     the user's tunable ``kernels/examples/matmul_tiled.cu`` (4 tunables, 36 valid
-           configurations) as a campaign over 20 sampled configurations, each vs the reference
+           configurations) as a campaign over ``--configs`` (20) sampled configurations,
+           each vs the reference
 program    an external program doing ~5 s of CuPy matmuls (``measure_program``, 3 runs, 2 s
            idle gaps) vs the program run back to back
 tuner      ``kernel_tuner.tune_kernel`` on the same ``.cu`` kernel and the same 20
@@ -32,7 +33,11 @@ those of its pure-Python dependencies (python-constraint2, xmltodict, jsonschema
 pymoo; see the device README on carrying wheels) when the image lacks them.
 A part that fails is noted in the report and the others still run.
 
-Usage (on the GPU machine, ~8 min with the defaults)::
+Time on the GPU with the defaults, estimated (not yet run): callables ~0.5 min, source
+~5 min (20 references of 12 s), program ~1 min, tuner ~1 min — ~8 min in all, inside one
+10-minute call but with little margin: split with ``--parts`` if a part runs long.
+
+Usage (on the GPU machine)::
 
     PYTHONPATH=src python3 benchmarks/gpu_user_workloads.py --out $OUT
     PYTHONPATH=src python3 benchmarks/gpu_user_workloads.py --device simulated --reference-s 4 --skip-s 1
@@ -139,12 +144,12 @@ def torch_matmul_workload(simulated: bool):
                             name="torch_matmul_bf16_8192")
 
 
-def source_entry() -> dict:
+def source_entry(configs: int = 20) -> dict:
     """The campaign entry of the user's tiled matmul (as in kernels/examples/matmul_campaign.toml)."""
     from powermodels.harness.campaign import load_spec
 
     entry = dict(load_spec(EXAMPLES / "matmul_campaign.toml").workloads[0])
-    entry["configs"] = {"sample": 20, "seed": 0}
+    entry["configs"] = {"sample": int(configs), "seed": 0}
     return entry
 
 
@@ -214,7 +219,7 @@ def part_source(runner, args, simulated, folder: Path):
     from powermodels.harness.reference import reference_energy
     from powermodels.harness.workloads.spec import workload_from_entry
 
-    entry = source_entry()
+    entry = source_entry(args.configs)
     spec = {"workloads": [entry], "repeats": 1, "base_dir": str(EXAMPLES)}
     t0 = time.perf_counter()
     # the campaign's own folder (rows + traces) is scratch: its rows go to comparison.csv
@@ -256,7 +261,7 @@ def part_tuner(device, args, comparison: list):
     )
     from powermodels.integrations.kernel_tuner import PowerModelsObserver
 
-    entry = source_entry()
+    entry = source_entry(args.configs)
     w = workload_from_entry(entry, EXAMPLES)
     chosen = select_configs(w, entry["configs"])
     keys = {w.config_id(c) for c in chosen}
@@ -330,6 +335,8 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", default="callables,source,program,tuner")
     parser.add_argument("--reference-s", type=float, default=12.0)
     parser.add_argument("--skip-s", type=float, default=2.0)
+    parser.add_argument("--configs", type=int, default=20,
+                        help="configurations of the .cu kernel sampled for the campaign and the tuner")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     blocked = forbid_nvml_setters()
