@@ -47,6 +47,9 @@ def test_rows_are_small_json_commit_markers_and_traces_a_dataset(tmp_path):
 
 
 def test_resume_reads_no_trace_and_no_finished_run(tmp_path, monkeypatch):
+    from powermodels.harness import campaign_store
+
+    monkeypatch.setattr(campaign_store, "INDEX_AFTER", 1)
     run_campaign(SPEC, tmp_path, progress=False, max_runs=5)
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "runs").glob("*.json")}
     before_keys = finished_keys(tmp_path)
@@ -109,7 +112,10 @@ def test_folders_of_the_old_layout_load_and_resume(tmp_path):
     assert len(runs) == 6 and runs[schema.RUN_ID].is_unique and len(list((tmp_path / "runs").glob("*.json"))) == 3
 
 
-def test_index_is_a_cache_of_the_rows(tmp_path):
+def test_index_is_a_cache_of_the_rows(tmp_path, monkeypatch):
+    from powermodels.harness import campaign_store
+
+    monkeypatch.setattr(campaign_store, "INDEX_AFTER", 1)
     run_campaign(SPEC, tmp_path, progress=False, max_runs=4)
     store = CampaignStore(tmp_path)
     full = store.run_table()
