@@ -60,10 +60,15 @@ def _initial_level(x0, Z: np.ndarray) -> np.ndarray:
     return np.full(Z.shape[0], _check_real("x0", x0))
 
 
+#: Up to this many steps :func:`first_order_recurrence` runs step by step (vectorised over rows).
+_SHORT_RECURRENCE = 512
+
+
 def first_order_recurrence(a: np.ndarray, u: np.ndarray, x_init: np.ndarray) -> np.ndarray:
     """Solve ``x[:, k] = a[k] * x[:, k-1] + u[:, k]`` along axis 1, ``x[:, -1] = x_init``.
 
-    A blocked scan: the time axis is cut into ~sqrt(T) blocks; the recurrence
+    Up to 512 steps it runs step by step, one NumPy call per step across all
+    rows. Longer: a blocked scan: the time axis is cut into ~sqrt(T) blocks; the recurrence
     runs inside all blocks at once (from a zero start), then the block
     carries are propagated, then each block adds ``cumprod(a) * carry``.
     Only products of ``a`` appear (no division), so it is as stable as the
@@ -83,6 +88,15 @@ def first_order_recurrence(a: np.ndarray, u: np.ndarray, x_init: np.ndarray) -> 
     x : ndarray of shape (n_rows, T)
     """
     rows, T = u.shape
+    if T <= _SHORT_RECURRENCE:
+        # a short recurrence (the Kalman transient: ~200 steps): one NumPy call per step
+        # across all rows is cheaper than the blocked scan's three passes over its blocks
+        x = np.empty((rows, T))
+        c = np.asarray(x_init, dtype=float)
+        for k in range(T):
+            c = a[k] * c + u[:, k]
+            x[:, k] = c
+        return x
     block = max(1, math.isqrt(T))
     n_blocks = -(-T // block)
     pad = n_blocks * block - T
