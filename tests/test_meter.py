@@ -260,3 +260,24 @@ def test_sync_is_called_at_both_ends_on_a_real_device():
     assert math.isfinite(w.energy_j) and w.energy_j >= 0 and math.isfinite(w.uncertainty_j)
     with pytest.raises(ValueError, match="sync must be"):
         EnergyMeter(_CountingDevice(), sync="always")
+
+
+def test_steady_window_takes_the_power_between_inside_updates(gpu):
+    meter = EnergyMeter(gpu)
+    meter.begin_window("plain")
+    meter.begin_window("steady")
+    gpu.run(EXAMPLE_WORKLOADS["fp32"], launches=100)   # idle -> 1 s of steady load
+    steady = meter.end_window("steady", steady=True)
+    plain = meter.end_window("plain")
+    # over the launches themselves (what a per-launch energy needs), the steady estimate is exact
+    true = gpu.true_energy_j(steady.start_s, steady.start_s + 1.0)
+    assert abs(steady.energy_j - true) / true < 0.002
+    assert steady.uncertainty_j < plain.uncertainty_j / 5
+    meter.begin_window("short")
+    gpu.run(EXAMPLE_WORKLOADS["fp32"], launches=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        short = meter.end_window("short", steady=True)
+    said = " ".join(str(c.message) for c in caught)
+    assert "needs two counter updates inside" in said and "shorter than the counter's update" in said
+    assert short.short and math.isfinite(short.energy_j)

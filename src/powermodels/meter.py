@@ -221,7 +221,7 @@ class EnergyMeter:
         with self._lock:
             self._windows[name] = self.device.now()
 
-    def end_window(self, name: str, *, wait: bool = True,
+    def end_window(self, name: str, *, wait: bool = True, steady: bool = False,
                    idle_power_w: float | None = None) -> WindowMeasurement:
         """Close window ``name`` and measure it (waits for the counter's next update, ~0.1 s).
 
@@ -238,6 +238,14 @@ class EnergyMeter:
             (:func:`~powermodels.harness.counter_log.extrapolated_energy`):
             the upper bound is then unknown (``inf``) and the uncertainty
             includes the unseen time since the last update.
+        steady : bool, default=False
+            Only when the load is the same all through the window (back-to-back
+            launches of one kernel, as Kernel Tuner's continuous benchmark): the
+            power is taken between the first and last counter updates inside
+            the window and multiplied by its time, so nothing is interpolated
+            across its edges (:func:`~powermodels.harness.counter_log.steady_power`);
+            needs two updates inside (a window of ≥ ~2 update periods), else the
+            default estimate is used and a note says so.
         idle_power_w : float, optional
             Only when the GPU idled at this power from the update before the
             window's start to the start, and from its end to the update after
@@ -258,7 +266,7 @@ class EnergyMeter:
         end = self.device.now()
         with self._lock:
             start = self._windows.pop(name)
-        return self._measure(name, start, end, idle_power_w, wait)
+        return self._measure(name, start, end, idle_power_w, wait, steady)
 
     def cancel_window(self, name: str) -> None:
         """Forget open window ``name`` without measuring it."""
@@ -321,7 +329,7 @@ class EnergyMeter:
             self._log.advance()
 
     def _measure(self, name: str, start: float, end: float, idle_power_w=None,
-                 wait: bool = True) -> WindowMeasurement:
+                 wait: bool = True, steady: bool = False) -> WindowMeasurement:
         if not self._log.has_counter:
             return self._integrate(name, start, end)
         from .harness.counter_log import anchored_energy, energy_bounds
@@ -354,6 +362,16 @@ class EnergyMeter:
                 sb = 0.0  # the same carried power at both ends: only the end's unseen span counts
             energy = ee - eb
             sigma = math.hypot(sb, se)
+        if steady:
+            from .harness.counter_log import steady_power
+
+            power, sigma_p, updates = steady_power(t0, t1, j, start, end, self.delay_s)
+            if math.isfinite(power):
+                energy = min(max(power * (end - start), bounds[0]), bounds[1])
+                sigma = sigma_p * (end - start)
+            else:
+                notes.append(f"steady=True needs two counter updates inside the window, saw {updates}: "
+                             "interpolated at its edges instead")
         if idle_power_w is not None:
             eb, sb = anchored_energy(t0, t1, j, start, "before", idle_power_w, self.delay_s)
             ee, se = anchored_energy(t0, t1, j, end, "after", idle_power_w, self.delay_s)

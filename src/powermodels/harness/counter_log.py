@@ -41,7 +41,8 @@ import numpy as np
 from .. import schema
 
 __all__ = ["CounterLog", "EnergyBounds", "PolledCounterLog", "SimulatedCounterLog",
-           "anchored_energy", "energy_bounds", "extrapolated_energy", "open_counter_log"]
+           "anchored_energy", "energy_bounds", "extrapolated_energy", "open_counter_log",
+           "steady_power"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,34 @@ def anchored_energy(t0, t1, joules, t: float, side: str, power_w: float,
     u = when[k] - delay_s
     half = 0.5 * (hi[k] - lo[k])
     return float(joules[new][k] + power_w * (t - u)), float(power_w * half / math.sqrt(3.0))
+
+
+def steady_power(t0, t1, joules, start: float, end: float,
+                 delay_s: float = 0.0) -> tuple[float, float, int]:
+    """Mean power between the first and last counter updates published inside ``[start, end]``.
+
+    For a steady load (back-to-back launches of one kernel) this is the
+    window's mean power without interpolating across its edges: only the two
+    updates' instants are uncertain, each to half its bracket ``h``, so the
+    1-σ error is ``P·hypot(h_a, h_b)/√3/(u_b − u_a)`` (as the ``counter``
+    protocol takes it).
+
+    Returns
+    -------
+    (power_w, sigma_w, updates) : tuple
+        NaN power with fewer than two updates inside.
+    """
+    t0, t1, joules = (np.asarray(a, dtype=float) for a in (t0, t1, joules))
+    new, when = _changes(t0, t1, joules)
+    lo, hi = t0[new - 1], t1[new]
+    inside = np.flatnonzero((lo >= start + delay_s) & (hi <= end + delay_s))
+    if inside.size < 2:
+        return math.nan, math.nan, int(inside.size)
+    a, b = inside[0], inside[-1]
+    span = when[b] - when[a]
+    power = (joules[new][b] - joules[new][a]) / span
+    half = np.hypot(0.5 * (hi[a] - lo[a]), 0.5 * (hi[b] - lo[b]))
+    return float(power), float(power * half / math.sqrt(3.0) / span), int(inside.size)
 
 
 def extrapolated_energy(t0, t1, joules, t: float, delay_s: float = 0.0) -> tuple[float, float]:

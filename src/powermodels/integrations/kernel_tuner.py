@@ -11,9 +11,10 @@
 Each result then carries
 
 ``powermodels_energy``
-    Energy of one kernel launch (J): the energy counter over Kernel Tuner's
-    continuous benchmark (≥ ``continuous_duration`` s of back-to-back
-    launches), divided by the launches.
+    Energy of one kernel launch (J): the mean power between the first and
+    last energy-counter updates inside Kernel Tuner's continuous benchmark
+    (≥ ``continuous_duration`` s of back-to-back launches, a steady load)
+    × the benchmark's time, divided by its launches.
 ``powermodels_power``
     Mean power over that benchmark (W).
 ``powermodels_energy_uncertainty``
@@ -81,7 +82,8 @@ class _MeterWindow(ContinuousObserver):
         launches = parent._launches(self.results["time"])
         if meter.simulated:  # the twin's launches stand in for the kernel on the simulated GPU
             meter.device.run(parent._twin(), launches=launches)
-        w = meter.end_window("kernel_tuner")
+        # back-to-back launches of one configuration: a steady load, so no edge interpolation
+        w = meter.end_window("kernel_tuner", steady=True)
         self._last = {
             "powermodels_energy": w.energy_j / launches,
             "powermodels_power": w.power_w,
