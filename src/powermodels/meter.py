@@ -26,6 +26,10 @@ window's two ends from the reads around them
   already in the log). ``end_window(name, wait=False)`` returns at once too
   (a window per training step should not stall the loop) and extrapolates
   the end at the last update interval's power, with a larger uncertainty;
+* ``end_window(name, steady=True)``, for a load that is the same all through
+  the window (back-to-back launches of one kernel), takes the power between
+  the first and last updates *inside* the window times its time: nothing is
+  interpolated across the edges, only the two updates' instants are uncertain;
 * ``energy_bounds_j`` holds whatever the power did inside the two edge
   updates; ``uncertainty_j`` is the 1-σ width that follows when the energy
   at each end is taken as uniform within its bounding update (per end:
