@@ -10,7 +10,9 @@ between ``--skip-s`` (2 s) and the end, divided by the repetitions
 
 Parts (``--parts``, comma-separated; all by default):
 
-callables  a CuPy float32 matmul callable (4096²) and a PyTorch bf16 matmul callable (8192²)
+callables  a CuPy float32 matmul callable (4096²) and a PyTorch bf16 matmul callable (8192²),
+           each also inside ``EnergyMeter`` windows around 3 s of back-to-back calls
+           (steady and interpolated), against the same reference
 source     the user's tunable ``kernels/examples/matmul_tiled.cu`` (4 tunables, 36 valid
            configurations) as a campaign over ``--configs`` (20) sampled configurations,
            each vs the reference
@@ -210,6 +212,46 @@ def part_callables(runner, args, simulated):
         wall = time.perf_counter() - t0
         ref = reference_energy(runner, w, duration_s=args.reference_s, skip_s=args.skip_s)
         rows.append(_row(w.name, "callable", "", m.row, _ref_dict(ref), wall))
+        rows += meter_rows(runner, w, _ref_dict(ref), simulated)
+    return rows
+
+
+def meter_rows(runner, w, ref: dict, simulated: bool, seconds: float = 3.0) -> list[dict]:
+    """EnergyMeter around ``seconds`` of the callable back to back: interpolated and steady windows."""
+    from powermodels import schema
+    from powermodels.meter import EnergyMeter
+
+    launches = max(1, round(seconds / ref["time_s"]))
+    prepared = None if simulated else w.prepare()
+    meter = EnergyMeter(runner.device)  # sync="auto": CuPy / PyTorch synchronized at both ends
+    try:
+        t0 = time.perf_counter()
+        meter.begin_window("plain")
+        meter.begin_window("steady")
+        if simulated:
+            runner.device.run(w.simulated(), launches=launches)
+        else:
+            for _ in range(launches):
+                prepared.launch()
+        steady = meter.end_window("steady", steady=True)
+        plain = meter.end_window("plain")
+        wall = time.perf_counter() - t0
+    finally:
+        meter.close()
+        if prepared is not None:
+            prepared.close()
+    rows = []
+    for label, win in (("meter (steady)", steady), ("meter (interpolated)", plain)):
+        row = {schema.PROTOCOL: label, schema.ENERGY_J: win.energy_j / launches,
+               schema.ENERGY_UNCERTAINTY_J: win.uncertainty_j / launches,
+               schema.TIME_S: win.time_s / launches, schema.POWER_W: win.power_w,
+               schema.TEMPERATURE_C: win.temperature_max_c,
+               schema.SM_CLOCK_MHZ: 0.5 * (win.sm_clock_min_mhz + win.sm_clock_max_mhz)}
+        extra = {}
+        if simulated:  # the meter against the truth over its own window (no thermal-state difference)
+            true = runner.device.true_energy_j(win.start_s, win.end_s) / launches
+            extra = {"window_truth_energy_j": true, "window_truth_error_pct": 100 * (row[schema.ENERGY_J] / true - 1)}
+        rows.append(_row(w.name, "EnergyMeter", f"{launches} launches", row, ref, wall, extra))
     return rows
 
 
@@ -316,6 +358,11 @@ def report(comparison, tuner, env, notes) -> str:
                          f"{r['energy_j']:.5g} ± {r['energy_uncertainty_j']:.2g} | "
                          f"{r['reference_energy_j']:.5g} | {r['error_pct']:+.2f} | {r['power_w']:.0f} | "
                          f"{r['wall_measure_s']:.1f} / {r['wall_reference_s']:.1f} |")
+    truths = [r for r in comparison if math.isfinite(r.get("window_truth_error_pct", math.nan))]
+    if truths:
+        lines += ["", "EnergyMeter against the simulated truth over its own window (no thermal-state "
+                  "difference): " + "; ".join(f"{r['workload']} {r['protocol']} "
+                                             f"{r['window_truth_error_pct']:+.3f} %" for r in truths) + "."]
     if tuner:
         lines += ["", "## Kernel Tuner: powermodels observer next to NVMLObserver", "",
                   "| config | time ms | powermodels J | NVMLObserver J | reference J | powermodels % | NVML % |",
