@@ -114,3 +114,19 @@ def test_bad_input_names_the_problem(tmp_path):
                                say=lambda m: None)
     with pytest.raises(ValueError, match="preset"):
         SimulatedInstructionBackend(preset="gtx480")
+
+
+def test_hopper_extra_hgmma_benchmark_compiles_to_hgmma_and_is_fitted(tmp_path):
+    from powermodels.harness import sass
+    from powermodels.harness.microbench import HOPPER_MICROBENCHMARKS
+
+    m = HOPPER_MICROBENCHMARKS["hgmma_f32"]
+    if all(sass.find_tool(t) for t in ("nvcc", "cuobjdump", "nvdisasm")):
+        code = sass.disassemble(sass.compile_cubin(m.path, tmp_path / "wgmma.cubin", arch=m.arch))
+        ops = sass.count_static_opcodes(code, m.kernel)
+        assert ops[m.targets[0]] >= 8 and all(t in ops for t in m.targets)
+    cal = calibrate_instructions(
+        SimulatedInstructionBackend(hopper_extras=True), tmp_path / "cal",
+        micro=["ffma", "iadd3", "hmma_f32", "hgmma_f32", "lds32"], say=lambda m: None)
+    assert "hgmma_f32" in set(cal.micro[schema.WORKLOAD])
+    assert "HGMMA.64x64x16.F32" in cal.model.energies_.index

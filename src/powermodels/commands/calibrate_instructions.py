@@ -54,16 +54,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--fraction", type=float, default=0.1,
                         help="with --transfer-from: share of microbenchmarks measured (default 0.1)")
     parser.add_argument("--ncu", help="path of ncu (default: PATH or the CUDA toolkit)")
+    parser.add_argument("--hopper-extras", action="store_true",
+                        help="also measure the sm_90a warp-group MMA (HGMMA) microbenchmark")
 
 
 def _backend(args):
     if args.device == "simulated":
         from ..harness.microbench_sim import SimulatedInstructionBackend
 
-        return SimulatedInstructionBackend(args.preset, noise=args.noise, seed=args.seed)
+        return SimulatedInstructionBackend(args.preset, noise=args.noise, seed=args.seed,
+                                           hopper_extras=args.hopper_extras)
     from ..harness.microbench_gpu import CupyNcuBackend
 
-    return CupyNcuBackend(ncu=args.ncu)
+    return CupyNcuBackend(ncu=args.ncu, hopper_extras=args.hopper_extras)
 
 
 def _split(text: str) -> list[str]:

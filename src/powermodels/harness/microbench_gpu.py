@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from . import sass
-from .microbench import MICROBENCHMARKS
+from .microbench import HOPPER_MICROBENCHMARKS, MICROBENCHMARKS, microbenchmark
 
 __all__ = ["CupyNcuBackend", "MeasureSettings", "MicrobenchGpu", "counter_slope"]
 
@@ -112,13 +112,12 @@ class MicrobenchGpu:
         self.sm_count = dev.attributes["MultiProcessorCount"]
         self.modules = {}
         cubin_dir.mkdir(parents=True, exist_ok=True)
-        wanted = [MICROBENCHMARKS[n] for n in (MICROBENCHMARKS if names is None else names)]
-        for src in sorted({m.source for m in wanted}):
-            path = next(m.path for m in MICROBENCHMARKS.values() if m.source == src)
-            cubin = cubin_dir / f"{Path(src).stem}.cubin"
+        wanted = [microbenchmark(n) for n in (MICROBENCHMARKS if names is None else names)]
+        for m in {m.source: m for m in wanted}.values():
+            cubin = cubin_dir / f"{Path(m.source).stem}.{m.arch}.cubin"
             if not cubin.exists():
-                sass.compile_cubin(path, out=cubin)
-            self.modules[src] = cp.RawModule(path=str(cubin))
+                sass.compile_cubin(m.path, out=cubin, arch=m.arch)
+            self.modules[m.source] = cp.RawModule(path=str(cubin))
         big = 512 * 2**20
         self.inp = cp.random.uniform(1.0, 2.0, size=big // 4 + 2**20, dtype=cp.float32)
         self.out = cp.zeros(big // 4 + 2**22, dtype=cp.float32)
@@ -138,7 +137,7 @@ class MicrobenchGpu:
         return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.h)
 
     def launcher(self, name: str, iters: int):
-        m = MICROBENCHMARKS[name]
+        m = microbenchmark(name)
         fn = self.modules[m.source].get_function(m.kernel)
         grid, block = (m.grid(self.sm_count),), (m.block,)
         args = (self.inp, self.out, np.int64(iters), np.uint32(m.mask))
@@ -237,12 +236,15 @@ class CupyNcuBackend:
         Path of ``ncu`` (default: found on PATH or in the CUDA toolkit).
     profiled : tuple of int
         Iteration counts of the two profiles of each microbenchmark.
+    hopper_extras : bool, default=False
+        Also offer :data:`~powermodels.harness.microbench.HOPPER_MICROBENCHMARKS` (sm_90a).
     """
 
     kind = "gpu"
 
     def __init__(self, settings: MeasureSettings | None = None, cubin_dir=None, ncu=None,
-                 profiled=(8, 16)):
+                 profiled=(8, 16), hopper_extras: bool = False):
+        self.hopper_extras = bool(hopper_extras)
         self.settings = settings or MeasureSettings()
         self.cubin_dir = Path(cubin_dir or Path(tempfile.gettempdir()) / "pm_cubins")
         self.ncu = ncu
@@ -258,7 +260,7 @@ class CupyNcuBackend:
         return self._gpu.info()
 
     def microbenchmarks(self) -> list[str]:
-        return list(MICROBENCHMARKS)
+        return [*MICROBENCHMARKS, *(HOPPER_MICROBENCHMARKS if self.hopper_extras else ())]
 
     def idle_power(self) -> float:
         return self._gpu.idle_power(self.settings.idle_s)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import sass
-from .microbench import MICROBENCHMARKS
+from .microbench import HOPPER_MICROBENCHMARKS, MICROBENCHMARKS, microbenchmark
 
 __all__ = ["PRESETS", "SIM_WORKLOADS", "InstructionPreset", "SimulatedInstructionBackend",
            "affine_preset"]
@@ -56,9 +56,10 @@ _BASE_PJ = {
     "STG.E.128": 1600, "REDG.E.ADD.STRONG.GPU": 2500, "HMMA.16816.F32": 3464,
     "HMMA.16816.F16": 2623, "HMMA.16816.F32.BF16": 2930, "HMMA.1688.F32.TF32": 2781,
     "IMMA.16832.S8.S8": 2161, "DMMA.8x8x4": 2379, "S2R": 200, "EXIT": 100,
+    "HGMMA.64x64x16.F32": 6000, "WARPGROUP.ARRIVE": 100, "WARPGROUP.DEPBAR.LE": 100,
 }
 #: Warp instructions each opcode occupies an SM scheduler for (cycles; others 1).
-_CYCLES = {"MUFU": 4, "DADD": 2, "DMUL": 2, "DFMA": 2, "HMMA": 8, "IMMA": 8, "DMMA": 16,
+_CYCLES = {"HGMMA": 32, "MUFU": 4, "DADD": 2, "DMUL": 2, "DFMA": 2, "HMMA": 8, "IMMA": 8, "DMMA": 16,
            "LDS": 2, "STS": 2, "ATOMS": 4, "SHFL": 2, "NANOSLEEP": 200}
 _MEM_CYCLES = {"L1": 2, "L2": 8, "DRAM": 24}
 
@@ -150,12 +151,15 @@ class SimulatedInstructionBackend:
         Iteration counts of the two profiles of each microbenchmark.
     target_launch_s : float, default=0.02
         A microbenchmark launch lasts about this long.
+    hopper_extras : bool, default=False
+        Also offer :data:`~powermodels.harness.microbench.HOPPER_MICROBENCHMARKS`.
     """
 
     kind = "simulated"
 
     def __init__(self, preset="sim-hopper-a", noise: float = 0.0, seed: int = 0,
-                 profiled=(8, 16), target_launch_s: float = 0.02):
+                 profiled=(8, 16), target_launch_s: float = 0.02, hopper_extras: bool = False):
+        self.hopper_extras = bool(hopper_extras)
         if isinstance(preset, str):
             if preset not in PRESETS:
                 raise ValueError(f"preset: unknown {preset!r} (have {', '.join(PRESETS)})")
@@ -180,7 +184,7 @@ class SimulatedInstructionBackend:
                 "sm_count": p.sm_count}
 
     def microbenchmarks(self) -> list[str]:
-        return list(MICROBENCHMARKS)
+        return [*MICROBENCHMARKS, *(HOPPER_MICROBENCHMARKS if self.hopper_extras else ())]
 
     def idle_power(self) -> float:
         return self._noisy(self.preset.idle_power_w)
@@ -228,7 +232,7 @@ class SimulatedInstructionBackend:
 
     def _launch(self, name: str, iters: int):
         """Counts (opcode → warp instructions), sectors per level, hit rates of one launch."""
-        m = MICROBENCHMARKS[name]
+        m = microbenchmark(name)
         warps = m.grid(self.preset.sm_count) * m.block // 32
         body = {op: UNROLL for op in m.targets}
         for op, k in _LOOP.items():
