@@ -95,10 +95,11 @@ def _trusted() -> tuple[str, ...]:
     for _, cls in all_estimators():
         names.add(_type_name(cls))
         modules.add(cls.__module__)
-    # data classes defined beside our estimators (e.g. DVFSParams in a fitted DVFS model)
+    # powermodels' data classes our estimator modules use (e.g. DVFSParams in a fitted DVFS
+    # model, defined in models/dvfs_params.py and imported by the estimators' module)
     for module in modules:
         for _, cls in inspect.getmembers(sys.modules[module], inspect.isclass):
-            if cls.__module__ == module and dataclasses.is_dataclass(cls):
+            if cls.__module__.startswith("powermodels.") and dataclasses.is_dataclass(cls):
                 names.add(_type_name(cls))
     # the scorers of scikit-learn's named metrics and their metric functions
     for name in get_scorer_names():
