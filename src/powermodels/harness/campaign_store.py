@@ -180,8 +180,11 @@ class CampaignStore:
         frames, have = [], set()
         index = self._read_index()
         if index is not None:
-            index = index.loc[index[KEY].isin(wanted)]
-            have = set(index[KEY])
+            # plain set lookups: Series.isin on arrow strings takes ~0.2 s for 10,000 keys
+            indexed = index[KEY].tolist()
+            keep = np.fromiter((k in wanted for k in indexed), dtype=bool, count=len(indexed))
+            index = index.loc[keep]
+            have = {k for k, kept in zip(indexed, keep, strict=True) if kept}
             if len(index):
                 frames.append(index)
         new = sorted(wanted - have)
@@ -197,8 +200,11 @@ class CampaignStore:
                 frames.append(pd.read_parquet(path).assign(**{KEY: key}))
         if records:
             frames.append(pd.DataFrame.from_records(records).assign(**{KEY: record_keys}))
-        table = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        table = table.sort_values(KEY, kind="stable").reset_index(drop=True)
+        if len(frames) == 1 and not new:
+            table = frames[0].reset_index(drop=True)  # the index alone: written in key order
+        else:
+            table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            table = table.sort_values(KEY, kind="stable").reset_index(drop=True)
         if update_index and keys is None and len(new) >= INDEX_AFTER:
             atomic_parquet(table, self.runs_dir / INDEX)
         return table.drop(columns=KEY)
