@@ -16,7 +16,7 @@ distributed = pytest.importorskip("distributed")
 from powermodels import schema  # noqa: E402
 from powermodels.cli import main  # noqa: E402
 from powermodels.harness.campaign import CampaignSpec, finished_keys, load_campaign, plan, run_campaign  # noqa: E402
-from powermodels.integrations.dask_cluster import _per_gpu_run  # noqa: E402
+from powermodels.integrations.dask_cluster import _per_gpu_run, check_same_gpu  # noqa: E402
 
 SPEC = {
     "kernels": {"fp32": {"sample": 8, "seed": 0}, "stream_copy": "default"},
@@ -146,3 +146,11 @@ def test_cli_cluster_address_and_errors(client, tmp_path, capsys):
         from powermodels.harness.runner import make_runner
 
         run_campaign(SPEC, tmp_path / "x", cluster=client, runner=make_runner("simulated"))
+
+
+def test_a_worker_whose_sensor_is_another_gpu_is_refused():
+    uuid = "GPU-1b2c3d4e-0000-1111-2222-333344445555"
+    check_same_gpu(uuid, uuid.upper())  # the same board
+    check_same_gpu(uuid, None)  # nothing to compare (no CuPy)
+    with pytest.raises(RuntimeError, match="CUDA device 0 = GPU-99"):
+        check_same_gpu(uuid, "GPU-99999999-0000-1111-2222-333344445555")

@@ -91,6 +91,33 @@ def _device_kind(kind: str) -> str:
     return kind
 
 
+def cuda_device_uuid(index: int = 0) -> str | None:
+    """NVML-style UUID (``GPU-xxxxxxxx-...``) of CUDA device ``index`` as this process sees it; None without CuPy."""
+    try:
+        import cupy
+
+        raw = cupy.cuda.runtime.getDeviceProperties(index).get("uuid")
+    except Exception:  # no CuPy, no CUDA device: nothing to compare
+        return None
+    if not raw:
+        return None
+    h = bytes(raw).hex() if not isinstance(raw, str) else raw.encode("latin-1").hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def check_same_gpu(nvml_uuid: str, cuda_uuid: str | None) -> None:
+    """Refuse a worker whose sensor (NVML) is another GPU than the one its kernels run on.
+
+    Under ``dask-cuda`` or a batch scheduler ``CUDA_VISIBLE_DEVICES`` renumbers
+    the CUDA devices but not NVML's, so an NVML handle opened by index can read
+    another board than CUDA device 0.
+    """
+    if cuda_uuid is not None and str(nvml_uuid).lower() != cuda_uuid.lower():
+        raise RuntimeError(f"this worker runs kernels on CUDA device 0 = {cuda_uuid} but its NVML sensor is "
+                           f"{nvml_uuid} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r}); "
+                           "the sensor must be opened by the CUDA device's UUID")
+
+
 class GPUWorkerPlugin(WorkerPlugin):
     """Opens one device and its runner per worker, once; offers the GPU as a Dask resource.
 
@@ -123,6 +150,12 @@ class GPUWorkerPlugin(WorkerPlugin):
         self.runner = make_runner(kind, device_kwargs=kwargs)
         self.lock = threading.Lock()
         info = self.runner.device.info
+        if kind == "nvml":
+            try:
+                check_same_gpu(info.uuid, cuda_device_uuid(0))
+            except RuntimeError:
+                self.runner.close()
+                raise
         self.gpu = {"uuid": str(info.uuid), "name": info.name, "worker": str(worker.name),
                     "metadata": device_metadata(self.runner.device)}
         await worker.set_resources(**{GPU_RESOURCE: 1, gpu_resource(self.gpu["uuid"]): 1})
