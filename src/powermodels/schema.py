@@ -176,6 +176,15 @@ DVFS_SHARES = ("dvfs_share_p0", "dvfs_share_kappa", "dvfs_share_gamma", "dvfs_sh
                "dvfs_share_t0", "dvfs_share_alpha", "dvfs_share_beta")
 DVFS_REFERENCE_TIME_S = "dvfs_reference_time_s"    # measured at the reference (highest) clock pair
 DVFS_REFERENCE_POWER_W = "dvfs_reference_power_w"
+# per-kernel fit quality of DSO eq. 1-2 (models/dvfs_targets.kernel_parameters)
+DVFS_FIT_TIME_MAPE = "dvfs_fit_time_mape"          # fraction, over the kept sweep points
+DVFS_FIT_POWER_MAPE = "dvfs_fit_power_mape"        # fraction, over the kept sweep points
+DVFS_N_POINTS = "dvfs_n_points"                    # sweep points of the kernel
+DVFS_EXCLUDED_CLOCKS = "dvfs_excluded_clocks"      # "705:pstate;1410:throttled" (MHz:kind), "" if none
+DVFS_TRUSTED = "dvfs_trusted"                      # fit good enough to train a predictor on
+# truth columns of a simulated sweep with injected regime changes (workflows/dvfs_simulated)
+DVFS_INJECTED = "dvfs_injected"                    # "pstate" / "memory_clock" / "throttled" / ""
+DVFS_TIME_S_REGULAR = "dvfs_time_s_regular"        # time the GPU would take in its regular regime
 
 # per-group curve fits (fit_frequency_power_batch: thesis eq. 4.1; fit_rational_time_batch: eq. 4.5)
 GROUP = "group"                      # index name: the configuration / kernel of the fit

@@ -23,6 +23,15 @@ clocks and P_max are read (never changed) from the device::
 
     powermodels optimize --predictor rtx8000.pmcal --features feats.csv --device auto
 
+Train the predictor from the sweep table of any GPU (kernel, clocks, time, power and
+``feat:*`` columns of the training kernels, e.g. microbenchmarks), choosing the
+regressor by cross-validation over the training applications, and apply it to
+the profiled kernels of ``--features``; the clocks are the sweep's, P_max is
+``--p-max-w`` (else the largest power measured in the sweep)::
+
+    powermodels optimize --train-sweep micro.csv --features apps.csv --p-max-w 260 \
+        --save-predictor gpu.pmcal
+
 Real frequency sweeps need locked clocks: run them on your own machine with
 the opt-in clock control (``settings_guard(..., allow_changes=True)``).
 """
@@ -46,6 +55,16 @@ def add_arguments(parser) -> None:
     src.add_argument("--features", help="features of profiled kernels (csv/parquet); needs --predictor")
     parser.add_argument("--predictor", help="with --features: calibration file of a fitted "
                                             "DVFSParameterPredictor")
+    parser.add_argument("--train-sweep", help="with --features: train the predictor on this sweep "
+                                              "table (any GPU) instead of loading --predictor")
+    parser.add_argument("--feature-columns", nargs="+", default=None,
+                        help="with --train-sweep: feature columns (default: every feat:* column "
+                             "of both tables)")
+    parser.add_argument("--candidates", nargs="+", default=None,
+                        help="with --train-sweep: regressors compared by grouped CV "
+                             "(mlp gradient_boosting extra_trees ridge_log)")
+    parser.add_argument("--save-predictor", help="with --train-sweep: write the trained predictor "
+                                                 "as a calibration file")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"),
                         help="with --features: where supported clocks and P_max are read from")
     parser.add_argument("--kernel", help="with --runs: only this kernel")
@@ -218,12 +237,52 @@ def recommend_from_features(features, predictor, metadata: dict, clocks, *, max_
     return pd.DataFrame(out)
 
 
+def _run_train(args) -> int:
+    """--train-sweep + --features: train on any GPU's sweep (CV selection), recommend for the profiles."""
+    import numpy as np
+
+    from .. import schema
+    from ..models.dvfs_selection import CANDIDATES
+    from ..workflows.dvfs_predictor import train_dvfs_predictor
+
+    sweep, features = _read_runs(args.train_sweep), _read_runs(args.features)
+    cols = args.feature_columns or [c for c in sweep.columns
+                                    if c.startswith(schema.FEATURE_PREFIX) and c in features.columns]
+    if not cols:
+        raise ValueError("--train-sweep and --features share no feat:* column; name them with "
+                         "--feature-columns")
+    trained = train_dvfs_predictor(sweep, cols, candidates=tuple(args.candidates or CANDIDATES),
+                                   progress=print)
+    print(trained.cv.to_string(index=False, float_format=_fmt))
+    clocks = np.unique(sweep[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].to_numpy(dtype=float), axis=0)
+    p_max = args.p_max_w if args.p_max_w is not None else float(sweep[schema.POWER_W].max())
+    if args.save_predictor:
+        from ..io import save_calibration
+
+        save_calibration(trained.predictor, args.save_predictor,
+                         {**trained.metadata, "trained_on": args.train_sweep})
+        print(f"wrote {args.save_predictor}")
+    recs = recommend_from_features(features, trained.predictor, trained.metadata, clocks,
+                                   max_slowdown=args.max_slowdown, p_max_w=p_max, eta=args.eta)
+    print(f"{len(clocks)} clock pairs of the sweep; P_max {p_max:.0f} W"
+          f"{'' if args.p_max_w is not None else ' (largest measured power; give --p-max-w)'}; "
+          f"slowdown limit {args.max_slowdown:.1%} (predicted, not measured)")
+    print(recs.to_string(index=False, float_format=_fmt))
+    if args.output:
+        recs.to_csv(args.output, index=False)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def _run_features(args) -> int:
     from ..devices import open_device
     from ..io import load_calibration
 
+    if args.train_sweep:
+        return _run_train(args)
     if not args.predictor:
-        raise ValueError("--features needs --predictor (a fitted DVFSParameterPredictor calibration)")
+        raise ValueError("--features needs --predictor (a fitted DVFSParameterPredictor calibration) "
+                         "or --train-sweep (a sweep table to train one on)")
     predictor, meta = load_calibration(args.predictor, return_metadata=True)
     features = _read_runs(args.features)
     device = open_device(args.device)

@@ -19,17 +19,16 @@ position); other columns are ignored.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
-from scipy.optimize import minimize_scalar, nnls
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from powermodels import schema
-from powermodels.models.voltage import relative_voltage
+from powermodels.models.dvfs_fit import (
+    LOSSES, fit_power, fit_time, fit_voltage_curve, power_design, relative_scale)
+from powermodels.models.dvfs_params import DVFSParams
 
 __all__ = [
     "DVFSEnergyModel",
@@ -38,152 +37,6 @@ __all__ = [
     "DVFSTimeModel",
     "fit_voltage_curve",
 ]
-
-
-# --------------------------------------------------------------------------
-# The parameter set.
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DVFSParams:
-    """The seven DSO parameters of one kernel plus the GPU's V(f) shape.
-
-    Attributes
-    ----------
-    p0_w, kappa_w, gamma_w_per_mhz, c_w_per_mhz : float
-        Power parameters of DSO eq. 1 (``kappa_w`` per unit relative voltage).
-    t0_s, alpha_s_mhz, beta_s_mhz : float
-        Time parameters of DSO eq. 2 (α and β in s·MHz).
-    voltage_knee_mhz, voltage_slope_per_ghz : float
-        The relative-voltage curve V(f) (a property of the GPU, not the kernel).
-    """
-
-    p0_w: float = 0.0
-    kappa_w: float = 0.0
-    gamma_w_per_mhz: float = 0.0
-    c_w_per_mhz: float = 0.0
-    t0_s: float = 0.0
-    alpha_s_mhz: float = 0.0
-    beta_s_mhz: float = 0.0
-    voltage_knee_mhz: float = 0.0
-    voltage_slope_per_ghz: float = 0.0
-
-    _NAMES: ClassVar[dict[str, str]] = {
-        "p0_w": schema.DVFS_P0_W,
-        "kappa_w": schema.DVFS_KAPPA_W,
-        "gamma_w_per_mhz": schema.DVFS_GAMMA_W_PER_MHZ,
-        "c_w_per_mhz": schema.DVFS_C_W_PER_MHZ,
-        "t0_s": schema.DVFS_T0_S,
-        "alpha_s_mhz": schema.DVFS_ALPHA_S_MHZ,
-        "beta_s_mhz": schema.DVFS_BETA_S_MHZ,
-    }
-
-    def voltage(self, f_core_mhz) -> np.ndarray:
-        """Relative voltage V(f_c)."""
-        return relative_voltage(f_core_mhz, self.voltage_knee_mhz, self.voltage_slope_per_ghz)
-
-    def power(self, f_core_mhz, f_mem_mhz) -> np.ndarray:
-        """Power in W (DSO eq. 1)."""
-        fc = np.asarray(f_core_mhz, dtype=float)
-        fm = np.asarray(f_mem_mhz, dtype=float)
-        v = self.voltage(fc)
-        return self.p0_w + self.kappa_w * v + self.gamma_w_per_mhz * fm + self.c_w_per_mhz * v**2 * fc
-
-    def time(self, f_core_mhz, f_mem_mhz) -> np.ndarray:
-        """Time in s (DSO eq. 2)."""
-        fc = np.asarray(f_core_mhz, dtype=float)
-        fm = np.asarray(f_mem_mhz, dtype=float)
-        return self.t0_s + np.maximum(self.alpha_s_mhz / fm, self.beta_s_mhz / fc)
-
-    def energy(self, f_core_mhz, f_mem_mhz) -> np.ndarray:
-        """Energy in J (DSO eq. 3)."""
-        return self.power(f_core_mhz, f_mem_mhz) * self.time(f_core_mhz, f_mem_mhz)
-
-    def ridge_core_mhz(self, f_mem_mhz: float) -> float:
-        """Core clock where the kernel turns memory-bound, ``(β/α)·f_m`` (DSO Theorem 1)."""
-        if self.alpha_s_mhz <= 0:
-            return np.inf
-        return self.beta_s_mhz / self.alpha_s_mhz * float(f_mem_mhz)
-
-    def scaled(self, time_factor: float = 1.0, power_factor: float = 1.0) -> DVFSParams:
-        """The same model with time multiplied by ``time_factor`` and power by ``power_factor``."""
-        return replace(
-            self,
-            p0_w=self.p0_w * power_factor,
-            kappa_w=self.kappa_w * power_factor,
-            gamma_w_per_mhz=self.gamma_w_per_mhz * power_factor,
-            c_w_per_mhz=self.c_w_per_mhz * power_factor,
-            t0_s=self.t0_s * time_factor,
-            alpha_s_mhz=self.alpha_s_mhz * time_factor,
-            beta_s_mhz=self.beta_s_mhz * time_factor,
-        )
-
-    def clipped(self) -> DVFSParams:
-        """The same model with negative parameters set to 0 (physical range of eq. 1-2)."""
-        values = {k: max(v, 0.0) for k, v in asdict(self).items() if k in self._NAMES}
-        return replace(self, **values)
-
-    def to_shares(self, f_core_mhz: float, f_mem_mhz: float, time_s: float,
-                  power_w: float) -> np.ndarray:
-        """Each term's share of T and P at a reference clock pair (``schema.DVFS_SHARES`` order).
-
-        ``(P0, κV, γf_m, cV²f_c)/P_ref`` and ``(t0, α/f_m, β/f_c)/T_ref``:
-        dimensionless, O(1) and comparable across kernels of any size, so a
-        regressor can learn them from size-free features.
-        """
-        v = float(self.voltage(f_core_mhz))
-        return np.array([
-            self.p0_w / power_w, self.kappa_w * v / power_w,
-            self.gamma_w_per_mhz * f_mem_mhz / power_w, self.c_w_per_mhz * v**2 * f_core_mhz / power_w,
-            self.t0_s / time_s, self.alpha_s_mhz / f_mem_mhz / time_s,
-            self.beta_s_mhz / f_core_mhz / time_s,
-        ])
-
-    @classmethod
-    def from_shares(cls, shares, *, f_core_mhz: float, f_mem_mhz: float, time_s: float,
-                    power_w: float, voltage_knee_mhz: float,
-                    voltage_slope_per_ghz: float) -> DVFSParams:
-        """Inverse of :meth:`to_shares`."""
-        s = np.asarray(shares, dtype=float).ravel()
-        if s.size != 7 or not np.all(np.isfinite(s)):
-            raise ValueError(f"shares: expected 7 finite values, got {s.size}")
-        for name, val in (("f_core_mhz", f_core_mhz), ("f_mem_mhz", f_mem_mhz),
-                          ("time_s", time_s), ("power_w", power_w)):
-            if not np.isfinite(val) or val <= 0:
-                raise ValueError(f"{name} must be positive, got {val}")
-        v = float(relative_voltage(f_core_mhz, voltage_knee_mhz, voltage_slope_per_ghz))
-        return cls(
-            p0_w=s[0] * power_w, kappa_w=s[1] * power_w / v,
-            gamma_w_per_mhz=s[2] * power_w / f_mem_mhz, c_w_per_mhz=s[3] * power_w / (v**2 * f_core_mhz),
-            t0_s=s[4] * time_s, alpha_s_mhz=s[5] * time_s * f_mem_mhz,
-            beta_s_mhz=s[6] * time_s * f_core_mhz,
-            voltage_knee_mhz=float(voltage_knee_mhz), voltage_slope_per_ghz=float(voltage_slope_per_ghz),
-        )
-
-    def as_series(self) -> pd.Series:
-        """The seven kernel parameters under their schema names."""
-        return pd.Series({col: getattr(self, attr) for attr, col in self._NAMES.items()})
-
-    @classmethod
-    def from_values(cls, values, *, voltage_knee_mhz: float, voltage_slope_per_ghz: float) -> DVFSParams:
-        """Build from a mapping with schema names or a sequence in ``schema.DVFS_PARAMETERS`` order."""
-        if isinstance(values, (dict, pd.Series)):
-            missing = [c for c in schema.DVFS_PARAMETERS if c not in values]
-            if missing:
-                raise ValueError(f"DVFS parameters: column {missing[0]!r} is missing")
-            seq = [float(values[c]) for c in schema.DVFS_PARAMETERS]
-        else:
-            seq = [float(v) for v in np.ravel(values)]
-            if len(seq) != len(schema.DVFS_PARAMETERS):
-                raise ValueError(
-                    f"DVFS parameters: expected {len(schema.DVFS_PARAMETERS)} values, got {len(seq)}"
-                )
-        if not np.all(np.isfinite(seq)):
-            raise ValueError("DVFS parameters: values must be finite")
-        kw = dict(zip(cls._NAMES, seq, strict=True))
-        return cls(**kw, voltage_knee_mhz=float(voltage_knee_mhz),
-                   voltage_slope_per_ghz=float(voltage_slope_per_ghz))
 
 
 # --------------------------------------------------------------------------
@@ -262,6 +115,13 @@ _Y2_FAILS = {
 
 
 class _DVFSBase(RegressorMixin, BaseEstimator):
+    def _loss_kw(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if not np.isfinite(self.huber_scale) or self.huber_scale <= 0:
+            raise ValueError(f"huber_scale must be a positive relative residual, got {self.huber_scale!r}")
+        return {"loss": self.loss, "huber_scale": float(self.huber_scale)}
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
@@ -274,35 +134,10 @@ class _DVFSBase(RegressorMixin, BaseEstimator):
 # --------------------------------------------------------------------------
 
 
-def _power_design(fc, fm, knee, slope):
-    v = relative_voltage(fc, knee, slope)
-    return np.column_stack([np.ones_like(fc), v, fm, v**2 * fc])
-
-
-def _nnls_fit(A, y, keep):
-    """Non-negative least squares on the kept columns; dropped columns get 0."""
-    coef = np.zeros(A.shape[1])
-    sub = A[:, keep]
-    scale = np.abs(sub).max(axis=0)
-    scale[scale == 0] = 1.0
-    c, _ = nnls(sub / scale, y, maxiter=50 * sub.shape[1] + 100)
-    coef[keep] = c / scale
-    sse = float(np.sum((A @ coef - y) ** 2))
-    return coef, sse
-
-
-def _fit_power(fc, fm, y, knee, slope):
-    A = _power_design(fc, fm, knee, slope)
-    # Columns that are constant in the data are not identifiable beside P0:
-    # a fixed memory clock puts γ·f_m into P0, clocks all below the knee put κ·V there.
-    keep = np.array([True, np.ptp(A[:, 1]) > 1e-12, np.ptp(fm) > 1e-9, True])
-    return _nnls_fit(A, y, keep)
-
-
 class DVFSPowerModel(_DVFSBase):
     """DSO power model (eq. 1), fitted by non-negative least squares.
 
-    ``P = P0 + κ·V + γ·f_m + c·V²·f_c`` with ``V`` the relative voltage of
+    ``P = P0 + κ·V + γ·f_m + c·V²·f_c`` (robust fit, see ``loss``) with ``V`` the relative voltage of
     :func:`~powermodels.models.voltage.relative_voltage`. All four
     coefficients are constrained ≥ 0 (static and dynamic power cannot be
     negative); a coefficient whose regressor is constant in the data (a fixed
@@ -318,6 +153,11 @@ class DVFSPowerModel(_DVFSBase):
     voltage_slope_per_ghz : float or None, default=None
         Relative voltage rise per GHz above the knee. ``None`` chooses it from
         ``(0.25, 0.5, 1, 2)`` by least squares.
+    loss : {"huber", "squared"}, default="huber"
+        Loss of the relative residual ``(model - y)/y``: Huber (one bad point
+        cannot dominate, see :mod:`~powermodels.models.dvfs_fit`) or squared.
+    huber_scale : float, default=0.01
+        Smallest relative residual at which the Huber loss turns linear.
 
     Attributes
     ----------
@@ -332,11 +172,13 @@ class DVFSPowerModel(_DVFSBase):
     _expected_failed_checks = _CLOCK_FAILS
 
     def __init__(self, core_clock_column=0, mem_clock_column=1, voltage_knee_mhz=None,
-                 voltage_slope_per_ghz=None):
+                 voltage_slope_per_ghz=None, loss="huber", huber_scale=0.01):
         self.core_clock_column = core_clock_column
         self.mem_clock_column = mem_clock_column
         self.voltage_knee_mhz = voltage_knee_mhz
         self.voltage_slope_per_ghz = voltage_slope_per_ghz
+        self.loss = loss
+        self.huber_scale = huber_scale
 
     def fit(self, X, y):
         """Fit DSO eq. 1 to power ``y`` (W) measured at the clocks in ``X``.
@@ -364,7 +206,8 @@ class DVFSPowerModel(_DVFSBase):
         best = None
         for knee in knees:
             for slope in slopes:
-                coef, sse = _fit_power(fc, fm, y, knee, slope)
+                coef = fit_power(fc, fm, y, knee, slope, **self._loss_kw())
+                sse = float(np.sum(((power_design(fc, fm, knee, slope) @ coef - y) / relative_scale(y)) ** 2))
                 if best is None or sse < best[0] - 1e-12 * (1 + abs(best[0])):
                     best = (sse, coef, knee, slope)
         _, self.coef_, self.voltage_knee_mhz_, self.voltage_slope_per_ghz_ = best
@@ -396,40 +239,8 @@ class DVFSPowerModel(_DVFSBase):
 # --------------------------------------------------------------------------
 
 
-def _time_sse(r, u, w, y):
-    """Fit t0, β ≥ 0 for a fixed ratio r = α/β; returns (sse, t0, α, β)."""
-    if np.isinf(r):  # memory-bound everywhere: β = 0
-        coef, sse = _nnls_fit(np.column_stack([np.ones_like(u), u]), y, np.array([True, True]))
-        return sse, coef[0], coef[1], 0.0
-    z = np.maximum(r * u, w)
-    coef, sse = _nnls_fit(np.column_stack([np.ones_like(z), z]), y, np.array([True, True]))
-    return sse, coef[0], r * coef[1], coef[1]
-
-
-def _fit_time(fc, fm, y):
-    """Piecewise regression of DSO eq. 2: search the ratio α/β, least squares for the rest."""
-    u, w = 1.0 / fm, 1.0 / fc
-    # The max() switches branch where r = w/u, i.e. at the data's breakpoints;
-    # between them SSE(r) is smooth, so a grid plus a bounded refinement suffices.
-    bp = np.unique(w / u)
-    lo, hi = bp.min() / 2.0, bp.max() * 2.0
-    grid = np.unique(np.concatenate([bp, np.geomspace(lo, hi, 64)]))
-    cands = [(_time_sse(r, u, w, y), r) for r in (0.0, *grid, np.inf)]
-    (best, r_best) = min(cands, key=lambda c: c[0][0])
-    if np.isfinite(r_best) and r_best > 0:
-        i = int(np.searchsorted(grid, r_best))
-        a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-        if b > a:
-            res = minimize_scalar(lambda r: _time_sse(r, u, w, y)[0], bounds=(a, b),
-                                  method="bounded", options={"xatol": 1e-6 * a})
-            refined = _time_sse(res.x, u, w, y)
-            if refined[0] < best[0]:
-                best = refined
-    return best
-
-
 class DVFSTimeModel(_DVFSBase):
-    """DSO time model (eq. 2), ``T = t0 + max(α/f_m, β/f_c)``, by piecewise regression.
+    """DSO time model (eq. 2), ``T = t0 + max(α/f_m, β/f_c)``, by robust piecewise regression.
 
     The ratio ``α/β`` (which sets the ridge clock ``f_c = (β/α)·f_m`` where
     the kernel turns memory-bound) is searched over the data's breakpoints
@@ -441,6 +252,11 @@ class DVFSTimeModel(_DVFSBase):
     ----------
     core_clock_column, mem_clock_column : str or int, default=0, 1
         Core and memory clock columns (MHz) of X, by name or position.
+    loss : {"huber", "squared"}, default="huber"
+        Loss of the relative residual ``(model - y)/y``: Huber (one bad point
+        cannot dominate, see :mod:`~powermodels.models.dvfs_fit`) or squared.
+    huber_scale : float, default=0.01
+        Smallest relative residual at which the Huber loss turns linear.
 
     Attributes
     ----------
@@ -452,9 +268,11 @@ class DVFSTimeModel(_DVFSBase):
 
     _expected_failed_checks = _CLOCK_FAILS
 
-    def __init__(self, core_clock_column=0, mem_clock_column=1):
+    def __init__(self, core_clock_column=0, mem_clock_column=1, loss="huber", huber_scale=0.01):
         self.core_clock_column = core_clock_column
         self.mem_clock_column = mem_clock_column
+        self.loss = loss
+        self.huber_scale = huber_scale
 
     def fit(self, X, y):
         """Fit DSO eq. 2 to kernel time ``y`` (s) measured at the clocks in ``X``.
@@ -474,7 +292,7 @@ class DVFSTimeModel(_DVFSBase):
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
         fc, fm = _clock_arrays(self, X)
-        _, self.t0_, self.alpha_, self.beta_ = (float(v) for v in _fit_time(fc, fm, y))
+        self.t0_, self.alpha_, self.beta_ = fit_time(fc, fm, y, **self._loss_kw())
         self.params_ = DVFSParams(t0_s=self.t0_, alpha_s_mhz=self.alpha_, beta_s_mhz=self.beta_)
         return self
 
@@ -516,6 +334,11 @@ class DVFSEnergyModel(_DVFSBase):
         Core and memory clock columns (MHz) of X, by name or position.
     voltage_knee_mhz, voltage_slope_per_ghz : float or None, default=None
         V(f) shape, see :class:`DVFSPowerModel`.
+    loss : {"huber", "squared"}, default="huber"
+        Loss of the relative residual ``(model - y)/y``: Huber (one bad point
+        cannot dominate, see :mod:`~powermodels.models.dvfs_fit`) or squared.
+    huber_scale : float, default=0.01
+        Smallest relative residual at which the Huber loss turns linear.
 
     Attributes
     ----------
@@ -531,11 +354,13 @@ class DVFSEnergyModel(_DVFSBase):
     _expected_failed_checks: ClassVar[dict[str, str]] = {**_CLOCK_FAILS, **_Y2_FAILS}
 
     def __init__(self, core_clock_column=0, mem_clock_column=1, voltage_knee_mhz=None,
-                 voltage_slope_per_ghz=None):
+                 voltage_slope_per_ghz=None, loss="huber", huber_scale=0.01):
         self.core_clock_column = core_clock_column
         self.mem_clock_column = mem_clock_column
         self.voltage_knee_mhz = voltage_knee_mhz
         self.voltage_slope_per_ghz = voltage_slope_per_ghz
+        self.loss = loss
+        self.huber_scale = huber_scale
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -567,9 +392,9 @@ class DVFSEnergyModel(_DVFSBase):
                 f"y must have 2 columns (time_s, power_w), got shape {np.shape(y)}"
             )
         clocks = np.column_stack([fc, fm])
-        self.time_model_ = DVFSTimeModel(0, 1).fit(clocks, y[:, 0])
-        self.power_model_ = DVFSPowerModel(0, 1, self.voltage_knee_mhz,
-                                           self.voltage_slope_per_ghz).fit(clocks, y[:, 1])
+        self.time_model_ = DVFSTimeModel(0, 1, self.loss, self.huber_scale).fit(clocks, y[:, 0])
+        self.power_model_ = DVFSPowerModel(0, 1, self.voltage_knee_mhz, self.voltage_slope_per_ghz,
+                                           self.loss, self.huber_scale).fit(clocks, y[:, 1])
         tp = self.time_model_.params_
         self.params_ = replace(self.power_model_.params_, t0_s=tp.t0_s,
                                alpha_s_mhz=tp.alpha_s_mhz, beta_s_mhz=tp.beta_s_mhz)
@@ -652,51 +477,3 @@ class DVFSEnergyModel(_DVFSBase):
         if y.ndim == 2 and y.shape[1] == 2:
             y = y[:, 0] * y[:, 1]
         return super().score(X, y, sample_weight=sample_weight)
-
-
-def fit_voltage_curve(core_mhz, mem_mhz, power_w, groups, *, knees=None,
-                      slopes=(0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0)):
-    """Choose one V(f) shape for a GPU from the power of many kernels.
-
-    V(f) belongs to the GPU, not the kernel, so it is chosen once: for each
-    candidate ``(knee, slope)`` a :class:`DVFSPowerModel` is fitted per
-    kernel and the relative squared errors are summed over all kernels.
-
-    Parameters
-    ----------
-    core_mhz, mem_mhz, power_w : array-like of shape (n,)
-        Clocks and measured power of every run.
-    groups : array-like of shape (n,)
-        Kernel of each run.
-    knees : array-like or None
-        Candidate knees (MHz); default: the distinct core clocks.
-    slopes : sequence of float
-        Candidate slopes per GHz.
-
-    Returns
-    -------
-    (float, float)
-        ``(voltage_knee_mhz, voltage_slope_per_ghz)``.
-    """
-    fc = np.asarray(core_mhz, dtype=float)
-    fm = np.asarray(mem_mhz, dtype=float)
-    p = np.asarray(power_w, dtype=float)
-    g = np.asarray(groups)
-    if not (fc.shape == fm.shape == p.shape == g.shape) or fc.ndim != 1:
-        raise ValueError("core_mhz, mem_mhz, power_w and groups must be 1-D of the same length")
-    for name, v in (("core_mhz", fc), ("mem_mhz", fm), ("power_w", p)):
-        if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(f"{name} must be finite and positive")
-    knees = np.unique(fc) if knees is None else np.asarray(knees, dtype=float)
-    idx = [np.flatnonzero(g == k) for k in pd.unique(g)]
-    best = None
-    for knee in knees:
-        for slope in slopes:
-            total = 0.0
-            for i in idx:
-                coef, _ = _fit_power(fc[i], fm[i], p[i], knee, slope)
-                pred = _power_design(fc[i], fm[i], knee, slope) @ coef
-                total += float(np.sum(((pred - p[i]) / p[i]) ** 2))
-            if best is None or total < best[0]:
-                best = (total, float(knee), float(slope))
-    return best[1], best[2]

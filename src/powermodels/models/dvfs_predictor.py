@@ -21,7 +21,6 @@ Workflow::
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.model_selection import GridSearchCV, KFold
@@ -31,7 +30,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from powermodels import schema
-from powermodels.models.dvfs import DVFSParams, DVFSPowerModel, DVFSTimeModel
+from powermodels.models.dvfs_params import DVFSParams
+from powermodels.models.dvfs_targets import kernel_parameters
 
 __all__ = ["DVFSParameterPredictor", "kernel_parameters"]
 
@@ -67,6 +67,10 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         Parallel fits of the grid search.
     random_state : int or None, default=None
         Seed of the MLP's initial weights and of the fold shuffling.
+    feature_log_offset : float or None, default=None
+        ``None`` feeds the features as they are; a positive value feeds
+        ``log(|x| + feature_log_offset)`` (utilisation ratios and instruction
+        shares span decades near 0).
 
     Attributes
     ----------
@@ -81,7 +85,8 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, estimator=None, hidden_layer_sizes=(100, 50, 25), activation="logistic",
-                 param_grid=None, cv=3, max_iter=500, n_jobs=None, random_state=None):
+                 param_grid=None, cv=3, max_iter=500, n_jobs=None, random_state=None,
+                 feature_log_offset=None):
         self.estimator = estimator
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
@@ -90,6 +95,14 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.feature_log_offset = feature_log_offset
+
+    def _features(self, X):
+        if self.feature_log_offset is None:
+            return X
+        if not np.isfinite(self.feature_log_offset) or self.feature_log_offset <= 0:
+            raise ValueError(f"feature_log_offset must be None or > 0, got {self.feature_log_offset!r}")
+        return np.log(np.abs(X) + self.feature_log_offset)
 
     @classmethod
     def _check_instance(cls):
@@ -127,6 +140,7 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        X = self._features(X)
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         base, prefix = self._base()
         grid = DEFAULT_PARAM_GRID if self.param_grid is None else self.param_grid
@@ -162,7 +176,7 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.model_.predict(X)
+        return self.model_.predict(self._features(X))
 
     def predict_params(self, X, *, reference_sm_clock_mhz, reference_mem_clock_mhz,
                        reference_time_s, reference_power_w, voltage_knee_mhz: float,
@@ -226,74 +240,4 @@ def _anchored(shares: np.ndarray) -> np.ndarray:
         out[:4] /= p_sum
     if t_sum > 0:
         out[4:] /= t_sum
-    return out
-
-
-def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
-                      core_clock_column: str = schema.SM_CLOCK_MHZ,
-                      mem_clock_column: str = schema.MEM_CLOCK_MHZ,
-                      time_column: str = schema.TIME_S, power_column: str = schema.POWER_W,
-                      voltage_knee_mhz: float, voltage_slope_per_ghz: float) -> pd.DataFrame:
-    """Fit DSO eq. 1-2 per kernel: the training targets of :class:`DVFSParameterPredictor`.
-
-    Parameters
-    ----------
-    runs : DataFrame
-        One row per measured run (at least 3 distinct core clocks per kernel).
-    group_column, core_clock_column, mem_clock_column, time_column, power_column : str
-        Column names.
-    voltage_knee_mhz, voltage_slope_per_ghz : float
-        The GPU's V(f) shape (see :func:`powermodels.models.dvfs.fit_voltage_curve`).
-
-    Returns
-    -------
-    DataFrame
-        Indexed by kernel: the parameters (``schema.DVFS_PARAMETERS``), the
-        same as shares of T and P at the reference clocks
-        (``schema.DVFS_SHARES``, see :meth:`DVFSParams.to_shares`), and the
-        reference itself — the kernel's highest memory clock and highest core
-        clock there (``schema.SM_CLOCK_MHZ``, ``schema.MEM_CLOCK_MHZ``) with
-        the mean measured time and power there
-        (``schema.DVFS_REFERENCE_TIME_S``, ``schema.DVFS_REFERENCE_POWER_W``).
-    """
-    if not isinstance(runs, pd.DataFrame):
-        raise ValueError(f"runs must be a DataFrame, got {type(runs).__name__}")
-    for col in (group_column, core_clock_column, mem_clock_column, time_column, power_column):
-        if col not in runs.columns:
-            raise ValueError(f"runs: column {col!r} is missing")
-    for col in (core_clock_column, mem_clock_column, time_column, power_column):
-        v = runs[col].to_numpy(dtype=float)
-        if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(f"runs: column {col!r} must be finite and positive")
-    rows = {}
-    for kernel, g in runs.groupby(group_column, sort=False):
-        fc = g[core_clock_column].to_numpy(dtype=float)
-        fm = g[mem_clock_column].to_numpy(dtype=float)
-        t = g[time_column].to_numpy(dtype=float)
-        p = g[power_column].to_numpy(dtype=float)
-        if len(np.unique(fc)) < 3:
-            raise ValueError(f"runs: kernel {kernel!r} has fewer than 3 distinct core clocks")
-        m_ref = fm.max()
-        c_ref = fc[fm == m_ref].max()
-        at_ref = (fm == m_ref) & (fc == c_ref)
-        t_ref, p_ref = float(t[at_ref].mean()), float(p[at_ref].mean())
-        X = np.column_stack([fc, fm])
-        tp = DVFSTimeModel().fit(X, t).params_
-        pp = DVFSPowerModel(voltage_knee_mhz=voltage_knee_mhz,
-                            voltage_slope_per_ghz=voltage_slope_per_ghz).fit(X, p).params_
-        params = DVFSParams(pp.p0_w, pp.kappa_w, pp.gamma_w_per_mhz, pp.c_w_per_mhz,
-                            tp.t0_s, tp.alpha_s_mhz, tp.beta_s_mhz,
-                            voltage_knee_mhz=voltage_knee_mhz,
-                            voltage_slope_per_ghz=voltage_slope_per_ghz)
-        row = params.as_series()
-        for name, share in zip(schema.DVFS_SHARES, params.to_shares(c_ref, m_ref, t_ref, p_ref),
-                               strict=True):
-            row[name] = share
-        row[schema.SM_CLOCK_MHZ] = c_ref
-        row[schema.MEM_CLOCK_MHZ] = m_ref
-        row[schema.DVFS_REFERENCE_TIME_S] = t_ref
-        row[schema.DVFS_REFERENCE_POWER_W] = p_ref
-        rows[kernel] = row
-    out = pd.DataFrame.from_dict(rows, orient="index")
-    out.index.name = group_column
     return out

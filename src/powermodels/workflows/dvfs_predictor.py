@@ -1,0 +1,211 @@
+"""Train the DSO parameter predictor from the sweep table of any GPU, and apply it.
+
+The workflow of DSO (Wang et al., §IV-D) on data the user brings:
+
+1. V(f), a property of the GPU, is chosen from the training sweep's power
+   (:func:`~powermodels.models.dvfs_fit.fit_voltage_curve`).
+2. Every training kernel's sweep is fitted with DSO eq. 1-2 after the
+   clocks where the GPU changed regime are excluded (with a warning naming
+   them) — :func:`~powermodels.models.dvfs_targets.kernel_parameters`.
+3. The regressor from features to parameters is chosen among DSO's MLP and
+   alternatives by cross-validation that holds out whole applications of
+   the training set (:func:`~powermodels.models.dvfs_selection.cross_validate_predictors`),
+   then refitted on all trusted training kernels.
+4. A new kernel's profiling run (features, clocks, time and power at one
+   clock pair) gives its DVFS model; the optimiser picks its clocks.
+
+No GPU-specific constant lives here: clocks come from the sweep, the power
+limit from the caller (the device, or the sweep's metadata via
+:func:`read_nv_dvfs_config`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from powermodels import schema
+from powermodels.models.dvfs_fit import fit_voltage_curve
+from powermodels.models.dvfs_params import DVFSParams
+from powermodels.models.dvfs_predictor import DVFSParameterPredictor
+from powermodels.models.dvfs_selection import (
+    CANDIDATES, cross_validate_predictors, curve_errors, make_candidate, reference_of)
+from powermodels.models.dvfs_targets import excluded_clock_counts, kernel_parameters
+
+__all__ = ["TrainedDVFSPredictor", "application_of", "evaluate_models", "fitted_models",
+           "predict_models", "profile_features", "profiles_of", "read_nv_dvfs_config", "train_dvfs_predictor"]
+
+
+def application_of(kernel: str) -> str:
+    """The application of a kernel id: the part before ``":"`` (``"cfd:input000"`` → ``"cfd"``)."""
+    return str(kernel).split(":", 1)[0]
+
+
+def read_nv_dvfs_config(path) -> dict:
+    """Power limit and clock lists of an NV-DVFS-Benchmark ``*.cfg`` (its ``[dvfs_control]``).
+
+    Returns
+    -------
+    dict
+        ``p_max_w`` (``powerLim``), ``core_clocks_mhz`` (``coreF``) and
+        ``mem_clocks_mhz`` (``memF``), each present only when the file sets it.
+    """
+    text = Path(path).read_text()
+    out = {}
+    m = re.search(r"^\s*powerLim\s*=\s*([0-9.]+)", text, re.MULTILINE)
+    if m:
+        out["p_max_w"] = float(m.group(1))
+    for key, name in (("coreF", "core_clocks_mhz"), ("memF", "mem_clocks_mhz")):
+        m = re.search(rf"^\s*{key}\s*=\s*\[([^\]]*)\]", text, re.MULTILINE)
+        if m:
+            out[name] = [float(v) for v in m.group(1).split(",") if v.strip()]
+    return out
+
+
+def profile_features(runs: pd.DataFrame, columns, table: pd.DataFrame) -> pd.DataFrame:
+    """Features of each kernel's profiling run: the mean of its rows at its reference clocks."""
+    missing = [c for c in columns if c not in runs.columns]
+    if missing:
+        raise ValueError(f"runs: feature column {missing[0]!r} is missing")
+    at = runs.merge(table[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(),
+                    on=[schema.KERNEL, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ])
+    return at.groupby(schema.KERNEL)[list(columns)].mean().loc[table.index]
+
+
+@dataclass
+class TrainedDVFSPredictor:
+    """What :func:`train_dvfs_predictor` learned and how it was chosen."""
+
+    predictor: DVFSParameterPredictor
+    candidate: str
+    voltage_knee_mhz: float
+    voltage_slope_per_ghz: float
+    feature_columns: list
+    targets: pd.DataFrame
+    cv: pd.DataFrame
+    regime_clocks: pd.DataFrame
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def voltage(self) -> dict:
+        """``voltage_knee_mhz`` and ``voltage_slope_per_ghz`` as keyword arguments."""
+        return {"voltage_knee_mhz": self.voltage_knee_mhz,
+                "voltage_slope_per_ghz": self.voltage_slope_per_ghz}
+
+
+def train_dvfs_predictor(sweep: pd.DataFrame, feature_columns, *, groups=None,
+                         candidates=CANDIDATES, candidate: str | None = None, seeds=(0, 1, 2),
+                         n_splits: int = 6, detect: bool = True, voltage=None,
+                         progress=None) -> TrainedDVFSPredictor:
+    """Train the DVFS parameter predictor on a training sweep, choosing the regressor by grouped CV.
+
+    Parameters
+    ----------
+    sweep : DataFrame
+        One row per run of a training kernel: ``kernel``, ``sm_clock_mhz``,
+        ``mem_clock_mhz``, ``time_s``, ``power_w`` and the feature columns
+        (at least at each kernel's highest clocks, the profiling run).
+    feature_columns : sequence of str
+        Features of the profiling run (DSO Tables I-II).
+    groups : callable or None
+        Kernel id → application for the CV folds; default :func:`application_of`.
+    candidates : sequence of str
+        Regressors compared (``models.dvfs_selection.CANDIDATES``).
+    candidate : str or None
+        Skip the comparison and use this one (the CV table is then empty).
+    seeds : sequence of int
+        Seeds for the CV's stability; the final model uses the first.
+    n_splits : int, default=6
+        CV folds (at most the number of applications).
+    detect : bool, default=True
+        Exclude regime-change clocks from the per-kernel fits (warned).
+    voltage : (float, float) or None
+        V(f) ``(knee_mhz, slope_per_ghz)``; default chosen from the sweep's power.
+    progress : callable or None
+        Called with a one-line message per step.
+
+    Returns
+    -------
+    TrainedDVFSPredictor
+    """
+    say = progress or (lambda msg: None)
+    cols = list(feature_columns)
+    if not cols:
+        raise ValueError("feature_columns: at least one feature is needed")
+    if voltage is None:
+        knee, slope = fit_voltage_curve(sweep[schema.SM_CLOCK_MHZ], sweep[schema.MEM_CLOCK_MHZ],
+                                        sweep[schema.POWER_W], sweep[schema.KERNEL])
+    else:
+        knee, slope = (float(v) for v in voltage)
+    say(f"V(f): knee {knee:.0f} MHz, slope {slope:g}/GHz")
+    vkw = {"voltage_knee_mhz": knee, "voltage_slope_per_ghz": slope}
+    table = kernel_parameters(sweep, **vkw, detect=detect)
+    say(f"fitted eq. 1-2 to {len(table)} kernels; {int(table[schema.DVFS_TRUSTED].sum())} trusted")
+    feats = profile_features(sweep, cols, table)
+    group_of = groups or application_of
+    g = np.array([group_of(k) for k in table.index])
+    if candidate is None:
+        cv = cross_validate_predictors(feats, table, sweep, g, **vkw, candidates=candidates,
+                                       seeds=seeds, n_splits=n_splits)
+        candidate = str(cv["candidate"].iloc[0])
+        say(f"cross-validated {len(cv)} candidates over {len(np.unique(g))} applications: "
+            f"{candidate} (CV MAPE {cv['cv_mape'].iloc[0]:.2f} %)")
+    else:
+        cv = pd.DataFrame()
+    trusted = table[schema.DVFS_TRUSTED].to_numpy(dtype=bool)
+    pred = make_candidate(candidate, seeds[0] if len(seeds) else None).fit(
+        feats[trusted], table.loc[trusted, list(schema.DVFS_SHARES)])
+    return TrainedDVFSPredictor(pred, candidate, knee, slope, cols, table, cv,
+                                excluded_clock_counts(table),
+                                {**vkw, "candidate": candidate, "feature_columns": cols})
+
+
+def predict_models(trained: TrainedDVFSPredictor, profiles: pd.DataFrame, *, voltage=None) -> dict:
+    """DVFS models of profiled kernels: ``{kernel: DVFSParams}``.
+
+    ``profiles`` holds one row per kernel: ``kernel``, the feature columns and
+    the profiling run's ``sm_clock_mhz``, ``mem_clock_mhz``, ``time_s``, ``power_w``.
+    ``voltage`` ``(knee_mhz, slope_per_ghz)`` is the V(f) of the GPU the
+    profiles come from, when it is not the training GPU.
+    """
+    needed = [schema.KERNEL, *trained.feature_columns, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ,
+              schema.TIME_S, schema.POWER_W]
+    for col in needed:
+        if col not in profiles.columns:
+            raise ValueError(f"profiles: column {col!r} is missing")
+    plist = trained.predictor.predict_params(
+        profiles[trained.feature_columns], **(trained.voltage if voltage is None else {
+            "voltage_knee_mhz": float(voltage[0]), "voltage_slope_per_ghz": float(voltage[1])}),
+        reference_sm_clock_mhz=profiles[schema.SM_CLOCK_MHZ].to_numpy(dtype=float),
+        reference_mem_clock_mhz=profiles[schema.MEM_CLOCK_MHZ].to_numpy(dtype=float),
+        reference_time_s=profiles[schema.TIME_S].to_numpy(dtype=float),
+        reference_power_w=profiles[schema.POWER_W].to_numpy(dtype=float))
+    return dict(zip(profiles[schema.KERNEL], plist, strict=True))
+
+
+def profiles_of(sweep: pd.DataFrame, feature_columns, table: pd.DataFrame) -> pd.DataFrame:
+    """The profiling run of each kernel of a sweep (its reference clocks), as :func:`predict_models` takes."""
+    feats = profile_features(sweep, feature_columns, table).reset_index()
+    ref = pd.DataFrame(reference_of(table)).rename(columns={
+        "reference_sm_clock_mhz": schema.SM_CLOCK_MHZ, "reference_mem_clock_mhz": schema.MEM_CLOCK_MHZ,
+        "reference_time_s": schema.TIME_S, "reference_power_w": schema.POWER_W})
+    return pd.concat([feats, ref], axis=1)
+
+
+def fitted_models(table: pd.DataFrame) -> dict:
+    """Each kernel's own fitted DVFS model (the floor of any predictor): ``{kernel: DVFSParams}``."""
+    knee = float(table.attrs.get("voltage_knee_mhz", np.nan))
+    slope = float(table.attrs.get("voltage_slope_per_ghz", np.nan))
+    return {k: DVFSParams.from_values(row, voltage_knee_mhz=knee, voltage_slope_per_ghz=slope)
+            for k, row in table.iterrows()}
+
+
+def evaluate_models(sweep: pd.DataFrame, models: dict) -> pd.DataFrame:
+    """Time and power MAPE (percent) of each kernel's model over all its measured runs."""
+    kernels = list(models)
+    t, p = curve_errors(sweep, [models[k] for k in kernels], kernels)
+    return pd.DataFrame({"time_mape": t * 100, "power_mape": p * 100}, index=pd.Index(kernels, name=schema.KERNEL))

@@ -1,0 +1,91 @@
+"""Training the DVFS parameter predictor from any GPU's sweep and applying it (workflows/dvfs_predictor.py)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import schema
+from powermodels.cli import main
+from powermodels.models.dvfs_regimes import DVFSRegimeWarning
+from powermodels.workflows.dvfs_predictor import (
+    application_of, evaluate_models, fitted_models, predict_models, profiles_of,
+    read_nv_dvfs_config, train_dvfs_predictor)
+from powermodels.workflows.dvfs_simulated import simulated_dvfs_sweep
+
+FEATS = [schema.FEAT_SM_ACTIVE, schema.FEAT_SM_OCCUPANCY, schema.FEAT_DRAM_ACTIVE, schema.FEAT_FP32_ACTIVE]
+
+
+@pytest.fixture(scope="module")
+def sweeps():
+    return (simulated_dvfs_sweep(6, 3, seed=0, inject=False),
+            simulated_dvfs_sweep(3, 2, seed=1, inject=False, prefix="test-"))
+
+
+def test_read_nv_dvfs_config(tmp_path):
+    cfg = tmp_path / "gpu.cfg"
+    cfg.write_text("[dvfs_control]\ncoreF = [705, 870, 1710]\nmemF = [6500]\n# min:100, max:260\n"
+                   "powerLim = 260\n")
+    assert read_nv_dvfs_config(cfg) == {"p_max_w": 260.0, "core_clocks_mhz": [705.0, 870.0, 1710.0],
+                                        "mem_clocks_mhz": [6500.0]}
+    assert application_of("cfd:input000") == "cfd"
+
+
+def test_train_selects_by_grouped_cv_and_predicts_held_out_kernels(sweeps):
+    train, test = sweeps
+    trained = train_dvfs_predictor(train, FEATS, candidates=("ridge_log", "extra_trees"), seeds=(0,),
+                                   n_splits=3)
+    assert set(trained.cv["candidate"]) == {"ridge_log", "extra_trees"}
+    assert trained.candidate == trained.cv["candidate"].iloc[0]
+    assert trained.metadata["voltage_knee_mhz"] == trained.voltage_knee_mhz
+    table = trained.targets
+    assert table[schema.DVFS_TRUSTED].all() and (table[schema.DVFS_EXCLUDED_CLOCKS] == "").all()
+    from powermodels.models.dvfs_targets import kernel_parameters
+
+    test_table = kernel_parameters(test, **trained.voltage)
+    models = predict_models(trained, profiles_of(test, FEATS, test_table))
+    pred = evaluate_models(test, models)
+    floor = evaluate_models(test, fitted_models(test_table))
+    assert floor["time_mape"].mean() < 1.0          # eq. 2 is the simulator's own time law
+    assert pred["time_mape"].mean() < 15 and pred["power_mape"].mean() < 10
+    with pytest.raises(ValueError, match="feat:sm_active"):
+        predict_models(trained, profiles_of(test, FEATS, test_table).drop(columns=FEATS[0]))
+
+
+def test_cli_trains_on_a_sweep_and_recommends(tmp_path, sweeps, capsys):
+    train, test = sweeps
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DVFSRegimeWarning)
+        from powermodels.models.dvfs_targets import kernel_parameters
+
+        prof = profiles_of(test, FEATS, kernel_parameters(test, voltage_knee_mhz=1005.0,
+                                                          voltage_slope_per_ghz=3.0))
+    sw, fe, cal = tmp_path / "sweep.csv", tmp_path / "apps.csv", tmp_path / "pred.pmcal"
+    train.to_csv(sw, index=False)
+    prof.to_csv(fe, index=False)
+    assert main(["optimize", "--train-sweep", str(sw), "--features", str(fe), "--candidates",
+                 "ridge_log", "--p-max-w", "700", "--save-predictor", str(cal)]) == 0
+    out = capsys.readouterr().out
+    assert "ridge_log" in out and "P_max 700 W" in out and cal.is_file()
+    for k in prof[schema.KERNEL]:
+        assert k in out
+    # the saved predictor is usable by the --predictor path
+    assert main(["optimize", "--features", str(fe), "--predictor", str(cal), "--device", "simulated",
+                 "--p-max-w", "700"]) == 0
+    bad = tmp_path / "nofeat.csv"
+    pd.DataFrame({schema.KERNEL: ["k"], schema.TIME_S: [1.0]}).to_csv(bad, index=False)
+    assert main(["optimize", "--train-sweep", str(sw), "--features", str(bad)]) == 1
+    assert "share no feat" in capsys.readouterr().err
+
+
+def test_injected_sweep_floor_stays_within_3_percent():
+    runs = simulated_dvfs_sweep(3, 2, seed=4)
+    from powermodels.models.dvfs_targets import kernel_parameters
+
+    with pytest.warns(DVFSRegimeWarning):
+        table = kernel_parameters(runs, voltage_knee_mhz=1005.0, voltage_slope_per_ghz=3.0)
+    regular = runs.assign(**{schema.TIME_S: runs[schema.DVFS_TIME_S_REGULAR]})
+    floor = evaluate_models(regular, fitted_models(table))
+    assert floor["time_mape"].max() < 3.0
+    assert np.isfinite(floor["power_mape"]).all()
