@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from powermodels.devices.simulated import PRESETS, SimulatedGPU
@@ -67,3 +68,16 @@ def test_load_plan_shapes_and_errors():
         load_plan("yang", 0.1, 0.0)
     with pytest.raises(ValueError, match="finite"):
         repeatability([np.nan, 1.0])
+
+
+def test_characterize_design_pulses(tmp_path, capsys):
+    from powermodels import cli
+
+    assert cli.main(["characterize", "--device", "simulated", "--seed", "2", "--design", "pulses",
+                     "--seconds", "6", "--step-seconds", "1", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "characterization.csv").set_index("field")
+    inst = table.loc["power_instant_w"]
+    assert inst["window_s"] == pytest.approx(0.025, abs=0.002)
+    assert inst["window_hi_s"] - inst["window_lo_s"] < 0.005
+    assert "--design pulses" in (tmp_path / "report.md").read_text()
+    assert "pulses-10ms" in set(pd.read_parquet(tmp_path / "trace_square.parquet")["run_id"])

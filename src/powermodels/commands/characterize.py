@@ -33,6 +33,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seconds", type=float, default=9.0,
                         help="length of each square-wave run (default: Yang's 9 s)")
     parser.add_argument("--step-seconds", type=float, default=3.0, help="length of the step")
+    # issue 15: Yang's periods phase-lock with the update period (3-6 load phases per run);
+    # many short pulses at random offsets pin the instant window down (docs/sensor.md)
+    parser.add_argument("--design", default="yang", choices=("yang", "pulses", "golden"),
+                        help="load for the window fit: yang (six square waves, --seconds each), "
+                             "pulses (10 ms pulses at random gaps, --seconds in all) or golden "
+                             "(two incommensurate square waves, --seconds in all)")
     parser.add_argument("--delay-spread", type=float, default=None,
                         help="let each square-wave run's delay differ by up to this many seconds "
                              "(real GPU: load times are re-synchronised per run); default: a "
@@ -40,8 +46,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", required=True, help="output folder (report.md, CSV, plots, traces)")
 
 
-def record(runner, *, seconds: float = 9.0, step_seconds: float = 3.0, log=print):
+def record(runner, *, seconds: float = 9.0, step_seconds: float = 3.0, log=print,
+           design: str = "yang"):
     """Run the experiments on ``runner`` and return ``(square, step, probe)`` trace tables.
+
+    ``design`` other than ``"yang"`` replaces the six square waves by that
+    load of :mod:`powermodels.sensor.window_design` (``seconds`` of it in all).
 
     The load columns come from the launch intervals the runner returns (see
     :func:`~powermodels.sensor.report.attach_load`), so the same code serves
@@ -65,7 +75,12 @@ def record(runner, *, seconds: float = 9.0, step_seconds: float = 3.0, log=print
     period = UpdatePeriod(power_column=schema.POWER_INSTANT_W).fit(probe).update_period_s_
     log(f"update period (probe): {period * 1e3:.1f} ms")
     runs = []
-    for frac in FRACTIONS:
+    if design != "yang":
+        from ..sensor.window_design import record_design
+
+        log(f"{design}: {seconds:g} s of load")
+        runs.append(record_design(runner, design, period, seconds))
+    for frac in FRACTIONS if design == "yang" else ():
         p = frac * period
         n = max(4, int(np.ceil(seconds / p)))
         log(f"square wave {frac:.3f} × {period * 1e3:.0f} ms = {p * 1e3:.1f} ms, {n} periods")
@@ -120,7 +135,8 @@ def run(args) -> int:
         runner = make_runner(device)
     with runner:
         square, step, probe = record(runner, seconds=args.seconds, step_seconds=args.step_seconds,
-                                     log=lambda m: print(m, file=sys.stderr))
+                                     log=lambda m: print(m, file=sys.stderr),
+                                     design=getattr(args, "design", "yang"))
     for name, df in (("square", square), ("step", step), ("probe", probe)):
         df.to_parquet(out / f"trace_{name}.parquet", index=False)
     ref = schema.REFERENCE_POWER_W
@@ -134,6 +150,7 @@ def run(args) -> int:
              f"Command: `powermodels characterize --device {args.device} --preset {args.preset} "
              f"--seed {args.seed}{' --reference-meter' if args.reference_meter else ''} "
              f"--seconds {args.seconds:g} --step-seconds {args.step_seconds:g} "
+             f"--design {getattr(args, 'design', 'yang')} "
              + ("" if args.delay_spread is None else f"--delay-spread {args.delay_spread:g} ")
              + f"--out {args.out}`.")
     path = write_report(result, out, square, step, title=f"Sensor characterisation: {info.name}",
