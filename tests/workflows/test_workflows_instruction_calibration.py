@@ -130,3 +130,28 @@ def test_hopper_extra_hgmma_benchmark_compiles_to_hgmma_and_is_fitted(tmp_path):
         micro=["ffma", "iadd3", "hmma_f32", "hgmma_f32", "lds32"], say=lambda m: None)
     assert "hgmma_f32" in set(cal.micro[schema.WORKLOAD])
     assert "HGMMA.64x64x16.F32" in cal.model.energies_.index
+
+
+def test_real_backend_runs_ncu_with_clock_control_none(tmp_path):
+    """The real backend's ncu calls leave clocks alone (checked with a stand-in ncu)."""
+    import stat
+
+    from powermodels.harness.microbench_gpu import CupyNcuBackend, MeasureSettings, counter_slope
+
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "ncu"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\necho \'"ID","Kernel Name"\'\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    plan = tmp_path / "plan.json"
+    plan.write_text("{}")
+    CupyNcuBackend._run_ncu(str(fake), ["m1", "m2"], plan, True, lambda m: None, instances=True)
+    first, second = log.read_text().splitlines()
+    assert first.startswith("--clock-control none --nvtx --nvtx-include pm/ --metrics m1,m2")
+    assert "-m powermodels.harness.microbench_gpu --plan" in first
+    assert second.startswith("-i ") and "--print-metric-instances details" in second
+    with pytest.raises(ValueError, match="window_s"):
+        MeasureSettings(window_s=0)
+    # counter slope: 1 J per 0.1 s between update edges = 10 W
+    samples = [(0.01 * i, 1000.0 * (i // 10)) for i in range(100)]
+    assert counter_slope(samples, 0.0, 1.0) == pytest.approx(10.0)
+    assert np.isnan(counter_slope(samples[:5], 0.0, 1.0))

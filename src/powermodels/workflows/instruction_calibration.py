@@ -146,36 +146,32 @@ def measure_energy(backend, out: Path, micro: list[str], workloads=(), *, resume
             write_json(path, record)
         say(f"idle power {record['idle_power_w']:.2f} W")
         t0 = time.monotonic()
-        for i, name in enumerate(micro):
-            if name in record["micro"]:
-                continue
-            try:
-                res = backend.measure_microbenchmark(name)
-                record["micro"][name] = res
-                write_json(path, record)
-                say(f"[{i + 1}/{len(micro)}] {name:14s} iters={res['iters']:8d} "
-                    f"t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
-                    f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
-            except Exception as err:  # noqa: BLE001 - one broken benchmark must not lose the rest
-                say(f"{name}: FAILED {type(err).__name__}: {err}")
+        _measure_items(record, "micro", micro, backend.measure_microbenchmark, path, say)
         names, problems = backend.prepare_workloads(list(workloads)) if workloads else ([], [])
         for p in problems:
             say(f"workload not built: {p}")
-        for name in names:
-            if name in record["workloads"]:
-                continue
-            try:
-                res = backend.measure_workload(name)
-                record["workloads"][name] = res
-                write_json(path, record)
-                say(f"{name:20s} t={res['time_s'] * 1e3:8.3f} ms P={res['power_w']:7.2f} W "
-                    f"T={res['temperature_c']:.0f}C f={res['sm_clock_mhz']:.0f}")
-            except Exception as err:  # noqa: BLE001
-                say(f"{name}: FAILED {type(err).__name__}: {err}")
+        _measure_items(record, "workloads", names, backend.measure_workload, path, say)
         say(f"energy phase took {time.monotonic() - t0:.0f} s")
     finally:
         backend.close()
     return record
+
+
+def _measure_items(record: dict, key: str, names: list[str], measure, path: Path, say) -> None:
+    """Measure each item not yet in ``record[key]``, saving the record after each one."""
+    for i, name in enumerate(names):
+        if name in record[key]:
+            continue
+        try:
+            res = measure(name)
+            record[key][name] = res
+            write_json(path, record)
+            iters = f" iters={res['iters']:8d}" if "iters" in res else ""
+            say(f"[{i + 1}/{len(names)}] {name:20s}{iters} t={res['time_s'] * 1e3:8.3f} ms "
+                f"P={res['power_w']:7.2f} W T={res['temperature_c']:.0f}C "
+                f"f={res['sm_clock_mhz']:.0f}")
+        except Exception as err:  # noqa: BLE001 - one broken item must not lose the rest
+            say(f"{name}: FAILED {type(err).__name__}: {err}")
 
 
 def calibrate_instructions(backend, out, *, micro=None, workloads=(), resume: bool = False,
