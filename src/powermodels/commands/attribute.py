@@ -1,7 +1,15 @@
 """``powermodels attribute``: per-instruction energy breakdown of a kernel (Wattchmen §3.5).
 
+The calibration comes from ``powermodels calibrate-instructions`` (which measures the
+microbenchmarks on this GPU) or is fitted here from a microbenchmark table.
+
 Examples
 --------
+Attribute a profiled program with this GPU's calibration::
+
+    powermodels calibrate-instructions --out cal
+    powermodels attribute --calibration cal/instructions.pmcal --ncu python my_app.py
+
 Fit a calibration from a microbenchmark table and attribute a profiled program::
 
     powermodels attribute --fit datasets/h200/wattchmen_microbench.parquet \\
