@@ -142,6 +142,10 @@ def main(argv=None) -> int:
     prof_run_w = float(prof.loc[inside, schema.POWER_W].mean())
     # (a) against the counter's steady power of the same kernel back to back
     steady_w = counter_steady_w(trace, steady[0, 0] + 1.0, steady[-1, 1])
+    # the instant reading over the same steady second(s): its own gain against the counter,
+    # so that (a) splits into the sensor's gain and the method's error
+    st = trace[(trace[schema.T_S] >= steady[0, 0] + 1.0) & (trace[schema.T_S] <= steady[-1, 1])]
+    inst_steady_w = float(st[schema.POWER_INSTANT_W].mean())
     # (b) session energy: baseline over the session + each run's excess (profile) vs the counter
     e_cnt, ta, tb = counter_energy_j(trace, s0 + 0.3, t1)
     excess_j = float(((prof[schema.POWER_W] - base) * bin_s).sum())
@@ -150,6 +154,10 @@ def main(argv=None) -> int:
     rows = [("profile: mean power over the run [W]", prof_run_w),
             ("counter: steady power, same kernel back to back [W]", steady_w),
             ("(a) profile vs counter steady power [%]", 100 * (prof_run_w / steady_w - 1)),
+            ("instant reading at steady state vs counter [%] (the sensor's gain)",
+             100 * (inst_steady_w / steady_w - 1)),
+            ("profile vs instant reading at steady state [%] (the method's error)",
+             100 * (prof_run_w / inst_steady_w - 1)),
             ("profile: baseline between runs [W]", base),
             ("session energy from the profile [J]", e_prof),
             ("session energy from the counter [J]", e_cnt),

@@ -116,7 +116,7 @@ def record_design(runner, design: str, update_period_s: float, seconds: float, *
     """Play one design on ``runner`` and return its trace table with the known load.
 
     Square waves go through ``runner.square_wave`` (timed on-phases); the
-    pulses through ``runner.square_wave(on, off, 1)`` one at a time. The load
+    pulses through ``runner.step(on)`` and ``runner.idle(off)``, one at a time. The load
     column is the share of each sample interval the load ran
     (:func:`~powermodels.sensor.report.attach_load`).
 
@@ -139,8 +139,13 @@ def record_design(runner, design: str, update_period_s: float, seconds: float, *
             on, off = phases[0]
             iv = np.asarray(runner.square_wave(on, off, len(phases)), dtype=float).reshape(-1, 2)
         else:
-            iv = np.vstack([np.asarray(runner.square_wave(on, off, 1), dtype=float).reshape(-1, 2)
-                            for on, off in phases])
+            # one timed load, then the gap: a real runner's square_wave does not wait out the
+            # last off-phase, so it cannot time a lone pulse's gap
+            rows = []
+            for on, off in phases:
+                rows.append(runner.step(on))
+                runner.idle(off)
+            iv = np.asarray(rows, dtype=float).reshape(-1, 2)
         _, b = runner.idle(after_s)
         if sync_error_s > 0:
             iv = iv + rng.uniform(-sync_error_s, sync_error_s)
