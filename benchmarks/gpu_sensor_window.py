@@ -24,9 +24,12 @@ Three parts:
         PYTHONPATH=src timeout 470 python3 benchmarks/gpu_sensor_window.py measure \\
             --device nvml --out $OUT
 
-    Writes ``$OUT/sensor_window_<device>.md``, ``.csv`` and the traces
-    (``--out``; ``results/`` by default). Budget: 5 × (0.5 + 2.5 s probe +
-    ``--seconds`` of pulses + idles) ≈ 5 × 25 s on the GPU, plus the fits.
+    Each run is ``powermodels characterize --design pulses``'s recording (probe
+    for the update period, ``--seconds`` of pulses, the step) and its instant-
+    window fit. Writes ``$OUT/sensor_window_<device>.md``, ``.csv`` (after
+    every run) and the traces (``--out``; ``results/`` by default). Budget:
+    5 × (2.5 s probe + 20 s of pulses + 7.5 s step + idles) ≈ 5 × 32 s on the
+    GPU, plus the fits.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.reporting import markdown_table
-from powermodels.sensor.report import attach_load, attach_loads
+from powermodels.sensor.report import attach_loads
 from powermodels.sensor.update_period import UpdatePeriod
 from powermodels.sensor.window_design import (
     DESIGNS,
@@ -161,7 +164,8 @@ def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: flo
 
 # -- measure ------------------------------------------------------------------------------
 
-def measure(device: str, runs: int, design: str, seconds: float, out: Path, preset: str) -> str:
+def measure(device: str, runs: int, design: str, seconds: float, out: Path, preset: str,
+            step_seconds: float = 3.0) -> str:
     from powermodels.devices import open_device
     from powermodels.harness.runner import make_runner
 
@@ -173,25 +177,27 @@ def measure(device: str, runs: int, design: str, seconds: float, out: Path, pres
         dev = open_device("nvml")
         runner = make_runner(dev)
     rows, t_start = [], time.perf_counter()
+    from powermodels.commands.characterize import record
+    from powermodels.sensor.report import characterize_traces
+
+    inst = schema.POWER_INSTANT_W
     with runner:
         for i in range(runs):
             t0 = time.perf_counter()
-            # each run probes the update period itself, as `characterize` does
-            a, _ = runner.idle(0.3)
-            iv = np.asarray(runner.square_wave(0.01, 0.01, 100), dtype=float).reshape(-1, 2)
-            _, b = runner.idle(0.2)
-            probe = attach_load(runner.trace(a, b, run_id=f"probe-{i}"), iv)
-            period = UpdatePeriod(power_column=schema.POWER_INSTANT_W).fit(probe).update_period_s_
-            tr = record_design(runner, design, period, seconds, seed=i)
-            tr[schema.RUN_ID] = f"r{i}:" + tr[schema.RUN_ID].astype(str)
-            tr.to_parquet(out / f"sensor_window_trace_{i}.parquet", index=False)
-            est = fit_design(tr, period)
-            rows.append({"run": i, "update_period_ms": period * 1e3, **design_metrics(est),
-                         "wall_s": time.perf_counter() - t0})
+            # exactly what `powermodels characterize --design <design>` records and fits
+            square, step, probe = record(runner, seconds=seconds, step_seconds=step_seconds,
+                                         design=design, log=lambda m: print(m, file=sys.stderr))
+            for name, df in (("square", square), ("step", step), ("probe", probe)):
+                df.assign(**{schema.RUN_ID: f"r{i}:" + df[schema.RUN_ID].astype(str)}).to_parquet(
+                    out / f"sensor_window_{device}_{name}_{i}.parquet", index=False)
+            res = characterize_traces(square, step, fields=(inst,))
+            est = res.estimators[inst]["window"]
+            rows.append({"run": i, "update_period_ms": res.row(inst)[schema.UPDATE_PERIOD_S] * 1e3,
+                         **design_metrics(est), "wall_s": time.perf_counter() - t0})
+            pd.DataFrame(rows).to_csv(out / f"sensor_window_{device}.csv", index=False)  # nothing lost
             print(f"run {i}: window {est.window_s_ * 1e3:.2f} ms "
                   f"[{est.window_interval_s_[0] * 1e3:.1f}, {est.window_interval_s_[1] * 1e3:.1f}], "
-                  f"update {period * 1e3:.2f} ms, {rows[-1]['wall_s']:.0f} s", file=sys.stderr, flush=True)
-            runner.idle(0.5)
+                  f"{rows[-1]['wall_s']:.0f} s", file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
     df.to_csv(out / f"sensor_window_{device}.csv", index=False)
     r = repeatability(df["window_ms"])
@@ -200,7 +206,8 @@ def measure(device: str, runs: int, design: str, seconds: float, out: Path, pres
              + (" (simulated)" if device == "simulated" else ""), "",
              f"Device: {info.name} ({info.kind}, driver {getattr(info, 'driver', '')}). "
              f"Command: `python benchmarks/gpu_sensor_window.py measure --device {device} --runs {runs} "
-             f"--design {design} --seconds {seconds:g}`; wall {time.perf_counter() - t_start:.0f} s."
+             f"--design {design} --seconds {seconds:g} --step-seconds {step_seconds:g}` (each run: "
+             f"`powermodels characterize`'s `record` and its instant-window fit); wall {time.perf_counter() - t_start:.0f} s."
              + (f" NVML setters blocked: {len(BLOCKED)}." if device == "nvml" else ""), "",
              markdown_table(df.round(3)), "",
              f"Median {r['median_ms']:.2f} ms; largest deviation {r['max_dev_ms']:.2f} ms: "
@@ -227,6 +234,7 @@ def main(argv=None) -> int:
     m.add_argument("--runs", type=int, default=5)
     m.add_argument("--design", choices=DESIGNS, default=CHOSEN)
     m.add_argument("--seconds", type=float, default=20.0, help="load time of each run")
+    m.add_argument("--step-seconds", type=float, default=3.0)
     m.add_argument("--out", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -237,7 +245,8 @@ def main(argv=None) -> int:
                        args.sync_error, args.timing_error)
         path = args.out / "sensor_window_designs_simulated.md"
     else:
-        text = measure(args.device, args.runs, args.design, args.seconds, args.out, args.preset)
+        text = measure(args.device, args.runs, args.design, args.seconds, args.out, args.preset,
+                       args.step_seconds)
         path = args.out / f"sensor_window_{args.device}.md"
     path.write_text(text)
     print(text)
