@@ -237,6 +237,15 @@ def recommend_from_features(features, predictor, metadata: dict, clocks, *, max_
     return pd.DataFrame(out)
 
 
+def _show(recs, args) -> int:
+    """Print the recommendations and write them to ``--output`` when asked."""
+    print(recs.to_string(index=False, float_format=_fmt))
+    if args.output:
+        recs.to_csv(args.output, index=False)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def _run_train(args) -> int:
     """--train-sweep + --features: train on any GPU's sweep (CV selection), recommend for the profiles."""
     import numpy as np
@@ -267,11 +276,7 @@ def _run_train(args) -> int:
     print(f"{len(clocks)} clock pairs of the sweep; P_max {p_max:.0f} W"
           f"{'' if args.p_max_w is not None else ' (largest measured power; give --p-max-w)'}; "
           f"slowdown limit {args.max_slowdown:.1%} (predicted, not measured)")
-    print(recs.to_string(index=False, float_format=_fmt))
-    if args.output:
-        recs.to_csv(args.output, index=False)
-        print(f"wrote {args.output}")
-    return 0
+    return _show(recs, args)
 
 
 def _run_features(args) -> int:
@@ -294,11 +299,7 @@ def _run_features(args) -> int:
                                       max_slowdown=args.max_slowdown, p_max_w=p_max, eta=args.eta)
     print(f"device {device.info.name}: {sum(len(v) for v in clocks.values())} supported clock pairs; "
           f"P_max {p_max:.0f} W; slowdown limit {args.max_slowdown:.1%} (predicted, not measured)")
-    print(recs.to_string(index=False, float_format=_fmt))
-    if args.output:
-        recs.to_csv(args.output, index=False)
-        print(f"wrote {args.output}")
-    return 0
+    return _show(recs, args)
 
 
 def run(args) -> int:
