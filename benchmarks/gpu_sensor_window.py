@@ -8,7 +8,7 @@ Three parts:
     waves): the instant window fitted jointly over each recording's runs
     (``characterize_traces`` defaults) and over every run alone, each with
     its identifiability interval. Writes ``results/sensor_window_reanalysis_h200.md``.
-``compare``
+``compare [--mismatch]``
     On the simulated GPU (Hopper preset; instant window set to 25 or 35 ms),
     the load designs of :mod:`powermodels.sensor.window_design` at equal load
     time over five seeds (sensor phase, noise, pulse gaps), with a per-run
@@ -24,11 +24,11 @@ Three parts:
         PYTHONPATH=src timeout 470 python3 benchmarks/gpu_sensor_window.py measure \\
             --device nvml --out $OUT
 
-    Each run is ``powermodels characterize --design pulses``'s recording (probe
-    for the update period, ``--seconds`` of pulses, the step) and its instant-
+    Each run is ``powermodels characterize --design mixed``'s recording (probe
+    for the update period, ``--seconds`` of the load, the step) and its instant-
     window fit. Writes ``$OUT/sensor_window_<device>.md``, ``.csv`` (after
     every run) and the traces (``--out``; ``results/`` by default). Budget:
-    5 × (2.5 s probe + 20 s of pulses + 7.5 s step + idles) ≈ 5 × 32 s on the
+    5 × (2.5 s probe + 20 s of load + 7.5 s step + idles) ≈ 5 × 32 s on the
     GPU, plus the fits.
 """
 
@@ -54,6 +54,7 @@ from powermodels.sensor.report import attach_loads
 from powermodels.sensor.update_period import UpdatePeriod
 from powermodels.sensor.window_design import (
     DESIGNS,
+    ShapedLoadRunner,
     design_metrics,
     fit_design,
     record_design,
@@ -62,7 +63,7 @@ from powermodels.sensor.window_design import (
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
-CHOSEN = "pulses"
+CHOSEN = "mixed"
 
 
 # -- reanalyze ----------------------------------------------------------------------------
@@ -118,7 +119,8 @@ def reanalyze(data: Path) -> str:
 
 # -- compare ------------------------------------------------------------------------------
 
-def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: float) -> str:
+def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: float,
+            mismatch: bool = False) -> str:
     import dataclasses
 
     from powermodels.devices.simulated import PRESETS, SimulatedGPU
@@ -131,6 +133,8 @@ def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: flo
             t0 = time.perf_counter()
             for seed in range(seeds):
                 runner = SimulatedRunner(SimulatedGPU(preset=preset, seed=seed), sample_period_s=1e-3)
+                if mismatch:
+                    runner = ShapedLoadRunner(runner)
                 tr = record_design(runner, design, preset.update_period_s, seconds, seed=seed,
                                    sync_error_s=sync_s, timing_error_s=timing_s)
                 m = design_metrics(fit_design(tr, preset.update_period_s))
@@ -151,12 +155,15 @@ def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: flo
                         "within ±3 ms": r["within"]})
     lines = ["# Instant-window load designs on the simulated GPU (simulated, not a real GPU)", "",
              f"`python benchmarks/gpu_sensor_window.py compare --seconds {seconds:g} --seeds {seeds} "
-             f"--sync-error {sync_s:g} --timing-error {timing_s:g}` — Hopper preset (100 ms updates) with "
+             f"--sync-error {sync_s:g} --timing-error {timing_s:g}{' --mismatch' if mismatch else ''}` — Hopper preset (100 ms updates) with "
              "its instant window set to the true value below; every design gets the same "
              f"{seconds:g} s of load; seeds change the sensor phase and noise and the pulse gaps; the "
              f"recorded load is off by a per-run offset (±{sync_s * 1e3:g} ms) and a per-phase start/end "
              f"error (±{timing_s * 1e3:g} ms). Sharpness: relative rise of the profile loss 3 ms either "
-             "side of the estimate (higher = the window is pinned down harder).", "",
+             "side of the estimate (higher = the window is pinned down harder)."
+             + (" **Mismatch**: every on-phase ramps up over 3 ms (1 ms each at 1/4, 1/2, 3/4 load) and "
+                "leaves 5 ms at 1/10 load after its recorded end; the recorded load says full load "
+                "from start to end (`ShapedLoadRunner`)." if mismatch else ""), "",
              markdown_table(pd.DataFrame(summary)), "", "Per seed:", "",
              markdown_table(df.round(3)), ""]
     return "\n".join(lines)
@@ -227,6 +234,8 @@ def main(argv=None) -> int:
     c.add_argument("--windows", default="25,35", help="true instant windows [ms]")
     c.add_argument("--sync-error", type=float, default=0.003)
     c.add_argument("--timing-error", type=float, default=0.002)
+    c.add_argument("--mismatch", action="store_true",
+                   help="on-phases ramp up over 3 ms and leave a 5 ms tail the recorded load does not show")
     c.add_argument("--out", type=Path, default=RESULTS)
     m = sub.add_parser("measure")
     m.add_argument("--device", choices=("nvml", "simulated"), default="nvml")
@@ -242,8 +251,8 @@ def main(argv=None) -> int:
         text, path = reanalyze(args.data), args.out / "sensor_window_reanalysis_h200.md"
     elif args.cmd == "compare":
         text = compare(args.seconds, args.seeds, [float(w) for w in args.windows.split(",")],
-                       args.sync_error, args.timing_error)
-        path = args.out / "sensor_window_designs_simulated.md"
+                       args.sync_error, args.timing_error, args.mismatch)
+        path = args.out / f"sensor_window_designs_simulated{'_mismatch' if args.mismatch else ''}.md"
     else:
         text = measure(args.device, args.runs, args.design, args.seconds, args.out, args.preset,
                        args.step_seconds)

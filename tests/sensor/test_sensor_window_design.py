@@ -12,6 +12,7 @@ from powermodels.devices.simulated import PRESETS, SimulatedGPU
 from powermodels.harness.runner import SimulatedRunner
 from powermodels.sensor.window_design import (
     DESIGNS,
+    ShapedLoadRunner,
     design_metrics,
     fit_design,
     load_plan,
@@ -20,11 +21,13 @@ from powermodels.sensor.window_design import (
 )
 
 
-def _estimates(design, window_s, seeds=5, seconds=6.0):
+def _estimates(design, window_s, seeds=5, seconds=6.0, shaped=False):
     preset = dataclasses.replace(PRESETS["hopper"], instant_window_s=window_s)
     out = []
     for seed in range(seeds):
         runner = SimulatedRunner(SimulatedGPU(preset=preset, seed=seed), sample_period_s=1e-3)
+        if shaped:  # the power ramps within each on-phase and tails after it, unrecorded
+            runner = ShapedLoadRunner(runner)
         # the recorded load is off per run (sync) and per phase (launch timing), as on a real GPU
         tr = record_design(runner, design, 0.1, seconds, seed=seed, sync_error_s=0.003,
                            timing_error_s=0.002)
@@ -32,9 +35,10 @@ def _estimates(design, window_s, seeds=5, seconds=6.0):
     return out
 
 
-@pytest.mark.parametrize("window_s", [0.025, 0.035])
-def test_pulses_repeat_within_3ms_over_five_seeds(window_s):
-    m = _estimates("pulses", window_s)
+@pytest.mark.parametrize(("design", "window_s", "shaped"),
+                         [("mixed", 0.025, False), ("mixed", 0.035, True), ("pulses", 0.025, True)])
+def test_design_repeats_within_3ms_over_five_seeds(design, window_s, shaped):
+    m = _estimates(design, window_s, shaped=shaped)
     w = [r["window_ms"] for r in m]
     rep = repeatability(w)
     assert rep["within"], w
@@ -70,14 +74,15 @@ def test_load_plan_shapes_and_errors():
         repeatability([np.nan, 1.0])
 
 
-def test_characterize_design_pulses(tmp_path, capsys):
+def test_characterize_design_mixed(tmp_path, capsys):
     from powermodels import cli
 
-    assert cli.main(["characterize", "--device", "simulated", "--seed", "2", "--design", "pulses",
-                     "--seconds", "6", "--step-seconds", "1", "--out", str(tmp_path)]) == 0
+    assert cli.main(["characterize", "--device", "simulated", "--seed", "2", "--design", "mixed",
+                     "--seconds", "8", "--step-seconds", "1", "--out", str(tmp_path)]) == 0
     table = pd.read_csv(tmp_path / "characterization.csv").set_index("field")
     inst = table.loc["power_instant_w"]
     assert inst["window_s"] == pytest.approx(0.025, abs=0.002)
     assert inst["window_hi_s"] - inst["window_lo_s"] < 0.005
-    assert "--design pulses" in (tmp_path / "report.md").read_text()
-    assert "pulses-10ms" in set(pd.read_parquet(tmp_path / "trace_square.parquet")["run_id"])
+    assert "--design mixed" in (tmp_path / "report.md").read_text()
+    runs = set(pd.read_parquet(tmp_path / "trace_square.parquet")["run_id"])
+    assert {"pulses-10ms", "golden-0.6180", "golden-1.3820"} <= runs

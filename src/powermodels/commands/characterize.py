@@ -34,11 +34,13 @@ def add_arguments(parser) -> None:
                         help="length of each square-wave run (default: Yang's 9 s)")
     parser.add_argument("--step-seconds", type=float, default=3.0, help="length of the step")
     # issue 15: Yang's periods phase-lock with the update period (3-6 load phases per run);
-    # many short pulses at random offsets pin the instant window down (docs/sensor.md)
-    parser.add_argument("--design", default="yang", choices=("yang", "pulses", "golden"),
-                        help="load for the window fit: yang (six square waves, --seconds each), "
-                             "pulses (10 ms pulses at random gaps, --seconds in all) or golden "
-                             "(two incommensurate square waves, --seconds in all)")
+    # many short pulses at random offsets and incommensurate square waves pin the instant
+    # window down (docs/sensor.md, "A window that repeats")
+    parser.add_argument("--design", default="yang", choices=("yang", "mixed", "pulses", "golden"),
+                        help="load for the window fit: yang (six square waves, --seconds each); "
+                             "or, --seconds in all: mixed (golden + pulses, the most repeatable on "
+                             "the simulated GPU), pulses (10 ms pulses at random gaps), golden (two "
+                             "square waves incommensurate with the update period)")
     parser.add_argument("--delay-spread", type=float, default=None,
                         help="let each square-wave run's delay differ by up to this many seconds "
                              "(real GPU: load times are re-synchronised per run); default: a "

@@ -26,6 +26,11 @@ points (the simulated Hopper's 25 ms window comes back with an interval of
     offset — the time binning of many short runs by their offset to the
     update, done implicitly by the fit (each update is one binned sample of
     the window's response to the pulse, FinGraV §IV "time binning").
+``mixed``
+    Half ``golden``, half ``pulses``: the pulses give the sharpest loss, the
+    golden waves the smallest spread when the load's power does not follow
+    its recorded times (:class:`ShapedLoadRunner`); together they repeat
+    best in the worst case (``benchmarks/gpu_sensor_window.py compare``).
 
 Every design is fitted by the same :class:`~powermodels.sensor.window.BoxcarWindow`
 with the bounds :func:`~powermodels.sensor.report.characterize_traces` uses
@@ -44,10 +49,11 @@ from .. import schema
 from .report import attach_load
 from .window import BoxcarWindow
 
-__all__ = ["DESIGNS", "design_metrics", "fit_design", "load_plan", "record_design", "repeatability"]
+__all__ = ["DESIGNS", "ShapedLoadRunner", "design_metrics", "fit_design", "load_plan", "record_design",
+           "repeatability"]
 
 #: The load designs, in report order.
-DESIGNS = ("yang", "square20", "square43", "golden", "pulses")
+DESIGNS = ("yang", "square20", "square43", "golden", "pulses", "mixed")
 
 PHI = (1 + 5 ** 0.5) / 2
 YANG_FRACTIONS = (2 / 3, 3 / 4, 4 / 5, 6 / 5, 5 / 4, 4 / 3)
@@ -95,6 +101,9 @@ def load_plan(design: str, update_period_s: float, seconds: float, *, pulse_s: f
         return [square("square-1.333", 4 / 3 * u, seconds)]
     if design == "golden":
         return [square(f"golden-{f:.4f}", f * u, seconds / 2) for f in (1 / PHI, 2 - 1 / PHI)]
+    if design == "mixed":
+        return (load_plan("golden", u, seconds / 2)
+                + load_plan("pulses", u, seconds / 2, pulse_s=pulse_s, seed=seed))
     on = 0.1 * u if pulse_s is None else float(pulse_s)
     if not 0 < on < u:
         raise ValueError(f"pulse_s must be in (0, update period), got {on}")
@@ -197,3 +206,42 @@ def repeatability(windows_ms, tol_ms: float = 3.0) -> dict:
     med = float(np.median(w))
     dev = float(np.max(np.abs(w - med)))
     return {"median_ms": med, "max_dev_ms": dev, "within": bool(dev <= tol_ms), "n": int(w.size)}
+
+
+class ShapedLoadRunner:
+    """A simulated runner whose on-phases do not draw power as their events say (``--mismatch``).
+
+    Each on-phase ramps up over ``ramp_s`` (quarter, half, three-quarter load)
+    and leaves a tail of ``tail_s`` at ``tail`` of full load after its end,
+    while the recorded interval says full load from start to end: the H200's
+    kernel power ramps within a launch and its reading between kernels sits
+    above idle ("active idle", docs/sensor.md), which a fit from activity
+    cannot know. Wraps a :class:`~powermodels.harness.runner.SimulatedRunner`;
+    for testing a design, never for measuring.
+    """
+
+    def __init__(self, runner, ramp_s=0.003, tail_s=0.005, tail=0.1):
+        self.r, self.ramp_s, self.tail_s, self.tail = runner, ramp_s, tail_s, tail
+
+    def idle(self, seconds):
+        return self.r.idle(seconds)
+
+    def trace(self, a, b, run_id="run"):
+        return self.r.trace(a, b, run_id=run_id)
+
+    def step(self, duration_s, amplitude=1.0):
+        ramp = min(self.ramp_s, duration_s / 2)
+        start = None
+        for k in (1, 2, 3):
+            a, _ = self.r.step(ramp / 3, amplitude * k / 4)
+            start = a if start is None else start
+        _, end = self.r.step(duration_s - ramp, amplitude)
+        self.r.step(self.tail_s, amplitude * self.tail)
+        return start, end
+
+    def square_wave(self, on_s, off_s, periods, amplitude=1.0):
+        rows = []
+        for _ in range(periods):
+            rows.append(self.step(on_s, amplitude))
+            self.r.idle(max(off_s - self.tail_s, 0.0))
+        return np.asarray(rows)
