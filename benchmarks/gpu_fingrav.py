@@ -101,9 +101,11 @@ def session(runner, runs: int, executions: int, seed: int, log):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", choices=("nvml", "simulated"), default="nvml")
-    p.add_argument("--runs", type=int, default=600)
+    p.add_argument("--runs", type=int, default=1000)
     p.add_argument("--executions", type=int, default=3, help="back-to-back executions per run")
     p.add_argument("--bin-ms", type=float, default=0.5)
+    p.add_argument("--post-ms", type=float, default=5.0,
+                   help="profile this long after the run too (the H200 stays above idle after a kernel)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = p.parse_args(argv)
@@ -136,7 +138,7 @@ def main(argv=None) -> int:
     log(f"update {period * 1e3:.1f} ms, window {win.window_s_ * 1e3:.2f} ms, delay {win.delay_s_ * 1e3:.2f} ms")
     bin_s = args.bin_ms / 1e3
     prof, base, info = window_profile(sess, runs, window_s=win.window_s_, delay_s=win.delay_s_,
-                                      bin_s=bin_s, pre_s=2 * bin_s, post_s=2 * bin_s)
+                                      bin_s=bin_s, pre_s=2 * bin_s, post_s=args.post_ms / 1e3)
     run_s = info["run_s"]
     inside = (prof[schema.TOI_S] > 0) & (prof[schema.TOI_S] < run_s)
     prof_run_w = float(prof.loc[inside, schema.POWER_W].mean())
@@ -169,7 +171,7 @@ def main(argv=None) -> int:
         pw = truth[schema.REFERENCE_POWER_W].to_numpy()
         k = np.searchsorted(runs[:, 0], tt + 2 * bin_s, side="right") - 1
         toi = tt - runs[np.clip(k, 0, None), 0]
-        ok = (k >= 0) & (toi >= -2 * bin_s) & (toi < run_s + 2 * bin_s)
+        ok = (k >= 0) & (toi >= -2 * bin_s) & (toi < run_s + args.post_ms / 1e3)
         b = np.floor((toi[ok] + 2 * bin_s) / bin_s).astype(int)
         tru = pd.Series(pw[ok]).groupby(b).mean()
         tp = tru.reindex(range(len(prof))).to_numpy()
@@ -189,7 +191,8 @@ def main(argv=None) -> int:
     lines = [f"# FinGraV profile of fp32 ({CONFIG}) on {info_d.name}"
              + (" — SIMULATED GPU, not a real measurement" if sim else ""), "",
              f"Command: `python benchmarks/gpu_fingrav.py --device {args.device} --runs {args.runs} "
-             f"--executions {args.executions} --bin-ms {args.bin_ms:g} --seed {args.seed}`; "
+             f"--executions {args.executions} --bin-ms {args.bin_ms:g} --post-ms {args.post_ms:g} "
+             f"--seed {args.seed}`; "
              f"wall {time.perf_counter() - wall:.0f} s."
              + (f" NVML setters blocked: {len(BLOCKED)}." if not sim else ""), "",
              f"Runs {info['runs']} ({info['golden']} golden, run length {run_s * 1e3:.2f} ms, "
