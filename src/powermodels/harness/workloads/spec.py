@@ -137,7 +137,10 @@ def _build(key: str, base_dir: str | None) -> Workload:
         argv = entry["program"]
         if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
             raise ValueError(f"campaign spec: program must be a list of strings (argv), got {argv!r}")
-        w = as_workload(list(argv))
+        from ..program import ProgramWorkload
+
+        # the program runs in the spec file's folder; its twin (if any) drives the simulated GPU
+        w = ProgramWorkload(list(argv), simulated=twin, cwd=base_dir)
         if name:
             w.name = name
         return w
