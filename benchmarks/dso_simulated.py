@@ -39,7 +39,12 @@ from powermodels.models.dvfs_optimizer import optimize_clocks
 from powermodels.models.dvfs_regimes import DVFSRegimeWarning
 from powermodels.models.dvfs_targets import kernel_parameters
 from powermodels.workflows.dvfs_predictor import (
-    evaluate_models, fitted_models, predict_models, profiles_of, train_dvfs_predictor)
+    evaluate_models,
+    fitted_models,
+    predict_models,
+    profiles_of,
+    train_dvfs_predictor,
+)
 from powermodels.workflows.dvfs_simulated import simulated_dvfs_sweep
 
 HERE = Path(__file__).resolve().parent

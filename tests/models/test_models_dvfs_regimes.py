@@ -25,8 +25,8 @@ def sweep(t0=1e-4, alpha=0.0, beta=2.0, noise=0.002, seed=0):
 def test_huber_fit_is_not_dominated_by_one_bad_point():
     t = sweep(noise=0.0)
     t[0] *= 2.0  # another P-state at the lowest clock
-    t0_h, _, beta_h = fit_time(FC, FM, t, loss="huber")
-    t0_s, _, beta_s = fit_time(FC, FM, t, loss="squared")
+    _, _, beta_h = fit_time(FC, FM, t, loss="huber")
+    _, _, beta_s = fit_time(FC, FM, t, loss="squared")
     assert beta_h == pytest.approx(2.0, rel=0.02)
     assert abs(beta_s / 2.0 - 1) > 0.05  # the plain fit is pulled off
     X = np.column_stack([FC, FM])
@@ -105,7 +105,7 @@ def test_cross_validation_of_candidates_is_grouped_and_sorted():
     cv = cross_validate_predictors(feats, table, runs, groups, voltage_knee_mhz=1005.0,
                                    voltage_slope_per_ghz=3.0, candidates=("ridge_log", "extra_trees"),
                                    seeds=(0, 1), n_splits=4)
-    assert list(cv["candidate"]) == sorted(cv["candidate"], key=dict(zip(cv.candidate, cv.cv_mape)).get)
+    assert list(cv["candidate"]) == sorted(cv["candidate"], key=dict(zip(cv.candidate, cv.cv_mape, strict=True)).get)
     assert np.all(np.isfinite(cv[["cv_time_mape", "cv_power_mape"]].to_numpy()))
     assert cv["cv_mape"].iloc[0] < 20
     with pytest.raises(ValueError, match="2 applications"):

@@ -10,8 +10,14 @@ from powermodels import schema
 from powermodels.cli import main
 from powermodels.models.dvfs_regimes import DVFSRegimeWarning
 from powermodels.workflows.dvfs_predictor import (
-    application_of, evaluate_models, fitted_models, predict_models, profiles_of,
-    read_nv_dvfs_config, train_dvfs_predictor)
+    application_of,
+    evaluate_models,
+    fitted_models,
+    predict_models,
+    profiles_of,
+    read_nv_dvfs_config,
+    train_dvfs_predictor,
+)
 from powermodels.workflows.dvfs_simulated import simulated_dvfs_sweep
 
 FEATS = [schema.FEAT_SM_ACTIVE, schema.FEAT_SM_OCCUPANCY, schema.FEAT_DRAM_ACTIVE, schema.FEAT_FP32_ACTIVE]

@@ -27,7 +27,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from powermodels.models.dvfs_fit import (
-    LOSSES, fit_power, fit_time, fit_voltage_curve, power_design, relative_scale)
+    LOSSES,
+    fit_power,
+    fit_time,
+    fit_voltage_curve,
+    power_design,
+    relative_scale,
+)
 from powermodels.models.dvfs_params import DVFSParams
 
 __all__ = [

@@ -25,7 +25,7 @@ import pandas as pd
 
 from powermodels.models.dvfs_fit import fit_power, fit_time, power_design
 
-__all__ = ["DVFSRegimeWarning", "REGIME_KINDS", "detect_regimes"]
+__all__ = ["REGIME_KINDS", "DVFSRegimeWarning", "detect_regimes"]
 
 #: What an excluded point is called, by where it sits and which way it misses.
 REGIME_KINDS = ("pstate", "memory_clock", "throttled", "outlier")

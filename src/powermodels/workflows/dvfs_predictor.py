@@ -33,7 +33,12 @@ from powermodels.models.dvfs_fit import fit_voltage_curve
 from powermodels.models.dvfs_params import DVFSParams
 from powermodels.models.dvfs_predictor import DVFSParameterPredictor
 from powermodels.models.dvfs_selection import (
-    CANDIDATES, cross_validate_predictors, curve_errors, make_candidate, reference_of)
+    CANDIDATES,
+    cross_validate_predictors,
+    curve_errors,
+    make_candidate,
+    reference_of,
+)
 from powermodels.models.dvfs_targets import excluded_clock_counts, kernel_parameters
 
 __all__ = ["TrainedDVFSPredictor", "application_of", "evaluate_models", "fitted_models",
