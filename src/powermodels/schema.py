@@ -356,8 +356,9 @@ INSTRUCTION_TABLE = TableSpec(
 # --------------------------------------------------------------------------
 
 _KIND_CHECK = {
-    "float": lambda s: pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s),
-    "int": lambda s: pd.api.types.is_integer_dtype(s)
+    "float": lambda s: pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+    and not pd.api.types.is_complex_dtype(s),
+    "int": lambda s: (pd.api.types.is_integer_dtype(s) and not pd.api.types.is_bool_dtype(s))
     or (pd.api.types.is_float_dtype(s) and bool(np.all(np.mod(s.dropna(), 1) == 0))),
     "str": lambda s: pd.api.types.is_string_dtype(s) or pd.api.types.is_object_dtype(s)
     or isinstance(s.dtype, pd.CategoricalDtype),
@@ -413,6 +414,9 @@ def validate_table(df: pd.DataFrame, spec: TableSpec, required: Iterable[str] = 
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"{spec.name}: expected a pandas DataFrame, got {type(df).__name__}")
     known = spec.columns
+    twice = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+    if twice:  # df[name] would be a table, not a column: refuse before anything reads it
+        raise ValueError(f"{spec.name}: duplicate column name(s) {twice}")
     for name in (*[c.name for c in spec.required], *required):
         if name not in df.columns:
             raise ValueError(f"{spec.name}: column {name!r} is missing (have {list(df.columns)})")
@@ -483,13 +487,15 @@ def validate_trace_matrix(X, *, min_columns: int = 2) -> np.ndarray:
         negative power; for a DataFrame the offending column is named.
     """
     columns: Sequence = X.columns if isinstance(X, pd.DataFrame) else None
-    arr = np.asarray(X, dtype=float)
+    arr = _matrix_as_float(X)
     if arr.ndim != 2:
         raise ValueError(f"trace matrix: expected 2-D (runs × time points), got {arr.ndim}-D")
     if arr.shape[1] < min_columns:
         raise ValueError(f"trace matrix: has {arr.shape[1]} time point(s), needs at least {min_columns}")
+    if arr.shape[0] == 0:
+        raise ValueError("trace matrix: has 0 rows (runs), needs at least 1")
     # fast path, two reductions and no temporaries: NaN makes the min NaN, +inf the max
-    if arr.size and arr.min() >= 0 and np.isfinite(arr.max()):
+    if arr.size and arr.min() >= 0 and arr.max() <= _MAX_POWER_W:
         return arr
     bad = ~np.isfinite(arr)
     if bad.any():
@@ -502,4 +508,51 @@ def validate_trace_matrix(X, *, min_columns: int = 2) -> np.ndarray:
         name = columns[j] if columns is not None else j
         # sklearn's wording for negative input (the positive_only tag of the filters using this)
         raise ValueError(f"trace matrix: Negative values in data: column {name!r} has negative power")
+    high = arr > _MAX_POWER_W
+    if high.any():
+        j = int(np.argmax(high.any(axis=0)))
+        name = columns[j] if columns is not None else j
+        raise ValueError(f"trace matrix: column {name!r} has power {arr.max():g} W above the plausible "
+                         f"maximum {_MAX_POWER_W:g} W")
     return arr
+
+
+_MAX_POWER_W = 1e5  # the plausible maximum of every power column (_power)
+
+
+def _matrix_as_float(X) -> np.ndarray:
+    """``X`` as a float array; ValueError naming a column that does not hold numbers."""
+    def refuse(what, detail):
+        raise ValueError(f"trace matrix: {what} holds {detail}, expected numbers (power in W)")
+
+    def check(values, what):
+        kind = values.dtype.kind
+        if kind in "biuf":
+            return
+        if kind in "USmMc" or kind == "V":
+            refuse(what, f"dtype {values.dtype}")
+        # object: numbers only (no strings: "12.5" is text that should have been parsed)
+        for v in values.ravel():
+            if v is None or v is pd.NA:
+                continue
+            if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number)) \
+                    or isinstance(v, (bool, np.bool_, complex, np.complexfloating)):
+                refuse(what, f"{type(v).__name__} values such as {v!r}")
+
+    if isinstance(X, pd.DataFrame):
+        twice = sorted({str(c) for c in X.columns[X.columns.duplicated()]})
+        if twice:
+            raise ValueError(f"trace matrix: duplicate column name(s) {twice}")
+        for name in X.columns:
+            check(np.asarray(X[name]), f"column {name!r}")
+        return X.to_numpy(dtype=float, na_value=np.nan)
+    try:
+        raw = np.asarray(X)
+    except ValueError as err:  # ragged nested lists
+        raise ValueError(f"trace matrix: rows of different lengths or nested values ({err})") from None
+    check(raw, "the array")
+    try:
+        return raw.astype(float) if raw.dtype != object else np.array(
+            [np.nan if v is None or v is pd.NA else v for v in raw.ravel()], dtype=float).reshape(raw.shape)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"trace matrix: expected numbers: {err}") from None

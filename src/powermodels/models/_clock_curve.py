@@ -50,6 +50,10 @@ class _ClockCurveRegressor(RegressorMixin, BaseEstimator):
     _PARAMS: ClassVar[tuple[str, ...]] = ()
     _TARGET: ClassVar[str] = "y"
     _batch_fit: ClassVar[Callable]
+    #: Fewest distinct clocks a fit accepts: fewer leave the curve's shape unidentified.
+    _MIN_CLOCKS: ClassVar[int] = 3
+    #: Largest plausible target (None: no limit).
+    _Y_MAX: ClassVar[float | None] = None
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -70,7 +74,17 @@ class _ClockCurveRegressor(RegressorMixin, BaseEstimator):
         """Validated clocks (MHz) and target of ``fit``; resets the feature bookkeeping."""
         X_in = X
         X, y = validate_data(self, X, y, y_numeric=True, dtype="numeric")
-        return self._frequency_column(X_in, X), check_target(y, self._TARGET)
+        f, y = self._frequency_column(X_in, X), check_target(y, self._TARGET)
+        distinct = np.unique(f).size
+        if distinct < self._MIN_CLOCKS:
+            raise ValueError(
+                f"{type(self).__name__}: {distinct} distinct clock(s) in frequency_column; the "
+                f"four-parameter curve needs at least {self._MIN_CLOCKS} (a single clock identifies nothing)"
+            )
+        if self._Y_MAX is not None and y.size and y.max() > self._Y_MAX:
+            raise ValueError(f"{self._TARGET} (y) has value {y.max():g} above the plausible maximum "
+                             f"{self._Y_MAX:g}")
+        return f, y
 
     def fit(self, X, y):
         """Fit the curve (thesis eq. 4.1 or 4.5) to the clocks in ``X`` and ``y``.

@@ -64,6 +64,8 @@ def numeric_column(X, j: int, param: str, *, nonnegative: bool = False, unit: st
     values = np.asarray(col)
     if np.iscomplexobj(values):
         raise ValueError(f"Complex data not supported: column {label!r} ({param})")
+    if values.dtype.kind in "mM":  # would become nanoseconds without a word
+        raise ValueError(f"column {label!r} ({param}) holds dtype {values.dtype}, not numbers")
     try:
         values = values.astype(float)
     except (TypeError, ValueError) as exc:

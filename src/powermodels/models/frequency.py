@@ -71,6 +71,7 @@ class FrequencyPowerModel(_ClockCurveRegressor):
 
     _PARAMS = ("p_static_w_", "a_", "knee_mhz_", "slope_per_ghz_")
     _TARGET = "power"
+    _Y_MAX = 1e5  # W: the plausible maximum of every power column (schema)
     _batch_fit = staticmethod(fit_power_batch)
 
     def __init__(self, frequency_column=0, max_iter=100):

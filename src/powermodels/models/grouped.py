@@ -162,6 +162,8 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
         X, keys = self._split(X, groups, fitting=True)
         if y is not None:
             y = np.asarray(y)
+            if y.ndim == 0:
+                raise ValueError(f"y must hold one target per row of X, got a scalar {y.item()!r}")
             if y.ndim == 2 and y.shape[1] == 1:
                 y = column_or_1d(y, warn=True)
             if y.shape[0] != X.shape[0]:

@@ -204,6 +204,9 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
                     raise ValueError(f"instruction table: column {name!r} has NaN or infinite counts")
                 if (values < 0).any():
                     raise ValueError(f"instruction table: column {name!r} has negative counts")
+            if fit and not (X[ops].to_numpy(dtype=float) != 0).any():  # a singular NNLS system
+                raise ValueError("instruction table: every opcode count is zero; there is no "
+                                 "instruction to attribute energy to")
             if schema.TIME_S not in X.columns:
                 raise ValueError(f"instruction table: column {schema.TIME_S!r} is missing")
             time = X[schema.TIME_S].to_numpy(dtype=float)

@@ -151,6 +151,8 @@ class TraceEnergy(RegressorMixin, BaseEstimator):
         P, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite=False,
                              y_numeric=True)
         validate_trace_matrix(X if isinstance(X, pd.DataFrame) else P, min_columns=1)
+        if y.dtype.kind not in "biuf":  # y_numeric converts object arrays, not str ones
+            raise ValueError(f"y (reference energy or power) must be numbers, got dtype {y.dtype}")
         if not np.all(np.isfinite(y)):
             raise ValueError("y (reference energy or power) has NaN or infinite values")
         self._check_params(P.shape[1])

@@ -85,6 +85,9 @@ def series_from_input(estimator, X, y, *, time_column, load_column, power_column
                 f"{name} requires y to be passed, but the target y is None "
                 "(with an array X, y is the sensor reading; or pass a trace table)"
             )
+        if getattr(X, "dtype", None) is not None and X.dtype.kind in "mM":
+            # datetime64 would become nanoseconds: the estimators take seconds
+            raise ValueError(f"{name}: X holds dtype {X.dtype}; give time in seconds (float)")
         arr, yy = validate_data(estimator, X, y, reset=reset, dtype="numeric",
                                 ensure_min_samples=MIN_SAMPLES, y_numeric=True)
         arr = np.asarray(arr, dtype=float)
@@ -99,6 +102,8 @@ def series_from_input(estimator, X, y, *, time_column, load_column, power_column
         reading = np.asarray(yy, dtype=float)
     if groups is None:
         groups = np.zeros(len(t), dtype=int)
+    if t.size and np.unique(t).size < 2:  # every interval would be zero
+        raise ValueError(f"{name}: time does not advance (every time value is {t[0]:g} s)")
     order = np.lexsort((t, groups))
     return (t[order], None if load is None else load[order], reading[order], groups[order])
 
