@@ -81,9 +81,9 @@ def child(impl: str, rev: str, n: int, protocol: str, out: str, max_runs: int | 
 
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     before = module.finished_keys(out) if Path(out).exists() else set()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     runs = module.run_campaign(spec_for(n, protocol), out, progress=False, max_runs=max_runs)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     added = runs.loc[~runs["run_id"].isin(before)]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # where a resume's overhead goes (timed again after the invocation, caches warm)
@@ -99,7 +99,7 @@ def child(impl: str, rev: str, n: int, protocol: str, out: str, max_runs: int | 
         store.finished_keys()
         store.run_table()
         store_s = time.perf_counter() - t0
-    return {"wall_s": wall, "added": int(len(added)), "measure_s": float(added["wall_s"].sum()),
+    return {"wall_s": wall, "cpu_s": cpu, "added": int(len(added)), "measure_s": float(added["wall_s"].sum()),
             "peak_rss_mib": peak, "rss_after_imports_mib": rss0, "finished": int(len(runs)),
             "plan_s": plan_s, "store_read_s": store_s}
 
@@ -121,7 +121,8 @@ def measure(impl: str, rev: str, n: int, protocol: str, work: Path) -> list[dict
     rows = []
     for step, max_runs in (("A: first N-2 runs", n - 2), ("B: resume +1 run", 1), ("C: resume +1, complete", None)):
         r = invoke(impl, rev, n, protocol, out, max_runs)
-        r.update(impl=impl, n=n, step=step, overhead_s=r["wall_s"] - r["measure_s"])
+        r.update(impl=impl, n=n, step=step, overhead_s=r["wall_s"] - r["measure_s"],
+                 overhead_cpu_s=max(0.0, r["cpu_s"] - r["measure_s"]))
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         r["folder_mib"] = size / 2**20
         rows.append(r)
@@ -139,22 +140,26 @@ def report(rows: list[dict], protocol: str, rev: str) -> str:
         f"`python benchmarks/bench_campaign_scale.py` — sgemm configurations × {REPEATS} repeats, "
         f"protocol `{protocol}`, one process per invocation; {platform.processor() or platform.machine()}, "
         f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end. Overhead = "
-        "time in `run_campaign` minus the measurement time of the runs it added (step A: writing the "
+        "time in `run_campaign` minus the measurement time of the runs it added — also as CPU time of "
+        "the process, which other jobs sharing the machine disturb less (step A: writing the "
         "store; B, C: listing, planning, the run table, opening the device, lazy imports); *plan* "
         "(expanding the spec, sampling sgemm's search space) and *finished keys + run table* (the "
         "store's reads) are timed again after the invocation. Peak RSS of the whole process (Python, "
         f"pandas and pyarrow take about {min(r['rss_after_imports_mib'] for r in rows):.0f} MiB before "
         "the campaign starts).",
         "",
-        "| code | runs N | invocation | wall (s) | runs added | overhead (s) | of which plan (s) "
-        "| finished keys + run table (s) | per added run (ms) | peak RSS (MiB) | folder (MiB) |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| code | runs N | invocation | wall (s) | runs added | overhead (s) | overhead, CPU (s) "
+        "| of which plan (s) | finished keys + run table (s) | per added run (ms) | peak RSS (MiB) "
+        "| folder (MiB) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         per = 1e3 * r["wall_s"] / r["added"] if r["added"] else float("nan")
         store = "—" if math.isnan(r["store_read_s"]) else f"{r['store_read_s']:.3f}"
+        # step A: its runs' measurement is wall time under load, not comparable with CPU time
+        cpu = f"{r['overhead_cpu_s']:.3f}" if r["added"] == 1 else "—"
         lines.append(f"| {names[r['impl']]} | {r['n']:,} | {r['step']} | {r['wall_s']:.2f} | {r['added']:,} | "
-                     f"{r['overhead_s']:.3f} | {r['plan_s']:.3f} | {store} | {per:.1f} | "
+                     f"{r['overhead_s']:.3f} | {cpu} | {r['plan_s']:.3f} | {store} | {per:.1f} | "
                      f"{r['peak_rss_mib']:.0f} | {r['folder_mib']:.1f} |")
     return "\n".join(lines) + "\n"
 
