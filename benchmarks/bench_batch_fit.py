@@ -17,15 +17,20 @@ curves at the measured clocks; SSE of ours vs curve_fit's).
 
 Usage::
 
-    python benchmarks/bench_batch_fit.py [--configs 10000] [--clocks 20] [--loop-configs N]
+    python benchmarks/bench_batch_fit.py [--configs 10000] [--clocks 20] [--loop-configs N] [--repeats 3]
 
 ``--loop-configs`` times the curve_fit loop on the first N configs only and
-extrapolates linearly (the default runs all of them).
+extrapolates linearly (the default runs all of them). Every method runs
+``--repeats`` times, interleaved (batch, grouped, loop, batch, ...), after
+one untimed warm-up of the batch path; the table gives each one's median
+CPU time (``time.process_time``: on a shared machine wall time mostly
+measures the other processes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
 from pathlib import Path
@@ -105,25 +110,39 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", type=int, default=10_000)
     ap.add_argument("--clocks", type=int, default=20)
     ap.add_argument("--loop-configs", type=int, default=None, help="curve_fit loop on the first N configs")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of every method (medians compared)")
     args = ap.parse_args(argv)
     F, P, T = make_data(args.configs, args.clocks)
     groups = np.repeat(np.arange(args.configs), args.clocks)
 
-    t0 = time.perf_counter()
-    bp = fit_frequency_power_batch(F.ravel(), P.ravel(), groups)
-    bt = fit_rational_time_batch(F.ravel(), T.ravel(), groups)
-    t_batch = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    X = F.reshape(-1, 1)
-    GroupedEstimator(FrequencyPowerModel()).fit(X, P.ravel(), groups=groups)
-    GroupedEstimator(RationalTimeModel()).fit(X, T.ravel(), groups=groups)
-    t_grouped = time.perf_counter() - t0
-
     n_loop = args.loop_configs or args.configs
-    t0 = time.perf_counter()
-    cp, ct, fails = loop_curve_fit(F[:n_loop], P[:n_loop], T[:n_loop])
-    t_loop = (time.perf_counter() - t0) * args.configs / n_loop
+    X = F.reshape(-1, 1)
+
+    def batch():
+        return (fit_frequency_power_batch(F.ravel(), P.ravel(), groups),
+                fit_rational_time_batch(F.ravel(), T.ravel(), groups))
+
+    def grouped():
+        GroupedEstimator(FrequencyPowerModel()).fit(X, P.ravel(), groups=groups)
+        GroupedEstimator(RationalTimeModel()).fit(X, T.ravel(), groups=groups)
+
+    def loop():
+        return loop_curve_fit(F[:n_loop], P[:n_loop], T[:n_loop])
+
+    fit_frequency_power_batch(F[:50].ravel(), P[:50].ravel(), groups[: 50 * args.clocks])  # warm-up
+    times = {"batch": [], "grouped": [], "loop": []}
+    for _ in range(args.repeats):  # interleaved, so machine load hits every method alike
+        for name, fn in (("batch", batch), ("grouped", grouped), ("loop", loop)):
+            t0 = time.process_time()  # CPU time: the machine may be shared (see the report)
+            out = fn()
+            times[name].append(time.process_time() - t0)
+            if name == "batch":
+                bp, bt = out
+            elif name == "loop":
+                cp, ct, fails = out
+    t_batch = float(np.median(times["batch"]))
+    t_grouped = float(np.median(times["grouped"]))
+    t_loop = float(np.median(times["loop"])) * args.configs / n_loop
 
     sl = slice(0, n_loop)
     power_cols = (schema.FIT_P_STATIC_W, schema.FIT_A_W_PER_MHZ, schema.FIT_KNEE_MHZ, schema.FIT_SLOPE_PER_GHZ)
@@ -146,9 +165,12 @@ def main(argv=None) -> int:
         f"# Batch fit vs curve_fit loop — {args.configs} configs × {args.clocks} clocks",
         "",
         "Command: `python benchmarks/bench_batch_fit.py" + (f" --loop-configs {n_loop}" if args.loop_configs else "")
-        + "` (synthetic data, 1 % noise; CPU only).",
+        + (f" --repeats {args.repeats}" if args.repeats != 3 else "")
+        + f"` (synthetic data, 1 % noise; CPU only). Every method: median CPU time (this process, all "
+        f"threads) of {args.repeats} interleaved runs, after one untimed warm-up of the batch code; "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end.",
         "",
-        "| method | wall time (s) | speed-up vs loop |",
+        "| method | CPU time (s) | speed-up vs loop |",
         "|---|---:|---:|",
         f"| batch (`fit_frequency_power_batch` + `fit_rational_time_batch`) | {t_batch:.2f} | {t_loop / t_batch:.0f}× |",
         f"| `GroupedEstimator` fast path (builds {2 * args.configs} estimators) | {t_grouped:.2f} | {t_loop / t_grouped:.0f}× |",
