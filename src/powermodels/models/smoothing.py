@@ -15,12 +15,15 @@ The three filters of thesis §4.3:
 - :class:`KalmanFilter1D` — the scalar random-walk Kalman filter of thesis
   §4.3.3. Its gains do not depend on the data, so they are computed once in
   closed form; the state recursion is then a time-varying first-order linear
-  filter (blocked scan) until the gain reaches its steady state, and
-  :func:`scipy.signal.lfilter` after that.
+  filter (step by step across rows) until the gain reaches its steady state,
+  and :func:`scipy.signal.lfilter` after that; with ``Q = 0`` a weighted
+  running mean (one cumulative sum).
 
 Results equal FilterPy's ``GHFilter.batch_filter`` and a ``KalmanFilter``
 predict/update loop to ~1e-12 (see ``tests/models/test_models_smoothing.py``)
-and run two to three orders of magnitude faster (``benchmarks/bench_filters.py``).
+and run ~50× (g-h) to ~1,400–2,100× (Kalman) faster on 10^6 samples; a
+compiled (numba) loop of the same recursion is faster still in most layouts
+(ours 0.56–1.33× its speed, ``benchmarks/bench_filters.py``).
 """
 
 from __future__ import annotations
