@@ -35,8 +35,13 @@ from powermodels.models.dvfs_optimizer import eta_for_slowdown
 from powermodels.models.dvfs_regimes import DVFSRegimeWarning
 from powermodels.models.dvfs_targets import kernel_parameters
 from powermodels.workflows.dvfs_predictor import (
-    evaluate_models, fitted_models, predict_models, profiles_of, read_nv_dvfs_config,
-    train_dvfs_predictor)
+    evaluate_models,
+    fitted_models,
+    predict_models,
+    profiles_of,
+    read_nv_dvfs_config,
+    train_dvfs_predictor,
+)
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "nv-dvfs-benchmark-rtx8000"
@@ -88,7 +93,8 @@ def main(argv=None):
     cv = pd.DataFrame(cv_rows).sort_values("cv_mape", ignore_index=True)
     best_set, best_cand = cv["features"].iloc[0], cv["candidate"].iloc[0]
     chosen = trained[best_set]
-    regime_lines = [str(w.message) for w in caught if issubclass(w.category, DVFSRegimeWarning)]
+    regime_lines = list(dict.fromkeys(str(w.message) for w in caught
+                                      if issubclass(w.category, DVFSRegimeWarning)))
 
     # 2. test on the 20 applications, once, with the chosen model (seeds for stability)
     with warnings.catch_warnings(record=True) as caught_test:
@@ -119,7 +125,7 @@ def main(argv=None):
         f"V(f) chosen on the microbenchmarks: knee {chosen.voltage_knee_mhz:.0f} MHz, slope "
         f"{chosen.voltage_slope_per_ghz:g}/GHz. Fits: Huber loss on relative residuals, regime "
         "clocks excluded with a warning. MAPE: mean over kernels of each kernel's MAPE over its "
-        "10 clocks (all measured points, excluded ones included).",
+        "10 clocks (all measured points, excluded ones included; the CV scores the kept points).",
         "",
         "## Model selection: grouped CV on the microbenchmarks (6 applications, leave-one-out)",
         "",

@@ -23,6 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from powermodels import schema
 from powermodels.models.dvfs_predictor import DVFSParameterPredictor
+from powermodels.models.dvfs_targets import kept_runs
 
 __all__ = ["CANDIDATES", "cross_validate_predictors", "curve_errors", "make_candidate",
            "reference_of"]
@@ -93,7 +94,8 @@ def cross_validate_predictors(features: pd.DataFrame, table: pd.DataFrame, runs:
     table : DataFrame
         Per-kernel targets (:func:`~powermodels.models.dvfs_targets.kernel_parameters`).
     runs : DataFrame
-        The training sweep (kernel, clocks, time, power), to score the curves.
+        The training sweep (kernel, clocks, time, power), to score the curves
+        (on the points ``table`` kept; its excluded regime points are left out).
     groups : array-like of shape (n_kernels,)
         Application of each kernel; a fold holds out whole applications.
     voltage_knee_mhz, voltage_slope_per_ghz : float
@@ -128,6 +130,8 @@ def cross_validate_predictors(features: pd.DataFrame, table: pd.DataFrame, runs:
     trusted = (table[schema.DVFS_TRUSTED].to_numpy(dtype=bool) if trusted_only
                and schema.DVFS_TRUSTED in table.columns else np.ones(len(table), dtype=bool))
     X, Y = features.to_numpy(dtype=float), table[list(schema.DVFS_SHARES)].to_numpy(dtype=float)
+    # score the regular regime only: the excluded points are what eq. 1-2 do not describe
+    runs = kept_runs(runs, table)
     kernels = np.asarray(table.index)
     rows = []
     for name in candidates:

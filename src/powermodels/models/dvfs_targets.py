@@ -19,7 +19,7 @@ from powermodels.models.dvfs_fit import fit_power, fit_time
 from powermodels.models.dvfs_params import DVFSParams
 from powermodels.models.dvfs_regimes import DVFSRegimeWarning, detect_regimes
 
-__all__ = ["excluded_clock_counts", "kernel_parameters"]
+__all__ = ["excluded_clock_counts", "kept_runs", "kernel_parameters"]
 
 
 def _check_runs(runs, columns):
@@ -164,3 +164,15 @@ def excluded_clock_counts(table: pd.DataFrame) -> pd.DataFrame:
     out["share"] = out["kernels"] / len(table)
     return out.sort_values(["kernels", schema.SM_CLOCK_MHZ], ascending=[False, True],
                            ignore_index=True)
+
+
+def kept_runs(runs: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a sweep that :func:`kernel_parameters` kept (its excluded kernel/clock points dropped)."""
+    if schema.DVFS_EXCLUDED_CLOCKS not in table.columns:
+        return runs
+    drop = {(k, float(item.split(":")[0])) for k, s in table[schema.DVFS_EXCLUDED_CLOCKS].items()
+            for item in s.split(";") if item}
+    if not drop:
+        return runs
+    key = zip(runs[schema.KERNEL], runs[schema.SM_CLOCK_MHZ].astype(float), strict=True)
+    return runs[[k not in drop for k in key]]
