@@ -374,18 +374,12 @@ def _degenerate_cases():
         ("TemperatureCorrection: missing power column", r"power_w|missing|column",
          lambda: TemperatureCorrection(group_column=schema.SM_CLOCK_MHZ).fit(pd.DataFrame({
              schema.SM_CLOCK_MHZ: 1410.0, schema.TEMPERATURE_C: np.linspace(40, 70, 10)}))),
-        pytest.param(
-            "DVFSPowerModel: a single clock pair", r"clock|distinct|identif|vary|singular",
-            lambda: DVFSPowerModel().fit(np.column_stack([single, np.full(13, 2619.0)]),
-                                         np.linspace(100, 120, 13)),
-            marks=pytest.mark.xfail(strict=True, reason="fits P0 alone without a word; models/dvfs*.py "
-                                    "is being reorganised (H8): the check belongs there")),
-        pytest.param(
-            "DVFSTimeModel: a single clock pair", r"clock|distinct|identif|vary|singular",
-            lambda: DVFSTimeModel().fit(np.column_stack([single, np.full(13, 2619.0)]),
-                                        np.full(13, 1e-3)),
-            marks=pytest.mark.xfail(strict=True, reason="fits without a word; models/dvfs*.py is "
-                                    "being reorganised (H8): the check belongs there")),
+        ("DVFSPowerModel: a single clock pair", r"clock|distinct|identif|vary|singular",
+         lambda: DVFSPowerModel().fit(np.column_stack([single, np.full(13, 2619.0)]),
+                                      np.linspace(100, 120, 13))),
+        ("DVFSTimeModel: a single clock pair", r"clock|distinct|identif|vary|singular",
+         lambda: DVFSTimeModel().fit(np.column_stack([single, np.full(13, 2619.0)]),
+                                     np.full(13, 1e-3))),
         ("InstructionEnergyModel: all-zero opcode counts (singular NNLS)",
          r"opcode|zero|singular|identif|count|no instructions",
          lambda: InstructionEnergyModel().fit(pd.DataFrame({

@@ -91,6 +91,20 @@ def _clock_arrays(est, X):
     return fc, fm
 
 
+def _fit_clock_arrays(est, X):
+    """:func:`_clock_arrays` for ``fit``: the data must hold at least two clock pairs.
+
+    One (core, memory) pair cannot tell a clock-dependent term from a constant one (DSO
+    eq. 1–2 fitted through one point), so it is an error rather than a silent fit.
+    """
+    fc, fm = _clock_arrays(est, X)
+    if np.unique(np.column_stack([fc, fm]), axis=0).shape[0] < 2:
+        raise ValueError(f"{type(est).__name__}: every sample is at the same clock pair "
+                         f"({fc[0]:g}, {fm[0]:g}) MHz; the clock dependence is not identified "
+                         "(need at least 2 distinct clock pairs)")
+    return fc, fm
+
+
 _CLOCK_FAILS = {
     # With the positive_only tag the checks shift X to X - X.min() (sklearn 1.9,
     # _enforce_estimator_tags_X), which puts exactly one 0 in the data; a 0 MHz
@@ -203,7 +217,7 @@ class DVFSPowerModel(_DVFSBase):
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
-        fc, fm = _clock_arrays(self, X)
+        fc, fm = _fit_clock_arrays(self, X)
         knees = (np.unique(fc) if self.voltage_knee_mhz is None else [float(self.voltage_knee_mhz)])
         slopes = ((0.25, 0.5, 1.0, 2.0) if self.voltage_slope_per_ghz is None
                   else [float(self.voltage_slope_per_ghz)])
@@ -297,7 +311,7 @@ class DVFSTimeModel(_DVFSBase):
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
-        fc, fm = _clock_arrays(self, X)
+        fc, fm = _fit_clock_arrays(self, X)
         self.t0_, self.alpha_, self.beta_ = fit_time(fc, fm, y, **self._loss_kw())
         self.params_ = DVFSParams(t0_s=self.t0_, alpha_s_mhz=self.alpha_, beta_s_mhz=self.beta_)
         return self
@@ -392,7 +406,7 @@ class DVFSEnergyModel(_DVFSBase):
         """
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64,
                              ensure_min_samples=2)
-        fc, fm = _clock_arrays(self, X)
+        fc, fm = _fit_clock_arrays(self, X)
         if y.ndim != 2 or y.shape[1] != 2:
             raise ValueError(
                 f"y must have 2 columns (time_s, power_w), got shape {np.shape(y)}"
