@@ -335,3 +335,25 @@ def test_corrupt_journal_is_kept_aside(gpu):
     assert j.entries() == []
     assert j.path.with_name(j.path.name + ".corrupt").exists()
     assert json.loads(json.dumps([])) == []
+
+
+def test_restore_command_reaches_every_gpu_under_cuda_visible_devices(fake_nvml, monkeypatch, capsys):
+    """Inside a job that sees one GPU of two, `powermodels restore` still restores the other one.
+
+    The journal is keyed by UUID: restore must look at every GPU NVML knows,
+    not the CUDA ordinals ``CUDA_VISIBLE_DEVICES`` leaves (ordinal 1 does not exist here).
+    """
+    from powermodels.cli import main
+
+    fake_nvml.add_gpus(1)
+    fake_nvml.gpu.sm_locked = (1000, 1000)  # NVML GPU 0, left locked by a process now gone
+    entry = journal.Entry("gone-1", 12345, "another-host", None, {"sm_clock_mhz": None},
+                          ["sm_clock_mhz"], "fake")
+    j = journal.Journal(fake_nvml.gpu.uuid)
+    with j.locked():
+        j.add(entry)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert main(["restore"]) == 0, capsys.readouterr()
+    assert fake_nvml.gpu.sm_locked is None
+    assert j.entries() == []
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"

@@ -20,12 +20,30 @@ def add_arguments(parser) -> None:
 
 
 def _devices_by_uuid() -> dict:
+    import os
+    import warnings
+
+    from ..devices.cuda_visible import ENV
     from ..devices.nvml import NVMLDevice, nvml_gpu_count
 
+    # Journals are keyed by UUID, so every GPU NVML knows is wanted, by NVML index:
+    # NVMLDevice(i) takes i as a CUDA ordinal under CUDA_VISIBLE_DEVICES (a job that
+    # sees one GPU would fail on ordinal 1 and never reach the others).
+    hidden = os.environ.pop(ENV, None)
     out = {}
-    for index in range(nvml_gpu_count()):
-        device = NVMLDevice(index)
-        out[device.info.uuid or f"nvml-{index}"] = device
+    try:
+        with warnings.catch_warnings():  # CUDA-vs-NVML order does not matter here
+            warnings.simplefilter("ignore")
+            for index in range(nvml_gpu_count()):
+                device = NVMLDevice(index)
+                out[device.info.uuid or f"nvml-{index}"] = device
+    except BaseException:
+        for device in out.values():
+            device.close()
+        raise
+    finally:
+        if hidden is not None:
+            os.environ[ENV] = hidden
     return out
 
 
