@@ -357,3 +357,20 @@ def test_restore_command_reaches_every_gpu_under_cuda_visible_devices(fake_nvml,
     assert fake_nvml.gpu.sm_locked is None
     assert j.entries() == []
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_journal_lock_lookup_is_reentrant_for_a_signal_handler(tmp_path):
+    """A SIGTERM handler that restores runs in the main thread, possibly while that thread is
+    inside ``_file_lock``'s lookup: taking the lookup's lock again must not deadlock."""
+    path = tmp_path / "x.lock"
+    done = []
+
+    def handler_reentry():
+        done.append(journal._file_lock(path))
+
+    with journal._locks_guard:  # the main thread, interrupted inside the lookup
+        acquired = journal._locks_guard.acquire(timeout=1.0)  # what the handler does
+        if acquired:
+            journal._locks_guard.release()
+            handler_reentry()
+    assert acquired and done and done[0] is journal._file_lock(path)

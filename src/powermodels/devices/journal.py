@@ -142,7 +142,7 @@ class Entry:
 
 
 _locks: dict[tuple[int, str], object] = {}
-_locks_guard = threading.Lock()
+_locks_guard = threading.RLock()  # re-entrant: a signal handler may look up while the main thread does
 
 
 def _file_lock(path: Path):
