@@ -15,8 +15,8 @@ points (the simulated Hopper's 25 ms window comes back with an interval of
 ``square43``
     One square wave of 4/3 × the update period.
 ``golden``
-    Two square waves whose periods are the update period divided by the
-    golden ratio φ and by ``2 − 1/φ`` (61.8 ms and 72.4 ms… on 100 ms):
+    Two square waves whose periods are the update period times ``1/φ`` and
+    ``2 − 1/φ`` (φ the golden ratio; 61.8 ms and 138.2 ms on 100 ms):
     the update/load ratio is irrational, so the updates sweep every phase of
     the load (equidistributed), and the two periods break each other's
     aliases.
