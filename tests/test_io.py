@@ -210,3 +210,16 @@ def test_all_estimators_covered():
     from powermodels.utils import all_estimators
 
     assert {n for n, _ in all_estimators()} <= {c[0] for c in CASES}
+
+
+@pytest.mark.parametrize("fields", [{"metadata": [1]}, {"metadata": {}, "format_version": "3"}],
+                         ids=["metadata-list", "format-version-text"])
+def test_malformed_header_fields_are_a_calibration_error(tmp_path, fields):
+    payload = b"payload"
+    header = {"sha256": hashlib.sha256(payload).hexdigest(), **fields}
+    blob = json.dumps(header).encode()
+    path = tmp_path / "bad.pmcal"
+    path.write_bytes(pmio.MAGIC + struct.pack(">Q", len(blob)) + blob + payload)
+    for read in (pmio.load_calibration, pmio.read_metadata):
+        with pytest.raises(pmio.CalibrationError, match="corrupt header"):
+            read(path)

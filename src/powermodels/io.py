@@ -265,6 +265,10 @@ def _read(path) -> tuple[dict, bytes]:
         raise CalibrationError(f"{path}: corrupt header ({exc})") from exc
     if not isinstance(header, dict) or "metadata" not in header or "sha256" not in header:
         raise CalibrationError(f"{path}: corrupt header (missing fields)")
+    version = header.get("format_version", 1)
+    if not isinstance(header["metadata"], dict) or not isinstance(version, int) or isinstance(version, bool):
+        raise CalibrationError(f"{path}: corrupt header (metadata must be an object and "
+                               "format_version an integer)")
     return header, data[pos + n :]
 
 
