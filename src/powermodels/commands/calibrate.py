@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 NAME = "calibrate"
-HELP = ("calibrate power and time vs clock and temperature (thesis ch. 4) on this GPU: natural DVFS "
-        "(default, changes nothing) or a locked-clock sweep (--allow-clock-changes)")
+HELP = ("Calibrate power and time vs clock and temperature (thesis ch. 4): natural DVFS by default, "
+        "locked clocks with --allow-clock-changes.")
 
 
 def add_arguments(parser) -> None:
