@@ -165,6 +165,14 @@ class Runner(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Stop background threads."""
 
+    #: Set by :func:`make_runner` when it opened the device from a kind: ``close`` closes it too.
+    _owns_device = False
+
+    def _close_owned_device(self) -> None:
+        if self._owns_device:
+            self._owns_device = False
+            self.device.close()
+
     def __enter__(self) -> Runner:
         return self
 
@@ -230,6 +238,9 @@ class SimulatedRunner(Runner):
 
     def reference_energy_j(self, intervals):
         return float(sum(self.gpu.true_energy_j(s, e) for s, e in merge_intervals(intervals)))
+
+    def close(self):
+        self._close_owned_device()
 
 
 def back_to_back(pk, launches: int, in_flight: int, stream) -> list:
@@ -435,7 +446,10 @@ class CupyRunner(Runner):
                     close()
             self._prepared.clear()
         finally:
-            self.sampler.stop()
+            try:
+                self.sampler.stop()
+            finally:
+                self._close_owned_device()
 
 
 def _sleep_until(t_s: float, now) -> None:
@@ -452,11 +466,20 @@ def make_runner(device: Device | str = "auto", **kwargs) -> Runner:
     """A runner for ``device`` (a Device, or a kind for :func:`~powermodels.devices.open_device`).
 
     Simulated devices get a :class:`SimulatedRunner`, NVML devices a :class:`CupyRunner`.
+    A device opened here from a kind is closed by the runner's ``close``; a
+    Device passed in stays open (its owner closes it).
     """
-    if isinstance(device, str):
+    owns = isinstance(device, str)
+    if owns:
         from ..devices import open_device
 
         device = open_device(device, **kwargs.pop("device_kwargs", {}))
-    if device.info.kind == "simulated":
-        return SimulatedRunner(device, **kwargs)
-    return CupyRunner(device, **kwargs)
+    try:
+        simulated = device.info.kind == "simulated"
+        runner = SimulatedRunner(device, **kwargs) if simulated else CupyRunner(device, **kwargs)
+    except BaseException:
+        if owns:
+            device.close()
+        raise
+    runner._owns_device = owns  # closing the runner closes the device it opened (NVML shutdown)
+    return runner

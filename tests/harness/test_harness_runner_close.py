@@ -1,0 +1,35 @@
+"""A runner that opened its device from a kind closes it; a device handed in stays open."""
+
+from __future__ import annotations
+
+import pytest
+
+import powermodels
+from powermodels.devices.simulated import SimulatedGPU
+from powermodels.harness.runner import make_runner
+from powermodels.harness.workloads import SimulatedTwin
+
+
+@pytest.fixture
+def closed(monkeypatch):
+    calls = []
+    monkeypatch.setattr(SimulatedGPU, "close", lambda self: calls.append(self), raising=False)
+    return calls
+
+
+def test_runner_closes_the_device_it_opened(closed):
+    with make_runner("simulated", device_kwargs={"seed": 0}) as runner:
+        dev = runner.device
+    assert closed == [dev]
+
+
+def test_runner_leaves_a_given_device_open(closed):
+    dev = powermodels.devices.open_device("simulated", seed=0)
+    with make_runner(dev):
+        pass
+    assert closed == []
+
+
+def test_measure_closes_the_device_it_opened(closed):
+    powermodels.measure(lambda: None, device="simulated", simulated=SimulatedTwin(time_s=2e-3))
+    assert len(closed) == 1
