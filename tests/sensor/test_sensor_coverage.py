@@ -51,3 +51,14 @@ def test_attach_load_and_overlap_fraction_are_linear_in_the_trace():
     np.testing.assert_allclose(load[k], np.clip(_brute(t[k] - 5e-4, t[k], iv) / 5e-4, 0, 1), atol=1e-9)
     f = overlap_fraction(t[k] - 5e-4, t[k], iv)
     np.testing.assert_allclose(f, load[k], atol=1e-9)
+
+
+def test_launch_ending_before_it_starts_is_refused():
+    # A launch [s, e] with e < s used to count as nothing (pairwise clip); the cumulative
+    # form would subtract its negative length from its neighbours' coverage instead.
+    iv = np.array([[0.0, 1.0], [1.6, 1.2], [2.0, 3.0]])
+    with pytest.raises(ValueError, match="ends before it starts"):
+        covered_time(np.array([0.5, 1.0]), np.array([1.5, 2.5]), iv)
+    trace = pd.DataFrame({schema.T_S: np.arange(0.0, 3.5, 0.5)})
+    with pytest.raises(ValueError, match="ends before it starts"):
+        attach_load(trace, iv)

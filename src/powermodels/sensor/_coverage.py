@@ -52,12 +52,20 @@ def covered_time(win_start, win_end, intervals) -> np.ndarray:
     -------
     ndarray
         Covered seconds per window (0 where ``win_end <= win_start``).
+
+    Raises
+    ------
+    ValueError
+        If a launch ends before it starts.
     """
     a = np.asarray(win_start, dtype=float)
     b = np.asarray(win_end, dtype=float)
     iv = np.asarray(intervals, dtype=float).reshape(-1, 2)
     if iv.shape[0] == 0:
         return np.zeros(np.broadcast(a, b).shape)
+    if np.any(iv[:, 1] < iv[:, 0]):
+        # a negative length would be subtracted from the neighbours' coverage in F
+        raise ValueError("intervals: a launch ends before it starts")
     iv = iv[np.argsort(iv[:, 0], kind="stable")]
     s, e = iv[:, 0], iv[:, 1]
     cover = _elapsed(b, s, e) - _elapsed(a, s, e)
