@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import powermodels
@@ -33,3 +35,11 @@ def test_runner_leaves_a_given_device_open(closed):
 def test_measure_closes_the_device_it_opened(closed):
     powermodels.measure(lambda: None, device="simulated", simulated=SimulatedTwin(time_s=2e-3))
     assert len(closed) == 1
+
+
+def test_program_reference_closes_the_device_it_opened(closed):
+    from powermodels.harness.program import ProgramWorkload, program_reference
+
+    prog = ProgramWorkload([sys.executable, "-c", "pass"], simulated={"activity": 0.8})
+    ref = program_reference(prog, "simulated", duration_s=1.0, skip_s=0.2)
+    assert ref["runs"] > 0 and len(closed) == 1

@@ -372,17 +372,27 @@ def program_reference(workload, device="auto", *, duration_s: float = 12.0, skip
         (inside the window), ``window_s``, ``truth_energy_j`` (simulated GPU: the
         true energy per run over the window; NaN on a real GPU), ``wall_s``.
     """
-    import numpy as np
-
     from ..devices import Device, open_device
-    from .counter_protocol import aligned_window
-    from .sampler import Sampler
 
     if not isinstance(workload, ProgramWorkload):
         workload = ProgramWorkload(workload)
     if not (math.isfinite(duration_s) and math.isfinite(skip_s) and 0 <= skip_s < duration_s):
         raise ValueError(f"program_reference: need 0 <= skip_s < duration_s, got {skip_s}, {duration_s}")
     dev = device if isinstance(device, Device) else open_device(device)
+    try:
+        return _program_reference(workload, dev, duration_s, skip_s)
+    finally:
+        if dev is not device:  # opened here from a kind: close it (NVML shutdown)
+            dev.close()
+
+
+def _program_reference(workload, dev, duration_s: float, skip_s: float) -> dict:
+    """:func:`program_reference` on an opened device."""
+    import numpy as np
+
+    from .counter_protocol import aligned_window
+    from .sampler import Sampler
+
     simulated = dev.info.kind == "simulated"
     if simulated:
         workload.check_twin()  # no twin: fail before running anything
