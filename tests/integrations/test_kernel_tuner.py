@@ -124,3 +124,17 @@ def test_tune_kernel_end_to_end_with_the_c_backend(tmp_path, monkeypatch):
         assert r["powermodels_energy"] == pytest.approx(r["powermodels_power"] * twin.time_s(1980, 2619), rel=0.05)
         assert r["launches/J"] == pytest.approx(1.0 / r["powermodels_energy"])
     assert by[(128, 1)]["powermodels_energy"] < by[(64, 4)]["powermodels_energy"]
+
+
+def test_close_closes_the_gpu_the_observer_opened(monkeypatch):
+    closed = []
+    monkeypatch.setattr(SimulatedGPU, "close", lambda self: closed.append(self), raising=False)
+    obs = PowerModelsObserver("simulated", simulated=TWIN)
+    obs.register_device(types.SimpleNamespace(env={}, observers=[obs]))
+    opened = obs.meter.device
+    obs.close()
+    assert closed == [opened]
+    given = PowerModelsObserver(SimulatedGPU(seed=0), simulated=TWIN)
+    given.register_device(types.SimpleNamespace(env={}, observers=[given]))
+    given.close()
+    assert closed == [opened]          # a Device handed in stays open

@@ -140,7 +140,10 @@ class PowerModelsObserver(BenchmarkObserver):
         if self.meter is None:
             from ..meter import EnergyMeter
 
-            self.meter = EnergyMeter(self._open(getattr(dev, "env", None) or {}), sync=None)
+            device = self._open(getattr(dev, "env", None) or {})
+            # a device opened here (from a kind) is this observer's to close; a Device given stays open
+            self._opened = device if device is not self.device else None
+            self.meter = EnergyMeter(device, sync=None)
             if self.meter.simulated and self.simulated is None:
                 raise ValueError("PowerModelsObserver: on the simulated GPU the kernel needs a twin "
                                  "(simulated=SimulatedTwin(...) or a callable of the parameters)")
@@ -152,10 +155,13 @@ class PowerModelsObserver(BenchmarkObserver):
         return {}  # the per-iteration benchmark is too short for the counter; see the continuous part
 
     def close(self) -> None:
-        """Stop the meter's polling thread."""
+        """Stop the meter's polling thread (and close the GPU the observer opened)."""
         if self.meter is not None:
             self.meter.close()
             self.meter = None
+        opened, self._opened = getattr(self, "_opened", None), None
+        if opened is not None:
+            opened.close()
 
     # -- helpers -------------------------------------------------------------
 
