@@ -143,6 +143,13 @@ def run_batched(runner, workload, config, launches: int, batch: int,
         raise ValueError(f"run_batched: launches and batch must be >= 1, got {launches}, {batch}")
     prepared = runner.prepared(workload, config)
     cache = runner.__dict__.setdefault("_batches", {})
+    live = getattr(runner, "_prepared", None)
+    if live is not None:
+        # drop the graphs of workloads the runner evicted (keep_prepared): a Batch holds its
+        # prepared workload, so a kept one would pin every configuration's GPU arrays
+        kept = {id(p) for p in live.values()}
+        for k in [k for k in cache if k[0] not in kept]:
+            del cache[k]
     key = (id(prepared), int(batch))
     if key not in cache:
         cache[key] = Batch(prepared, batch).capture(cp.cuda.Stream(non_blocking=True))
