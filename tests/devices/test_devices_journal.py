@@ -290,6 +290,7 @@ def test_two_processes_on_one_gpu(gpu, tmp_path):
         assert proc.wait(timeout=60) == 0, proc.communicate()
     assert original(gpu) and journal_entries(gpu) == []
     with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):  # free now
+        print("MID", journal_entries(gpu))
         assert gpu.gpu.sm_locked == (1410, 1410)
     device.close()
     assert original(gpu)
@@ -374,3 +375,58 @@ def test_journal_lock_lookup_is_reentrant_for_a_signal_handler(tmp_path):
             journal._locks_guard.release()
             handler_reentry()
     assert acquired and done and done[0] is journal._file_lock(path)
+
+
+
+def _refuse_journal_lock(guard, error: Exception) -> None:
+    def refuse():
+        raise error
+
+    guard._journal.locked = refuse  # this guard's Journal object only
+
+
+def test_restored_guard_survives_a_journal_lock_error(gpu):
+    """Settings restored but the journal cannot be locked (filelock refuses a signal handler's
+    re-entry with RuntimeError): a warning, not an exception out of the restore (or the handler),
+    and the handlers come off."""
+    before = signal.getsignal(signal.SIGTERM)
+    device = _device()
+    guard = device.settings_guard(sm_clock_mhz=1410, allow_changes=True)
+    with pytest.warns(RuntimeWarning, match="journal entry could not be removed"):
+        with guard:
+            _refuse_journal_lock(guard, RuntimeError("lock acquired again while this thread's "
+                                                     "acquire of it waits"))
+    assert gpu.gpu.sm_locked is None
+    assert signal.getsignal(signal.SIGTERM) is before
+    device.close()
+
+
+def test_stale_nested_entry_does_not_relock_the_outer_clock(gpu):
+    """A nested guard's journal entry records the settings before the *outermost* change: if it
+    is left behind (its removal failed) after the outer guard restored, recovering it must not
+    lock the outer guard's clock again, with nobody left to undo it."""
+    device = _device()
+    with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+        inner = device.settings_guard(sm_clock_mhz=1200, allow_changes=True)
+        with pytest.warns(RuntimeWarning, match="journal entry could not be removed"):
+            with inner:
+                _refuse_journal_lock(inner, OSError("journal folder gone read-only"))
+        assert gpu.gpu.sm_locked == (1410, 1410)
+        inner2 = device.settings_guard(sm_clock_mhz=1200, allow_changes=True)
+        with pytest.warns(RuntimeWarning, match="journal entry could not be removed"):
+            with inner2:
+                _refuse_journal_lock(inner2, OSError("journal folder gone read-only"))
+        with pytest.warns(RuntimeWarning, match="left by pid"):
+            with device.settings_guard():  # recovered inside the outer guard: its lock stays
+                assert gpu.gpu.sm_locked == (1410, 1410)
+        assert len(journal_entries(gpu)) == 1  # the outer one
+        inner3 = device.settings_guard(sm_clock_mhz=1200, allow_changes=True)
+        with pytest.warns(RuntimeWarning, match="journal entry could not be removed"):
+            with inner3:
+                _refuse_journal_lock(inner3, OSError("journal folder gone read-only"))
+    assert gpu.gpu.sm_locked is None and len(journal_entries(gpu)) == 1  # inner3's, stale
+    with pytest.warns(RuntimeWarning, match="left by pid"):
+        with device.settings_guard():  # a read-only guard recovers it
+            pass
+    assert gpu.gpu.sm_locked is None, "a read-only guard locked the clock"
+    device.close()

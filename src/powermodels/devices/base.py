@@ -324,6 +324,12 @@ def _recover_locked(device: Device, journal) -> list[str]:
     from .journal import original_settings
 
     values = original_settings(left)
+    with _active_lock:  # a guard of ours still open keeps what it applied (innermost wins)
+        for guard in _active_guards:
+            if guard.device is device:
+                for key in guard.applied:
+                    if key in values:
+                        values[key] = getattr(guard.target, key)
     who = ", ".join(e.describe() for e in left)
     failures, interrupt = _put_back(device, values, reason=f"left by {who}")
     if interrupt is not None:
@@ -413,7 +419,7 @@ class SettingsGuard:
                 if wanted:  # before any change: SIGKILL from here on leaves a record
                     from .journal import Entry
 
-                    journal.add(Entry.mine(self._guard_id, asdict(self.previous),
+                    journal.add(Entry.mine(self._guard_id, self._original(),
                                            [k for k, _ in wanted], self.device.info.name))
                     self._journal = journal
                     if self.device not in _journaled_devices:
@@ -451,6 +457,23 @@ class SettingsGuard:
                     for key in outer.applied:
                         now = Settings(**{**asdict(now), key: getattr(outer.target, key)})
         return now
+
+    def _original(self) -> dict:
+        """``previous`` for the journal, with what enclosing guards changed as before the outermost.
+
+        A nested guard's entry outliving its enclosing guards (its restore or removal
+        failed) must not bring back the enclosing guard's clock lock on recovery.
+        """
+        values = asdict(self.previous)
+        seen: set[str] = set()
+        with _active_lock:
+            for outer in _active_guards:  # oldest first: the outermost change wins
+                if outer.device is self.device and outer is not self and outer.previous is not None:
+                    for key in outer.applied:
+                        if key not in seen:
+                            seen.add(key)
+                            values[key] = getattr(outer.previous, key)
+        return values
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         failures = self._restore(reason="exit")
@@ -490,7 +513,7 @@ class SettingsGuard:
             try:
                 with self._journal.locked():
                     self._journal.remove([self._guard_id])
-            except OSError as err:
+            except Exception as err:  # OSError, or filelock refusing a signal handler's re-entry
                 warnings.warn(f"{self.device.info.name}: settings restored, but the journal "
                               f"entry could not be removed: {err}", RuntimeWarning, stacklevel=3)
         with _active_lock:  # handlers stay until the restore is done and recorded
