@@ -395,12 +395,12 @@ def _comparison(power_rows, power_groups, time_rows, time_groups, step_mhz) -> p
         clocks = np.round(rows[schema.SM_CLOCK_MHZ].to_numpy(float) / step_mhz)
         if np.unique(clocks).size < 2:
             continue
+        # MAPE is relative already: no per-group rescaling, which would let held-out rows set
+        # their own scale; a global time model across kernels of different lengths is poor,
+        # and that is the answer the comparison gives
         y = rows[target].to_numpy(float)
-        if quantity == "time":  # time differs by orders of magnitude between kernels: compare shapes
-            means = pd.Series(y).groupby(groups).transform("mean").to_numpy()
-            y = y / means
         table = compare_per_group_vs_global(est, rows[[schema.SM_CLOCK_MHZ]].to_numpy(float), y,
                                             groups, clocks)
-        table.insert(0, "quantity", quantity if quantity == "power" else "time (relative)")
+        table.insert(0, "quantity", quantity)
         out.append(table)
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
