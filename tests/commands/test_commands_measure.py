@@ -90,3 +90,15 @@ def test_measure_a_callable_workload_object_to_json(tmp_path, capsys, monkeypatc
     assert capsys.readouterr().out.startswith("train_step on Simulated")
     row = pd.read_json(out)
     assert row[schema.KERNEL].iloc[0] == "train_step" and row[schema.PROTOCOL].iloc[0] == "counter"
+
+
+@pytest.mark.parametrize("option", ["--trace-out", "--calibration"])
+def test_measure_program_refuses_options_it_would_ignore(option, tmp_path, capsys):
+    import sys
+
+    value = str(tmp_path / ("trace.csv" if option == "--trace-out" else "cal.pmcal"))
+    assert main(["measure", "--device", "simulated", option, value, "--repeats", "1", "--idle-s", "0",
+                 "--simulated-activity", "0.5",
+                 "--", sys.executable, "-c", "pass"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{option} does not apply to a program" in err[0], err

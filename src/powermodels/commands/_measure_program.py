@@ -86,6 +86,11 @@ def run_program(args) -> int:
     argv = program_argv(args)
     if not argv:
         raise ValueError("measure --: no command after '--' (e.g. powermodels measure -- ./app --n 10)")
+    for option, value in (("--trace-out", getattr(args, "trace_out", None)),
+                          ("--calibration", getattr(args, "calibration", None))):
+        if value:  # would be silently ignored: the program branch writes neither
+            raise ValueError(f"measure --: {option} does not apply to a program "
+                             "(only to --kernel/--source/--callable workloads)")
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
     if not (math.isfinite(args.idle_s) and args.idle_s >= 0):
