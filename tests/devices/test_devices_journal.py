@@ -430,3 +430,25 @@ def test_stale_nested_entry_does_not_relock_the_outer_clock(gpu):
             pass
     assert gpu.gpu.sm_locked is None, "a read-only guard locked the clock"
     device.close()
+
+
+def test_forked_child_killed_by_sigterm_leaves_the_parents_settings(gpu):
+    """A worker forked inside a guard (multiprocessing.Pool; its terminate() sends SIGTERM) inherits
+    the handler and the guard list: its SIGTERM must not reset the parent's clocks or drop the
+    parent's journal entry while the parent still measures."""
+    device = _device()
+    with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+        pid = os.fork()
+        if pid == 0:  # child: never return into pytest
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1.0)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+        gpu._load_state()
+        assert gpu.gpu.sm_locked == (1410, 1410), "the child reset the parent's locked clock"
+        assert len(journal_entries(gpu)) == 1
+    device.close()
+    assert original(gpu) and journal_entries(gpu) == []

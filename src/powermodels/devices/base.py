@@ -213,6 +213,17 @@ def _restore_all_at_exit(reason: str = "interpreter exit") -> None:
 
 atexit.register(_restore_all_at_exit)
 
+
+def _forget_guards_in_child() -> None:
+    # A forked child (a multiprocessing.Pool worker, whose terminate() sends SIGTERM) inherits
+    # the parent's open guards and our handler; those settings are the parent's to restore:
+    # the child's signal or exit must not reset them while the parent still measures.
+    _active_guards.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_guards_in_child)
+
 # ----------------------------------------------------------- SIGTERM / SIGHUP
 # A batch scheduler ends a job with SIGTERM (then SIGKILL); a closed terminal
 # sends SIGHUP. Neither runs atexit, so while a guard holds changed settings
