@@ -130,3 +130,11 @@ def test_cli_measure_with_calibration(locked, tmp_path, capsys):
     rc = main(["measure", "--kernel", "fp32", "--device", "simulated", "--preset", "volta",
                "--calibration", str(path)])
     assert rc != 0 and "--allow-other-device" in capsys.readouterr().err
+
+
+def test_cli_simulated_power_limit_refused_when_auto_finds_a_gpu(tmp_path, capsys, monkeypatch):
+    import powermodels.commands.calibrate as command
+
+    monkeypatch.setattr(command, "_has_gpu", lambda index: True)
+    rc = main(["calibrate", "fp32", "--simulated-power-limit", "400", "--out", str(tmp_path)])
+    assert rc != 0 and "--device simulated" in capsys.readouterr().err

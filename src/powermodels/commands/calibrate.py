@@ -55,6 +55,9 @@ def _open(args):
     from .measure import open_any
 
     simulated = {"seed": args.seed, "preset": args.preset}
+    if args.simulated_power_limit is not None and args.device == "auto" and _has_gpu(args.index):
+        raise ValueError("--simulated-power-limit applies to the simulated GPU only; this host has an "
+                         "NVIDIA GPU: add --device simulated")
     if args.simulated_power_limit is not None:
         from ..devices.physics import GPUPhysics
 
