@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness.protocols import counter_power_w, sensor_updates
+from ..harness.protocols import _launches_for, counter_power_w, sensor_updates
 from ..harness.runner import Runner, make_runner
 from .calibration_fit import Calibration, fit_calibration
 
@@ -86,10 +86,6 @@ def _items(workloads) -> list[tuple[object, dict]]:
     if not items:
         raise ValueError("calibrate: no workloads given")
     return items
-
-
-def _launches_for(seconds: float, launch_s: float) -> int:
-    return max(1, math.ceil(seconds / max(launch_s, 1e-9)))
 
 
 def _mean_between(t: np.ndarray, v: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

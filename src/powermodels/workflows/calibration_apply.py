@@ -46,10 +46,7 @@ def load(path, *, trusted: bool = False) -> tuple[dict, dict]:
     """
     from ..io import load_calibration
 
-    kwargs = {"return_metadata": True}
-    if trusted:
-        kwargs["trusted"] = True
-    models, meta = load_calibration(path, **kwargs)
+    models, meta = load_calibration(path, return_metadata=True, trusted=trusted)
     if not isinstance(models, dict) or meta.get("kind") != "powermodels-thesis-calibration":
         raise ValueError(f"{path}: not a `powermodels calibrate` file (it holds {meta.get('object')})")
     return models, meta
