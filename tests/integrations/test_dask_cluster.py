@@ -95,6 +95,9 @@ def test_ctrl_c_cancels_and_resume_finishes(client, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("per_gpu", [False, True], ids=["spread", "per-gpu"])
 def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_path, per_gpu):
+    # the module's cluster is shared: the worker an earlier case killed must be back, or a
+    # per-GPU campaign sees one board and rightly plans only its runs
+    client.wait_for_workers(2, timeout=60)
     spec = dict(SPEC, protocol="continuous", protocol_params={"duration_s": 0.05},
                 kernels={"fp32": "all", "stream_copy": "all"} if not per_gpu else {"fp32": "all"},
                 repeats=1 if per_gpu else 2)
