@@ -207,6 +207,18 @@ MAPE_PCT = "mape_pct"                # mean over folds of the held-out MAPE, %
 MAPE_STD_PCT = "mape_std_pct"
 N_FOLDS = "n_folds"
 
+# raw recording (powermodels.recording): a folder of trace/energy/launches/phases/probes
+# parquet files on one host clock (t_s), with provenance.json beside them
+READ_S = "read_s"                    # how long the NVML call that made the row took, seconds
+RECORDING_PHASE = "phase"            # protocol part the row belongs to (natural / thermal ...)
+BATCH = "batch"                      # index of a batch of timed launches
+PHASE_KIND = "kind"                  # what ran: idle / pressure / burst / series
+T0_S = "t0_s"                        # start of a schedule entry on the host clock
+T1_S = "t1_s"                        # end of a schedule entry on the host clock
+PROBE_CLOCK_MHZ = "clock_mhz"        # SM clock an on-GPU clock probe measured (cycles / elapsed)
+PROBE_CYCLES = "cycles"              # SM cycles the probe counted (clock64)
+PROBE_ELAPSED_NS = "elapsed_ns"      # global-timer nanoseconds over the same span (globaltimer)
+
 
 # --------------------------------------------------------------------------
 # Column and table specifications.

@@ -1,0 +1,123 @@
+"""The raw recording reader/writer (powermodels.recording)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import recording, schema
+from powermodels.recording import Recording, RecordingError, read_recording, write_recording
+
+
+def tiny_recording(probes=False) -> Recording:
+    """A two-second recording made by hand: 1 s idle, 1 s of one workload."""
+    t = np.arange(0.0, 2.0, 0.01)
+    load = t >= 1.0
+    trace = pd.DataFrame({
+        schema.T_S: t, schema.POWER_INSTANT_W: np.where(load, 400.0, 70.0),
+        schema.POWER_AVERAGE_W: np.where(load, 300.0, 70.0),
+        schema.SM_CLOCK_MHZ: np.where(load, 1980, 345).astype("int16"),
+        schema.MEM_CLOCK_MHZ: np.full(t.size, 2619, dtype="int16"),
+        schema.TEMPERATURE_C: np.where(load, 45, 35).astype("int16"),
+        schema.THROTTLE_REASONS: np.zeros(t.size, dtype="int64"), schema.READ_S: np.full(t.size, 2e-5)})
+    energy = pd.DataFrame({schema.T_S: t[::10], schema.ENERGY_COUNTER_J: 1000.0 + np.cumsum(
+        np.where(load[::10], 40.0, 7.0))})
+    starts = np.arange(1.0, 2.0, 0.1)
+    launches = pd.DataFrame({
+        schema.WORKLOAD: "w", schema.RECORDING_PHASE: "thermal", schema.REPEAT: 0,
+        schema.BATCH: np.arange(starts.size), schema.START_S: starts, schema.END_S: starts + 0.09,
+        schema.LAUNCHES: 1, schema.TIME_S: 0.09})
+    phases = pd.DataFrame({
+        schema.RECORDING_PHASE: ["thermal", "thermal"], schema.WORKLOAD: ["w", "w"],
+        schema.REPEAT: [-1, 0], schema.PHASE_KIND: ["idle", "series"],
+        schema.T0_S: [0.0, 1.0], schema.T1_S: [1.0, 2.0]})
+    probe = None
+    if probes:
+        probe = pd.DataFrame({schema.T_S: starts, schema.WORKLOAD: "w", schema.BATCH: np.arange(starts.size),
+                              schema.PROBE_CLOCK_MHZ: 1980.0, schema.PROBE_CYCLES: 1.98e6,
+                              schema.PROBE_ELAPSED_NS: 1e6})
+    prov = {"gpu": "hand-made", "uuid": "GPU-0", "power_limit_w": 700.0, "max_sm_clock_mhz": 1980}
+    return Recording(trace, energy, launches, phases, prov, probe)
+
+
+def test_round_trip(tmp_path):
+    rec = tiny_recording(probes=True)
+    folder = write_recording(rec, tmp_path / "rec")
+    back = read_recording(folder)
+    pd.testing.assert_frame_equal(back.trace, rec.trace)
+    pd.testing.assert_frame_equal(back.probes, rec.probes)
+    assert back.provenance == rec.provenance
+    assert back.workloads == ["w"] and back.duration_s == 2.0 and back.name == "rec"
+    assert read_recording(folder, probes=False).probes is None
+    assert not list(folder.glob("*.tmp"))
+
+
+def test_window_keeps_the_clock():
+    part = tiny_recording().window(1.0, 1.5)
+    assert part.trace[schema.T_S].min() == pytest.approx(1.0)
+    assert len(part.launches) == 5 and list(part.phases[schema.PHASE_KIND]) == ["idle", "series"]
+
+
+def test_missing_file_is_one_line(tmp_path):
+    folder = write_recording(tiny_recording(), tmp_path / "rec")
+    (folder / "energy.parquet").unlink()
+    (folder / "provenance.json").unlink()
+    with pytest.raises(RecordingError, match=r"missing file\(s\) energy.parquet, provenance.json$"):
+        read_recording(folder)
+    with pytest.raises(RecordingError, match="no such folder"):
+        read_recording(tmp_path / "nothing")
+
+
+def test_missing_columns_are_named(tmp_path):
+    folder = write_recording(tiny_recording(), tmp_path / "rec")
+    trace = pd.read_parquet(folder / "trace.parquet").drop(columns=[schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C])
+    trace.to_parquet(folder / "trace.parquet")
+    with pytest.raises(RecordingError) as err:
+        read_recording(folder)
+    text = str(err.value)
+    assert "\n" not in text and "trace.parquet lacks column(s) sm_clock_mhz, temperature_c" in text
+
+
+def test_bad_probe_table_and_provenance(tmp_path):
+    folder = write_recording(tiny_recording(), tmp_path / "rec")
+    pd.DataFrame({schema.T_S: [0.0], schema.WORKLOAD: ["w"]}).to_parquet(folder / "probes.parquet")
+    with pytest.raises(RecordingError, match="probes.parquet lacks column.*batch, clock_mhz, cycles, elapsed_ns"):
+        read_recording(folder)
+    (folder / "probes.parquet").unlink()
+    (folder / "provenance.json").write_text(json.dumps({"gpu": "x"}))
+    with pytest.raises(RecordingError, match="provenance.json lacks key.*uuid, power_limit_w, max_sm_clock_mhz"):
+        read_recording(folder)
+    (folder / "provenance.json").write_text("[1]")
+    with pytest.raises(RecordingError, match="holds a list"):
+        read_recording(folder)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.energy.__setitem__(schema.ENERGY_COUNTER_J, r.energy[schema.ENERGY_COUNTER_J][::-1].to_numpy()),
+     "energy_counter_j' falls"),
+    (lambda r: r.launches.__setitem__(schema.END_S, r.launches[schema.START_S] - 1), "end before they start"),
+    (lambda r: r.phases.__setitem__(schema.PHASE_KIND, ["idle", "sprint"]), "unknown value"),
+    (lambda r: r.trace.__setitem__(schema.T_S, r.trace[schema.T_S][::-1].to_numpy()), "not sorted"),
+])
+def test_bad_tables_refused_before_writing(tmp_path, change, message):
+    rec = tiny_recording()
+    change(rec)
+    with pytest.raises(RecordingError, match=message):
+        write_recording(rec, tmp_path / "rec")
+    assert not (tmp_path / "rec").exists()
+
+
+def test_downsample_keeps_every_change():
+    rec = tiny_recording()
+    small = recording.downsample_trace(rec.trace)
+    assert len(small) == 3  # first row, the step at 1 s, the last row
+    assert small[schema.POWER_INSTANT_W].tolist() == [70.0, 400.0, 400.0]
+
+
+@pytest.mark.shared_data
+def test_reads_the_shared_h100_recording(shared_data):
+    rec = read_recording(shared_data / "h100-2026-11-25-raw", probes=False)
+    assert rec.provenance["power_limit_w"] == 700.0
+    assert set(rec.workloads) == {"cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB",
+                                  "torch_bf16_matmul_8192"}
