@@ -18,9 +18,15 @@ source     the user's tunable ``kernels/examples/matmul_tiled.cu`` (4 tunables, 
            each vs the reference
 program    an external program doing ~5 s of CuPy matmuls (``measure_program``, 3 runs, 2 s
            idle gaps) vs the program run back to back
-tuner      ``kernel_tuner.tune_kernel`` on the same ``.cu`` kernel and the same 20
-           configurations with the powermodels observer next to Kernel Tuner's NVMLObserver
-           (GPU only: Kernel Tuner cannot launch CUDA kernels without one)
+tuner      ``kernel_tuner.tune_kernel`` on the same ``.cu`` kernel and the same ``--configs``
+           sampled configurations with the powermodels observer next to Kernel Tuner's
+           NVMLObserver, each configuration vs the reference (measured here unless ``source``
+           ran first). Restrictions go through ``kernel_tuner_restrictions`` (the campaign's
+           strings and a function keeping the sample): Kernel Tuner 1.5 re-reads a lambda's
+           source instead of calling it, which failed on the H100 on 2026-11-24
+           (``r() takes 0 positional arguments but 4 were given``). On the simulated GPU
+           Kernel Tuner's C backend runs a stand-in returning each configuration's twin time
+           (no NVMLObserver there)
 
 Read-only on the GPU: every NVML setter is replaced by a function that raises
 before anything is opened; clocks and power limits stay whatever the GPU
@@ -30,18 +36,27 @@ sessions check the script. Results (written after each part, so nothing is
 lost): ``comparison.csv``, ``tuner.csv``, ``report.md``, ``environment.json``
 in ``--out`` (default ``benchmarks/results/user_workloads_<device>``).
 
-The tuner part needs ``kernel_tuner`` on the GPU machine: carry its wheel and
-those of its pure-Python dependencies (python-constraint2, xmltodict, jsonschema,
-pymoo; see the device README on carrying wheels) when the image lacks them.
+The tuner part needs ``kernel_tuner`` on the GPU machine. The CUDA image
+lacks it and the modules it imports (checked against kernel_tuner 1.5.0's
+imports, not its whole Requires-Dist: pymoo is imported only by its pymoo
+strategy): carry these wheels (Python 3.12, manylinux x86-64) in ``.whl/``:
+kernel_tuner 1.5.0, python-constraint2 2.9.0, xmltodict 1.0.4, jsonschema
+4.26.0, jsonschema-specifications 2025.9.1, referencing 0.37.0, rpds-py
+2026.9.1 (attrs, packaging, typing-extensions, numpy, scipy, pandas,
+scikit-learn, CuPy are in the image).
 A part that fails is noted in the report and the others still run.
 
-Time on the GPU with the defaults, estimated (not yet run): callables ~0.5 min, source
-~5 min (20 references of 12 s), program ~1 min, tuner ~1 min — ~8 min in all, inside one
-10-minute call but with little margin: split with ``--parts`` if a part runs long.
+Time on the GPU with the defaults: callables 37 s, program 45 s (H100, 2026-11-24); source
+~5 min (20 references of 12 s); tuner alone ~5 min (20 × ~2 s in Kernel Tuner, 20 references
+of 12 s), ~1 min after ``source`` (its references are reused). Run ``--parts tuner`` (or
+``source,tuner`` with ``--configs 12``) in its own 10-minute call.
 
 Usage (on the GPU machine)::
 
     PYTHONPATH=src python3 benchmarks/gpu_user_workloads.py --out $OUT
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:src &&
+        python3 benchmarks/gpu_user_workloads.py --parts tuner --out $OUT
     PYTHONPATH=src python3 benchmarks/gpu_user_workloads.py --device simulated --reference-s 4 --skip-s 1
 """
 
@@ -291,50 +306,108 @@ def part_program(device, args, simulated, folder: Path):
                  {"idle_power_w": float(np.nanmedian(m.table[schema.IDLE_POWER_W]))})]
 
 
-def part_tuner(device, args, comparison: list):
-    """tune_kernel with PowerModelsObserver next to NVMLObserver on the campaign's 20 configurations."""
+def in_sample(workload, tune_params, keys):
+    """A restriction keeping the sampled configurations: a function of the configuration dict."""
+
+    def in_the_campaigns_sample(p):
+        return workload.config_id({k: p[k] for k in tune_params}) in keys
+
+    return in_the_campaigns_sample
+
+
+def c_stand_in(kernel: str, twin, configs: list[dict]) -> str:
+    """C source for Kernel Tuner's C backend: returns each configuration's twin time (ms) as 'time'.
+
+    On the simulated GPU Kernel Tuner cannot launch the CUDA kernel; its C
+    backend runs this function through the same tune_kernel loop (search-space
+    builder, restrictions, observers), and the observer runs the twin's
+    launches on the simulated GPU inside its window.
+    """
+    from powermodels.harness.workloads.twins import NOMINAL_MEM_MHZ, NOMINAL_SM_MHZ
+
+    lines = [f'extern "C" float {kernel}(float *c, float *a, float *b) {{']
+    for config in configs:
+        ms = 1e3 * float(twin.workload(kernel, config).time_s(NOMINAL_SM_MHZ, NOMINAL_MEM_MHZ))
+        test = " && ".join(f"{k} == {v}" for k, v in config.items())
+        lines.append(f"    if ({test}) return {ms!r}f;")
+    lines += ["    return -1.0f;  /* not a sampled configuration: restrictions failed */", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def part_tuner(runner, args, comparison: list, simulated: bool, folder: Path):
+    """tune_kernel with PowerModelsObserver next to NVMLObserver on the campaign's sampled configurations.
+
+    Restrictions as Kernel Tuner 1.5 evaluates them correctly
+    (:func:`powermodels.integrations.kernel_tuner.kernel_tuner_restrictions`):
+    the campaign's three strings plus a function keeping the sample. Each
+    configuration is compared with the reference (taken here unless the
+    ``source`` part already measured it).
+    """
+    import os
+
     from kernel_tuner import tune_kernel
-    from kernel_tuner.observers.nvml import NVMLObserver
 
-    from powermodels.harness.workloads.spec import (
-        make_argument,
-        select_configs,
-        workload_from_entry,
-    )
-    from powermodels.integrations.kernel_tuner import PowerModelsObserver
+    from powermodels.harness.reference import reference_energy
+    from powermodels.harness.workloads.spec import make_argument, select_configs, workload_from_entry
+    from powermodels.integrations.kernel_tuner import PowerModelsObserver, kernel_tuner_restrictions
 
+    device = runner.device
     entry = source_entry(args.configs)
     w = workload_from_entry(entry, EXAMPLES)
     chosen = select_configs(w, entry["configs"])
     keys = {w.config_id(c) for c in chosen}
-    arguments = [make_argument(a, EXAMPLES) for a in entry["arguments"]]
-    pm = PowerModelsObserver(device)
-    nvml = NVMLObserver(["nvml_energy", "nvml_power", "core_freq", "temperature"], device=device.info.index)
     tune_params = {k: list(v) for k, v in entry["tune_params"].items()}
-    results, _ = tune_kernel(
-        entry["kernel"], str(EXAMPLES / entry["source"]), tuple(entry["problem_size"]), arguments, tune_params,
-        grid_div_x=entry["grid_div_x"], grid_div_y=entry["grid_div_y"],
-        restrictions=lambda p: w.config_id({k: p[k] for k in tune_params}) in keys,
-        observers=[pm, nvml], lang="cupy", verbose=False, quiet=True)
-    pm.close()
-    refs = {r["config"]: r["reference_energy_j"] for r in comparison if r["kind"].startswith("source")}
+    restrictions = kernel_tuner_restrictions(
+        [*entry["restrictions"], ("in the campaign's sample", in_sample(w, tune_params, keys))], tune_params)
+    if simulated:  # Kernel Tuner's C backend on the CPU; the twin's launches on the simulated GPU
+        pm = PowerModelsObserver(device, simulated=w.twin)
+        observers, nvml = [pm], None
+        small = [np.zeros(16, dtype=np.float32) for _ in entry["arguments"]]
+        source, arguments, options = c_stand_in(entry["kernel"], w.twin, chosen), small, {"lang": "C"}
+    else:
+        from kernel_tuner.observers.nvml import NVMLObserver
+
+        pm = PowerModelsObserver(device)
+        nvml = NVMLObserver(["nvml_energy", "nvml_power", "core_freq", "temperature"], device=device.info.index)
+        observers = [pm, nvml]
+        source = str(EXAMPLES / entry["source"])
+        arguments = [make_argument(a, EXAMPLES) for a in entry["arguments"]]
+        options = {"lang": "cupy", "grid_div_x": entry["grid_div_x"], "grid_div_y": entry["grid_div_y"]}
+    cwd = os.getcwd()
+    os.chdir(folder)  # Kernel Tuner's C backend writes temp_*.c/.so into the current folder
+    try:
+        results, _ = tune_kernel(entry["kernel"], source, tuple(entry["problem_size"]), arguments, tune_params,
+                                 restrictions=restrictions, observers=observers, verbose=False, quiet=True,
+                                 **options)
+    finally:
+        os.chdir(cwd)
+        pm.close()
+    print(f"  tuner: Kernel Tuner built {len(results)} configurations of the {len(chosen)} sampled", flush=True)
+    refs = {r["config"]: r for r in comparison if r["kind"].startswith("source")}
     rows = []
     for r in results:
-        cid = w.config_id({k: r[k] for k in tune_params})
-        if "powermodels_energy" not in r or "nvml_energy" not in r:  # Kernel Tuner skipped it
+        config = {k: r[k] for k in tune_params}
+        cid = w.config_id(config)
+        if "powermodels_energy" not in r:  # Kernel Tuner skipped it (compile or launch failure)
             print(f"  tuner {cid}: no energy (Kernel Tuner: {r.get('time')!r})", flush=True)
             continue
-        ref = refs.get(cid, math.nan)
+        if cid not in refs:
+            refs[cid] = _ref_dict(reference_energy(runner, w, config, duration_s=args.reference_s,
+                                                   skip_s=args.skip_s))
+            refs[cid]["reference_energy_j"] = refs[cid]["energy_j"]
+        ref = float(refs[cid]["reference_energy_j"])
+        nvml_j = float(r.get("nvml_energy", math.nan))
         row = {"config": cid, "time_ms": r["time"], "powermodels_energy_j": r["powermodels_energy"],
                "powermodels_uncertainty_j": r["powermodels_energy_uncertainty"],
-               "powermodels_power_w": r["powermodels_power"], "nvml_energy_j": r["nvml_energy"],
-               "nvml_power_w": r["nvml_power"], "core_freq_mhz": r.get("core_freq", math.nan),
-               "temperature_c": r.get("temperature", math.nan), "reference_energy_j": ref,
-               "powermodels_error_pct": 100 * (r["powermodels_energy"] / ref - 1) if ref == ref else math.nan,
-               "nvml_error_pct": 100 * (r["nvml_energy"] / ref - 1) if ref == ref else math.nan}
+               "powermodels_power_w": r["powermodels_power"], "nvml_energy_j": nvml_j,
+               "nvml_power_w": float(r.get("nvml_power", math.nan)),
+               "core_freq_mhz": float(r.get("core_freq", math.nan)),
+               "temperature_c": float(r.get("temperature", math.nan)), "reference_energy_j": ref,
+               "powermodels_error_pct": 100 * (r["powermodels_energy"] / ref - 1),
+               "nvml_error_pct": 100 * (nvml_j / ref - 1)}
         rows.append(row)
         print(f"  tuner {cid}: powermodels {row['powermodels_energy_j']:.4g} J, "
-              f"NVMLObserver {row['nvml_energy_j']:.4g} J, reference {ref:.4g} J", flush=True)
+              f"NVMLObserver {nvml_j:.4g} J, reference {ref:.4g} J", flush=True)
     return rows
 
 
@@ -428,10 +501,9 @@ def main(argv=None) -> int:
                     comparison += part_program(device, args, simulated, Path(tmp))
                 elif part == "tuner":
                     if simulated:
-                        notes.append("tuner: skipped on the simulated GPU (Kernel Tuner launches CUDA "
-                                     "kernels; its CPU path is tested in tests/integrations)")
-                    else:
-                        tuner += part_tuner(device, args, comparison)
+                        notes.append("tuner: on the simulated GPU Kernel Tuner's C backend runs a stand-in "
+                                     "returning each configuration's twin time; no NVMLObserver (no NVML)")
+                    tuner += part_tuner(runner, args, comparison, simulated, Path(tmp))
                 else:
                     raise ValueError(f"unknown part {part!r}")
             except Exception as err:  # one part failing must not lose the others

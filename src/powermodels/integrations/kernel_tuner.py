@@ -33,6 +33,12 @@ Both hook into the same continuous benchmark (Kernel Tuner runs it once, for
 the longest ``continuous_duration`` of the observers), so side by side they
 measure the same launches.
 
+Restrictions: Kernel Tuner 1.5 re-reads a lambda's source instead of calling
+it (captured names are lost) and misreads many strings; pass
+``restrictions=kernel_tuner_restrictions([...], tune_params)``
+(:mod:`powermodels.integrations.kernel_tuner_restrictions`) to have them
+evaluated as written.
+
 Kernel Tuner is imported when this module is: ``pip install 'powermodels[kerneltuner]'``.
 The observer changes no GPU setting (it never touches clocks or power limits).
 """
@@ -47,7 +53,9 @@ except ImportError as err:  # one line naming the fix
     raise ImportError("powermodels.integrations.kernel_tuner needs Kernel Tuner: "
                       "pip install 'powermodels[kerneltuner]' (kernel_tuner>=1.5)") from err
 
-__all__ = ["OBSERVABLES", "PowerModelsObserver"]
+from .kernel_tuner_restrictions import kernel_tuner_restrictions
+
+__all__ = ["OBSERVABLES", "PowerModelsObserver", "kernel_tuner_restrictions"]
 
 #: What the observer adds to each configuration's results.
 OBSERVABLES = ("powermodels_energy", "powermodels_power", "powermodels_energy_uncertainty",
