@@ -8,7 +8,12 @@
     The full set is measured once; the 10 % subsets are drawn from it, so one
     call gives the transferred, the full and the as-is rows.
 ``analyze`` (anywhere)
-    Fits the reference table on ``--reference`` (default ``datasets/h200``),
+    First chooses the model's settings by leave-one-microbenchmark-out
+    cross-validation on the new GPU's microbenchmarks only
+    (:func:`powermodels.workflows.instruction_selection.cross_validate_instruction_models`;
+    the workloads are not read for it) and reports the chosen setting's
+    held-out MAPE, with each workload's error. Then, with the chosen setting,
+    fits the reference table on ``--reference`` (default ``datasets/h200``),
     and on the new GPU's held-out workloads reports MAPE for: the table
     transferred from random 10 % subsets (+ NANOSLEEP; mean ± standard error
     over ``--seeds`` subsets, and the seed-0 subset alone), a full fit on the
@@ -23,8 +28,8 @@ Usage::
     # on the H100 (repository root, $OUT the output folder):
     export PATH=/usr/local/cuda/bin:$PATH
     PYTHONPATH=src timeout 590 python3 benchmarks/gpu_wattchmen_transfer.py measure --out $OUT
-    # here, after copying $OUT to datasets/h100/:
-    PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py analyze --data datasets/h100
+    # here, on the tables kept in datasets/h100/wattchmen/:
+    PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py analyze --data datasets/h100/wattchmen
     PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py simulated
 """
 
@@ -52,6 +57,9 @@ from powermodels.workflows.instruction_calibration import (  # noqa: E402
     logged,
     measure_and_profile,
     prediction_table,
+)
+from powermodels.workflows.instruction_selection import (  # noqa: E402
+    cross_validate_instruction_models,
 )
 from powermodels.workflows.instruction_transfer import compare_transfer  # noqa: E402
 
@@ -81,9 +89,9 @@ def _as_is_own_static(reference, wl: pd.DataFrame) -> float:
 
 
 def report(reference, micro: pd.DataFrame, wl: pd.DataFrame, seeds: int, title: str,
-           gpu_note: str) -> str:
+           gpu_note: str, params: dict | None = None) -> str:
     table = compare_transfer(reference, micro, wl, fraction=0.1, seeds=range(seeds),
-                             subset=None)
+                             subset=None, model_params=params)
     own = _as_is_own_static(reference, wl)
     table.loc[len(table)] = {"table": "reference table as is (its own static power)",
                              "mape_pct": own, "se_pct": float("nan"), "n": 1, "microbenchmarks": 0}
@@ -99,16 +107,50 @@ def report(reference, micro: pd.DataFrame, wl: pd.DataFrame, seeds: int, title: 
     return text
 
 
+def selection(micro: pd.DataFrame, wl: pd.DataFrame) -> tuple[dict, str]:
+    """Settings chosen by leave-one-microbenchmark-out CV (workloads unread), and the report part.
+
+    The held-out errors of every candidate are printed too (after the choice, which they do not
+    enter), so that a reader can see what the choice cost or gained.
+    """
+    cv = cross_validate_instruction_models(micro, progress=print)
+    best = cv.iloc[0]
+    params = dict(best["params"])
+    chosen = fit_instruction_model(micro, **params)
+    per = prediction_table(wl)
+    y = per[schema.ENERGY_J].to_numpy()
+    err = 100 * (chosen.predict(per) / y - 1)
+    held = [float(np.mean(np.abs(fit_instruction_model(micro, **p).predict(per) / y - 1)) * 100)
+            for p in cv["params"]]
+    shown = cv.assign(heldout_mape_pct=held, params=cv["params"].map(lambda p: str(p) or "{}"))
+    per_wl = pd.DataFrame({"workload": per[schema.WORKLOAD], "measured_j": y,
+                           "predicted_j": chosen.predict(per), "error_pct": err})
+    text = (f"## Held-out workloads, settings chosen on the microbenchmarks\n\n"
+            f"**{np.mean(np.abs(err)):.1f} % MAPE** over {len(per)} held-out workloads with "
+            f"**{best['candidate']}** (`{params}`), the setting with the lowest "
+            f"leave-one-microbenchmark-out error ({best['cv_mape_pct']:.1f} %, {best['n']} "
+            f"microbenchmarks left out one at a time; `nanosleep`, the static-power reference, "
+            f"always kept). The workloads were not read while choosing; their MAPE under every "
+            f"candidate is listed after the choice.\n\n"
+            + markdown_table(shown, float_format=".3g") + "\n\nPer workload (chosen setting):\n\n"
+            + markdown_table(per_wl, float_format=".3g") + "\n")
+    return params, text
+
+
 def cmd_analyze(args) -> int:
-    ref_micro = pd.read_parquet(Path(args.reference) / "wattchmen_microbench.parquet")
-    reference = fit_instruction_model(ref_micro)
     data = Path(args.data)
     micro = pd.read_parquet(data / "wattchmen_microbench.parquet")
     wl = pd.read_parquet(data / "wattchmen_workloads.parquet")
+    params, chosen_text = selection(micro, wl)
+    ref_micro = pd.read_parquet(Path(args.reference) / "wattchmen_microbench.parquet")
+    reference = fit_instruction_model(ref_micro, **params)
     note = (f"reference: `{args.reference}` ({len(ref_micro)} microbenchmarks); "
-            f"new GPU: `{args.data}` ({len(micro)} microbenchmarks, {len(wl)} workloads)")
-    text = report(reference, micro, wl, args.seeds, "Wattchmen §6 transfer", note)
-    return write_report(text, RESULTS / f"wattchmen_transfer_{data.name}.md")
+            f"new GPU: `{args.data}` ({len(micro)} microbenchmarks, {len(wl)} workloads); "
+            f"every table below with the chosen setting `{params}`")
+    text = report(reference, micro, wl, args.seeds, "Wattchmen §6 transfer", note, params)
+    text = text.replace("\n\n", "\n\n" + chosen_text + "\n## Transfer from the reference GPU\n\n", 1)
+    name = "_".join(data.resolve().parts[-2:])  # datasets/h100/wattchmen -> h100_wattchmen
+    return write_report(text, RESULTS / f"wattchmen_transfer_{name}.md")
 
 
 def cmd_simulated(args) -> int:
@@ -136,7 +178,7 @@ def main(argv=None) -> int:
     m.add_argument("--out", default=os.environ.get("OUT", "wattchmen_transfer_out"))
     m.add_argument("--resume", action="store_true", help="keep the items of --out/measure.json")
     a = sub.add_parser("analyze")
-    a.add_argument("--data", default=str(REPO / "datasets" / "h100"))
+    a.add_argument("--data", default=str(REPO / "datasets" / "h100" / "wattchmen"))
     a.add_argument("--reference", default=str(REPO / "datasets" / "h200"))
     a.add_argument("--seeds", type=int, default=20)
     s = sub.add_parser("simulated")

@@ -116,7 +116,7 @@ def _mape(model, wl: pd.DataFrame) -> float:
 
 def compare_transfer(reference, target_micro: pd.DataFrame, target_workloads: pd.DataFrame, *,
                      fraction: float = 0.1, seeds=range(10), subset: pd.DataFrame | None = None,
-                     ) -> pd.DataFrame:
+                     model_params: dict | None = None) -> pd.DataFrame:
     """MAPE on the new GPU's held-out workloads: transferred / full fit / reference as is.
 
     Parameters
@@ -136,6 +136,10 @@ def compare_transfer(reference, target_micro: pd.DataFrame, target_workloads: pd
     subset : DataFrame, optional
         A subset measured separately (e.g. the one-call transfer run): one more
         row, ``transferred (measured subset)``.
+    model_params : dict, optional
+        :class:`~powermodels.models.InstructionEnergyModel` parameters of the
+        full fit on the new GPU (default: the defaults). The transferred rows
+        use the reference model's own parameters.
 
     Returns
     -------
@@ -161,7 +165,7 @@ def compare_transfer(reference, target_micro: pd.DataFrame, target_workloads: pd
         rows.append({"table": "transferred (measured subset)",
                      "mape_pct": _mape(affine_transfer(ref, part), wl), "se_pct": float("nan"),
                      "n": 1, "microbenchmarks": len(part)})
-    rows.append({"table": "full fit on the new GPU", "mape_pct": _mape(fit_instruction_model(micro), wl),
+    rows.append({"table": "full fit on the new GPU", "mape_pct": _mape(fit_instruction_model(micro, **(model_params or {})), wl),
                  "se_pct": float("nan"), "n": 1, "microbenchmarks": len(micro)})
     rows.append({"table": "reference table as is", "mape_pct": _mape(ref, wl), "se_pct": float("nan"),
                  "n": 1, "microbenchmarks": 0})
