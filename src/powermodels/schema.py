@@ -107,6 +107,25 @@ THROTTLED_FRACTION = "throttled_fraction"    # share of samples with any slowdow
 THROTTLE_POWER_CAP_FRACTION = "throttle_power_cap_fraction"  # SW power cap / HW power brake
 THROTTLE_THERMAL_FRACTION = "throttle_thermal_fraction"      # SW / HW thermal slowdown
 THROTTLE_OTHER_FRACTION = "throttle_other_fraction"          # HW slowdown, sync boost
+# thermal state of a measurement and its figure at a reference temperature (thesis eq. 4.6-4.7;
+# powermodels.thermal): every energy row says under which conditions its energy holds
+TEMPERATURE_START_C = "temperature_start_c"  # die temperature at the window's start (first reading)
+TEMPERATURE_END_C = "temperature_end_c"      # ... and at its end (last reading)
+ENERGY_AT_REF_J = "energy_at_ref_j"          # energy per launch moved to reference_temperature_c (eq. 4.7)
+POWER_AT_REF_W = "power_at_ref_w"            # mean power moved to reference_temperature_c (eq. 4.7)
+ENERGY_AT_REF_UNCERTAINTY_J = "energy_at_ref_uncertainty_j"  # 1 σ: the window's and α's, combined
+ALPHA_UNCERTAINTY_W_PER_C = "alpha_uncertainty_w_per_c"     # 1 σ of alpha_w_per_c
+ALPHA_SOURCE = "alpha_source"                # where α came from: ALPHA_SOURCES
+ALPHA_REGIME = "alpha_regime"                # fixed_clock / power_capped: which model α belongs to
+TRANSIENT = "transient"                      # the power-cap controller had not settled in the window
+SETTLE_S = "settle_s"                        # load the protocol added waiting for the cap to settle
+LAUNCH_MODE = "launch_mode"                  # graph / back_to_back / as_called: LAUNCH_MODES
+LAUNCH_BOUND = "launch_bound"                # host gaps dominate: the GPU waited for the host
+#: Where a row's α came from: a calibration file, learned on this GPU (cached per board, workload
+#: and configuration), given by the caller, or the package's assumption (no α known: wide uncertainty).
+ALPHA_SOURCES = ("file", "learned", "given", "assumed")
+#: How the measured launches were issued (docs/thermal.md says which to report when).
+LAUNCH_MODES = ("graph", "back_to_back", "as_called")
 
 # sensor characterisation (powermodels.sensor; Yang Fig. 14 columns) and FinGraV
 SENSOR_FIELD = "field"               # which reading: power_instant_w, ..., energy_counter_j
@@ -339,6 +358,24 @@ RUN_TABLE = TableSpec(
                "share of samples in thermal slowdown"),
         Column(THROTTLE_OTHER_FRACTION, "float", "", 0.0, 1.0, True,
                "share of samples in another slowdown"),
+        Column(TEMPERATURE_START_C, "float", "°C", -50.0, 150.0, True, "temperature at the window's start"),
+        Column(TEMPERATURE_END_C, "float", "°C", -50.0, 150.0, True, "temperature at the window's end"),
+        Column(REFERENCE_TEMPERATURE_C, "float", "°C", -50.0, 150.0, True,
+               "temperature energy_at_ref_j and power_at_ref_w refer to"),
+        Column(ENERGY_AT_REF_J, "float", "J", None, None, True,
+               "energy per launch at reference_temperature_c (thesis eq. 4.7)"),
+        _power(POWER_AT_REF_W, "mean power at reference_temperature_c (thesis eq. 4.7)", nullable=True),
+        Column(ENERGY_AT_REF_UNCERTAINTY_J, "float", "J", 0.0, None, True,
+               "1-sigma uncertainty of energy_at_ref_j (window and alpha)"),
+        Column(CORRECTION_ALPHA_W_PER_C, "float", "W/°C", None, None, True,
+               "leakage slope alpha used for the reference-temperature figures (eq. 4.6)"),
+        Column(ALPHA_UNCERTAINTY_W_PER_C, "float", "W/°C", 0.0, None, True, "1-sigma uncertainty of alpha"),
+        Column(ALPHA_SOURCE, "str", description="where alpha came from: file / learned / given / assumed"),
+        Column(ALPHA_REGIME, "str", description="fixed_clock or power_capped"),
+        Column(TRANSIENT, "bool", description="power-cap controller not settled during the window"),
+        Column(SETTLE_S, "float", "s", 0.0, None, True, "load added waiting for the power cap to settle"),
+        Column(LAUNCH_MODE, "str", description="graph / back_to_back / as_called"),
+        Column(LAUNCH_BOUND, "bool", description="host gaps dominate the time per launch"),
     ),
     min_rows=1,
 )

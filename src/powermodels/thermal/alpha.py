@@ -1,0 +1,126 @@
+"""α from a warm-up's energy-counter spans, by regime, with a physics check (thesis eq. 4.6).
+
+**Fixed clock.** Power rises linearly with die temperature (leakage): α is the
+least-squares slope of the spans' counter power on their temperature
+(eq. 4.6). Physics check: α must be positive; a slope ≤ 0, or a temperature
+range too narrow to tell (a GPU already hot, so the warm-up barely warmed
+it), is :class:`AlphaNotIdentified`.
+
+**Power-capped** (the cap clock-event reason active, the clock moving): the
+controller holds power near the limit and lowers the clock as the die warms,
+so power says nothing about leakage. This regime is modelled separately: the
+slope of *energy per launch* on temperature (the quantity that moves), with no
+sign imposed (the lent H100's capped bf16 GEMM: ~0.1 %/°C), expressed in W/°C
+at the fit's mean time per launch so eq. 4.7 applies unchanged.
+
+The uncertainty is the least-squares standard error inflated for the spans'
+autocorrelation (a warm-up's residuals are not independent: they follow the
+slow heatsink and the controller), ``n_eff = n·(1 − ρ)/(1 + ρ)`` with ρ the
+lag-1 autocorrelation of the residuals, plus the temperature reading's 1 °C
+quantisation over the range (σ = 1/√12 °C at each end).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from .normalise import FIXED_CLOCK, POWER_CAPPED, AlphaEstimate
+from .spans import power_capped
+
+__all__ = ["AlphaNotIdentified", "fit_alpha", "regime_of"]
+
+
+class AlphaNotIdentified(ValueError):
+    """The spans do not identify α (too few, too narrow a temperature range, or α ≤ 0 at a fixed clock)."""
+
+
+def regime_of(spans: pd.DataFrame, *, clock_tolerance_mhz: float = 30.0) -> str:
+    """:data:`POWER_CAPPED` when the cap reason dominates or the SM clock moved by more than
+    ``clock_tolerance_mhz`` across the spans, else :data:`FIXED_CLOCK`."""
+    clock = spans[schema.SM_CLOCK_MHZ].to_numpy(dtype=float) if len(spans) else np.empty(0)
+    clock = clock[np.isfinite(clock)]
+    moved = clock.size > 1 and float(clock.max() - clock.min()) > clock_tolerance_mhz
+    return POWER_CAPPED if power_capped(spans) or moved else FIXED_CLOCK
+
+
+def fit_alpha(spans: pd.DataFrame, *, min_spans: int = 5, min_range_c: float = 3.0,
+              regime: str | None = None, source: str = "learned") -> AlphaEstimate:
+    """α and its 1-σ uncertainty from ``spans`` (:func:`~.spans.counter_spans`).
+
+    Parameters
+    ----------
+    spans : pandas.DataFrame
+        Energy-counter spans of one workload at one configuration.
+    min_spans : int, default=5
+        Fewest spans with a temperature.
+    min_range_c : float, default=3.0
+        Narrowest temperature range (max − min of the spans' mean temperatures)
+        that identifies a slope; the reading is whole °C.
+    regime : str, optional
+        Force :data:`FIXED_CLOCK` or :data:`POWER_CAPPED`; by default :func:`regime_of`.
+    source : str, default="learned"
+        Recorded on the estimate.
+
+    Raises
+    ------
+    AlphaNotIdentified
+        With the reason (count, range, or α ≤ 0 at a fixed clock).
+    """
+    missing = [c for c in (schema.POWER_W, schema.ENERGY_J, schema.TEMPERATURE_C, schema.TIME_S)
+               if c not in spans.columns]
+    if missing:
+        raise ValueError(f"fit_alpha: span table lacks column(s) {missing}")
+    temp = spans[schema.TEMPERATURE_C].to_numpy(dtype=float)
+    ok = np.isfinite(temp)
+    used = spans.loc[ok]
+    temp = temp[ok]
+    if len(used) < min_spans:
+        raise AlphaNotIdentified(f"{len(used)} span(s) with a temperature, need {min_spans}")
+    width = float(temp.max() - temp.min())
+    if width < min_range_c:
+        raise AlphaNotIdentified(f"the temperature moved {width:.1f} °C, need {min_range_c:g} °C to fit a slope "
+                                 "(start from a cooler GPU, or pool α over this board's workloads)")
+    regime = regime_of(used) if regime is None else regime
+    time_s = float(used[schema.TIME_S].mean())
+    power = used[schema.POWER_W].to_numpy(dtype=float)
+    y = power if regime == FIXED_CLOCK else used[schema.ENERGY_J].to_numpy(dtype=float)
+    slope, stderr = _slope(temp, y)
+    if regime == POWER_CAPPED:  # J/°C per launch → W/°C at the mean time per launch
+        slope, stderr = slope / time_s, stderr / time_s
+    elif slope <= 0:
+        raise AlphaNotIdentified(f"α = {slope:.3g} W/°C ≤ 0 at a fixed clock over {temp.min():.0f}–"
+                                 f"{temp.max():.0f} °C: leakage cannot fall with temperature "
+                                 "(the warm-up mixed states, or the clock moved)")
+    mean_power = float(power.mean())
+    clock = used[schema.SM_CLOCK_MHZ].to_numpy(dtype=float) if schema.SM_CLOCK_MHZ in used else np.empty(0)
+    clock = clock[np.isfinite(clock)]
+    return AlphaEstimate(
+        alpha_w_per_c=float(slope), uncertainty_w_per_c=float(stderr), source=source, regime=regime,
+        power_w=mean_power, temperature_min_c=float(temp.min()), temperature_max_c=float(temp.max()),
+        spans=len(used), sm_clock_mhz=float(clock.mean()) if clock.size else math.nan,
+        reference_temperature_c=float(round(0.5 * (temp.min() + temp.max()))),
+        detail=f"{source} from {len(used)} counter spans over {temp.min():.1f}–{temp.max():.1f} °C "
+               f"({100 * slope / mean_power:.3f} ± {100 * stderr / mean_power:.3f} %/°C, {regime})",
+    )
+
+
+def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of y on x and its 1-σ uncertainty (autocorrelation- and quantisation-aware)."""
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    slope = float(xc @ (y - y.mean())) / sxx
+    resid = y - y.mean() - slope * xc
+    n = x.size
+    s2 = float(resid @ resid) / max(n - 2, 1)
+    rho = 0.0
+    if n > 3 and float(resid @ resid) > 0:
+        rho = float(np.clip(resid[1:] @ resid[:-1] / float(resid @ resid), 0.0, 0.95))
+    n_eff = max(n * (1 - rho) / (1 + rho), 3.0)
+    stderr = math.sqrt(s2 / sxx * n / n_eff)
+    # whole-°C readings: each end of the range is known to ±1/√12 °C
+    quantisation = abs(slope) * math.sqrt(2.0 / 12.0) / float(x.max() - x.min())
+    return slope, math.hypot(stderr, quantisation)

@@ -1,0 +1,234 @@
+"""The first-time warm-up that learns α on a GPU, and where a measurement gets its α.
+
+Without a calibration file, the first measurement of a workload configuration
+on a board runs a bounded warm-up (≤ ``max_s``, 10 s by default): back-to-back
+launches (CUDA graphs for short ones, as the ``counter`` protocol does), cut
+into energy-counter spans (:func:`~.spans.counter_spans`), and α fitted on them
+(:func:`~.alpha.fit_alpha`) over as wide a temperature range as the warm-up
+reaches — it stops early once ``target_range_c`` is covered. The first
+``skip_s`` from the start are left out: from idle the temperature reading
+jumps ~7 °C within 0.2 s and does not describe the die over the fastest part
+of the warm-up (raw H100 recording, README). The result is cached
+(:class:`~.alpha_cache.AlphaCache`), so later measurements take ~1 s.
+
+When the warm-up cannot identify α (a GPU already hot barely warms), the
+board's other learned fixed-clock α at the same clock are pooled (the thesis
+treats α as a property of the GPU at a clock, not of the workload); with none,
+the package's assumption is used (:func:`~.normalise.assumed_alpha`), with a
+warning and its wide uncertainty.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..harness.counter_protocol import run_launches
+from ..harness.graphs import batch_size
+from ..harness.runner import resolve
+from .alpha import AlphaNotIdentified, fit_alpha
+from .alpha_cache import AlphaCache
+from .normalise import (
+    ASSUMED_ALPHA_PER_C,
+    ASSUMED_ALPHA_UNCERTAINTY_PER_C,
+    FIXED_CLOCK,
+    AlphaEstimate,
+    assumed_alpha,
+)
+from .spans import counter_spans
+
+__all__ = ["AlphaAssumedWarning", "Warmup", "alpha_for", "fast_counter_reads", "learn_alpha", "pooled_alpha"]
+
+
+class AlphaAssumedWarning(UserWarning):
+    """No α could be learned or pooled for this GPU: the package's assumption is used."""
+
+
+@dataclass
+class Warmup:
+    """What a learning warm-up saw.
+
+    Attributes
+    ----------
+    alpha : AlphaEstimate or None
+        The fitted α; None when not identified (``reason`` says why).
+    spans : pandas.DataFrame
+        The energy-counter spans (:data:`~.spans.SPAN_COLUMNS`).
+    launches : ndarray of shape (n, 2)
+        Every launch of the warm-up.
+    wall_s : float
+        Wall time it took.
+    reason : str
+        Why α was not identified ("" when it was).
+    """
+
+    alpha: AlphaEstimate | None
+    spans: pd.DataFrame
+    launches: np.ndarray = field(repr=False)
+    wall_s: float
+    reason: str = ""
+
+
+@contextmanager
+def fast_counter_reads(runner, period_s: float = 0.002):
+    """Read the energy counter every ``period_s`` on a real sampler while inside (brackets of ms)."""
+    sampler = getattr(runner, "sampler", None)
+    old = getattr(sampler, "energy_period_s", None)
+    if old:
+        sampler.energy_period_s = min(old, period_s)
+    try:
+        yield
+    finally:
+        if old:
+            sampler.energy_period_s = old
+
+
+def _launches_for(seconds: float, launch_s: float) -> int:
+    return max(1, math.ceil(seconds / max(launch_s, 1e-9)))
+
+
+def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: float = 3.0,
+                target_range_c: float = 8.0, skip_s: float = 0.5, chunk_s: float = 0.5,
+                min_range_c: float = 3.0, updates_per_span: int = 2, batch_below_s: float = 2e-4,
+                batch_s: float = 2e-3) -> Warmup:
+    """Run ``workload`` back to back for at most ``max_s`` and fit α on the way.
+
+    Parameters
+    ----------
+    runner : Runner
+        Real or simulated; its device must have an energy counter.
+    workload, config
+        What to run (see :func:`~powermodels.harness.runner.resolve`).
+    max_s : float, default=10.0
+        Longest warm-up (its load; the wall time adds the trace reads).
+    min_s : float, default=3.0
+        Shortest warm-up before stopping early.
+    target_range_c : float, default=8.0
+        Stop once the spans' temperatures span this many °C.
+    skip_s : float, default=0.5
+        Load left out at the start (the reading lags the die there).
+    chunk_s : float, default=0.5
+        Load between checks.
+    min_range_c : float, default=3.0
+        Narrowest range that identifies α (:func:`~.alpha.fit_alpha`).
+    updates_per_span : int, default=2
+        Counter updates per span.
+    batch_below_s, batch_s : float
+        Launches shorter than ``batch_below_s`` go as CUDA graphs of ~``batch_s``.
+    """
+    if not (0 < min_s <= max_s and 0 <= skip_s < min_s and chunk_s > 0 and target_range_c > 0):
+        raise ValueError(f"learn_alpha: need 0 <= skip_s < min_s <= max_s and chunk_s, target_range_c > 0; got "
+                         f"skip_s={skip_s}, min_s={min_s}, max_s={max_s}, chunk_s={chunk_s}, "
+                         f"target_range_c={target_range_c}")
+    w, config = resolve(workload, config)
+    wall0 = time.perf_counter()
+    with fast_counter_reads(runner):
+        first = run_launches(runner, w, config, 1)
+        t1 = float(first[0, 1] - first[0, 0])
+        batch = batch_size(max(t1, 1e-9), below_s=batch_below_s, target_s=batch_s)
+        parts = [first]
+        start = float(first[0, 0])
+        spans = pd.DataFrame()
+        while True:
+            chunk = run_launches(runner, w, config, _launches_for(chunk_s, t1), batch)
+            parts.append(chunk)
+            t1 = float(np.median(np.diff(chunk, axis=1)))
+            iv = np.vstack(parts)
+            end = float(iv[-1, 1])
+            elapsed = end - start
+            if elapsed >= min_s or elapsed + chunk_s > max_s:
+                trace = runner.trace(start, end, run_id="alpha-warmup")
+                spans = counter_spans(trace, iv, start_s=start + skip_s, end_s=end,
+                                      updates_per_span=updates_per_span)
+                temp = spans.get(schema.TEMPERATURE_C, pd.Series(dtype=float)).to_numpy(dtype=float)
+                temp = temp[np.isfinite(temp)]
+                wide = temp.size > 1 and float(temp.max() - temp.min()) >= target_range_c
+                if wide or elapsed + chunk_s > max_s:
+                    break
+    try:
+        alpha, reason = fit_alpha(spans, min_range_c=min_range_c), ""
+    except AlphaNotIdentified as err:
+        alpha, reason = None, str(err)
+    return Warmup(alpha, spans, iv, time.perf_counter() - wall0, reason)
+
+
+def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float = 30.0) -> AlphaEstimate | None:
+    """Inverse-variance mean of the fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
+
+    The uncertainty is the larger of the weighted mean's and the spread between the
+    estimates (they differ by workload on real boards: 0.75–1.34 W/°C on one H100).
+    """
+    near = [a for a in estimates if a.regime == FIXED_CLOCK and a.uncertainty_w_per_c > 0
+            and math.isfinite(a.sm_clock_mhz) and abs(a.sm_clock_mhz - sm_clock_mhz) <= clock_tolerance_mhz]
+    if not near:
+        return None
+    wts = np.array([1.0 / a.uncertainty_w_per_c ** 2 for a in near])
+    vals = np.array([a.alpha_w_per_c for a in near])
+    mean = float(wts @ vals / wts.sum())
+    spread = float(vals.std(ddof=1)) if len(near) > 1 else 0.0
+    return AlphaEstimate(
+        alpha_w_per_c=mean, uncertainty_w_per_c=max(math.sqrt(1.0 / wts.sum()), spread), source="learned",
+        regime=FIXED_CLOCK, power_w=float(np.mean([a.power_w for a in near])),
+        temperature_min_c=float(min(a.temperature_min_c for a in near)),
+        temperature_max_c=float(max(a.temperature_max_c for a in near)),
+        spans=int(sum(a.spans for a in near)), sm_clock_mhz=float(sm_clock_mhz),
+        reference_temperature_c=float(round(np.mean([a.reference_temperature_c for a in near]))),
+        detail=f"pooled over {len(near)} workload(s) learned on this board at {sm_clock_mhz:.0f} MHz",
+    )
+
+
+def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: float = math.nan,
+              cache: AlphaCache | None = None, learn: bool = True, **learn_params) -> AlphaEstimate:
+    """The α a measurement of ``workload`` at ``config`` on ``runner``'s GPU uses.
+
+    In order: the cached α of this board, workload and configuration; a new one
+    learned now (:func:`learn_alpha`, then cached) when ``learn``; the board's
+    fixed-clock α pooled at this clock (:func:`pooled_alpha`); the package's
+    assumption at ``power_w`` (:func:`~.normalise.assumed_alpha`, with an
+    :class:`AlphaAssumedWarning`).
+
+    Parameters
+    ----------
+    power_w : float
+        The measurement's power (for the assumption's W/°C).
+    sm_clock_mhz : float, optional
+        The measurement's clock (for pooling).
+    cache : AlphaCache, optional
+        Default: the state folder's.
+    learn : bool, default=True
+        Whether a missing α may be learned (a ≤ 10 s warm-up).
+    **learn_params
+        Passed to :func:`learn_alpha`.
+    """
+    w, config = resolve(workload, config)
+    info = runner.device.info
+    cache = AlphaCache() if cache is None else cache
+    cid = w.config_id(config)
+    uuid = info.uuid or f"{info.kind}-{info.index}"
+    found = cache.get(uuid, w.name, cid, driver=info.driver)
+    if found is not None:
+        return found
+    why = "learning is off"
+    if learn:
+        warm = learn_alpha(runner, w, config, **learn_params)
+        if warm.alpha is not None:
+            cache.put(uuid, w.name, cid, warm.alpha, driver=info.driver)
+            return warm.alpha
+        why = warm.reason
+        if len(warm.spans) and not math.isfinite(sm_clock_mhz):
+            sm_clock_mhz = float(np.nanmean(warm.spans[schema.SM_CLOCK_MHZ].to_numpy(dtype=float)))
+    pooled = pooled_alpha(cache.entries(uuid, driver=info.driver), sm_clock_mhz) \
+        if math.isfinite(sm_clock_mhz) else None
+    if pooled is not None:
+        return pooled
+    warnings.warn(f"no α for {w.name} [{cid}] on {info.name} ({why}); using the assumed "
+                  f"{100 * ASSUMED_ALPHA_PER_C:.2f} ± {100 * ASSUMED_ALPHA_UNCERTAINTY_PER_C:.2f} %/°C of "
+                  "the measured power", AlphaAssumedWarning, stacklevel=2)
+    return assumed_alpha(power_w)

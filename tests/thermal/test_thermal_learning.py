@@ -1,0 +1,138 @@
+"""α learned on the simulated GPU, cached per (GPU UUID, workload, configuration)."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from powermodels.harness.runner import make_runner
+from powermodels.thermal.alpha_cache import AlphaCache, AlphaCacheWarning
+from powermodels.thermal.learning import AlphaAssumedWarning, alpha_for, learn_alpha, pooled_alpha
+from powermodels.thermal.normalise import AlphaEstimate
+from powermodels.thermal.spans import counter_spans, thermal_state
+
+
+@pytest.fixture
+def runner():
+    r = make_runner("simulated")
+    yield r
+    r.close()
+
+
+def true_alpha(gpu, clock_mhz=1980.0):
+    """dP/dT of the simulated physics at a fixed clock: κ·V(f)·λ (thesis eq. 4.6)."""
+    p = gpu.physics
+    return p.leakage_w * float(p.relative_voltage(clock_mhz)) * p.leakage_per_c
+
+
+def test_learned_alpha_matches_the_simulated_leakage(runner):
+    warm = learn_alpha(runner, "sgemm")
+    a = warm.alpha
+    assert a is not None, warm.reason
+    truth = true_alpha(runner.gpu)
+    assert abs(a.alpha_w_per_c - truth) < max(3 * a.uncertainty_w_per_c, 0.1 * truth)
+    assert a.temperature_max_c - a.temperature_min_c >= 3
+    # bounded: never more than 10 s of load
+    assert warm.launches[-1, 1] - warm.launches[0, 0] <= 10.0 + 0.5
+
+
+def test_alpha_is_cached_and_reused(runner, tmp_path):
+    cache = AlphaCache(tmp_path)
+    first = alpha_for(runner, "sgemm", power_w=400.0, cache=cache)
+    t = runner.gpu.now()
+    second = alpha_for(runner, "sgemm", power_w=400.0, cache=cache)
+    assert runner.gpu.now() == t        # no warm-up the second time
+    assert second == first and second.source == "learned"
+    files = list(tmp_path.iterdir())
+    assert [f.suffix for f in files if not f.name.endswith(".lock")] == [".json"]  # no temp file left
+
+
+def _entries(cache, uuid):
+    path = cache.path(uuid)
+    return path, json.loads(path.read_text())
+
+
+def test_foreign_entry_is_ignored_with_a_warning(runner, tmp_path):
+    cache = AlphaCache(tmp_path)
+    uuid = runner.device.info.uuid
+    alpha_for(runner, "sgemm", power_w=400.0, cache=cache)
+    path, data = _entries(cache, uuid)
+    for entry in data["entries"].values():
+        entry["uuid"] = "GPU-someone-elses-board"
+    path.write_text(json.dumps(data))
+    t = runner.gpu.now()
+    with pytest.warns(AlphaCacheWarning, match="foreign"):
+        a = alpha_for(runner, "sgemm", power_w=400.0, cache=cache)
+    assert runner.gpu.now() > t + 2.0 and a.source == "learned"   # learned again
+    _, data = _entries(cache, uuid)
+    assert all(e["uuid"] == uuid for e in data["entries"].values())  # and replaced
+
+
+def test_stale_entry_is_ignored_with_a_warning(runner, tmp_path):
+    cache = AlphaCache(tmp_path, max_age_days=30)
+    uuid = runner.device.info.uuid
+    alpha_for(runner, "sgemm", power_w=400.0, cache=cache)
+    path, data = _entries(cache, uuid)
+    for entry in data["entries"].values():
+        entry["created"] = "2020-01-01T00:00:00+00:00"
+    path.write_text(json.dumps(data))
+    with pytest.warns(AlphaCacheWarning, match="stale: learned .* days ago"):
+        assert cache.get(uuid, "sgemm", next(iter(data["entries"].values()))["config"]) is None
+
+
+def test_entry_of_another_driver_is_stale(tmp_path):
+    cache = AlphaCache(tmp_path)
+    cache.put("GPU-1", "k", "c", AlphaEstimate(1.0, 0.1, "learned"), driver="580.1")
+    with pytest.warns(AlphaCacheWarning, match="driver 580.1"):
+        assert cache.get("GPU-1", "k", "c", driver="590.2") is None
+    assert cache.get("GPU-1", "k", "c", driver="580.1") is not None
+
+
+def test_damaged_file_is_ignored_with_a_warning_and_rewritten(tmp_path):
+    cache = AlphaCache(tmp_path)
+    path = cache.path("GPU-1")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    with pytest.warns(AlphaCacheWarning, match="unreadable"):
+        assert cache.get("GPU-1", "k", "c") is None
+    with pytest.warns(AlphaCacheWarning):
+        cache.put("GPU-1", "k", "c", AlphaEstimate(1.0, 0.1, "learned"))
+    assert cache.get("GPU-1", "k", "c").alpha_w_per_c == 1.0
+
+
+def test_without_learning_the_board_pool_then_the_assumption(runner, tmp_path):
+    cache = AlphaCache(tmp_path)
+    with pytest.warns(AlphaAssumedWarning, match="assumed"):
+        a = alpha_for(runner, "stream_triad", power_w=400.0, sm_clock_mhz=1980.0, cache=cache, learn=False)
+    assert a.source == "assumed"
+    learned = alpha_for(runner, "sgemm", power_w=400.0, cache=cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pooled = alpha_for(runner, "stream_triad", power_w=400.0, sm_clock_mhz=1980.0, cache=cache, learn=False)
+    assert pooled.alpha_w_per_c == pytest.approx(learned.alpha_w_per_c)
+    assert "pooled over 1 workload" in pooled.detail
+
+
+def test_pooled_alpha_weights_by_uncertainty_and_keeps_the_spread():
+    a = AlphaEstimate(1.0, 0.1, "learned", sm_clock_mhz=1980.0, power_w=500, reference_temperature_c=50)
+    b = AlphaEstimate(2.0, 0.2, "learned", sm_clock_mhz=1980.0, power_w=500, reference_temperature_c=50)
+    far = AlphaEstimate(9.0, 0.1, "learned", sm_clock_mhz=1200.0, power_w=500, reference_temperature_c=50)
+    p = pooled_alpha([a, b, far], 1975.0)
+    assert p.alpha_w_per_c == pytest.approx((1 / 0.01 + 2 / 0.04) / (1 / 0.01 + 1 / 0.04))
+    assert p.uncertainty_w_per_c == pytest.approx(np.std([1.0, 2.0], ddof=1))
+    assert pooled_alpha([far], 1980.0) is None
+
+
+def test_spans_follow_the_truth_and_thermal_state(runner):
+    runner.idle(2.0)
+    iv = runner.run("sgemm", None, int(2.0 / runner.launch_time_s("sgemm")))
+    trace = runner.trace(iv[0, 0], iv[-1, 1])
+    s = counter_spans(trace, iv)
+    assert len(s) >= 5
+    for _, row in s.iterrows():
+        inside = iv[(iv[:, 0] >= row["start_s"]) & (iv[:, 1] <= row["end_s"])]
+        truth = runner.reference_energy_j(inside) / len(inside)
+        assert row["energy_j"] == pytest.approx(truth, rel=0.02)
+    state = thermal_state(trace, iv[0, 0], iv[-1, 1])
+    assert state["temperature_end_c"] > state["temperature_start_c"] + 3
