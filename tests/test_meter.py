@@ -281,3 +281,121 @@ def test_steady_window_takes_the_power_between_inside_updates(gpu):
     said = " ".join(str(c.message) for c in caught)
     assert "needs two counter updates inside" in said and "shorter than the counter's update" in said
     assert short.short and math.isfinite(short.energy_j)
+
+
+# ---------------------------------------------------------------- issue 25: threads, long windows
+
+
+def _slow_sync(seconds=0.2):
+    """A device synchronize that releases the GIL while it waits (as torch.cuda.synchronize does)."""
+    return lambda: time.sleep(seconds)
+
+
+def _in_threads(*calls):
+    """Run ``calls`` at once in threads; each result or the exception it raised."""
+    import threading
+
+    results = [None] * len(calls)
+    barrier = threading.Barrier(len(calls))
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = calls[i]()
+        except Exception as err:  # noqa: BLE001 - the test looks at what was raised
+            results[i] = err
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return results
+
+
+def test_same_name_window_from_two_threads_is_a_clear_error():
+    """Issue 25 #7: both begin_window("step") calls succeeded; the second silently replaced the first."""
+    with EnergyMeter(_CountingDevice(), sync=_slow_sync()) as meter:
+        results = _in_threads(lambda: meter.begin_window("step"), lambda: meter.begin_window("step"))
+        errors = [r for r in results if isinstance(r, Exception)]
+        assert len(errors) == 1 and isinstance(errors[0], ValueError)
+        assert "window 'step' is already open (begun by thread" in str(errors[0])
+        assert meter.open_windows == ["step"]
+        meter.cancel_window("step")
+
+
+def test_concurrent_end_window_measures_once_and_refuses_the_other():
+    """Issue 25 #7: two concurrent end_window("step") raised a bare KeyError in one thread."""
+    with EnergyMeter(_CountingDevice(), sync=_slow_sync()) as meter:
+        meter.begin_window("step")
+        time.sleep(0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            results = _in_threads(lambda: meter.end_window("step", wait=False),
+                                  lambda: meter.end_window("step", wait=False))
+    errors = [r for r in results if isinstance(r, Exception)]
+    measured = [r for r in results if not isinstance(r, Exception)]
+    assert len(measured) == 1 and measured[0].name == "step"
+    assert len(errors) == 1 and type(errors[0]) is ValueError
+    assert "no window named 'step' is open" in str(errors[0])
+    assert meter.open_windows == []
+
+
+def test_window_longer_than_the_simulated_history_keeps_its_energy():
+    """Issue 25 #8: a window longer than the GPU's history raised 'older than the kept history'."""
+    gpu = SimulatedGPU(preset="hopper", seed=3, history_s=10.0)
+    gpu.idle(0.5)
+    meter = EnergyMeter(gpu)
+    gpu.run(EXAMPLE_WORKLOADS["fp32"], launches=30)
+    meter.begin_window("long")
+    true, t = 0.0, gpu.now()
+    for _ in range(8):  # 40 s of load in 5 s pieces; the GPU keeps 10-15 s
+        gpu.run(EXAMPLE_WORKLOADS["fp32"], launches=500)
+        true += gpu.true_energy_j(t, gpu.now())
+        t = gpu.now()
+    w = meter.end_window("long")
+    true += gpu.true_energy_j(t, w.end_s)
+    assert w.time_s == pytest.approx(40.0, rel=1e-3)
+    assert w.energy_bounds_j[0] <= true <= w.energy_bounds_j[1]
+    assert abs(w.energy_j - true) < max(3 * w.uncertainty_j, 1e-3)
+    assert w.sm_clock_max_mhz == 1980.0 and math.isfinite(w.temperature_max_c)
+    assert w.temperature_max_c > 40  # the hottest instant of the whole window, not only its end
+    meter.close()
+    assert gpu._history_listeners == []
+
+
+def test_window_longer_than_the_polled_history_keeps_its_energy():
+    """Issue 25 #8: reads older than the history were dropped (by count), so long windows got NaN."""
+    from powermodels.harness.counter_log import PolledCounterLog
+
+    dev = _CountingDevice()
+    with EnergyMeter(dev, sync=None) as meter:
+        meter._log.close()
+        meter._log = PolledCounterLog(dev, read_period_s=0.0005, history_s=1.0)
+        time.sleep(0.2)
+        meter.begin_window("long")
+        time.sleep(3.0)  # ~1,900 reads: three times the history
+        w = meter.end_window("long")
+        kept = meter._log.reads(-math.inf, math.inf)[0]
+    assert kept[-1] - kept[0] < 1.2  # the history itself stays bounded in time
+    assert w.energy_bounds_j[0] <= 200.0 * w.time_s <= w.energy_bounds_j[1]
+    assert w.energy_j == pytest.approx(200.0 * w.time_s, rel=0.03)
+    assert w.throttle_reasons == 4 and w.sm_clock_min_mhz == 1500.0
+
+
+def test_window_longer_than_the_history_without_a_counter():
+    gpu = _NoCounterGPU(preset="turing", seed=1, history_s=10.0)
+    gpu.idle(0.5)
+    meter = EnergyMeter(gpu)
+    meter.begin_window("w")
+    true, t = 0.0, gpu.now()
+    for _ in range(6):
+        gpu.run(EXAMPLE_WORKLOADS["fp32"], launches=500)
+        true += gpu.true_energy_j(t, gpu.now())
+        t = gpu.now()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        w = meter.end_window("w")
+    true += gpu.true_energy_j(t, w.end_s)
+    assert w.method == "power_integration"
+    assert abs(w.energy_j - true) < 2 * w.uncertainty_j

@@ -46,6 +46,8 @@ from pathlib import Path
 
 import joblib
 
+from .files import atomic_open
+
 __all__ = ["FORMAT_VERSION", "CalibrationError", "input_schema", "load_calibration", "read_metadata",
            "save_calibration", "trusted_types"]
 
@@ -179,7 +181,9 @@ def save_calibration(obj, path, metadata: dict | None = None, *, compress: int =
     obj : object
         Usually a fitted estimator or ``Pipeline`` (or a dict/list of them).
     path : str or Path
-        Destination file (parents are created).
+        Destination file (parents are created). Written to a temporary file,
+        ``fsync``-ed and renamed into place (:mod:`powermodels.files`): a
+        failed write (full disk, kill) leaves the previous file as it was.
     metadata : dict, optional
         JSON-serialisable provenance. Recognised keys: ``device``,
         ``driver``, ``schema`` (list of input columns; defaults to the
@@ -238,8 +242,8 @@ def save_calibration(obj, path, metadata: dict | None = None, *, compress: int =
               "metadata": meta}
     blob = json.dumps(header, sort_keys=True).encode()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
+    # a temporary file renamed into place: a full disk or a kill mid-write leaves the previous file
+    with atomic_open(path, "wb") as fh:
         fh.write(MAGIC)
         fh.write(struct.pack(">Q", len(blob)))
         fh.write(blob)

@@ -48,6 +48,23 @@ loop), blind to what this window did differently from its neighbours.
 Hopper, i.e. larger than the window's own energy), ``short`` is set on the
 result and a warning says so. Measure many repetitions in one window instead.
 
+Windows of any length, and threads
+----------------------------------
+The meter keeps a bounded history of reads (10 minutes on a real GPU, the
+simulated GPU's ``history_s``). A window's energy needs only the reads that
+bracket its two ends (the counter is cumulative), so the reads around each
+open window's start are kept aside as they leave the history, and the
+clocks, temperatures and throttle reasons that leave it are folded into the
+window's summary: a window of an hour costs the same memory as one of a
+second and keeps its energy.
+
+One meter may be used from several threads. Window names are shared by all
+of them: ``begin_window`` of a name that is open (or being opened) in any
+thread raises ``ValueError`` naming the thread that holds it, and of two
+``end_window`` calls of one name the first measures the window and the
+other raises ``ValueError`` (no window of that name is open). For a window
+per thread, put the thread in the name.
+
 Without an energy counter the meter integrates the power readings; their
 boxcar window covers only part of each update on some GPUs (25 ms of 100 ms
 on Hopper, Yang §IV-C) and carries the sensor's gain error (±5 %, Yang
@@ -139,6 +156,15 @@ class WindowMeasurement:
                 schema.TEMPERATURE_C: self.temperature_max_c}
 
 
+@dataclass
+class _OpenWindow:
+    """An open window: its start (None while ``begin_window`` is still syncing), what the log keeps."""
+
+    thread: str
+    start: float | None = None
+    held: object = None
+
+
 class _Handle:
     """What ``with meter.window(name) as w`` binds: ``w.result`` once the block has ended."""
 
@@ -207,7 +233,7 @@ class EnergyMeter:
         self.delay_s = float(delay_s)
         self.wait_timeout_s = float(wait_timeout_s)
         self._log = open_counter_log(self.device)
-        self._windows: dict[str, float] = {}
+        self._windows: dict[str, _OpenWindow] = {}
         self._lock = threading.Lock()
         if not self.simulated and self._log.has_counter:
             self._wait_first_update()
@@ -215,19 +241,40 @@ class EnergyMeter:
     # -- windows ------------------------------------------------------------
 
     def begin_window(self, name: str) -> None:
-        """Open window ``name`` now (after a sync); windows may nest and overlap by name."""
+        """Open window ``name`` now (after a sync); windows may nest and overlap by name.
+
+        Window names are shared by every thread using this meter: opening a
+        name that is open — in any thread, or still being opened by another —
+        is a ``ValueError`` naming the thread that holds it. For one window
+        per thread, put the thread in the name (``f"step-{threading.get_ident()}"``).
+        """
         if not isinstance(name, str) or not name:
             raise ValueError(f"begin_window: name must be a non-empty string, got {name!r}")
-        with self._lock:
+        record = _OpenWindow(threading.current_thread().name)
+        with self._lock:  # the name is reserved before the sync, which may release the GIL
             if name in self._windows:
-                raise ValueError(f"begin_window: window {name!r} is already open")
-        self._synchronize()
+                raise ValueError(f"begin_window: window {name!r} is already open "
+                                 f"(begun by thread {self._windows[name].thread!r})")
+            self._windows[name] = record
+        try:
+            self._synchronize()
+            start = self.device.now()
+            held = self._log.hold(start, self._bracket_s())
+        except BaseException:
+            with self._lock:
+                self._windows.pop(name, None)
+            raise
         with self._lock:
-            self._windows[name] = self.device.now()
+            record.held = held
+            record.start = start
 
     def end_window(self, name: str, *, wait: bool = True, steady: bool = False,
                    idle_power_w: float | None = None) -> WindowMeasurement:
         """Close window ``name`` and measure it (waits for the counter's next update, ~0.1 s).
+
+        Of two threads ending the same window at once, one measures it and
+        the other gets the ``ValueError`` of a window that is not open. The
+        window is closed even when measuring it raises.
 
         Parameters
         ----------
@@ -261,22 +308,31 @@ class EnergyMeter:
         if idle_power_w is not None and not (isinstance(idle_power_w, (int, float))
                                              and math.isfinite(idle_power_w) and idle_power_w >= 0):
             raise ValueError(f"end_window: idle_power_w must be a finite number >= 0, got {idle_power_w!r}")
-        with self._lock:
-            if name not in self._windows:
+        with self._lock:  # claimed here: a second end_window of this name gets the ValueError below
+            record = self._windows.get(name)
+            if record is None:
                 open_ = sorted(self._windows)
                 raise ValueError(f"end_window: no window named {name!r} is open "
                                  f"(open: {open_ if open_ else 'none'})")
-        self._synchronize()
-        end = self.device.now()
-        with self._lock:
-            start = self._windows.pop(name)
-        return self._measure(name, start, end, idle_power_w, wait, steady)
+            if record.start is None:
+                raise ValueError(f"end_window: window {name!r} is still being opened by thread "
+                                 f"{record.thread!r}")
+            del self._windows[name]
+        try:
+            self._synchronize()
+            end = self.device.now()
+            return self._measure(name, record.start, end, idle_power_w, wait, steady, record.held)
+        finally:
+            self._log.release(record.held)
 
     def cancel_window(self, name: str) -> None:
         """Forget open window ``name`` without measuring it."""
         with self._lock:
-            if self._windows.pop(name, None) is None:
+            record = self._windows.get(name)
+            if record is None or record.start is None:
                 raise ValueError(f"cancel_window: no window named {name!r} is open")
+            del self._windows[name]
+        self._log.release(record.held)
 
     @contextmanager
     def window(self, name: str, *, wait: bool = True):
@@ -320,6 +376,11 @@ class EnergyMeter:
         if sync is not None:
             sync()
 
+    def _bracket_s(self) -> float:
+        """How far around a window's start the counter reads are kept (three update periods)."""
+        period = self._log.update_period_s() if self._log.has_counter else math.nan
+        return 3.0 * period if math.isfinite(period) and period > 0 else 1.0
+
     def _wait_first_update(self) -> None:
         # a window's start interpolates from the update before it; wait=False extrapolates
         # from the last two: have two updates in the log before the first window
@@ -333,17 +394,20 @@ class EnergyMeter:
             self._log.advance()
 
     def _measure(self, name: str, start: float, end: float, idle_power_w=None,
-                 wait: bool = True, steady: bool = False) -> WindowMeasurement:
+                 wait: bool = True, steady: bool = False, held=None) -> WindowMeasurement:
         if not self._log.has_counter:
-            return self._integrate(name, start, end)
-        from .harness.counter_log import anchored_energy, energy_bounds
+            return self._integrate(name, start, end, held)
+        from .harness.counter_log import anchored_energy, energy_bounds, merge_reads
 
         period = self._log.update_period_s()
         margin = 3.0 * (period if math.isfinite(period) else 0.1)
-        lo_t = start - margin
+        # the reads bracketing the start were kept however long ago it was (HeldWindow);
+        # those of the end are recent. In between nothing is needed (the counter is cumulative).
+        first = self._log.start_reads(held)
         waited = 0
-        while True:
-            t0, t1, j = self._log.reads(lo_t, math.inf)
+        while True:  # the history may move on while we wait: its start is asked each time
+            lo_t = max(end - margin, self._log.history_start())
+            t0, t1, j = merge_reads(first, self._log.reads(lo_t, math.inf))
             b = energy_bounds(t0, t1, j, start, self.delay_s)
             e = energy_bounds(t0, t1, j, end, self.delay_s)
             if (math.isfinite(e.upper) and math.isfinite(e.estimate)) or not wait:
@@ -394,9 +458,10 @@ class EnergyMeter:
             notes.append(f"window {name!r} ({time_s * 1e3:.3g} ms) is shorter than the counter's update "
                          f"period ({period * 1e3:.3g} ms): its energy is the surrounding updates' power × "
                          f"its time, uncertainty ± {sigma:.3g} J")
-        return self._result(name, start, end, energy, sigma, bounds, "energy_counter", period, short, notes)
+        return self._result(name, start, end, energy, sigma, bounds, "energy_counter", period, short,
+                            notes, held)
 
-    def _integrate(self, name: str, start: float, end: float) -> WindowMeasurement:
+    def _integrate(self, name: str, start: float, end: float, held=None) -> WindowMeasurement:
         """Without a counter: the power readings held between updates, integrated over the window."""
         sensor = getattr(self.device, "sensor", None)
         period = float(sensor.update_period_s) if sensor is not None else 0.1
@@ -404,7 +469,10 @@ class EnergyMeter:
             import time
 
             time.sleep(0.02)  # one more fast reading after the end
-        c = self._log.conditions(start - period, end + period)
+        # what left the log's history during a long window was integrated as it left (HeldWindow)
+        since = start if held is None else max(start, held.summarised_until)
+        before_j = 0.0 if since == start else held.power_j
+        c = self._log.conditions(max(since - period, self._log.history_start()), end + period)
         t = c[schema.T_S]
         p = c[schema.POWER_INSTANT_W]
         if not np.isfinite(p).any():
@@ -418,20 +486,26 @@ class EnergyMeter:
             notes.append("fewer than two power readings around the window")
         else:
             # a reading holds until the next one (zero-order hold), clipped to the window
-            edges = np.clip(np.append(t, max(t[-1], end)), start, end)
-            energy = float(np.sum(p * np.diff(edges)))
+            edges = np.clip(np.append(t, max(t[-1], end)), since, end)
+            energy = before_j + float(np.sum(p * np.diff(edges)))
             power = energy / (end - start) if end > start else float(np.mean(p))
             sigma = math.hypot(POWER_GAIN_ERROR * energy, power * period)
         warnings.warn(notes[0], RuntimeWarning, stacklevel=3)
         short = (end - start) < period
         return self._result(name, start, end, energy, sigma, (math.nan, math.nan), "power_integration",
-                            period, short, notes)
+                            period, short, notes, held)
 
-    def _result(self, name, start, end, energy, sigma, bounds, method, period, short, notes):
-        c = self._log.conditions(start, end)
+    def _result(self, name, start, end, energy, sigma, bounds, method, period, short, notes, held=None):
+        since = start if held is None else max(start, held.summarised_until)
+        c = self._log.conditions(max(since, self._log.history_start()), end)
         clocks = c[schema.SM_CLOCK_MHZ][np.isfinite(c[schema.SM_CLOCK_MHZ])]
         temps = c[schema.TEMPERATURE_C][np.isfinite(c[schema.TEMPERATURE_C])]
         thr = int(np.bitwise_or.reduce(c[schema.THROTTLE_REASONS])) if c[schema.THROTTLE_REASONS].size else 0
+        if held is not None and since > start:  # folded in as they left the log's history
+            clocks = np.append(clocks, [x for x in (held.clock_min, held.clock_max) if math.isfinite(x)])
+            if math.isfinite(held.temperature_max):
+                temps = np.append(temps, held.temperature_max)
+            thr |= held.throttle
         for note in notes[1 if method == "power_integration" else 0:]:
             warnings.warn(note, RuntimeWarning, stacklevel=4)
         if thr:  # recorded, not warned: a power-capped GEMM is a normal state, not a faulty window

@@ -329,13 +329,96 @@ def test_state_dir_follows_the_environment(monkeypatch, tmp_path):
     assert journal.state_dir() == Path.home() / ".local" / "state" / "powermodels"
 
 
-def test_corrupt_journal_is_kept_aside(gpu):
-    j = journal.Journal(gpu.gpu.uuid)
+def _left_entry(guard_id, previous, pid=2**22 + 17):
+    """An entry of a process that is gone (no such pid), as a SIGKILL leaves it."""
+    entry = journal.Entry.mine(guard_id, previous, list(previous), "fake H100")
+    return {**entry.__dict__, "pid": pid, "start": None}
+
+
+def _write_raw(j, text):
     j.path.parent.mkdir(parents=True, exist_ok=True)
-    j.path.write_text("{not json")
-    assert j.entries() == []
-    assert j.path.with_name(j.path.name + ".corrupt").exists()
-    assert json.loads(json.dumps([])) == []
+    j.path.write_text(text)
+
+
+def test_restore_list_on_a_truncated_journal_changes_nothing_and_says_so(gpu, capsys):
+    """Issue 25 #6: `restore --list` renamed a truncated journal, printed nothing and exited 0."""
+    from powermodels.cli import main
+
+    j = journal.Journal(gpu.gpu.uuid)
+    full = json.dumps({"gpu": gpu.gpu.uuid, "entries": [_left_entry("a", {"power_limit_w": 700.0}),
+                                                        _left_entry("b", {"sm_clock_mhz": None})]},
+                      indent=1)
+    _write_raw(j, full[: full.index('"guard_id": "b"') + 5])  # cut inside the second entry
+    before = sorted(p.name for p in j.path.parent.iterdir())
+    assert main(["restore", "--list"]) == 1
+    out, err = capsys.readouterr()
+    assert sorted(p.name for p in j.path.parent.iterdir()) == before  # nothing renamed or written
+    assert "damaged JSON" in err and "1 complete entry recovered" in err and str(j.path) in err
+    assert "'power_limit_w'" in out and "[gone]" in out  # the complete entry is still listed
+
+
+def test_a_bad_entry_never_hides_a_good_one(gpu, capsys):
+    """Issue 25 #6: one entry with an extra/bad field set aside the whole journal (a 700 W limit lost)."""
+    from powermodels.cli import main
+
+    gpu.gpu.power_limit_mw = 400_000  # what a killed run left
+    gpu._save_state()
+    j = journal.Journal(gpu.gpu.uuid)
+    good = {**_left_entry("good", {"power_limit_w": 700.0}), "added_by_a_newer_version": 1}
+    bad = {**_left_entry("bad", {"sm_clock_mhz": None}), "keys": "sm_clock_mhz"}
+    _write_raw(j, json.dumps({"gpu": gpu.gpu.uuid, "entries": [bad, good]}))
+    with pytest.warns(RuntimeWarning, match="entry 1 skipped: entry 'bad': field 'keys'"):
+        assert [e.guard_id for e in j.entries()] == ["good"]
+    assert main(["restore"]) == 1  # restored the good entry, and says the journal was damaged
+    out, err = capsys.readouterr()
+    gpu._load_state()
+    assert gpu.gpu.power_limit_mw == 700_000
+    assert "restored power_limit_w=700.0" in out
+    assert "field 'keys' has a bad value 'sm_clock_mhz'" in err
+    kept = journal.set_aside_journals()
+    assert len(kept) == 1 and '"guard_id": "bad"' in kept[0].read_text()  # the bad one, for a person
+    assert not j.path.exists()
+    assert main(["restore", "--list"]) == 1  # until a person deletes the copy
+    assert "kept aside" in capsys.readouterr().err
+
+
+def test_a_journal_that_is_a_folder_is_reported(gpu, capsys):
+    from powermodels.cli import main
+
+    j = journal.Journal(gpu.gpu.uuid)
+    j.path.mkdir(parents=True)
+    assert main(["restore", "--list"]) == 1
+    assert "is a folder, not a journal file" in capsys.readouterr().err
+    assert j.path.is_dir()  # --list changes nothing
+    device = _device()
+    with pytest.warns(RuntimeWarning, match="kept as .*corrupt-"):  # the next write sets it aside, loudly
+        with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
+            assert journal_entries(gpu)[0].keys == ["sm_clock_mhz"]
+    device.close()
+    assert original(gpu) and not j.path.exists() and journal.set_aside_journals()[0].is_dir()
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", "null", '{"entries": 3}', '{"gpu": "x"', "\x00\xff"])
+def test_unreadable_journals_are_errors_not_silence(gpu, capsys, text):
+    from powermodels.cli import main
+
+    j = journal.Journal(gpu.gpu.uuid)
+    _write_raw(j, text)
+    assert main(["restore", "--list"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(j.path) in err
+    assert j.path.read_text() == text
+
+
+def test_entry_validation_names_the_field():
+    ok = _left_entry("x", {"sm_clock_mhz": 1410.0})
+    assert journal.entry_from_dict(ok).previous == {"sm_clock_mhz": 1410.0}
+    for field, value in [("pid", "12"), ("pid", True), ("previous", {"fan": 1}),
+                         ("previous", {"sm_clock_mhz": float("nan")}), ("keys", ["volts"]), ("host", 3)]:
+        with pytest.raises(ValueError, match=f"field '{field}' has a bad value"):
+            journal.entry_from_dict({**ok, field: value})
+    with pytest.raises(ValueError, match="field 'previous' is missing"):
+        journal.entry_from_dict({k: v for k, v in ok.items() if k != "previous"})
 
 
 def test_restore_command_reaches_every_gpu_under_cuda_visible_devices(fake_nvml, monkeypatch, capsys):

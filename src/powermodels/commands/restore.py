@@ -5,7 +5,10 @@ settings to a journal per GPU (:mod:`powermodels.devices.journal`). A process
 killed with ``SIGKILL`` cannot restore them itself; this command (like the next
 settings guard on that GPU) finds the journal entries whose process is gone
 and restores the settings they recorded. Entries of running processes are
-listed and left alone. ``--list`` only shows what is pending.
+listed and left alone. ``--list`` only shows what is pending and changes
+nothing. A damaged journal is reported on stderr (exit status 1) entry by
+entry: its good entries are still restored, and the damaged file is copied
+aside as ``<name>.corrupt-<time>`` for a person to check.
 """
 
 from __future__ import annotations
@@ -47,25 +50,45 @@ def _devices_by_uuid() -> dict:
     return out
 
 
-def run(args) -> int:
-    from ..devices.base import recover_left_settings
-    from ..devices.journal import journal_dir, pending_journals
+def _report(journals) -> int:
+    """Print every entry and every problem of ``journals`` and kept-aside files; 1 if any problem."""
+    import sys
 
-    journals = pending_journals()
-    if not journals:
-        print(f"nothing to restore (no journal in {journal_dir()})")
-        return 0
+    from ..devices.journal import set_aside_journals
+
+    status = 0
     for journal in journals:
-        for entry in journal.entries():
+        entries, problems = journal.read()
+        for line in problems:
+            print(f"ERROR: settings journal {line}", file=sys.stderr)
+            status = 1
+        for entry in entries:
             state = "running" if entry.alive() else "gone"
             print(f"{journal.key}: {entry.device or '?'} {entry.keys} changed by {entry.describe()} "
                   f"[{state}]; before: {entry.previous}")
-    if args.list:
+    for path in set_aside_journals():
+        print(f"ERROR: {path}: a damaged settings journal kept aside (its entries were not acted "
+              "on); check it by hand, then delete it", file=sys.stderr)
+        status = 1
+    return status
+
+
+def run(args) -> int:
+    from ..devices.base import recover_left_settings
+    from ..devices.journal import journal_dir, pending_journals, set_aside_journals
+
+    journals = pending_journals()
+    if not journals and not set_aside_journals():
+        print(f"nothing to restore (no journal in {journal_dir()})")
         return 0
+    status = _report(journals)
+    if args.list:
+        return status
     devices = _devices_by_uuid()
-    status = 0
     try:
         for journal in journals:
+            if not journal.read()[0]:
+                continue  # nothing good to act on; its problems are reported above
             device = devices.get(journal.key)
             if device is None:
                 print(f"{journal.key}: no such GPU on this host; left as is")
@@ -79,7 +102,7 @@ def run(args) -> int:
                 continue
             for line in done:
                 print(line)
-            still = journal.entries()
+            still = journal.read()[0]
             if still:
                 print(f"{journal.key}: left alone, still held by "
                       f"{', '.join(e.describe() for e in still)}")

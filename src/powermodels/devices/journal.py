@@ -14,8 +14,11 @@ process is gone and puts those settings back.
 Location: ``$POWERMODELS_STATE_DIR`` if set, else
 ``$XDG_STATE_HOME/powermodels``, else ``~/.local/state/powermodels``; the
 journal files are ``<state>/restore/<uuid>.json``. Every write goes to a
-temporary file that is renamed into place (``os.replace`` is atomic), under a
-file lock so two processes never interleave a read-modify-write.
+temporary file that is ``fsync``-ed and renamed into place
+(:mod:`powermodels.files`), under a file lock so two processes never
+interleave a read-modify-write. Reading changes nothing; entries are checked
+one by one, so a damaged entry (or a truncated file) never hides a good one;
+damage is reported, and copied aside before the next write (see :class:`Journal`).
 """
 
 from __future__ import annotations
@@ -23,20 +26,27 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import math
 import re
+import shutil
 import socket
 import threading
+import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ..files import write_json
 
 __all__ = [
     "STATE_DIR_ENV",
     "Entry",
     "Journal",
     "journal_dir",
+    "entry_from_dict",
     "pending_journals",
     "process_alive",
+    "set_aside_journals",
     "state_dir",
 ]
 
@@ -159,12 +169,87 @@ def _file_lock(path: Path):
         return lock
 
 
-class Journal:
-    """The journal of one GPU (``key``: its UUID)."""
+#: The settings an entry may record (the fields of ``devices.base.Settings``).
+SETTING_KEYS = ("sm_clock_mhz", "mem_clock_mhz", "power_limit_w")
 
-    def __init__(self, key: str):
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def entry_from_dict(data) -> Entry:
+    """One journal entry from its JSON object, checked field by field.
+
+    Fields this version does not know are ignored (a newer powermodels may
+    add some); every known field must have its type.
+
+    Raises
+    ------
+    ValueError
+        One line naming the first bad field and its value.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"entry is not an object: {data!r:.80}")
+    checks = {
+        "guard_id": lambda v: isinstance(v, str) and v != "",
+        "pid": lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0,
+        "host": lambda v: isinstance(v, str),
+        "start": lambda v: v is None or isinstance(v, str),
+        "previous": lambda v: isinstance(v, dict) and all(
+            k in SETTING_KEYS and (x is None or (_is_number(x) and x > 0)) for k, x in v.items()),
+        "keys": lambda v: isinstance(v, list) and v != [] and all(k in SETTING_KEYS for k in v),
+        "device": lambda v: isinstance(v, str),
+        "created": lambda v: isinstance(v, str),
+    }
+    required = ("guard_id", "pid", "host", "start", "previous", "keys")
+    for name in required:
+        if name not in data:
+            raise ValueError(f"entry {data.get('guard_id', '?')!r}: field {name!r} is missing")
+    for name, ok in checks.items():
+        if name in data and not ok(data[name]):
+            raise ValueError(f"entry {data.get('guard_id', '?')!r}: field {name!r} has a bad value "
+                             f"{data[name]!r:.80}")
+    return Entry(**{k: data[k] for k in checks if k in data})
+
+
+def _salvage(text: str) -> list:
+    """The complete JSON objects inside a damaged journal's ``entries`` list (a truncated file)."""
+    decoder = json.JSONDecoder()
+    at = text.find('"entries"')
+    if at < 0:
+        return []
+    pos = text.find("[", at)
+    found = []
+    while pos >= 0:
+        pos = text.find("{", pos + 1)
+        if pos < 0:
+            break
+        try:
+            obj, stop = decoder.raw_decode(text, pos)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and "guard_id" in obj:
+            found.append(obj)
+            pos = stop - 1
+    return found
+
+
+class Journal:
+    """The journal of one GPU (``key``: its UUID).
+
+    Reading never changes the file. Entries are checked one by one: a bad or
+    unreadable entry is reported (:meth:`read`, and a ``RuntimeWarning`` from
+    :meth:`entries`) and skipped, never hiding the good ones — even in a
+    truncated file, every complete entry is recovered. The next write (a
+    guard adding or removing its entry) first copies the damaged file to
+    ``<name>.corrupt-<UTC time>`` beside it, loudly, and then writes the good
+    entries back; ``powermodels restore`` lists such copies until a person
+    deletes them.
+    """
+
+    def __init__(self, key: str, path: Path | None = None):
         self.key = key
-        self.path = journal_dir() / f"{_safe_name(key)}.json"
+        self.path = Path(path) if path is not None else journal_dir() / f"{_safe_name(key)}.json"
 
     @contextmanager
     def locked(self):
@@ -173,29 +258,64 @@ class Journal:
         with _file_lock(self.path.with_name(self.path.name + ".lock")):
             yield self
 
-    def entries(self) -> list[Entry]:
-        """The entries, oldest first; an unreadable file counts as empty (and is kept aside)."""
+    def read(self) -> tuple[list[Entry], list[str]]:
+        """The good entries, oldest first, and one line per problem found; changes nothing."""
+        if self.path.is_dir():
+            return [], [f"{self.path}: is a folder, not a journal file; not read"]
         try:
-            data = json.loads(self.path.read_text())
-            return [Entry(**e) for e in data["entries"]]
+            text = self.path.read_text()
         except FileNotFoundError:
-            return []
-        except (OSError, ValueError, KeyError, TypeError):
-            bad = self.path.with_name(self.path.name + ".corrupt")
-            os.replace(self.path, bad)  # keep it for a human, do not act on it
-            return []
+            return [], []
+        except (OSError, UnicodeDecodeError) as err:
+            return [], [f"{self.path}: cannot be read ({err})"]
+        problems = []
+        try:
+            data = json.loads(text)
+        except ValueError as err:
+            raw = _salvage(text)
+            problems.append(f"{self.path}: damaged JSON ({err}); {len(raw)} complete "
+                            f"entr{'y' if len(raw) == 1 else 'ies'} recovered from it")
+        else:
+            raw = data.get("entries") if isinstance(data, dict) else None
+            if not isinstance(raw, list):
+                return [], [f"{self.path}: not a journal (no list of entries): {text[:80]!r}"]
+        good = []
+        for i, item in enumerate(raw):
+            try:
+                good.append(entry_from_dict(item))
+            except ValueError as err:
+                problems.append(f"{self.path}: entry {i + 1} skipped: {err}")
+        return good, problems
+
+    def entries(self) -> list[Entry]:
+        """The good entries, oldest first (each problem is warned about; the file is not changed)."""
+        good, problems = self.read()
+        for line in problems:
+            warnings.warn(f"settings journal: {line}", RuntimeWarning, stacklevel=2)
+        return good
+
+    def _set_aside(self, problems: list[str]) -> Path:
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        if self.path.is_dir():
+            os.replace(self.path, aside)
+        else:
+            shutil.copyfile(self.path, aside)  # the damaged original, byte for byte, for a person
+        warnings.warn(f"settings journal: {'; '.join(problems)}; the damaged file is kept as {aside} "
+                      "(not acted on: check it by hand, then delete it)", RuntimeWarning, stacklevel=3)
+        return aside
 
     def _write(self, entries: list[Entry]) -> None:
+        _, problems = self.read()
+        if problems and self.path.exists():
+            self._set_aside(problems)
         if not entries:
+            if self.path.is_dir():
+                return
             self.path.unlink(missing_ok=True)
             return
         data = {"gpu": self.key, "entries": [asdict(e) for e in entries]}
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w") as fh:
-            json.dump(data, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        write_json(self.path, data, indent=1)
 
     def add(self, entry: Entry) -> None:
         """Append ``entry`` (call under :meth:`locked`)."""
@@ -217,15 +337,27 @@ def original_settings(entries: list[Entry]) -> dict:
 
 
 def pending_journals() -> list[Journal]:
-    """Every GPU with a journal file (for ``powermodels restore``)."""
+    """Every GPU with a journal file (for ``powermodels restore``), damaged ones included."""
     folder = journal_dir()
     if not folder.is_dir():
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
+        key = path.stem
         try:
-            key = json.loads(path.read_text()).get("gpu", path.stem)
-        except (OSError, ValueError, AttributeError):
-            key = path.stem
-        out.append(Journal(str(key)))
+            data = json.loads(path.read_text())
+            if isinstance(data, dict) and isinstance(data.get("gpu"), str) and \
+                    _safe_name(data["gpu"]) == path.stem:
+                key = data["gpu"]
+        except (OSError, ValueError):
+            pass
+        out.append(Journal(key, path))
     return out
+
+
+def set_aside_journals() -> list[Path]:
+    """Damaged journal files kept aside (``*.json.corrupt*``), waiting for a person to look."""
+    folder = journal_dir()
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("*.json.corrupt*"))

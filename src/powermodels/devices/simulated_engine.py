@@ -96,6 +96,7 @@ class SimulationEngine:
         # the buffers start at control step _k0 (fine step _j0 = _k0 * _r): older history is gone
         self._k0 = 0
         self._j0 = 0
+        self._history_listeners: list = []
 
         fi0 = len(self._clocks) - 1
         fm0 = float(ph.mem_clocks_mhz[0])
@@ -122,6 +123,8 @@ class SimulationEngine:
         shift = k_new - self._k0
         if shift <= 0:
             return
+        for listener in list(self._history_listeners):  # e.g. an EnergyMeter's open windows
+            listener(self._j0 * self._df, k_new * self._dc)
         for buf in (self._fi, self._fm, self._temp, self._thr, self._base, self._bc, self._bm,
                     self._core_load, self._mem_load):
             buf.drop_front(shift)
@@ -129,6 +132,23 @@ class SimulationEngine:
             buf.drop_front(shift * self._r)
         self._k0 = k_new
         self._j0 = k_new * self._r
+
+    def add_history_listener(self, listener) -> None:
+        """Call ``listener(from_s, to_s)`` just before the state in ``[from_s, to_s)`` is dropped.
+
+        The listener may still read that span (``trace``) during the call; it
+        runs under the GPU's lock, in the thread that advanced time.
+        """
+        self._history_listeners.append(listener)
+
+    def remove_history_listener(self, listener) -> None:
+        """Stop calling ``listener`` (see :meth:`add_history_listener`)."""
+        if listener in self._history_listeners:
+            self._history_listeners.remove(listener)
+
+    def history_start_s(self) -> float:
+        """The oldest simulated instant still kept (``-inf`` while nothing was dropped)."""
+        return self._j0 * self._df if self._j0 else -math.inf
 
     def _check_kept(self, t: np.ndarray) -> None:
         """Refuse times whose history was dropped (``history_s``)."""

@@ -182,6 +182,66 @@ def extrapolated_energy(t0, t1, joules, t: float, delay_s: float = 0.0) -> tuple
     return float(joules[new][b] + power * span), float(power * span / math.sqrt(3.0))
 
 
+class HeldWindow:
+    """What a log keeps for one open window after its history has moved on.
+
+    A log keeps a bounded history (``history_s``). So that a window of any
+    length keeps its energy, the counter reads that bracket the window's
+    start (``[lo, hi]``) are copied here before they leave the history, and
+    the condition readings that leave it after the start are folded into a
+    summary (clock range, hottest temperature, throttle reasons and the
+    zero-order-hold integral of the power readings) up to ``summarised_until``.
+    The window's end is bracketed by reads still in the history. Memory per
+    open window: the reads of ``hi - lo`` seconds, whatever its length.
+    """
+
+    def __init__(self, start: float, lo: float, hi: float):
+        self.start, self.lo, self.hi = float(start), float(lo), float(hi)
+        self.reads: list[tuple[float, float, float]] = []
+        self.reads_complete = False  # every read of [lo, hi] is in self.reads
+        self.summarised_until = -math.inf
+        self.clock_min = math.inf
+        self.clock_max = -math.inf
+        self.temperature_max = -math.inf
+        self.throttle = 0
+        self.power_j = 0.0  # ∫ power readings (held until the next) over [start, summarised_until]
+        self.power_readings = 0
+
+    def absorb_reads(self, rows) -> None:
+        """Keep the reads among ``rows`` ``(t0, t1, joules)`` that overlap ``[lo, hi]``."""
+        self.reads.extend(r for r in rows if r[1] >= self.lo and r[0] <= self.hi)
+
+    def absorb_conditions(self, t, power, clock, temperature, throttle, until: float) -> None:
+        """Fold readings at ``t`` (each held until the next, the last until ``until``) into the summary."""
+        t = np.asarray(t, dtype=float)
+        keep = t >= self.start
+        if keep.any():
+            for name, values, op in (("clock_min", clock, np.nanmin), ("clock_max", clock, np.nanmax),
+                                     ("temperature_max", temperature, np.nanmax)):
+                v = np.asarray(values, dtype=float)[keep]
+                if np.isfinite(v).any():
+                    pick = min if name == "clock_min" else max
+                    setattr(self, name, pick(getattr(self, name), float(op(v))))
+            self.throttle |= int(np.bitwise_or.reduce(np.asarray(throttle, dtype=np.int64)[keep]))
+        p = np.asarray(power, dtype=float)
+        if t.size:
+            edges = np.clip(np.append(t, max(until, t[-1])), self.start, max(until, self.start))
+            ok = np.isfinite(p)
+            self.power_j += float(np.sum(p[ok] * np.diff(edges)[ok]))
+            self.power_readings += int(np.count_nonzero(ok & (t >= self.start)))
+        self.summarised_until = max(self.summarised_until, float(until))
+
+
+def merge_reads(*parts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counter reads from several sources as one time-ordered ``(t0, t1, joules)``, duplicates once."""
+    rows = {}
+    for t0, t1, j in parts:
+        for a, b, c in zip(np.asarray(t0, float), np.asarray(t1, float), np.asarray(j, float)):
+            rows.setdefault(round(float(a), 9), (float(a), float(b), float(c)))
+    arr = np.asarray([rows[k] for k in sorted(rows)], dtype=float).reshape(-1, 3)
+    return arr[:, 0], arr[:, 1], arr[:, 2]
+
+
 class CounterLog:
     """Counter reads and condition readings of one device, on the device's host clock."""
 
@@ -199,6 +259,10 @@ class CounterLog:
         """Fast readings over ``[lo, hi]`` as columns (``t_s``, power, clocks, ...)."""
         raise NotImplementedError
 
+    def history_start(self) -> float:
+        """The oldest instant the log can still answer about."""
+        raise NotImplementedError
+
     def advance(self) -> None:
         """Let time pass until the next read (sleep on a real GPU, idle the simulated one)."""
         raise NotImplementedError
@@ -206,6 +270,26 @@ class CounterLog:
     def update_period_s(self) -> float:
         """The counter's update period: the sensor preset's, or the median gap between updates seen."""
         raise NotImplementedError
+
+    def hold(self, start: float, margin_s: float) -> HeldWindow:
+        """Keep what a window opened at ``start`` needs beyond the history, until :meth:`release`."""
+        held = HeldWindow(start, start - margin_s, start + margin_s)
+        with self._held_lock:
+            self._held.append(held)
+        return held
+
+    def release(self, held: HeldWindow) -> None:
+        """Stop keeping ``held`` (its window ended or was cancelled)."""
+        with self._held_lock:
+            if held in self._held:
+                self._held.remove(held)
+
+    def start_reads(self, held: HeldWindow):
+        """The reads bracketing ``held``'s start: those kept, and those still in the history."""
+        lo = max(held.lo, self.history_start())
+        live = self.reads(lo, held.hi) if lo < held.hi else (np.zeros(0),) * 3
+        kept = np.asarray(held.reads, dtype=float).reshape(-1, 3)
+        return merge_reads((kept[:, 0], kept[:, 1], kept[:, 2]), live)
 
     def close(self) -> None:
         """Stop polling."""
@@ -222,17 +306,21 @@ class PolledCounterLog(CounterLog):
         Pause between counter reads (a read itself takes ~4 ms on Hopper),
         so an update is bracketed to within ~10 ms.
     history_s : float, default=600
-        Reads older than this are dropped.
+        Reads older than this (on the device's clock) are dropped; at most
+        ``history_s / 2 ms`` reads are kept whatever the cadence (memory).
+        What an open window needs beyond it is kept (:meth:`hold`).
     """
 
     def __init__(self, device, read_period_s: float = 0.005, history_s: float = 600.0):
         self.device = device
         self.read_period_s = float(read_period_s)
-        n = max(1000, int(history_s / max(read_period_s + 0.004, 1e-3)))
-        self._reads: deque = deque(maxlen=n)
-        self._fast: deque = deque(maxlen=n)
+        self.history_s = float(history_s)
+        self._max_rows = max(1000, int(self.history_s / 0.002))
+        self._reads: deque = deque()
+        self._fast: deque = deque()
+        self._held: list[HeldWindow] = []
+        self._held_lock = self._lock = threading.Lock()  # the poller appends while callers copy
         self._stop = threading.Event()
-        self._lock = threading.Lock()  # the poller appends while callers copy
         self._error: BaseException | None = None
         first = float(device.read_energy_j())
         self.has_counter = math.isfinite(first)
@@ -252,9 +340,35 @@ class PolledCounterLog(CounterLog):
                 reading = dev.read()  # ~µs through NVML: clocks, temperature, throttling
                 with self._lock:
                     self._fast.append(reading)
+                    self._forget(reading.t_s - self.history_s)
                 self._stop.wait(self.read_period_s)
         except BaseException as err:  # surfaced by the next call that needs the reads
             self._error = err
+
+    def _forget(self, cutoff: float) -> None:
+        """Drop what is older than ``cutoff`` (or past the row cap), keeping what open windows need."""
+        gone = []
+        while self._reads and (self._reads[0][1] < cutoff or len(self._reads) > self._max_rows):
+            gone.append(self._reads.popleft())
+        fast = []
+        while len(self._fast) > 1 and (self._fast[0].t_s < cutoff or len(self._fast) > self._max_rows):
+            fast.append(self._fast.popleft())
+        if not self._held or not (gone or fast):
+            return
+        until = self._fast[0].t_s
+        cols = [np.array([getattr(r, n) for r in fast], dtype=float) for n in
+                (schema.T_S, schema.POWER_INSTANT_W, schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C)]
+        if fast and not np.isfinite(cols[1]).any():
+            cols[1] = np.array([r.power_usage_w for r in fast], dtype=float)
+        thr = np.array([r.throttle_reasons for r in fast], dtype=np.int64)
+        for held in self._held:
+            held.absorb_reads(gone)
+            if fast:
+                held.absorb_conditions(cols[0], cols[1], cols[2], cols[3], thr, until)
+
+    def history_start(self) -> float:
+        with self._lock:
+            return self._reads[0][0] if self._reads else -math.inf
 
     def _check(self) -> None:
         if self._error is not None:
@@ -305,10 +419,52 @@ class SimulatedCounterLog(CounterLog):
     meter waits for the counter's next update.
     """
 
+    #: Seconds before an instant that the emulated sensor looks back (its windows, an update).
+    LOOKBACK_S = 2.0
+
     def __init__(self, gpu):
         self.device = gpu
         self.step_s = float(gpu.sensor.energy_read_s)
         self.has_counter = math.isfinite(float(gpu.read_energy_j()))
+        self._held: list[HeldWindow] = []
+        self._held_lock = threading.Lock()
+        self._listening = False
+
+    def hold(self, start: float, margin_s: float) -> HeldWindow:
+        held = super().hold(start, margin_s)
+        if not self._listening:
+            self.device.add_history_listener(self._before_forget)
+            self._listening = True
+        return held
+
+    def _before_forget(self, t_from: float, t_to: float) -> None:
+        """The GPU is about to drop its state before ``t_to``: copy what open windows need first."""
+        with self._held_lock:
+            held = list(self._held)
+        # everything up to LOOKBACK_S before now is summarised (the GPU keeps history_s >= 10 s),
+        # so the next call starts well inside the kept history
+        safe = self.device.now() - self.LOOKBACK_S
+        for w in held:
+            if not w.reads_complete and w.hi <= safe:
+                t0, t1, j = self.reads(w.lo, w.hi)
+                w.absorb_reads(list(zip(t0, t1, j)))
+                w.reads_complete = True
+            a = max(w.start, w.summarised_until)
+            if safe - a > 2 * self.step_s:
+                c = self.conditions(a, safe)
+                power = c[schema.POWER_INSTANT_W]
+                if not np.isfinite(power).any():
+                    power = c[schema.POWER_USAGE_W]
+                w.absorb_conditions(c[schema.T_S], power, c[schema.SM_CLOCK_MHZ],
+                                    c[schema.TEMPERATURE_C], c[schema.THROTTLE_REASONS], safe)
+
+    def history_start(self) -> float:
+        return self.device.history_start_s() + self.LOOKBACK_S
+
+    def close(self) -> None:
+        if self._listening:
+            self.device.remove_history_listener(self._before_forget)
+            self._listening = False
 
     def _trace(self, lo, hi):
         q = self.step_s
