@@ -155,3 +155,37 @@ def test_real_backend_runs_ncu_with_clock_control_none(tmp_path):
     samples = [(0.01 * i, 1000.0 * (i // 10)) for i in range(100)]
     assert counter_slope(samples, 0.0, 1.0) == pytest.approx(10.0)
     assert np.isnan(counter_slope(samples[:5], 0.0, 1.0))
+
+
+def _measure_only(backend, out, resume, lines):
+    from powermodels.workflows.instruction_calibration import measure_energy
+
+    return measure_energy(backend, out, ["fadd", "nanosleep"], resume=resume, say=lines.append)
+
+
+def test_resume_on_another_preset_is_refused_naming_it(tmp_path):
+    """Issue 25 #3: --resume --preset sim-hopper-b reused sim-hopper-a's measurements without a word."""
+    lines = []
+    first = _measure_only(SimulatedInstructionBackend("sim-hopper-a"), tmp_path, False, lines)
+    with pytest.raises(ValueError, match=r"measured on another device \(gpu 'Simulated sim-hopper-a' -> "
+                                         r"'Simulated sim-hopper-b'.*run without --resume"):
+        _measure_only(SimulatedInstructionBackend("sim-hopper-b"), tmp_path, True, lines)
+    assert json.loads((tmp_path / "measure.json").read_text())["micro"] == first["micro"]
+    fresh = _measure_only(SimulatedInstructionBackend("sim-hopper-b"), tmp_path, False, lines)
+    assert fresh["info"]["gpu"] == "Simulated sim-hopper-b"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "empty", "list", "micro is a list"])
+def test_a_corrupt_record_is_set_aside_and_measured_again(tmp_path, damage):
+    """Issue 25 #9: a corrupt measure.json broke calibrate-instructions --resume every time."""
+    lines = []
+    _measure_only(SimulatedInstructionBackend(), tmp_path, False, lines)
+    path = tmp_path / "measure.json"
+    text = path.read_text()
+    path.write_text({"truncate": text[: len(text) // 2], "empty": "", "list": "[1, 2]",
+                     "micro is a list": json.dumps({**json.loads(text), "micro": []})}[damage])
+    record = _measure_only(SimulatedInstructionBackend(), tmp_path, True, lines)
+    assert sorted(record["micro"]) == ["fadd", "nanosleep"]
+    kept = list(tmp_path.glob("measure.json.corrupt-*"))
+    assert len(kept) == 1
+    assert any(line.startswith(f"WARNING: {path} is unreadable") and kept[0].name in line for line in lines)

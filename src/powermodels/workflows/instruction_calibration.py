@@ -119,27 +119,66 @@ class InstructionCalibration:
     summary: dict = field(default_factory=dict)
 
 
-def _load_record(path: Path, resume: bool) -> dict | None:
-    if resume and path.is_file():
-        return json.loads(path.read_text())
-    return None
+#: What in a backend's ``info()`` changes the measurements: a resume must match it.
+IDENTITY = ("gpu", "uuid")
+
+
+def _set_aside(path: Path, why: str, say) -> None:
+    import datetime as _dt
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    path.replace(aside)
+    say(f"WARNING: {path} is unreadable ({why}); kept as {aside.name}, measuring anew")
+
+
+def _load_record(path: Path, resume: bool, say=print) -> dict | None:
+    """The record of an earlier run to resume from; a damaged one is set aside with a warning."""
+    if not (resume and path.is_file()):
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        _set_aside(path, f"{type(err).__name__}: {err}", say)
+        return None
+    shape = {"micro": dict, "workloads": dict, "info": (dict, type(None))}
+    bad = [k for k, kind in shape.items() if not isinstance(record.get(k) if isinstance(record, dict)
+                                                            else None, kind)]
+    if not isinstance(record, dict) or bad:
+        _set_aside(path, f"not a measure record: field(s) {bad or ['(top level)']} missing or of the "
+                         "wrong type", say)
+        return None
+    return record
+
+
+def check_resume_identity(record: dict, info: dict, path: Path) -> None:
+    """Refuse to resume ``record`` on another GPU/preset than ``info`` (ValueError naming what changed)."""
+    old = record.get("info") or {}
+    changed = [f"{k} {old.get(k)!r} -> {info.get(k)!r}" for k in IDENTITY
+               if k in old and old.get(k) != info.get(k)]
+    if changed:
+        raise ValueError(f"--resume: {path} was measured on another device ({'; '.join(changed)}); "
+                         "run without --resume to measure anew, or give another --out")
 
 
 def write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    tmp.replace(path)  # atomic: a crash leaves the previous complete file
+    """``obj`` as JSON, atomically and durably (a crash or a full disk leaves the previous file)."""
+    from ..files import write_json as write_durably
+
+    write_durably(path, obj, indent=1)
 
 
 def measure_energy(backend, out: Path, micro: list[str], workloads=(), *, resume=False,
                    say=print) -> dict:
     """Step 1: idle power, then steady-state power and time of every item (``measure.json``)."""
     path = out / RECORD
-    record = _load_record(path, resume) or {"info": None, "idle_power_w": None, "micro": {},
-                                            "workloads": {}, "specs": list(workloads)}
+    record = _load_record(path, resume, say) or {"info": None, "idle_power_w": None, "micro": {},
+                                                 "workloads": {}, "specs": list(workloads)}
     backend.open(micro)
     try:
-        record["info"] = record["info"] or backend.info()
+        info = backend.info()
+        check_resume_identity(record, info, path)
+        record["info"] = record["info"] or info
         say(json.dumps(record["info"]))
         if record["idle_power_w"] is None:
             record["idle_power_w"] = backend.idle_power()
@@ -194,7 +233,11 @@ def calibrate_instructions(backend, out, *, micro=None, workloads=(), resume: bo
         ``"fresh"``, registry names, ``"module:function"``; on the simulated
         GPU ``"sim"`` or a :data:`~powermodels.harness.microbench_sim.SIM_WORKLOADS` name).
     resume : bool, default=False
-        Keep the items of an existing ``measure.json`` in ``out``.
+        Keep the items of an existing ``measure.json`` in ``out``, measured
+        on the same GPU (name and UUID; a simulated preset has its own): a
+        record of another one is refused (``ValueError`` naming what changed),
+        and an unreadable one is set aside as ``measure.json.corrupt-<time>``
+        with a warning, and everything is measured anew.
     model_params : dict, optional
         :class:`~powermodels.models.InstructionEnergyModel` parameters.
     say : callable
@@ -251,8 +294,11 @@ def finish_calibration(out: Path, record: dict, micro_t: pd.DataFrame, wl_t: pd.
     """Steps 3-4: write the tables, fit (unless ``model`` is given), save, validate."""
     from ..io import save_calibration
 
-    micro_t.to_parquet(out / MICRO_TABLE)
-    wl_t.to_parquet(out / WORKLOAD_TABLE)
+    from ..files import atomic_open
+
+    for table, name in ((micro_t, MICRO_TABLE), (wl_t, WORKLOAD_TABLE)):
+        with atomic_open(out / name) as fh:
+            table.to_parquet(fh)
     say(f"tables: {micro_t.shape} microbenchmarks, {wl_t.shape} workloads")
     params = dict(model_params or {})
     model = fit_instruction_model(micro_t, **params) if model is None else model
