@@ -138,3 +138,23 @@ def test_cli_simulated_power_limit_refused_when_auto_finds_a_gpu(tmp_path, capsy
     monkeypatch.setattr(command, "_has_gpu", lambda index: True)
     rc = main(["calibrate", "fp32", "--simulated-power-limit", "400", "--out", str(tmp_path)])
     assert rc != 0 and "--device simulated" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value, expect", [
+    ("--reference-temperature", "nan", "reference_temperature_c must be a finite number >= -40 and <= 150, got nan"),
+    ("--reference-clock", "-5", "reference_clock_mhz must be a finite number > 0, got -5.0"),
+    ("--min-span", "-1", "min_span_mhz must be a finite number >= 0, got -1.0"),
+    ("--burst-s", "inf", "burst_s must be a finite number > 0, got inf"),
+])
+def test_cli_calibrate_bad_options_refused_before_measuring(tmp_path, capsys, monkeypatch, option, value,
+                                                            expect):
+    """Issue 25 #10/#12: --reference-temperature nan failed after all the measuring; --min-span -1 ran."""
+    def never(*args, **kwargs):
+        raise AssertionError("measured before checking the options")
+
+    monkeypatch.setattr("powermodels.workflows.calibrate.make_runner", never)
+    rc = main(["calibrate", "fp32", "--device", "simulated", "--out", str(tmp_path), "--no-plots",
+               option, value])
+    err = capsys.readouterr().err
+    assert rc != 0 and expect in err and err.count("\n") == 1
+    assert not (tmp_path / "calibration.pmcal").exists()

@@ -268,6 +268,27 @@ def default_pressure_workload() -> object:
 # --------------------------------------------------------------------------
 
 
+def _check_options(*, clocks, n_clocks, cycles, pressure_s, burst_s, point_s, reference_clock_mhz,
+                   reference_temperature_c, min_span_mhz, allow_clock_changes) -> None:
+    """Every option checked before anything is measured (one-line errors naming the option)."""
+    from .. import validation as v
+
+    v.check_boolean("calibrate: allow_clock_changes", allow_clock_changes)
+    if clocks is not None:
+        v.check_clocks("calibrate: clocks", clocks)
+    v.check_integer("calibrate: n_clocks", n_clocks, minimum=2)
+    v.check_integer("calibrate: cycles", cycles, minimum=2)
+    v.check_number("calibrate: pressure_s", pressure_s, minimum=0)
+    v.check_number("calibrate: burst_s", burst_s, above=0)
+    v.check_number("calibrate: point_s", point_s, above=0)
+    if reference_clock_mhz is not None:
+        v.check_number("calibrate: reference_clock_mhz", reference_clock_mhz, above=0)
+    if reference_temperature_c is not None:
+        v.check_number("calibrate: reference_temperature_c", reference_temperature_c,
+                       minimum=-40, maximum=150)
+    v.check_number("calibrate: min_span_mhz", min_span_mhz, minimum=0)
+
+
 def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
               clocks: Sequence[float] | None = None, n_clocks: int = 8, pressure="default",
               cycles: int = 8, pressure_s: float = 1.0, burst_s: float = 0.5, point_s: float = 1.0,
@@ -308,6 +329,10 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
     -------
     CalibrationRun
     """
+    _check_options(clocks=clocks, n_clocks=n_clocks, cycles=cycles, pressure_s=pressure_s,
+                   burst_s=burst_s, point_s=point_s, reference_clock_mhz=reference_clock_mhz,
+                   reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz,
+                   allow_clock_changes=allow_clock_changes)
     own = runner is None
     runner = runner or make_runner(device)
     try:
