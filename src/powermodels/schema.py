@@ -121,6 +121,8 @@ TRANSIENT = "transient"                      # the power-cap controller had not 
 SETTLE_S = "settle_s"                        # load the protocol added waiting for the cap to settle
 LAUNCH_MODE = "launch_mode"                  # graph / back_to_back / as_called: LAUNCH_MODES
 LAUNCH_BOUND = "launch_bound"                # host gaps dominate: the GPU waited for the host
+THERMAL_STATE = "thermal_state"              # cold / warm / hot / reference: where in a warm-up a row was taken
+LOAD_S = "load_s"                            # seconds of the workload's own load before the window started
 #: Where a row's α came from: a calibration file, learned on this GPU (cached per board, workload
 #: and configuration), given by the caller, or the package's assumption (no α known: wide uncertainty).
 ALPHA_SOURCES = ("file", "learned", "given", "assumed")

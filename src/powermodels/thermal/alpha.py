@@ -1,17 +1,25 @@
 """α from a warm-up's energy-counter spans, by regime, with a physics check (thesis eq. 4.6).
 
-**Fixed clock.** Power rises linearly with die temperature (leakage): α is the
-least-squares slope of the spans' counter power on their temperature
-(eq. 4.6). Physics check: α must be positive; a slope ≤ 0, or a temperature
-range too narrow to tell (a GPU already hot, so the warm-up barely warmed
-it), is :class:`AlphaNotIdentified`.
+α is fitted on what it is used to move: the spans' energy per launch against
+their temperature, a least-squares slope in J/°C per launch, expressed in W/°C
+at the fit's mean time per launch (``α = slope / t``), so eq. 4.7 applies
+unchanged to power and energy.
+
+**Fixed clock.** With the clock held, the time per launch is constant and this
+is the power slope of eq. 4.6 (leakage). Fitting energy rather than power also
+catches a clock that sags under an unchanged reading: on the raw H100
+recording the FMA loop (time ∝ 1/clock) got 0.8 % slower over its warm-up
+while NVML read 1980 MHz throughout, so its power rose 0.10 %/°C but its energy
+per launch 0.31 %/°C. Physics check: α must be positive; a slope ≤ 0, or a
+temperature range too narrow to tell (a GPU already hot barely warms), is
+:class:`AlphaNotIdentified`.
 
 **Power-capped** (the cap clock-event reason active, the clock moving): the
-controller holds power near the limit and lowers the clock as the die warms,
-so power says nothing about leakage. This regime is modelled separately: the
-slope of *energy per launch* on temperature (the quantity that moves), with no
-sign imposed (the lent H100's capped bf16 GEMM: ~0.1 %/°C), expressed in W/°C
-at the fit's mean time per launch so eq. 4.7 applies unchanged.
+controller holds power near the limit and lowers the clock as the die warms;
+this regime is modelled separately, with no sign imposed (the lent H100's
+capped bf16 GEMM: ~0.1–0.2 %/°C once settled), and the learner fits it only on
+spans after the controller settled (:mod:`.learning`): its overshoot is not a
+temperature effect.
 
 The uncertainty is the least-squares standard error inflated for the spans'
 autocorrelation (a warm-up's residuals are not independent: they follow the
@@ -29,9 +37,9 @@ import pandas as pd
 
 from .. import schema
 from .normalise import FIXED_CLOCK, POWER_CAPPED, AlphaEstimate
-from .spans import power_capped
+from .spans import power_capped, settled_spans
 
-__all__ = ["AlphaNotIdentified", "fit_alpha", "regime_of"]
+__all__ = ["AlphaNotIdentified", "fit_alpha", "regime_of", "usable_spans"]
 
 
 class AlphaNotIdentified(ValueError):
@@ -45,6 +53,14 @@ def regime_of(spans: pd.DataFrame, *, clock_tolerance_mhz: float = 30.0) -> str:
     clock = clock[np.isfinite(clock)]
     moved = clock.size > 1 and float(clock.max() - clock.min()) > clock_tolerance_mhz
     return POWER_CAPPED if power_capped(spans) or moved else FIXED_CLOCK
+
+
+def usable_spans(spans: pd.DataFrame) -> pd.DataFrame:
+    """The spans of a warm-up α is fitted on: all at a fixed clock; under the power cap, those
+    after the controller settled (:func:`~.spans.settled_spans`: its overshoot is no temperature effect)."""
+    if len(spans) and regime_of(spans) == POWER_CAPPED:
+        return settled_spans(spans)
+    return spans
 
 
 def fit_alpha(spans: pd.DataFrame, *, min_spans: int = 5, min_range_c: float = 3.0,
@@ -87,11 +103,9 @@ def fit_alpha(spans: pd.DataFrame, *, min_spans: int = 5, min_range_c: float = 3
     regime = regime_of(used) if regime is None else regime
     time_s = float(used[schema.TIME_S].mean())
     power = used[schema.POWER_W].to_numpy(dtype=float)
-    y = power if regime == FIXED_CLOCK else used[schema.ENERGY_J].to_numpy(dtype=float)
-    slope, stderr = _slope(temp, y)
-    if regime == POWER_CAPPED:  # J/°C per launch → W/°C at the mean time per launch
-        slope, stderr = slope / time_s, stderr / time_s
-    elif slope <= 0:
+    slope, stderr = _slope(temp, used[schema.ENERGY_J].to_numpy(dtype=float))
+    slope, stderr = slope / time_s, stderr / time_s  # J/°C per launch → W/°C at the mean time per launch
+    if regime == FIXED_CLOCK and slope <= 0:
         raise AlphaNotIdentified(f"α = {slope:.3g} W/°C ≤ 0 at a fixed clock over {temp.min():.0f}–"
                                  f"{temp.max():.0f} °C: leakage cannot fall with temperature "
                                  "(the warm-up mixed states, or the clock moved)")

@@ -33,7 +33,7 @@ from .. import schema
 from ..harness.counter_protocol import run_launches
 from ..harness.graphs import batch_size
 from ..harness.runner import resolve
-from .alpha import AlphaNotIdentified, fit_alpha
+from .alpha import AlphaNotIdentified, fit_alpha, usable_spans
 from .alpha_cache import AlphaCache
 from .normalise import (
     ASSUMED_ALPHA_PER_C,
@@ -147,12 +147,15 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
                 trace = runner.trace(start, end, run_id="alpha-warmup")
                 spans = counter_spans(trace, iv, start_s=start + skip_s, end_s=end,
                                       updates_per_span=updates_per_span)
+                spans = usable_spans(spans)
                 temp = spans.get(schema.TEMPERATURE_C, pd.Series(dtype=float)).to_numpy(dtype=float)
                 temp = temp[np.isfinite(temp)]
                 wide = temp.size > 1 and float(temp.max() - temp.min()) >= target_range_c
                 if wide or elapsed + chunk_s > max_s:
                     break
     try:
+        if spans.empty:
+            raise AlphaNotIdentified(f"no energy-counter spans after the power cap settled in {max_s:g} s")
         alpha, reason = fit_alpha(spans, min_range_c=min_range_c), ""
     except AlphaNotIdentified as err:
         alpha, reason = None, str(err)

@@ -53,9 +53,9 @@ class AlphaEstimate:
     Attributes
     ----------
     alpha_w_per_c : float
-        α, W/°C (thesis eq. 4.6). In the ``power_capped`` regime the slope of
-        energy per launch with temperature, expressed in W/°C at the fit's
-        mean time per launch (eq. 4.7 then moves the energy by that slope).
+        α, W/°C (thesis eq. 4.6): the slope of energy per launch with
+        temperature expressed in W/°C at the fit's mean time per launch (at a
+        fixed clock, the power slope), so eq. 4.7 moves power and energy alike.
     uncertainty_w_per_c : float
         1-σ uncertainty of α.
     source : str

@@ -19,7 +19,7 @@ import pandas as pd
 from .. import schema
 from ..harness.counter_protocol import counter_updates, launches_inside
 
-__all__ = ["SPAN_COLUMNS", "cap_settled", "counter_spans", "power_capped", "thermal_state"]
+__all__ = ["SPAN_COLUMNS", "cap_settled", "counter_spans", "power_capped", "settled_spans", "thermal_state"]
 
 #: Columns of the span table :func:`counter_spans` returns (schema names; per launch where
 #: the run table's are: ``energy_j`` and ``time_s`` per launch).
@@ -153,3 +153,18 @@ def cap_settled(spans: pd.DataFrame, *, lookback_s: float = 1.0, tolerance: floa
     slope = np.polyfit(t - t.mean(), e, 1)[0]
     change = abs(slope) * (t[-1] - t[0]) / float(np.mean(e))
     return bool(change <= tolerance)
+
+
+def settled_spans(spans: pd.DataFrame, *, lookback_s: float = 1.0, tolerance: float = 0.005) -> pd.DataFrame:
+    """The spans from the first ``lookback_s`` over which the controller had settled (:func:`cap_settled`).
+
+    Under the power cap a warm-up's first seconds are the controller's overshoot,
+    not a temperature effect; α of the capped regime is fitted on what follows.
+    Empty when it never settled.
+    """
+    ends = spans[schema.END_S].to_numpy(dtype=float)
+    starts = spans[schema.START_S].to_numpy(dtype=float)
+    for i in range(2, len(spans)):
+        if cap_settled(spans.iloc[: i + 1], lookback_s=lookback_s, tolerance=tolerance):
+            return spans.loc[starts >= ends[i] - lookback_s]
+    return spans.iloc[:0]
