@@ -86,6 +86,30 @@ class GPUPhysics:
     control_step_s : float
         Grid of the clock controller and thermal model (1 ms), a multiple of
         ``fine_step_s``.
+    thermal_poles : tuple of (R_k_per_w, tau_s) pairs, default=()
+        A Foster thermal network: the die temperature is ``T_amb + Σ x_i``
+        with each ``x_i`` a first-order lag of ``R_i·P`` with time constant
+        ``τ_i`` (a fast die pole and a slow heatsink pole, measured on the
+        H100: the die follows load within 1–2 s, the heatsink over tens of
+        seconds). Empty: the single pole of ``thermal_resistance_k_per_w`` and
+        ``thermal_tau_s``.
+    cap_window_s : float, default=0
+        0: the power cap acts within one control step on the predicted power
+        (the original controller). > 0: the controller regulates the mean
+        power over this window (NVML's 1 s average on Hopper) to the limit;
+        it lets the short-term power run up to a *budget* that integral
+        action moves by ``cap_gain_per_s · (limit − window mean)`` per second
+        within ``[limit − 4·headroom, limit + cap_headroom_w]``. From idle
+        the window mean is low, so a capped load starts above the limit and
+        settles over seconds (the H100's overshoot to ~726 W).
+    cap_headroom_w : float, default=0
+        How far above the limit the budget may run.
+    cap_gain_per_s : float, default=0
+        Integral gain of the budget (W per second per W of window error).
+    clock_period_s : float, default=0
+        The controller changes the clock only every this many seconds (the
+        H100 steps every 10–20 ms); rises are limited by
+        ``clock_recovery_mhz_per_s``. 0: every control step.
     """
 
     sm_clock_min_mhz: float = 345.0
@@ -111,15 +135,26 @@ class GPUPhysics:
     clock_recovery_mhz_per_s: float = 15000.0
     fine_step_s: float = 2e-4
     control_step_s: float = 1e-3
+    thermal_poles: tuple = ()
+    cap_window_s: float = 0.0
+    cap_headroom_w: float = 0.0
+    cap_gain_per_s: float = 0.0
+    clock_period_s: float = 0.0
 
     def __post_init__(self):
         clocks = self.mem_clocks_mhz
         if len(clocks) < 1 or not all(math.isfinite(v) and v > 0 for v in clocks):
             raise ValueError(f"GPUPhysics: mem_clocks_mhz must be positive clocks, got {clocks!r}")
-        positive_fields(self, "GPUPhysics", skip=("mem_clocks_mhz",),
+        positive_fields(self, "GPUPhysics", skip=("mem_clocks_mhz", "thermal_poles"),
                         nonneg=("voltage_knee_width_mhz", "idle_activity", "mem_idle_activity",
                                 "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
-                                "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz"))
+                                "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
+                                "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s"))
+        poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
+        if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):
+            raise ValueError(f"GPUPhysics: thermal_poles must be (R_k_per_w, tau_s) pairs of positive "
+                             f"numbers, got {self.thermal_poles!r}")
+        object.__setattr__(self, "thermal_poles", poles)
         if self.sm_clock_min_mhz > self.sm_clock_max_mhz:
             raise ValueError("GPUPhysics: sm_clock_min_mhz must not exceed sm_clock_max_mhz")
         if not self.power_limit_min_w <= self.power_limit_w <= self.power_limit_max_w:
@@ -172,8 +207,22 @@ class GPUPhysics:
         p1 = float(self.power_w(f_mhz, f_mem_mhz, 1.0))
         p0 = float(self.power_w(f_mhz, f_mem_mhz, 0.0))
         q = p1 - p0
-        r = self.thermal_resistance_k_per_w
+        r = self.total_thermal_resistance_k_per_w
         return (ambient_c + r * p0) / (1.0 - r * q)
+
+    @property
+    def poles(self) -> tuple:
+        """The thermal network as ``((R, τ), ...)``: :attr:`thermal_poles`, else the single pole."""
+        return self.thermal_poles or ((self.thermal_resistance_k_per_w, self.thermal_tau_s),)
+
+    @property
+    def total_thermal_resistance_k_per_w(self) -> float:
+        """Steady-state temperature rise per watt of the whole network."""
+        return float(sum(r for r, _ in self.poles))
+
+    def leakage_slope_w_per_c(self, f_mhz) -> float:
+        """dP/dT at a fixed clock (W/°C): κ·V(f)·λ, the α of thesis eq. 4.6."""
+        return float(self.leakage_w * self.relative_voltage(f_mhz) * self.leakage_per_c)
 
 
 def clock_table(physics: GPUPhysics) -> np.ndarray:

@@ -76,6 +76,16 @@ class SensorPreset:
         nominal instant (uniform, fixed per update; below half the period).
         The lent H200's updates stay within ~7 ms of a 100.000 ms grid over
         68 s (``datasets/h200/harness_fp32_steady_trace.parquet``).
+    clock_period_s : float or None, default=None
+        ``None``: the SM/memory clock and temperature readings show the
+        present state. A period: they are sensors too, published on this
+        grid (at the power readings' phase) and holding the state of
+        ``clock_delay_s`` before each update. The H100's clock reading
+        changes every ~100 ms in step with the power readings and lags the
+        real clock, which recovers from a power cap in 10–20 ms steps
+        (``../shared/data/h100-2026-11-25-raw/``).
+    clock_delay_s : float, default=0
+        Age of the state a clock/temperature reading shows at its update.
     """
 
     name: str
@@ -92,6 +102,8 @@ class SensorPreset:
     energy_quantum_j: float = 1e-3
     energy_read_s: float = 4e-3
     energy_jitter_s: float = 0.0
+    clock_period_s: float | None = None
+    clock_delay_s: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -99,8 +111,10 @@ class SensorPreset:
         if self.usage not in ("instant", "average"):
             raise ValueError(f"SensorPreset: usage must be 'instant' or 'average', got {self.usage!r}")
         positive_fields(self, "SensorPreset",
-                        skip=("name", "usage") + (("average_window_s",) if self.average_window_s is None else ()),
-                        nonneg=("delay_s", "noise_w", "energy_jitter_s"), any_sign=("offset_w",))
+                        skip=("name", "usage") + (("average_window_s",) if self.average_window_s is None else ())
+                        + (("clock_period_s",) if self.clock_period_s is None else ()),
+                        nonneg=("delay_s", "noise_w", "energy_jitter_s", "clock_delay_s"),
+                        any_sign=("offset_w",))
         if self.energy_jitter_s >= self.energy_period_s / 2:
             raise ValueError("SensorPreset: energy_jitter_s must be below half of energy_period_s")
         if self.usage == "average" and self.average_window_s is None:

@@ -177,7 +177,7 @@ class SimulatedGPU(SimulationEngine, Device):
         with self._lock:
             t = np.array([self.now()])
             inst, avg, usage = self._sensor_at(t)
-            k = self._step_at(t)
+            k = self._reading_step(t)
             return Reading(
                 t_s=float(t[0]),
                 power_instant_w=float(inst[0]),
@@ -342,7 +342,7 @@ class SimulatedGPU(SimulationEngine, Device):
             counter = np.full(n, np.nan)
             stride = max(1, round(self._preset.energy_read_s / sample_period_s))
             counter[::stride] = self._counter_at(t[::stride])
-            k = self._step_at(t)
+            k = self._reading_step(t)
             lo = np.maximum(t - sample_period_s, 0.0)
             activity = (self._activity_integral(t) - self._activity_integral(lo)) / np.maximum(t - lo, 1e-300)
             activity[t <= 0] = 0.0
@@ -427,6 +427,19 @@ class SimulatedGPU(SimulationEngine, Device):
             avg = boxcar_reading(n, self._energy, p, p.average_window_s, self._phase, self._noise(2, n))
         usage = avg if p.usage == "average" else inst
         return inst, avg, usage
+
+    def _reading_step(self, t: np.ndarray) -> np.ndarray:
+        """Control step whose clocks and temperature the readings at ``t`` show.
+
+        Live state, or with ``sensor.clock_period_s`` the state ``clock_delay_s``
+        before the last update of the clock/temperature sensor.
+        """
+        p = self._preset
+        if p.clock_period_s is None:
+            return self._step_at(t)
+        n = update_index(t, p.clock_period_s, math.fmod(self._phase, p.clock_period_s))
+        u = math.fmod(self._phase, p.clock_period_s) + n * p.clock_period_s - p.clock_delay_s
+        return self._step_at(np.maximum(u, self._j0 * self._df))
 
     def _counter_at(self, t: np.ndarray) -> np.ndarray:
         return energy_counter_reading(t, self._energy, self._preset, self._energy_phase,

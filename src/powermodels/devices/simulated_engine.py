@@ -68,13 +68,18 @@ class SimulationEngine:
         self._r = round(ph.control_step_s / ph.fine_step_s)
         self._dc = self._df * self._r
         self._decay = math.exp(-self._dc / ph.thermal_tau_s)
+        # Foster network (per pole: decay over one control step, steady-state rise per watt)
+        self._pole_decay = np.array([math.exp(-self._dc / tau) for _, tau in ph.poles])
+        self._pole_gain = np.array([r for r, _ in ph.poles]) * (1.0 - self._pole_decay)
+        self._clock_period = max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1
         self._clocks = clock_table(ph)
         v = ph.relative_voltage(self._clocks)
         self._leak_c = (ph.leakage_w * v).tolist()
         self._core_c = (ph.core_w_per_ghz * self._clocks / 1000.0 * v * v).tolist()
         self._leak_arr = ph.leakage_w * v
         self._core_arr = ph.core_w_per_ghz * self._clocks / 1000.0 * v * v
-        self._recovery_steps = max(1, int(ph.clock_recovery_mhz_per_s * self._dc / ph.sm_clock_step_mhz))
+        period_s = self._dc * (max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1)
+        self._recovery_steps = max(1, int(ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz))
 
         # per control step
         self._fi = _Buffer(np.int64)        # SM clock index into self._clocks
@@ -103,6 +108,15 @@ class SimulationEngine:
         t0 = ph.idle_temperature_c(self.ambient_c, float(self._clocks[fi0]), fm0)
         self._set_step(0, fi0, fm0, t0, 0)
         self._pre_power = float(self._base.data[0])  # the GPU idled before t = 0
+        # each pole at its idle steady state: its share R_i / R of the rise
+        self._poles = np.array([r for r, _ in ph.poles]) / ph.total_thermal_resistance_k_per_w \
+            * (t0 - self.ambient_c)
+        # windowed-mean power cap (cap_window_s > 0): ring of per-step power, running sum, budget
+        n_window = max(1, round(ph.cap_window_s / self._dc))
+        self._cap_ring = np.full(n_window, self._pre_power)
+        self._cap_sum = self._pre_power * n_window
+        self._cap_pos = 0
+        self._budget = self._limit_w() + ph.cap_headroom_w
 
     # ------------------------------------------------------------------
     # Bounded history
@@ -204,18 +218,27 @@ class SimulationEngine:
         a = self._core_load.data[i] / self._dc
         m = self._mem_load.data[i] / self._dc
         power = self._base.data[i] + self._bc.data[i] * a + self._bm.data[i] * m
-        temp = self._temp.data[i]
-        temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
-            + ph.thermal_resistance_k_per_w * power * (1.0 - self._decay)
+        if ph.thermal_poles:
+            self._poles = self._poles * self._pole_decay + self._pole_gain * power
+            temp_next = self.ambient_c + float(self._poles.sum())
+        else:
+            temp = self._temp.data[i]
+            temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
+                + ph.thermal_resistance_k_per_w * power * (1.0 - self._decay)
         fm = self._mem_target()
         target = self._target_index()
         fi_prev = int(self._fi.data[i])
-        fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
+        limit = self._limit_w()
+        if ph.cap_window_s > 0:
+            limit = self._cap_budget(power, limit)
+        if (k + 1) % self._clock_period:  # the controller changes the clock on its own period only
+            fi = min(fi_prev, target)
+        else:
+            fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
         # the controller predicts the next step's power from this step's activity
         leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
         a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a
         mem = ph.mem_w_per_ghz * fm / 1000.0 * (ph.mem_idle_activity + (1.0 - ph.mem_idle_activity) * m)
-        limit = self._limit_w()
         thr = 0
         if ph.p0_w + self._leak_c[fi] * leak_scale + self._core_c[fi] * a_eff + mem > limit:
             predicted = ph.p0_w + self._leak_arr * leak_scale + self._core_arr * a_eff + mem
@@ -223,6 +246,18 @@ class SimulationEngine:
         if fi < target:
             thr = THROTTLE_SW_POWER_CAP
         self._set_step(k + 1, fi, fm, temp_next, thr)
+
+    def _cap_budget(self, power: float, limit: float) -> float:
+        """Windowed-mean cap: push this step's power into the window, move and return the budget."""
+        ph = self.physics
+        pos = self._cap_pos
+        self._cap_sum += power - self._cap_ring[pos]
+        self._cap_ring[pos] = power
+        self._cap_pos = (pos + 1) % self._cap_ring.size
+        mean = self._cap_sum / self._cap_ring.size
+        budget = self._budget + ph.cap_gain_per_s * (limit - mean) * self._dc
+        self._budget = min(max(budget, limit - 4.0 * ph.cap_headroom_w), limit + ph.cap_headroom_w)
+        return self._budget
 
     def _idle_to(self, tick: int) -> None:
         r = self._r
