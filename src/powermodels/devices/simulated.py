@@ -247,6 +247,24 @@ class SimulatedGPU(SimulationEngine, Device):
             self._align_to_step()
             self._power_limit = watts
 
+    def start_at_temperature(self, temperature_c) -> None:
+        """Start the die at ``temperature_c`` instead of its idle steady state (before any time passed).
+
+        A real recording starts from whatever its board did before; the
+        excess over the idle steady state is put on the slowest thermal pole
+        (the heatsink keeps it longest) and decays from there.
+        """
+        temperature_c = finite("start_at_temperature: temperature_c", temperature_c, minimum=-40.0,
+                               maximum=150.0)
+        with self._lock:
+            if self._tick:
+                raise ValueError("start_at_temperature: the simulated GPU already ran "
+                                 f"({self.now():g} s); call it right after construction")
+            self._poles[int(np.argmax([tau for _, tau in self.physics.poles]))] += \
+                temperature_c - float(self._temp.data[0])
+            self._set_step(0, int(self._fi.data[0]), float(self._fm.data[0]), temperature_c, 0)
+            self._pre_power = float(self._base.data[0])
+
     # ------------------------------------------------------------------
     # Advancing simulated time
     # ------------------------------------------------------------------

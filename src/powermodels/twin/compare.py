@@ -1,0 +1,189 @@
+"""Hold a twin against a real recording: one table of measurements and overlay plots.
+
+:func:`compare_recordings` runs every measurement of
+:mod:`~powermodels.twin.metrics` on the real and the twin recording and
+states each against the issue's target; :func:`twin_compare` replays a real
+recording's schedule on a preset, writes the twin's recording (the same files)
+and the table (``comparison.csv`` / ``.md``) and plots into a folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..recording import Recording, write_recording
+from . import metrics
+from .replay import replay
+
+__all__ = ["compare_recordings", "plot_overlays", "twin_compare"]
+
+#: NVML clock-event reason bit: software power cap
+SW_POWER_CAP = 0x4
+
+#: targets (issue 27): warm-up energy per launch within 1 % at every second, cooling within 2 °C,
+#: clock recovery within 25 %, clock reading period within 10 %, cap overshoot within 25 %
+TARGETS = {"warmup_pct": 1.0, "cooling_c": 2.0, "recovery_rel": 0.25, "period_rel": 0.10, "cap_rel": 0.25}
+
+
+def _row(metric, workload, real, twin, error, target, unit):
+    return {"metric": metric, schema.WORKLOAD: workload, "real": real, "twin": twin, "error": error,
+            "target": target, "unit": unit, "within": bool(np.isfinite(error) and abs(error) <= target)}
+
+
+def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str | None = None,
+                       workloads=None) -> pd.DataFrame:
+    """The measurements on both recordings, one row each, with the error and its target.
+
+    Parameters
+    ----------
+    real, twin : Recording
+        The same schedule, measured and replayed.
+    clock_workload : str, optional
+        The workload whose time is ∝ 1/clock (default: the one named ``*fma*``).
+    workloads : iterable of str, optional
+        Workloads whose series and cooling are compared (default: all with a series).
+    """
+    rows = []
+    series = real.phase_rows(kind="series")
+    names = list(workloads) if workloads is not None else list(series[schema.WORKLOAD])
+    ph = real.phases.reset_index(drop=True)
+    for w in names:
+        a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
+        err = (b[schema.ENERGY_J].to_numpy() / a[schema.ENERGY_J].to_numpy() - 1.0) * 100.0
+        worst = int(np.argmax(np.abs(err)))
+        rows.append(_row("warm-up energy per launch, worst second", w, float(a[schema.ENERGY_J].iloc[worst]),
+                         float(b[schema.ENERGY_J].iloc[worst]), float(err[worst]), TARGETS["warmup_pct"], "% (J)"))
+        i = int(ph.index[(ph[schema.WORKLOAD] == w) & (ph[schema.PHASE_KIND] == "series")][0])
+        if i + 1 < len(ph) and ph[schema.PHASE_KIND].iloc[i + 1] == "idle":
+            t0 = float(ph[schema.T0_S].iloc[i + 1])
+            n = int(min(30, float(ph[schema.T1_S].iloc[i + 1]) - t0))
+            s = t0 + np.arange(1, n + 1)
+            ta = metrics.reading_series(real, schema.TEMPERATURE_C, s)
+            tb = metrics.reading_series(twin, schema.TEMPERATURE_C, s)
+            k = int(np.argmax(np.abs(tb - ta)))
+            rows.append(_row("cooling temperature, worst second of 30 s", w, float(ta[k]), float(tb[k]),
+                             float(tb[k] - ta[k]), TARGETS["cooling_c"], "°C"))
+    clock_workload = clock_workload or next((w for w in real.workloads if "fma" in w), None)
+    if clock_workload is not None and len(real.phase_rows(kind="pressure")):
+        ra, rb = metrics.clock_recovery(real, clock_workload), metrics.clock_recovery(twin, clock_workload)
+        if len(ra) and len(rb):
+            a, b = float(ra["real_s"].median()), float(rb["real_s"].median())
+            rows.append(_row("clock recovery to 1950 MHz after the cap load (median)", clock_workload, a, b,
+                             b / a - 1.0, TARGETS["recovery_rel"], "s (relative error)"))
+            a, b = float(ra["lag_s"].median()), float(rb["lag_s"].median())
+            rows.append(_row("NVML clock reading lag behind the real clock (median)", clock_workload, a, b,
+                             (b - a) / max(abs(a), 1e-9), np.inf, "s (relative error, reported)"))
+    a, b = metrics.update_period(real, schema.SM_CLOCK_MHZ), metrics.update_period(twin, schema.SM_CLOCK_MHZ)
+    rows.append(_row("NVML clock reading update period", "", a, b, b / a - 1.0, TARGETS["period_rel"],
+                     "s (relative error)"))
+    for w in names:
+        row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
+        inside = real.trace.loc[(real.trace[schema.T_S] >= row[schema.T0_S])
+                                & (real.trace[schema.T_S] <= row[schema.T1_S])]
+        if schema.THROTTLE_REASONS not in inside or not (inside[schema.THROTTLE_REASONS] & SW_POWER_CAP).any():
+            continue  # not a power-capped load
+        ca, cb = metrics.cap_overshoot(real, w), metrics.cap_overshoot(twin, w)
+        rows.append(_row("cap overshoot: first-second mean above settled", w, ca["overshoot_w"],
+                         cb["overshoot_w"], cb["overshoot_w"] / ca["overshoot_w"] - 1.0, TARGETS["cap_rel"],
+                         "W (relative error)"))
+        rows.append(_row("cap settling time (1 s mean within 1 %)", w, ca["settling_s"], cb["settling_s"],
+                         cb["settling_s"] / max(ca["settling_s"], 1e-9) - 1.0, TARGETS["cap_rel"],
+                         "s (relative error)"))
+    return pd.DataFrame(rows)
+
+
+def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
+                  clock_workload: str | None = None, label: str = "twin") -> list[Path]:
+    """Overlay plots real vs twin: warm-up energy per launch, temperature, clock recovery."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(workloads) if workloads is not None else list(real.phase_rows(kind="series")[schema.WORKLOAD])
+    paths = []
+    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.0), squeeze=False)
+    for ax, w in zip(axes[0], names):
+        a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
+        ax.plot(a["second"] + 0.5, a[schema.ENERGY_J] * 1e3, "o-", ms=3, label="real")
+        ax.plot(b["second"] + 0.5, b[schema.ENERGY_J] * 1e3, "s--", ms=3, label=label)
+        ax.set_title(w, fontsize=8)
+        ax.set_xlabel("s since the series started")
+    axes[0][0].set_ylabel("energy per launch, mJ")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    paths.append(out / "warmup_energy.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
+    for rec, style, name in ((real, "-", "real"), (twin, "--", label)):
+        ax[0].plot(rec.trace[schema.T_S], rec.trace[schema.TEMPERATURE_C], style, lw=0.8, label=name)
+        t, e = metrics.counter_updates(rec)
+        ax[1].plot(t[1:], np.diff(e) / np.diff(t), style, lw=0.5, label=name)
+    ax[0].set_ylabel("temperature, °C")
+    ax[1].set_ylabel("power (energy counter), W")
+    ax[1].set_xlabel("s (recording clock)")
+    ax[0].legend(fontsize=8)
+    fig.tight_layout()
+    paths.append(out / "temperature_power.png")
+    fig.savefig(paths[-1], dpi=110)
+    plt.close(fig)
+
+    clock_workload = clock_workload or next((w for w in real.workloads if "fma" in w), None)
+    if clock_workload is not None and len(real.phase_rows(kind="pressure")):
+        fig, ax = plt.subplots(figsize=(6, 3.2))
+        for rec, color, name in ((real, "C0", "real"), (twin, "C1", label)):
+            c = metrics.implied_clock(rec, clock_workload)
+            rows = metrics.clock_recovery(rec, clock_workload)
+            ph = rec.phases
+            for rep in rows[schema.REPEAT]:
+                t0 = float(ph.loc[(ph[schema.WORKLOAD] == clock_workload) & (ph[schema.REPEAT] == rep)
+                                  & (ph[schema.PHASE_KIND] == "burst"), schema.T0_S].iloc[0])
+                sel = (c[schema.START_S] >= t0) & (c[schema.START_S] < t0 + 0.4)
+                ax.plot((c.loc[sel, schema.START_S] - t0) * 1e3, c.loc[sel, schema.SM_CLOCK_MHZ], ".", ms=2,
+                        color=color, label=f"{name}: clock from launch time" if rep == rows[schema.REPEAT].iloc[0]
+                        else None)
+                tr = rec.trace
+                s2 = (tr[schema.T_S] >= t0 - 0.05) & (tr[schema.T_S] < t0 + 0.4)
+                ax.step((tr.loc[s2, schema.T_S] - t0) * 1e3, tr.loc[s2, schema.SM_CLOCK_MHZ], where="post",
+                        color=color, lw=0.5, alpha=0.5,
+                        label=f"{name}: NVML reading" if rep == rows[schema.REPEAT].iloc[0] else None)
+        ax.set_xlabel("ms since the cap load stopped")
+        ax.set_ylabel("SM clock, MHz")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        paths.append(out / "clock_recovery.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
+    return paths
+
+
+def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None) -> pd.DataFrame:
+    """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
+
+    Writes ``OUT/twin/`` (the twin's recording: the same files as the real
+    one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs.
+    """
+    out = Path(out_dir)
+    twin = replay(real, preset, seed=seed, progress=progress)
+    write_recording(twin, out / "twin")
+    table = compare_recordings(real, twin)
+    table.to_csv(out / "comparison.csv", index=False)
+    (out / "comparison.md").write_text(_markdown(table) + "\n")
+    plot_overlays(real, twin, out)
+    return table
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    def fmt(v):
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+    cols = list(table.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines)

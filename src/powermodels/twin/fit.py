@@ -1,0 +1,354 @@
+"""Fit a twin preset to raw recordings: the board's physics, its sensors and each workload.
+
+:func:`fit_twin` identifies, from what a raw recording
+(:mod:`powermodels.recording`) holds:
+
+* **sensors** — update period of the power, clock and temperature readings,
+  the energy counter's period and jitter, the clock reading's delay (from
+  the clock-reference workload's launch times, the real clock); instant
+  window and delay from a ``characterize`` result where given;
+* **thermal network** — Foster poles and ambient from power (energy
+  counter) and temperature (:mod:`~powermodels.twin.fit_thermal`);
+* **idle power and leakage** — at the top clock, power = per-load intercept
+  + α·T pooled over idle and every load (thesis eq. 4.6: α is the board's
+  at a clock, not the workload's), split into P0 and κ·V(f)·(1 + λ(T − T_ref));
+* **dynamic power** — the core coefficient from a power-capped load's
+  equilibrium clock (activity 1), each workload's activity from its power;
+* **per workload** — time vs clock (a clock-bound share ``s``:
+  ``t = t_fast·(s·f_max/f + 1 − s)``), host gap between batches;
+* **power-cap controller** — clock step period and recovery rate from the
+  clock-reference workload's launches after each capped load, the budget
+  headroom from the power a capped load reaches at its start, the window of
+  the regulated mean (Hopper's 1 s average).
+
+Fit on one part of a recording and validate on another
+(:mod:`~powermodels.twin.compare`); never tune to one file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..devices.physics import GPUPhysics
+from ..devices.sensor_emulation import PRESETS
+from ..devices.simulated_workload import SimulatedWorkload
+from ..recording import Recording
+from . import metrics
+from .fit_thermal import fit_foster
+from .preset import TwinPreset, TwinWorkload
+
+__all__ = ["fit_twin", "power_intervals"]
+
+#: NVML clock-event reason bit: software power cap
+SW_POWER_CAP = 0x4
+
+
+def power_intervals(rec: Recording) -> pd.DataFrame:
+    """The energy counter's mean power between consecutive updates, with the readings at each end.
+
+    Columns: ``t_s`` (interval end), ``dt_s``, ``power_w``, ``temperature_c``
+    and ``sm_clock_mhz`` readings at the end, the schedule entry running
+    (``workload``, ``kind``) and ``since_s`` (time since that entry began).
+    """
+    t, e = metrics.counter_updates(rec)
+    end = t[1:]
+    out = pd.DataFrame({schema.T_S: end, "dt_s": np.diff(t), schema.POWER_W: np.diff(e) / np.diff(t)})
+    tr_t = rec.trace[schema.T_S].to_numpy(float)
+    i = np.clip(np.searchsorted(tr_t, end, side="right") - 1, 0, len(tr_t) - 1)
+    for col in (schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ):
+        out[col] = rec.trace[col].to_numpy(float)[i]
+    ph = rec.phases
+    j = np.clip(np.searchsorted(ph[schema.T0_S].to_numpy(float), t[:-1], side="right") - 1, 0, len(ph) - 1)
+    inside = t[:-1] >= ph[schema.T0_S].to_numpy(float)[j]
+    inside &= end <= ph[schema.T1_S].to_numpy(float)[j]
+    out[schema.WORKLOAD] = np.where(inside, ph[schema.WORKLOAD].to_numpy()[j], "")
+    kinds = ph[schema.PHASE_KIND].to_numpy()[j]
+    out[schema.PHASE_KIND] = np.where(inside, kinds, "")
+    out.loc[out[schema.PHASE_KIND] == "idle", schema.WORKLOAD] = "idle"
+    out["since_s"] = t[:-1] - ph[schema.T0_S].to_numpy(float)[j]
+    return out[out["dt_s"] < 0.25].reset_index(drop=True)
+
+
+def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
+             sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
+             n_poles: int = 2, holdout=(), provenance: dict | None = None) -> TwinPreset:
+    """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
+
+    Parameters
+    ----------
+    recordings : Recording or list of Recording
+        Recordings of one board (their tables are pooled).
+    name : str
+        Name of the preset.
+    clock_workload : str, optional
+        A workload whose time is ∝ 1/clock (dependent FMA chain): the real
+        clock comes from its launch times. Default: the workload whose name
+        contains ``fma``.
+    sensor_window : dict, optional
+        ``{"window_s": ..., "delay_s": ...}`` of the instant reading from a
+        ``powermodels characterize`` fit (the raw trace cannot separate them).
+    knee_mhz : float, default=1100
+        V(f) knee (thesis eq. 4.1), from a DVFS calibration of the same GPU model.
+    workload_times : dict, optional
+        ``{workload: {"t_fast_s": ..., "clock_share": ...}}`` for workloads
+        without timed launches in the recordings (e.g. a pressure load).
+    n_poles : int, default=2
+        Foster poles of the thermal network.
+    holdout : sequence of (t0_s, t1_s), optional
+        Spans of the (first) recording left out of the fit: their readings,
+        counter and launches fit nothing (the thermal network is driven
+        through them by their power, as the board was).
+    provenance : dict, optional
+        Added to the preset's provenance.
+    """
+    recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
+    if not recs:
+        raise ValueError("fit_twin: no recordings")
+    prov0 = recs[0].provenance
+    f_max = float(prov0["max_sm_clock_mhz"])
+    limit = float(prov0["power_limit_w"])
+    holdout = [(float(a), float(b)) for a, b in holdout]
+    intervals = pd.concat([power_intervals(r) for r in recs], ignore_index=True)
+    kept = _outside(intervals[schema.T_S].to_numpy(float) - intervals["dt_s"].to_numpy(float),
+                    intervals[schema.T_S].to_numpy(float), holdout)
+    recs = [_without_launches(r, holdout) for r in recs]
+    clock_workload = clock_workload or next((w for r in recs for w in r.workloads if "fma" in w), None)
+    report: dict = {}
+
+    sensor = _fit_sensor(recs, clock_workload, sensor_window, report)
+    thermal = _fit_thermal(recs, n_poles, holdout, report)
+    intervals = intervals.loc[kept].reset_index(drop=True)
+    alpha, idle_fit, loads = _fit_leakage(intervals, f_max, report)
+    times = _fit_times(recs, clock_workload, f_max, workload_times or {}, report)
+    controller = _fit_controller(recs, intervals, clock_workload, limit, f_max, report)
+
+    t_ref = 25.0
+    base = GPUPhysics()
+    v_max = float(replace(base, voltage_knee_mhz=knee_mhz).relative_voltage(f_max))
+    p_idle_ref = idle_fit + alpha * t_ref  # idle power at the top clock at T_ref
+    leak_ref = min(alpha / 0.01, 0.5 * p_idle_ref)  # leakage at T_ref; λ ≥ 1 %/°C
+    physics = replace(
+        base, sm_clock_max_mhz=f_max, power_limit_w=limit, power_limit_max_w=max(limit, base.power_limit_max_w),
+        voltage_knee_mhz=knee_mhz, t_ref_c=t_ref, leakage_w=leak_ref / v_max, leakage_per_c=alpha / leak_ref,
+        thermal_poles=tuple(tuple(p) for p in thermal["poles"]), **controller)
+    physics = _fit_core(physics, intervals, p_idle_ref, limit, report)
+    workloads = _fit_activities(physics, loads, times, alpha, report)
+    provenance = {
+        "fitted_from": [{"recording": r.name, "gpu": r.provenance.get("gpu"), "uuid": r.provenance.get("uuid"),
+                         "from_s": float(r.phases[schema.T0_S].min()), "to_s": r.duration_s,
+                         "held_out_s": holdout} for r in recs],
+        "fitted_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "method": "powermodels.twin.fit.fit_twin", "clock_workload": clock_workload, "knee_mhz": knee_mhz,
+        **(provenance or {})}
+    return TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
+
+
+def _fit_sensor(recs, clock_workload, window, report) -> object:
+    rec = recs[0]
+    power_period = metrics.update_period(rec, schema.POWER_INSTANT_W)
+    clock_period = metrics.update_period(rec, schema.SM_CLOCK_MHZ)
+    t, _ = metrics.counter_updates(rec)
+    d = np.diff(t)
+    energy_period = float(np.median(d[(d > 0.05) & (d < 0.15)]))
+    resid = (t - t[0] + energy_period / 2) % energy_period - energy_period / 2
+    jitter = float(min(np.percentile(np.abs(resid - np.median(resid)), 95), 0.45 * energy_period))
+    delay = 0.0
+    if clock_workload is not None:
+        rec_rows = pd.concat([metrics.clock_recovery(r, clock_workload) for r in recs])
+        lag = rec_rows["lag_s"].to_numpy(float)
+        lag = lag[np.isfinite(lag) & (lag > -clock_period / 2)]
+        if lag.size:
+            delay = float(max(np.median(lag) - clock_period / 2, 0.0))
+    idle = rec.trace.loc[rec.trace[schema.T_S] < float(rec.phases[schema.T1_S].iloc[0])]
+    steps = np.diff(idle[schema.POWER_INSTANT_W].to_numpy(float))
+    noise = float(np.std(steps[steps != 0]) / np.sqrt(2)) if (steps != 0).sum() > 3 else 0.3
+    window = window or {}
+    sensor = replace(PRESETS["hopper"], name="fitted", update_period_s=power_period,
+                     instant_window_s=float(window.get("window_s", PRESETS["hopper"].instant_window_s)),
+                     delay_s=float(window.get("delay_s", 0.0)), gain=1.0, offset_w=0.0, noise_w=noise,
+                     energy_period_s=energy_period, energy_jitter_s=jitter,
+                     energy_read_s=float(np.median(rec.energy[schema.READ_S])) if schema.READ_S in rec.energy
+                     else 4e-3, clock_period_s=clock_period, clock_delay_s=delay)
+    report["sensor"] = {"power_period_s": power_period, "clock_period_s": clock_period,
+                        "energy_period_s": energy_period, "energy_jitter_s": jitter, "clock_delay_s": delay,
+                        "noise_w": noise, "instant_window_from": window.get("source", "hopper default")}
+    return sensor
+
+
+def _outside(a: np.ndarray, b: np.ndarray, holdout) -> np.ndarray:
+    """Rows whose span ``[a, b]`` touches no held-out span."""
+    keep = np.ones(a.size, bool)
+    for lo, hi in holdout:
+        keep &= (b <= lo) | (a >= hi)
+    return keep
+
+
+def _without_launches(rec: Recording, holdout) -> Recording:
+    la = rec.launches
+    keep = _outside(la[schema.START_S].to_numpy(float), la[schema.END_S].to_numpy(float), holdout)
+    return replace(rec, launches=la.loc[keep].reset_index(drop=True))
+
+
+def _fit_thermal(recs, n_poles, holdout, report) -> dict:
+    iv = power_intervals(recs[0])  # one continuous recording drives the network (a gap would break its state)
+    t = iv[schema.T_S].to_numpy(float)
+    fit = fit_foster(t, iv[schema.POWER_W], iv[schema.TEMPERATURE_C], n_poles=n_poles,
+                     weight=_outside(t - iv["dt_s"].to_numpy(float), t, holdout))
+    report["thermal"] = fit
+    return fit
+
+
+def _fit_leakage(iv: pd.DataFrame, f_max: float, report) -> tuple[float, float, dict]:
+    """α (W/°C) at the top clock pooled over loads; idle intercept; each load's intercept."""
+    ok = (iv[schema.SM_CLOCK_MHZ] >= f_max) & (iv[schema.WORKLOAD] != "") \
+        & (iv[schema.PHASE_KIND].isin(["idle", "burst", "series"])) & (iv["since_s"] > 0.3)
+    d = iv.loc[ok]
+    groups = sorted(d[schema.WORKLOAD].unique())
+    if "idle" not in groups:
+        raise ValueError("fit_twin: the recordings have no idle time at the top clock (idle power unknown)")
+    X = np.column_stack([d[schema.TEMPERATURE_C].to_numpy(float)]
+                        + [(d[schema.WORKLOAD] == g).to_numpy(float) for g in groups])
+    coef, *_ = np.linalg.lstsq(X, d[schema.POWER_W].to_numpy(float), rcond=None)
+    alpha = float(coef[0])
+    loads = {g: float(c) for g, c in zip(groups, coef[1:])}
+    rmse = float(np.sqrt(np.mean((X @ coef - d[schema.POWER_W]) ** 2)))
+    report["leakage"] = {"alpha_w_per_c": alpha, "intercepts_w": loads, "rows": int(len(d)), "rmse_w": rmse,
+                         "temperature_range_c": [float(d[schema.TEMPERATURE_C].min()),
+                                                 float(d[schema.TEMPERATURE_C].max())]}
+    if not alpha > 0:
+        raise ValueError(f"fit_twin: leakage slope α = {alpha:.3g} W/°C is not positive; the recordings do "
+                         "not span enough temperature at the top clock")
+    return alpha, loads.pop("idle"), loads
+
+
+def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
+    """Per workload: fastest time, clock-bound share, host gap, launches per batch."""
+    out: dict = {}
+    traj = None
+    if clock_workload is not None:
+        c = pd.concat([_since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
+        bins = np.arange(0.0, 0.3, 0.01)
+        k = np.digitize(c["since_s"], bins)
+        traj = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy()).groupby(k).median()
+    for w in sorted({w for r in recs for w in r.workloads}):
+        la = pd.concat([r.launches.loc[r.launches[schema.WORKLOAD] == w] for r in recs])
+        t = la[schema.TIME_S].to_numpy(float)
+        t_fast = float(np.percentile(t, 5))
+        share = 1.0
+        if w != clock_workload and traj is not None:
+            la2 = pd.concat([_since_burst(r, r.launches.loc[r.launches[schema.WORKLOAD] == w]) for r in recs])
+            early = la2.loc[la2["since_s"] < 0.29]
+            f_est = traj.reindex(np.digitize(early["since_s"], bins)).to_numpy(float)
+            x = f_max / f_est - 1.0
+            y = early[schema.TIME_S].to_numpy(float) / t_fast - 1.0
+            good = np.isfinite(x) & (x > 0.02)
+            share = float(np.clip(np.sum(x[good] * y[good]) / np.sum(x[good] ** 2), 0.0, 1.0)) if good.sum() > 5 \
+                else 1.0
+        s, e = la[schema.START_S].to_numpy(float), la[schema.END_S].to_numpy(float)
+        gaps = s[1:] - e[:-1]
+        same = (la[schema.REPEAT].to_numpy()[1:] == la[schema.REPEAT].to_numpy()[:-1]) & (gaps >= 0)
+        gap = float(np.median(gaps[same])) if same.any() else 0.0
+        n = int(np.median(la[schema.LAUNCHES]))
+        out[w] = {"t_fast_s": t_fast, "clock_share": share, "gap_s": gap, "launches_per_batch": n}
+    for w, spec in given.items():
+        if w not in out:
+            out[w] = {"gap_s": 0.0, "launches_per_batch": 1, **spec}
+    report["workload_times"] = out
+    return out
+
+
+def _since_burst(rec: Recording, rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (launches) with ``since_s``: time from the start of the burst after a pressure entry."""
+    ph = rec.phases.reset_index(drop=True)
+    starts = [float(ph[schema.T0_S].iloc[i]) for i in range(1, len(ph))
+              if ph[schema.PHASE_KIND].iloc[i] == "burst" and ph[schema.PHASE_KIND].iloc[i - 1] == "pressure"]
+    s = rows[schema.START_S].to_numpy(float)
+    starts = np.asarray(starts)
+    j = np.searchsorted(starts, s, side="right") - 1
+    out = rows.copy()
+    out["since_s"] = np.where(j >= 0, s - starts[np.clip(j, 0, None)], np.inf) if starts.size else np.inf
+    return out
+
+
+def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
+    """Power-cap controller: clock period, recovery rate, budget headroom, window, gain."""
+    rec = recs[0]
+    period, rate = 0.015, 5000.0
+    if clock_workload is not None:
+        c = _since_burst(rec, metrics.implied_clock(rec, clock_workload))
+        c = c.loc[c["since_s"] < 0.3]
+        f = c[schema.SM_CLOCK_MHZ].to_numpy(float)
+        t = c[schema.START_S].to_numpy(float)
+        jumps = t[1:][(np.diff(f) > 7.0) & (np.diff(t) < 0.05)]
+        d = np.diff(jumps)
+        d = d[(d > 0.004) & (d < 0.05)]
+        if d.size:
+            period = float(np.median(d))
+        rows = metrics.clock_recovery(rec, clock_workload)
+        ok = rows["real_s"] > 0.02
+        if ok.any():
+            rate = float(np.median((1950.0 - rows.loc[ok, "start_mhz"]) / rows.loc[ok, "real_s"]))
+    press = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] < 0.6) & (iv["since_s"] > 0.05)]
+    peak = press.groupby(press[schema.T_S].round(0))[schema.POWER_W].max() if len(press) else pd.Series([limit])
+    headroom = float(max(np.median(peak) - limit, 0.0))
+    out = {"clock_period_s": period, "clock_recovery_mhz_per_s": rate, "cap_window_s": 1.0,
+           "cap_headroom_w": headroom, "cap_gain_per_s": 4.0}
+    report["controller"] = dict(out)
+    return out
+
+
+def _fit_core(physics: GPUPhysics, iv: pd.DataFrame, p_idle_ref: float, limit: float, report) -> GPUPhysics:
+    """Core coefficient c from a capped load's settled clock (activity 1) and the idle power's split."""
+    ph = physics
+    fm = ph.mem_clocks_mhz[0]
+    # P0 so that the idle power at the top clock and T_ref is p_idle_ref
+    rest = float(ph.power_w(ph.sm_clock_max_mhz, fm, ph.t_ref_c)) - ph.p0_w
+    ph = replace(ph, p0_w=max(p_idle_ref - rest, 0.0))
+    capped = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] > 1.0)]
+    if len(capped) < 5:
+        report["core"] = {"core_w_per_ghz": ph.core_w_per_ghz, "source": "default (no settled capped load)"}
+        return ph
+    f_eq = float(np.median(capped[schema.SM_CLOCK_MHZ]))
+    t_eq = float(np.median(capped[schema.TEMPERATURE_C]))
+    p_eq = float(np.mean(capped[schema.POWER_W]))
+    # P = A + Bc·1 + Bm·1 at f_eq; Bc ∝ core_w_per_ghz
+    a0, bc, bm = (float(x) for x in ph.power_terms(f_eq, fm, t_eq))
+    idle_core = ph.core_w_per_ghz * f_eq / 1000.0 * float(ph.relative_voltage(f_eq)) ** 2 * ph.idle_activity
+    scale = (p_eq - (a0 - idle_core) - bm) / (bc + idle_core)
+    core = float(ph.core_w_per_ghz * max(scale, 0.1))
+    ph = replace(ph, core_w_per_ghz=core)
+    rest = float(ph.power_w(ph.sm_clock_max_mhz, fm, ph.t_ref_c)) - ph.p0_w
+    ph = replace(ph, p0_w=max(p_idle_ref - rest, 0.0))
+    report["core"] = {"core_w_per_ghz": core, "capped_clock_mhz": f_eq, "capped_power_w": p_eq,
+                      "capped_temperature_c": t_eq}
+    return ph
+
+
+def _fit_activities(ph: GPUPhysics, loads: dict, times: dict, alpha: float, report) -> dict:
+    """Each workload's core and memory activity from its power at the top clock."""
+    fm = ph.mem_clocks_mhz[0]
+    f = ph.sm_clock_max_mhz
+    a0, bc, bm = (float(x) for x in ph.power_terms(f, fm, 0.0))
+    idle_at0 = a0  # the idle power at 0 °C (the intercepts are at 0 °C too)
+    out = {}
+    acts = {}
+    for w, spec in times.items():
+        share = float(spec.get("clock_share", 1.0))
+        mem = 1.0 - share
+        if w in loads:
+            dyn = loads[w] - idle_at0
+            act = float(np.clip((dyn - bm * mem) / bc, 0.0, 1.0))
+        else:  # a capped pressure load: full activity (it set the core coefficient)
+            act, mem = 1.0, max(mem, 0.5)
+        t_fast = float(spec["t_fast_s"])
+        wl = SimulatedWorkload(w, core_work=share * t_fast * f, t0_s=(1.0 - share) * t_fast,
+                               activity=act, mem_activity=float(np.clip(mem, 0.0, 1.0)))
+        out[w] = TwinWorkload(wl, float(spec.get("gap_s", 0.0)), int(spec.get("launches_per_batch", 1)))
+        acts[w] = {"activity": act, "mem_activity": float(mem)}
+    report["activities"] = acts
+    return out

@@ -1,0 +1,206 @@
+"""Measurements that hold a twin against a real GPU, computed the same way on both recordings.
+
+Every function takes a :class:`~powermodels.recording.Recording` (real, or
+made by :func:`~powermodels.twin.replay.replay`) and reads only what a real
+recording has: NVML readings, the energy counter, timed launches and the
+schedule. Comparing the same function's output on the two recordings is the
+validation (:mod:`~powermodels.twin.compare`).
+
+* :func:`counter_updates` / :func:`energy_between` — the energy counter as
+  a piecewise-linear function of time through its updates;
+* :func:`warmup_energy_per_launch` — energy per launch in each second of a
+  back-to-back series (the warm-up from idle);
+* :func:`reading_at_seconds` — a reading (temperature) every second of a
+  schedule entry (the cooling after a load);
+* :func:`implied_clock` / :func:`clock_recovery` — the real SM clock from a
+  clock-reference workload's launch times (time ∝ 1/clock), and how long it
+  and NVML's clock reading take to recover after a power-capped load;
+* :func:`update_period` — a reading's update period;
+* :func:`cap_overshoot` — how far a power-capped load runs above its
+  settled power at its start, and for how long.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..recording import Recording
+
+__all__ = ["cap_overshoot", "clock_recovery", "counter_updates", "energy_between", "implied_clock",
+           "reading_at_seconds", "reading_series", "update_period", "warmup_energy_per_launch"]
+
+
+def counter_updates(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
+    """Times and values of the energy counter's updates (first read showing each new value)."""
+    e = rec.energy[schema.ENERGY_COUNTER_J].to_numpy(float)
+    t = rec.energy[schema.T_S].to_numpy(float)
+    keep = np.r_[True, np.diff(e) != 0]
+    return t[keep], e[keep]
+
+
+def energy_between(rec: Recording, a, b) -> np.ndarray:
+    """Energy (J) between times ``a`` and ``b``, the counter interpolated linearly between updates."""
+    t, e = counter_updates(rec)
+    return np.interp(np.asarray(b, float), t, e) - np.interp(np.asarray(a, float), t, e)
+
+
+def launches_between(rec: Recording, a: float, b: float, workload: str | None = None) -> float:
+    """Launches run in ``[a, b]``, a batch counted pro rata of its overlap."""
+    la = rec.launches if workload is None else rec.launches.loc[rec.launches[schema.WORKLOAD] == workload]
+    s = la[schema.START_S].to_numpy(float)
+    e = la[schema.END_S].to_numpy(float)
+    n = la[schema.LAUNCHES].to_numpy(float)
+    overlap = np.clip(np.minimum(e, b) - np.maximum(s, a), 0.0, None)
+    return float(np.sum(n * overlap / np.maximum(e - s, 1e-12)))
+
+
+def _entry(rec: Recording, workload: str, kind: str, phase: str | None = None) -> pd.Series:
+    rows = rec.phase_rows(phase=phase, workload=workload, kind=kind)
+    if rows.empty:
+        raise ValueError(f"recording {rec.name}: no {kind!r} entry of workload {workload!r} in phases.parquet")
+    return rows.iloc[0]
+
+
+def warmup_energy_per_launch(rec: Recording, workload: str, seconds: int = 25,
+                             phase: str | None = None) -> pd.DataFrame:
+    """Energy per launch in each whole second of ``workload``'s ``series`` entry.
+
+    Returns
+    -------
+    DataFrame
+        ``second`` (0 = the first second), ``energy_j`` per launch, and the
+        temperature reading at the second's end.
+    """
+    row = _entry(rec, workload, "series", phase)
+    t0 = float(row[schema.T0_S])
+    n = min(seconds, int(np.floor(float(row[schema.T1_S]) - t0)))
+    a = t0 + np.arange(n)
+    energy = energy_between(rec, a, a + 1.0)
+    counts = np.array([launches_between(rec, x, x + 1.0, workload) for x in a])
+    temp = reading_series(rec, schema.TEMPERATURE_C, a + 1.0)
+    return pd.DataFrame({"second": np.arange(n), schema.ENERGY_J: energy / np.maximum(counts, 1e-12),
+                         schema.TEMPERATURE_C: temp})
+
+
+def reading_series(rec: Recording, column: str, t) -> np.ndarray:
+    """The last value of a trace column at or before each time (what a poller saw then)."""
+    tr = rec.trace
+    i = np.searchsorted(tr[schema.T_S].to_numpy(float), np.asarray(t, float), side="right") - 1
+    return tr[column].to_numpy(float)[np.clip(i, 0, len(tr) - 1)]
+
+
+def reading_at_seconds(rec: Recording, workload: str, kind: str, column: str = schema.TEMPERATURE_C,
+                       seconds: int = 30, phase: str | None = None) -> pd.DataFrame:
+    """A reading every second from the start of an entry (e.g. the cooling ``idle`` after a load)."""
+    row = _entry(rec, workload, kind, phase)
+    t0 = float(row[schema.T0_S])
+    n = min(seconds, int(np.floor(float(row[schema.T1_S]) - t0))) + 1
+    s = np.arange(n)
+    return pd.DataFrame({"second": s, column: reading_series(rec, column, t0 + s)})
+
+
+def implied_clock(rec: Recording, workload: str, max_clock_mhz: float | None = None) -> pd.DataFrame:
+    """The SM clock each launch of a clock-reference workload ran at: ``f_max · t_fast / t``.
+
+    For a kernel whose time is ∝ 1/clock (a dependent FMA chain), the time of
+    a launch gives the mean real clock over it. ``t_fast`` is the 5th
+    percentile of the workload's launch times (the launches at the top clock).
+    """
+    la = rec.launches.loc[rec.launches[schema.WORKLOAD] == workload]
+    if la.empty:
+        raise ValueError(f"recording {rec.name}: no launches of the clock workload {workload!r}")
+    f_max = float(max_clock_mhz or rec.provenance["max_sm_clock_mhz"])
+    t = la[schema.TIME_S].to_numpy(float)
+    t_fast = float(np.percentile(t, 5))
+    out = la[[schema.RECORDING_PHASE, schema.REPEAT, schema.START_S, schema.END_S]].copy()
+    out[schema.SM_CLOCK_MHZ] = np.minimum(f_max * t_fast / t, f_max)
+    return out.reset_index(drop=True)
+
+
+def clock_recovery(rec: Recording, clock_workload: str, *, target_mhz: float = 1950.0,
+                   repeats=None) -> pd.DataFrame:
+    """How long the clock takes to recover after each pressure (power-capped) entry.
+
+    For every ``burst`` of ``clock_workload`` that directly follows a
+    ``pressure`` entry: the time from the burst's start to the end of the
+    first launch at or above ``target_mhz`` (the real clock, from
+    :func:`implied_clock`), and to the first NVML clock reading at or above
+    it.
+
+    Returns
+    -------
+    DataFrame
+        ``repeat``, ``start_mhz`` (implied clock of the first launch),
+        ``real_s``, ``reading_s`` (NaN where the reading never got there
+        within the burst), ``lag_s`` (= reading_s − real_s).
+    """
+    clocks = implied_clock(rec, clock_workload)
+    ph = rec.phases.reset_index(drop=True)
+    tr_t = rec.trace[schema.T_S].to_numpy(float)
+    tr_f = rec.trace[schema.SM_CLOCK_MHZ].to_numpy(float)
+    rows = []
+    for i in range(1, len(ph)):
+        cur, prev = ph.iloc[i], ph.iloc[i - 1]
+        if cur[schema.WORKLOAD] != clock_workload or cur[schema.PHASE_KIND] != "burst" \
+                or prev[schema.PHASE_KIND] != "pressure":
+            continue
+        if repeats is not None and int(cur[schema.REPEAT]) not in set(repeats):
+            continue
+        t0, t1 = float(cur[schema.T0_S]), float(cur[schema.T1_S])
+        c = clocks.loc[(clocks[schema.START_S] >= t0) & (clocks[schema.END_S] <= t1)]
+        if c.empty:
+            continue
+        up = c.loc[c[schema.SM_CLOCK_MHZ] >= target_mhz]
+        real = float(up[schema.END_S].iloc[0] - t0) if len(up) else np.nan
+        sel = (tr_t >= t0) & (tr_t <= t1) & (tr_f >= target_mhz)
+        reading = float(tr_t[sel][0] - t0) if sel.any() else np.nan
+        rows.append({schema.REPEAT: int(cur[schema.REPEAT]), "start_mhz": float(c[schema.SM_CLOCK_MHZ].iloc[0]),
+                     "real_s": real, "reading_s": reading, "lag_s": reading - real})
+    return pd.DataFrame(rows, columns=[schema.REPEAT, "start_mhz", "real_s", "reading_s", "lag_s"])
+
+
+def update_period(rec: Recording, column: str, t0: float = -np.inf, t1: float = np.inf) -> float:
+    """A reading's update period (s): intervals between its changes, missed updates counted as multiples.
+
+    Readings that repeat a value hide an update; an interval near ``k``
+    times the shortest common interval counts as ``k`` periods.
+    """
+    tr = rec.trace
+    sel = (tr[schema.T_S] >= t0) & (tr[schema.T_S] <= t1)
+    t = tr.loc[sel, schema.T_S].to_numpy(float)
+    v = tr.loc[sel, column].to_numpy(float)
+    changes = t[1:][np.diff(v) != 0]
+    d = np.diff(changes)
+    if d.size == 0:
+        return float("nan")
+    base = float(np.percentile(d, 25))
+    k = np.maximum(np.rint(d / base), 1.0)
+    close = np.abs(d / (k * base) - 1.0) <= 0.2
+    return float(d[close].sum() / k[close].sum()) if close.any() else base
+
+
+def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle_band: float = 0.01,
+                  steady_from_s: float = 5.0) -> dict:
+    """A power-capped entry's start: how far above its settled power it runs, and for how long.
+
+    Power is the energy counter's mean over a sliding 1 s window, every
+    0.1 s; ``settled`` is its mean from ``steady_from_s`` to the end.
+
+    Returns
+    -------
+    dict
+        ``settled_w``, ``first_second_w`` (mean over the first second),
+        ``overshoot_w`` (first_second_w − settled_w), ``peak_w`` (highest 1 s
+        mean), ``settling_s`` (start of the last 1 s window outside
+        settled ± ``settle_band``, before ``steady_from_s``).
+    """
+    row = _entry(rec, workload, kind)
+    t0, t1 = float(row[schema.T0_S]), float(row[schema.T1_S])
+    a = t0 + np.arange(0.0, t1 - t0 - 1.0, 0.1)
+    p = energy_between(rec, a, a + 1.0)
+    settled = float(energy_between(rec, t0 + steady_from_s, t1) / (t1 - t0 - steady_from_s))
+    outside = np.flatnonzero((np.abs(p / settled - 1.0) > settle_band) & (a - t0 < steady_from_s))
+    return {"settled_w": settled, "first_second_w": float(p[0]), "overshoot_w": float(p[0] - settled),
+            "peak_w": float(p.max()), "settling_s": float(a[outside[-1]] - t0 + 1.0) if outside.size else 0.0}

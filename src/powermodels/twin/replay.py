@@ -1,0 +1,186 @@
+"""Replay a recording's schedule on a twin preset: the recording the twin would have made.
+
+:func:`replay` walks ``phases.parquet`` (what ran when, idle included) on a
+:class:`~powermodels.devices.simulated.SimulatedGPU` built from a preset and
+returns a :class:`~powermodels.recording.Recording` with the same tables as a
+real one — the NVML trace (polled every ``poll_s``, only the rows where a
+reading changes), the energy counter, one row per timed batch, the schedule
+as the twin ran it — so every measurement of :mod:`~powermodels.twin.metrics`
+runs unchanged on both.
+
+The twin's time is the recording's time: each entry starts at its ``t0_s``
+(the twin idles through gaps) and runs until its ``t1_s``; ``burst`` and
+``series`` entries launch their workload in batches separated by the
+workload's host gap, ``pressure`` entries run it back to back untimed,
+``idle`` entries idle. The twin starts at the recording's first temperature
+reading (:meth:`~powermodels.devices.simulated.SimulatedGPU.start_at_temperature`:
+the excess over its idle steady state sits on the slowest thermal pole).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..recording import PHASES_SPEC, Recording, downsample_trace, validate_recording_table
+from .preset import TwinPreset, load_preset
+
+__all__ = ["replay"]
+
+#: trace columns a replay writes (those of a raw recording)
+TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ,
+                 schema.MEM_CLOCK_MHZ, schema.TEMPERATURE_C, schema.THROTTLE_REASONS)
+#: longest stretch simulated per call (bounds the work between progress reports and trace cuts)
+CHUNK_S = 0.25
+
+
+def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_temperature_c: float | None = None,
+           progress: Callable[[float, float], None] | None = None) -> Recording:
+    """Run a schedule on a twin preset and return the recording it makes.
+
+    Parameters
+    ----------
+    schedule : Recording or pandas.DataFrame
+        A recording (its ``phases`` are replayed and its first temperature
+        reading sets the start) or a ``phases.parquet`` table.
+    preset : TwinPreset or str
+        The twin (a shipped name or a preset file).
+    seed : int, default=0
+        Seeds the twin's sensor phase and noise.
+    poll_s : float, default=1e-3
+        How often the twin's trace is polled (a real poller runs at ~0.5 ms;
+        readings change every ~100 ms, so 1 ms loses nothing but when).
+    start_temperature_c : float, optional
+        Idle temperature at the start; default the recording's first reading,
+        else the preset's idle steady state.
+    progress : callable, optional
+        Called as ``progress(done_s, total_s)`` after each schedule entry.
+
+    Returns
+    -------
+    Recording
+        ``provenance`` names the preset, the seed and the schedule's source.
+    """
+    twin = load_preset(preset)
+    if isinstance(schedule, Recording):
+        phases, source = schedule.phases, schedule.name
+        if start_temperature_c is None:
+            start_temperature_c = float(schedule.trace[schema.TEMPERATURE_C].iloc[0])
+    else:
+        phases, source = schedule, "phases table"
+    validate_recording_table(phases, PHASES_SPEC, source)
+    for name in sorted(set(phases.loc[phases[schema.PHASE_KIND] != "idle", schema.WORKLOAD])):
+        twin.workload(name)  # every workload the schedule runs must be in the preset, before any work
+    gpu = twin.gpu(seed=seed, history_s=60.0)
+    if start_temperature_c is not None:
+        gpu.start_at_temperature(start_temperature_c)
+    run = _Run(gpu, twin, poll_s)
+    total = float(phases[schema.T1_S].max())
+    for row in phases.itertuples(index=False):
+        entry = row._asdict()
+        run.until(float(entry[schema.T0_S]))
+        run.entry(entry)
+        if progress is not None:
+            progress(gpu.now(), total)
+    run.until(total)
+    run.flush()
+    provenance = {
+        "gpu": f"twin {twin.name} (simulated)", "uuid": f"SIM-twin-{twin.name}-{seed}",
+        "power_limit_w": twin.physics.power_limit_w, "max_sm_clock_mhz": twin.physics.sm_clock_max_mhz,
+        "made_by": "powermodels.twin.replay", "preset": twin.name, "seed": seed,
+        "schedule_from": source, "poll_s": poll_s, "ambient_c": gpu.ambient_c,
+        "workloads": {k: {"launches_per_batch": w.launches_per_batch} for k, w in twin.workloads.items()},
+        "simulated": True,
+    }
+    return Recording(run.trace_table(), run.energy_table(), run.launch_table(), phases.reset_index(drop=True),
+                     provenance)
+
+
+class _Run:
+    """State of one replay: the twin, the trace cut so far, the launch rows."""
+
+    def __init__(self, gpu, twin: TwinPreset, poll_s: float):
+        self.gpu, self.twin, self.poll_s = gpu, twin, poll_s
+        self.traced_to = 0.0
+        self.traces: list[pd.DataFrame] = []
+        self.launches: list[dict] = []
+
+    def until(self, t: float) -> None:
+        """Idle until ``t`` (cutting the trace as it goes)."""
+        while self.gpu.now() < t - 1e-9:
+            self.gpu.idle(min(CHUNK_S, t - self.gpu.now()))
+            self.cut()
+
+    def cut(self, final: bool = False) -> None:
+        """Trace the time simulated since the last cut (the twin keeps only 60 s of history).
+
+        Samples stay on one grid (``traced_to + k·poll_s``) across cuts; a cut
+        keeps its last sample for the next one, except the final cut.
+        """
+        n = math.floor((self.gpu.now() - self.traced_to) / self.poll_s + 1e-9)
+        if n < 2:
+            return
+        end = self.traced_to + n * self.poll_s
+        tr = self.gpu.trace(self.traced_to, end, sample_period_s=self.poll_s)
+        self.traces.append(tr if final else tr.iloc[:-1])
+        self.traced_to = end
+
+    def flush(self) -> None:
+        self.cut(final=True)
+
+    def entry(self, e: dict) -> None:
+        kind, t1 = e[schema.PHASE_KIND], float(e[schema.T1_S])
+        if kind == "idle":
+            self.until(t1)
+            return
+        tw = self.twin.workload(e[schema.WORKLOAD])
+        timed = kind in ("burst", "series")
+        n = tw.launches_per_batch if timed else 1
+        gap = tw.gap_s if timed else 0.0
+        batch = 0
+        while True:
+            left = t1 - self.gpu.now()
+            ph = self.gpu.physics
+            per_batch = n * tw.workload.time_s(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]) + gap
+            if left < per_batch:
+                break
+            m = max(1, min(math.floor(left / per_batch), math.ceil(CHUNK_S / per_batch)))
+            # the host gap falls between batches: spread over the batch's launches (energy is what counts)
+            se = self.gpu.run(tw.workload, launches=m * n, gap_s=gap / n)
+            if timed:
+                starts, ends = se[::n, 0], se[n - 1::n, 1]
+                for s, t_end in zip(starts, ends):
+                    self.launches.append({
+                        schema.WORKLOAD: e[schema.WORKLOAD], schema.RECORDING_PHASE: e[schema.RECORDING_PHASE],
+                        schema.REPEAT: int(e[schema.REPEAT]), schema.BATCH: batch, schema.START_S: float(s),
+                        schema.END_S: float(t_end), schema.LAUNCHES: n,
+                        schema.TIME_S: float(t_end - s - gap / n * (n - 1)) / n})
+                    batch += 1
+            if gap > 0:
+                self.gpu.idle(gap / n)
+            self.cut()
+        self.until(t1)
+
+    def trace_table(self) -> pd.DataFrame:
+        full = pd.concat(self.traces, ignore_index=True)
+        full = full.drop_duplicates(schema.T_S, keep="first")
+        small = downsample_trace(full[list(TRACE_COLUMNS)],
+                                 columns=[c for c in TRACE_COLUMNS if c != schema.T_S])
+        small[schema.SM_CLOCK_MHZ] = small[schema.SM_CLOCK_MHZ].round().astype("int16")
+        small[schema.MEM_CLOCK_MHZ] = small[schema.MEM_CLOCK_MHZ].round().astype("int16")
+        small[schema.TEMPERATURE_C] = small[schema.TEMPERATURE_C].round().astype("int16")
+        self.full_energy = full.loc[full[schema.ENERGY_COUNTER_J].notna(), [schema.T_S, schema.ENERGY_COUNTER_J]]
+        return small.reset_index(drop=True)
+
+    def energy_table(self) -> pd.DataFrame:
+        e = self.full_energy.reset_index(drop=True)
+        return e
+
+    def launch_table(self) -> pd.DataFrame:
+        cols = [schema.WORKLOAD, schema.RECORDING_PHASE, schema.REPEAT, schema.BATCH, schema.START_S,
+                schema.END_S, schema.LAUNCHES, schema.TIME_S]
+        return pd.DataFrame(self.launches, columns=cols)
