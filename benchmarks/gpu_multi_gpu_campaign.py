@@ -1,7 +1,7 @@
 """One campaign on 1 GPU vs 2 GPUs through Dask, and the same configurations on both boards.
 
-For the next session with a lent ``nvidia-h200-x2`` (``pip install dask-cuda``
-first; the script says so if it is missing). Three parts, one call:
+For a lent ``nvidia-h200-x2`` (``pip install 'powermodels[cuda-cluster]'`` first;
+the script says so if it is missing; ran on 2026-11-24, ``datasets/h200x2/``). Three parts, one call:
 
 1. **1 GPU** — ``run_campaign(spec, cluster=client)`` on a ``LocalCUDACluster``
    restricted to GPU 0 (one worker): the campaign's wall time.
@@ -10,8 +10,9 @@ first; the script says so if it is missing). Three parts, one call:
    (target ≤ 0.55). Both parts go through the same cluster path, so both pay
    the workers' kernel compilation; cluster start-up is reported apart.
 3. **per GPU** — ``per_gpu=True`` on the 2-GPU cluster: every configuration
-   on every board, medians per (config, board UUID) and the difference
-   between the boards in %.
+   on every board, medians per (config, board UUID), the difference between
+   the boards in %, and :mod:`powermodels.boards`' spread (warned when
+   significant) and leave-one-configuration-out normalisation residual.
 
 Nothing changes any GPU setting (no clock lock, no power limit): clocks are the
 GPU's own choice and are recorded. Without GPUs, ``--device simulated
@@ -39,6 +40,7 @@ import pandas as pd
 from _common import write_report
 
 from powermodels import schema
+from powermodels.boards import board_spread, fit_board_normalisation, leave_one_config_out
 from powermodels.harness.campaign import run_campaign
 
 HERE = Path(__file__).resolve().parent
@@ -59,7 +61,7 @@ def start_cluster(kind: str, gpus: int):
         try:
             from dask_cuda import LocalCUDACluster
         except ImportError:
-            sys.exit("this benchmark needs dask-cuda on a GPU host: pip install dask-cuda")
+            sys.exit("this benchmark needs dask-cuda on a GPU host: pip install 'powermodels[cuda-cluster]'")
         cluster = LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in range(gpus)),
                                    threads_per_worker=1, dashboard_address=":0", silence_logs=logging.ERROR)
     else:
@@ -157,6 +159,13 @@ def main(argv=None) -> int:
               f"## The same configurations on both boards (per_gpu=True, {len(boards['runs'])} runs)", "",
               f"A = {boards['boards'][0]}, B = {boards['boards'][-1]}; medians over 3 repeats.", "",
               markdown(board_table(boards["runs"]))]
+    spread = board_spread(boards["runs"])   # warns when the boards differ beyond 2σ
+    loo = leave_one_config_out(boards["runs"])
+    lines += ["", f"Spread between boards (powermodels.boards): median {spread[schema.BOARD_SPREAD_PCT].median():.2f} % "
+              f"({int(spread[schema.BOARD_SPREAD_SIGNIFICANT].sum())} of {len(spread)} beyond 2σ); after a per-board "
+              f"scale fitted on the other configurations: median |residual| "
+              f"{loo[schema.RESIDUAL_PCT].abs().median():.2f} % (max {loo[schema.RESIDUAL_PCT].abs().max():.2f} %).",
+              "", f"Normalisation fitted on all: `{fit_board_normalisation(boards['runs']).as_dict()}`"]
     args.work.mkdir(parents=True, exist_ok=True)
     boards["runs"].to_parquet(args.work / f"per_gpu_runs_{args.tag}.parquet", index=False)
     (args.work / f"summary_{args.tag}.json").write_text(json.dumps(

@@ -228,6 +228,17 @@ MAPE_PCT = "mape_pct"                # mean over folds of the held-out MAPE, %
 MAPE_STD_PCT = "mape_std_pct"
 N_FOLDS = "n_folds"
 
+# boards (powermodels.boards): one configuration measured on several GPUs of one model
+N_BOARDS = "n_boards"                # boards that measured the configuration
+BOARD_SPREAD_PCT = "board_spread_pct"  # (max - min) / mean of the boards' median energies, %
+BOARD_SPREAD_UNCERTAINTY_PCT = "board_spread_uncertainty_pct"  # 1-sigma of that difference, %
+BOARD_SPREAD_SIGNIFICANT = "board_spread_significant"  # spread > k x its uncertainty
+BOARD_TEMPERATURE_SPREAD_C = "board_temperature_spread_c"  # T of the highest-energy board - T of the lowest
+REFERENCE_BOARD = "reference_board"  # UUID of the board a normalisation maps the others onto
+NORMALISED_ENERGY_J = "normalised_energy_j"  # energy per launch on the reference board's scale
+RESIDUAL_PCT = "residual_pct"        # normalised board median / reference board median - 1, %
+HELD_OUT_CONFIG = "held_out_config"  # the configuration left out of a normalisation's fit
+
 # raw recording (powermodels.recording): a folder of trace/energy/launches/phases/probes
 # parquet files on one host clock (t_s), with provenance.json beside them
 READ_S = "read_s"                    # how long the NVML call that made the row took, seconds

@@ -157,3 +157,14 @@ def test_a_worker_whose_sensor_is_another_gpu_is_refused():
     check_same_gpu(uuid, None)  # nothing to compare (no CuPy)
     with pytest.raises(RuntimeError, match="CUDA device 0 = GPU-99"):
         check_same_gpu(uuid, "GPU-99999999-0000-1111-2222-333344445555")
+
+
+def test_local_cuda_without_dask_cuda_is_one_line_naming_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # as if dask-cuda were not installed
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(dict(SPEC, kernels={"fp32": "default"})))
+    assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--cluster", "local-cuda"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'powermodels[cuda-cluster]'" in err[0], err

@@ -231,7 +231,8 @@ def connect(cluster, device: str = "auto", workers: int | None = None):
             try:
                 from dask_cuda import LocalCUDACluster
             except ImportError:
-                raise ValueError("--cluster local-cuda needs dask-cuda: pip install dask-cuda") from None
+                raise ValueError("--cluster local-cuda needs dask-cuda: pip install "
+                                 "'powermodels[cuda-cluster]' (dask-cuda 26.10 and the dask it pins)") from None
             if workers is not None:
                 raise ValueError("workers: local-cuda starts one worker per visible GPU "
                                  "(choose them with CUDA_VISIBLE_DEVICES)")
