@@ -66,3 +66,41 @@ def test_real_h100_capped_window_waits_for_the_controller(h100_warmups):
     assert not transient and 0.5 < settle <= 5.0 and moved == pytest.approx(start + 0.3 + settle)
     fp32_trace, fp32_iv, fp32_start = h100_warmups["cupy_fp32_matmul_4096"]
     assert settled_window(fp32_trace, fp32_iv, fp32_start + 0.3) == (fp32_start + 0.3, 0.0, False)
+
+
+def replay(trace, iv, start, first_s, step_s=0.1):
+    """run_more / trace_until over a recorded warm-up: the launches appear as time goes on."""
+    shown = {"end": start + first_s}
+
+    def run_more():
+        lo = shown["end"]
+        shown["end"] += step_s
+        return iv[(iv[:, 0] >= lo) & (iv[:, 0] < shown["end"])]
+
+    def trace_until(end):
+        return trace[trace[schema.T_S] <= end]
+
+    return iv[(iv[:, 0] >= start) & (iv[:, 0] < start + first_s)], run_more, trace_until
+
+
+def test_extension_waits_for_the_real_cap_controller_and_leaves_fixed_clock_alone(h100_warmups):
+    from powermodels.thermal.spans import extend_until_settled
+
+    trace, iv, start = h100_warmups["torch_bf16_matmul_8192"]
+    first, run_more, trace_until = replay(trace, iv, start + 0.3, 1.2)
+    out, _, settle, transient = extend_until_settled(run_more, trace_until, first, start + 0.3)
+    assert not transient and 0.5 < settle <= 5.0 and len(out) > len(first)
+    trace, iv, start = h100_warmups["cupy_fp32_matmul_4096"]
+    first, run_more, trace_until = replay(trace, iv, start + 0.3, 1.2)
+    out, _, settle, transient = extend_until_settled(run_more, trace_until, first, start + 0.3)
+    assert (settle, transient) == (0.0, False) and len(out) == len(first)
+
+
+def test_extension_is_bounded_and_marks_the_row_transient(h100_warmups):
+    from powermodels.thermal.spans import extend_until_settled
+
+    trace, iv, start = h100_warmups["torch_bf16_matmul_8192"]
+    first, run_more, trace_until = replay(trace, iv, start, 1.0)
+    out, _, settle, transient = extend_until_settled(run_more, trace_until, first, start, max_settle_s=0.5,
+                                                     tolerance=1e-5)
+    assert transient and 0.5 <= settle < 0.8

@@ -19,7 +19,15 @@ import pandas as pd
 from .. import schema
 from ..harness.counter_protocol import counter_updates, launches_inside
 
-__all__ = ["SPAN_COLUMNS", "cap_settled", "counter_spans", "power_capped", "settled_spans", "thermal_state"]
+__all__ = [
+    "SPAN_COLUMNS",
+    "cap_settled",
+    "counter_spans",
+    "extend_until_settled",
+    "power_capped",
+    "settled_spans",
+    "thermal_state",
+]
 
 #: Columns of the span table :func:`counter_spans` returns (schema names; per launch where
 #: the run table's are: ``energy_j`` and ``time_s`` per launch).
@@ -168,3 +176,48 @@ def settled_spans(spans: pd.DataFrame, *, lookback_s: float = 1.0, tolerance: fl
         if cap_settled(spans.iloc[: i + 1], lookback_s=lookback_s, tolerance=tolerance):
             return spans.loc[starts >= ends[i] - lookback_s]
     return spans.iloc[:0]
+
+
+def extend_until_settled(run_more, trace_until, launches: np.ndarray, start_s: float, *,
+                         max_settle_s: float = 5.0, lookback_s: float = 1.0,
+                         tolerance: float = 0.005) -> tuple[np.ndarray, pd.DataFrame, float, bool]:
+    """Keep the load on while the power-cap controller moves, at most ``max_settle_s`` more.
+
+    Parameters
+    ----------
+    run_more : callable
+        ``run_more()`` runs about one counter update period more of the same
+        launches back to back and returns their ``(n, 2)`` intervals.
+    trace_until : callable
+        ``trace_until(end_s)`` returns the trace up to ``end_s``.
+    launches : array of shape (n, 2)
+        The measuring run's launches so far.
+    start_s : float
+        Start of the measuring run.
+
+    Returns
+    -------
+    launches : ndarray
+        All launches, the added ones included.
+    trace : pandas.DataFrame
+    settle_s : float
+        Load added waiting for the controller.
+    transient : bool
+        True when the cap reason was active and the last ``lookback_s`` still
+        drifted after ``max_settle_s``.
+
+    Without the cap reason in the run, nothing is added.
+    """
+    iv = np.asarray(launches, dtype=float).reshape(-1, 2)
+    end0 = float(iv[-1, 1])
+    trace = trace_until(end0)
+    spans = counter_spans(trace, iv, start_s=start_s, end_s=end0, updates_per_span=1)
+    if not power_capped(spans, share=0.0):
+        return iv, trace, 0.0, False
+    while not cap_settled(spans, lookback_s=lookback_s, tolerance=tolerance):
+        if float(iv[-1, 1]) - end0 >= max_settle_s:
+            return iv, trace, float(iv[-1, 1]) - end0, True
+        iv = np.vstack([iv, run_more()])
+        trace = trace_until(float(iv[-1, 1]))
+        spans = counter_spans(trace, iv, start_s=start_s, end_s=float(iv[-1, 1]), updates_per_span=1)
+    return iv, trace, float(iv[-1, 1]) - end0, False

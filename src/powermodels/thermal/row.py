@@ -1,0 +1,90 @@
+"""The thermal fields of one run-table row: what a protocol adds to the energy it measured.
+
+A protocol that measured a window calls :func:`row_alpha` for the α to use
+(a calibration file's, the caller's, the cached or newly learned one, the
+board's pool or the assumption, in that order) and :func:`thermal_fields` for
+the row's temperature at the window's start and end and its figures at the
+reference temperature (thesis eq. 4.7).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import schema
+from .alpha_cache import AlphaCache
+from .learning import alpha_for
+from .normalise import AlphaEstimate, check_reference_temperature, normalise
+from .spans import thermal_state
+
+__all__ = ["alpha_from_calibration", "given_alpha", "row_alpha", "thermal_fields"]
+
+
+def given_alpha(alpha_w_per_c: float, uncertainty_w_per_c: float = 0.0, source: str = "given") -> AlphaEstimate:
+    """An α the caller states (``source`` ``given``, or ``file`` for a calibration's)."""
+    try:
+        a, u = float(alpha_w_per_c), float(uncertainty_w_per_c)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha: expected numbers in W/°C, got {alpha_w_per_c!r} ± {uncertainty_w_per_c!r}") from None
+    if not (math.isfinite(a) and math.isfinite(u) and u >= 0):
+        raise ValueError(f"alpha: need a finite α and an uncertainty >= 0 (W/°C), got {alpha_w_per_c!r} ± "
+                         f"{uncertainty_w_per_c!r}")
+    return AlphaEstimate(a, u, source, detail=f"{source}: {a:.4g} ± {u:.2g} W/°C")
+
+
+def alpha_from_calibration(models: dict, meta: dict) -> tuple[AlphaEstimate | None, float | None]:
+    """A ``powermodels calibrate`` file's α (``source = file``) and its ``T_ref``; (None, None) without one.
+
+    ``models`` and ``meta`` as :func:`powermodels.workflows.calibration_apply.load` returns them.
+    """
+    temperature = models.get("temperature") if isinstance(models, dict) else None
+    alpha = getattr(temperature, "alpha_w_per_c_", None)
+    if alpha is None or not math.isfinite(float(alpha)):
+        return None, None
+    stderr = float(getattr(temperature, "alpha_stderr_w_per_c_", 0.0) or 0.0)
+    t_ref = meta.get("reference_temperature_c")
+    est = given_alpha(float(alpha), stderr if math.isfinite(stderr) else 0.0, source="file")
+    return est, (float(t_ref) if t_ref is not None else None)
+
+
+def row_alpha(runner, workload, config, *, power_w: float, sm_clock_mhz: float = math.nan,
+              given: AlphaEstimate | None = None, learn: bool = True, cache_dir=None,
+              **learn_params) -> AlphaEstimate:
+    """The α a row of ``workload`` at ``config`` uses: ``given`` if any, else
+    :func:`~.learning.alpha_for` (cached, learned ≤ 10 s, pooled, assumed)."""
+    if given is not None:
+        return given
+    return alpha_for(runner, workload, config, power_w=power_w, sm_clock_mhz=sm_clock_mhz,
+                     cache=AlphaCache(cache_dir), learn=learn, **learn_params)
+
+
+def thermal_fields(trace, start_s: float, end_s: float, *, energy_j: float, power_w: float, time_s: float,
+                   temperature_c: float, alpha: AlphaEstimate, reference_temperature_c: float | None = None,
+                   energy_uncertainty_j: float = math.nan) -> dict:
+    """Temperature at the window's start and end, and the figures at ``T_ref`` (schema names).
+
+    ``T_ref`` is ``reference_temperature_c`` when given (the calibration's or
+    ``--ref-temperature``), else the one stored with a learned α (the middle of
+    the range it was learned over, so every row of that workload on that board
+    shares it), else the row's own temperature rounded to a whole °C.
+    """
+    if reference_temperature_c is not None:
+        t_ref = check_reference_temperature(reference_temperature_c, "reference_temperature_c")
+    elif math.isfinite(alpha.reference_temperature_c):
+        t_ref = alpha.reference_temperature_c
+    elif math.isfinite(temperature_c):
+        t_ref = float(round(temperature_c))
+    else:
+        t_ref = math.nan
+    fields = thermal_state(trace, start_s, end_s)
+    if math.isfinite(t_ref):
+        fields.update(normalise(energy_j=energy_j, power_w=power_w, time_s=time_s, temperature_c=temperature_c,
+                                alpha=alpha, reference_temperature_c=t_ref,
+                                energy_uncertainty_j=energy_uncertainty_j))
+    else:  # no temperature at all (a device without the reading): say so, move nothing
+        fields.update({schema.REFERENCE_TEMPERATURE_C: math.nan, schema.ENERGY_AT_REF_J: math.nan,
+                       schema.POWER_AT_REF_W: math.nan, schema.ENERGY_AT_REF_UNCERTAINTY_J: math.nan,
+                       schema.CORRECTION_ALPHA_W_PER_C: alpha.alpha_w_per_c,
+                       schema.ALPHA_UNCERTAINTY_W_PER_C: alpha.uncertainty_w_per_c,
+                       schema.ALPHA_SOURCE: alpha.source, schema.ALPHA_REGIME: alpha.regime})
+    return fields
