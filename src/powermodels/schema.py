@@ -93,6 +93,12 @@ ENERGY_ABOVE_IDLE_J = "energy_above_idle_j"  # energy minus idle power x time
 TIME_SHARE = "time_share"            # a kernel's share of a program's GPU time (ncu), 0..1
 CALIBRATION_PHASE = "phase"          # powermodels calibrate: sweep / ramp / natural (DVFS)
 CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch or point
+# the clock a launch ran at, and where it came from (powermodels.workflows.launch_clocks)
+CLOCK_SOURCE = "clock_source"        # probe / kernel_time / nvml
+CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (probe tick, sensor lag)
+CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
+CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
+PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature

@@ -188,6 +188,14 @@ class Device(ABC):
         """Pids of the compute processes on the GPU; None when the device cannot tell."""
         return None
 
+    def clock_probe(self):
+        """An on-GPU SM-clock probe (:class:`~powermodels.devices.clock_probe.ClockProbe`).
+
+        None where no probe can run (no CUDA runtime, or the device cannot run kernels);
+        the clock then comes from the NVML reading, a slow sensor.
+        """
+        return None
+
 
 _APPLY_ORDER = (
     ("power_limit_w", "_apply_power_limit"),

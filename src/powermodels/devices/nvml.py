@@ -311,6 +311,16 @@ class NVMLDevice(Device):
         procs = self._call("compute_processes", "nvmlDeviceGetComputeRunningProcesses", self._handle)
         return None if procs is None else [int(p.pid) for p in procs]
 
+    def clock_probe(self):
+        """The on-GPU clock probe (:class:`~powermodels.devices.clock_probe.CupyClockProbe`)
+        on CuPy's current device; None when CuPy or its CUDA runtime is missing."""
+        try:
+            from .clock_probe import CupyClockProbe
+
+            return CupyClockProbe()
+        except ImportError:
+            return None
+
     def current_settings(self) -> Settings:
         """``Settings(None, None, current power limit)``.
 

@@ -54,6 +54,7 @@ import pandas as pd
 from .. import schema
 from ._checks import finite
 from .base import Device, DeviceInfo, Reading, Settings
+from .clock_probe import SimulatedClockProbe
 from .physics import GPUPhysics
 from .sensor_emulation import (
     PRESETS,
@@ -208,6 +209,15 @@ class SimulatedGPU(SimulationEngine, Device):
     def compute_processes(self) -> list[int]:
         """This process plus :attr:`other_processes` (like NVML's compute-process list)."""
         return [os.getpid(), *self.other_processes]
+
+    def clock_probe(self) -> SimulatedClockProbe:
+        """A clock probe that reads the simulated SM clock (the clock launches progress at)."""
+        return SimulatedClockProbe(self._clock_now)
+
+    def _clock_now(self) -> tuple[float, float]:
+        with self._lock:
+            t = self.now()
+            return t, float(self._clocks[self._fi.data[self._step_at(np.array([t]))[0]]])
 
     def current_settings(self) -> Settings:
         return Settings(self._sm_lock, self._mem_lock, self._power_limit)

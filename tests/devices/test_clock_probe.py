@@ -1,0 +1,60 @@
+"""The on-GPU clock probe: counts → MHz, and the simulated GPU's probe reads its clock."""
+
+import numpy as np
+import pytest
+
+from powermodels import schema
+from powermodels.devices.clock_probe import (
+    PROBE_SOURCE,
+    TIMER_TICK_NS,
+    clock_from_counts,
+    clock_uncertainty_mhz,
+)
+from powermodels.devices.physics import GPUPhysics
+from powermodels.devices.simulated import EXAMPLE_WORKLOADS, SimulatedGPU
+
+
+def test_counts_to_mhz_and_tick_bound():
+    # 39,600 cycles in 20 µs is 1,980 MHz; one 32 ns tick over 20 µs is 0.16 %
+    assert clock_from_counts(39_600, 20_000) == pytest.approx(1980.0)
+    assert clock_uncertainty_mhz(39_600, 20_000) == pytest.approx(1980.0 * TIMER_TICK_NS / 20_000)
+    assert np.isnan(clock_from_counts(100, 0))
+
+
+def test_kernel_source_reads_both_counters_on_tick_edges():
+    assert "%globaltimer" in PROBE_SOURCE and "clock64()" in PROBE_SOURCE
+    assert "while (g0 == g)" in PROBE_SOURCE  # starts on a timer edge
+
+
+def test_simulated_probe_reads_the_clock_launches_ran_at():
+    # a 400 W board: the power-cap controller lowers the clock under fp32, so the probes
+    # must follow it; where the probes before and after a launch agree, the launch's
+    # time is the workload's time at that clock
+    gpu = SimulatedGPU(physics=GPUPhysics(power_limit_w=400), seed=1)
+    w = EXAMPLE_WORKLOADS["fp32"]
+    probe = gpu.clock_probe()
+    gpu.idle(0.2)
+    probe.enqueue()
+    intervals = []
+    for _ in range(60):
+        intervals.append(gpu.run(w, 1)[0])
+        probe.enqueue()
+    table = probe.collect()
+    assert list(table.columns[:3]) == [schema.PROBE_CYCLES, schema.PROBE_ELAPSED_NS, schema.PROBE_CLOCK_MHZ]
+    assert len(table) == 61 and len(probe.collect()) == 0  # collect forgets what it returned
+    clocks = table[schema.PROBE_CLOCK_MHZ].to_numpy()
+    assert clocks[0] == 1980.0 and clocks.min() < 1900  # the cap moved the clock
+    assert np.all(table[schema.PROBE_ELAPSED_NS] % TIMER_TICK_NS == 0)  # whole ticks
+    mem = gpu.read().mem_clock_mhz
+    stable = clocks[:-1] == clocks[1:]
+    assert stable.sum() > 30
+    for (s, e), f in zip(np.array(intervals)[stable], clocks[:-1][stable]):
+        assert e - s == pytest.approx(w.time_s(f, mem), rel=2e-3)
+    truth = gpu.truth(intervals[0][0], gpu.now())
+    assert set(np.round(clocks[1:])) <= set(np.round(truth[schema.SM_CLOCK_MHZ]))
+
+
+def test_base_device_has_no_probe():
+    from powermodels.devices.base import Device
+
+    assert Device.clock_probe(object()) is None
