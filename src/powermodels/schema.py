@@ -99,6 +99,12 @@ CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (p
 CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
 CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
 PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
+# energy-counter windows of one workload at one clock (powermodels.workflows.counter_windows)
+WINDOW_START_S = "window_start_s"    # counter update that opens the window (host clock)
+WINDOW_END_S = "window_end_s"        # counter update that closes it
+SINCE_START_S = "since_start_s"      # seconds since the workload's stretch of launches began
+STRETCH = "stretch"                  # index of a workload's stretch of back-to-back launches
+WINDOWS = "windows"                  # counter windows joined into one block
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature

@@ -72,19 +72,29 @@ def test_report_has_tables_and_plots(locked, tmp_path):
         assert (tmp_path / name).stat().st_size > 0
 
 
+#: a simulated board whose controller moves the clock like the H100's (10 ms steps, ~5 GHz/s
+#: recovery: datasets/h100-2026-11-25-raw), with a 400 W limit these kernels reach
+H100_LIKE = dict(power_limit_w=400, control_step_s=0.01, clock_recovery_mhz_per_s=5000)
+
+
 def test_natural_dvfs_changes_nothing_and_says_what_it_cannot_identify():
-    gpu = SimulatedGPU(seed=1, physics=GPUPhysics(power_limit_w=400))
+    gpu = SimulatedGPU(seed=1, physics=GPUPhysics(**H100_LIKE))
     before = gpu.current_settings()
-    run = calibrate(["fp32", "stream_triad"], gpu, cycles=4, pressure_s=0.6, burst_s=0.3)
+    run = calibrate(["fp32", "stream_triad"], gpu, cycles=4, pressure_s=0.6, burst_s=0.3, series_s=1.0,
+                    cool_s=1.0)
     assert gpu.current_settings() == before
     launches = run.launches
     assert launches[schema.SM_CLOCK_MHZ].max() - launches[schema.SM_CLOCK_MHZ].min() > 150
+    assert set(launches[schema.CLOCK_SOURCE]) == {"probe"} and launches[schema.CLOCK_KEPT].all()
+    assert run.recording is not None and len(run.recording.probes) > len(run.recording.launches)
+    assert (run.clocks["dropped"] > 0).any()  # launches inside a clock step are not fitted on
     ident = run.calibration.identifiability
     assert set(ident["quantity"]) == {"power", "time", "temperature"}
     missing = ident.loc[~ident["identified"]]
     assert (missing["reason"].str.len() > 20).all()  # every gap is explained
     fp32 = ident.set_index([schema.GROUP, "quantity"]).loc[
-        (group_key("fp32", launches.loc[launches[schema.KERNEL] == "fp32", schema.CONFIG].iloc[0]), "time")]
+        (group_key("fp32", launches.loc[launches[schema.WORKLOAD].str.startswith("fp32"), schema.CONFIG].iloc[0]
+                   or "block_size_x=1024,nr_outer=64,nr_inner=1024"), "time")]
     assert fp32["identified"]
 
 

@@ -7,13 +7,20 @@ from pathlib import Path
 
 NAME = "calibrate"
 HELP = ("Calibrate power and time vs clock and temperature (thesis ch. 4): natural DVFS by default, "
-        "locked clocks with --allow-clock-changes.")
+        "locked clocks with --allow-clock-changes, or refit a recording with --from DIR.")
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("workloads", nargs="+", metavar="WORKLOAD",
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help="registry kernel (fp32, sgemm, ...), optionally NAME:p=v,p=v for a "
                              "configuration, or module:function (a Python callable)")
+    parser.add_argument("--from", dest="from_dir", metavar="DIR",
+                        help="refit a recording without a GPU: a raw recording folder (trace/energy/"
+                             "launches/phases parquet, provenance.json, optional probes.parquet) or an "
+                             "older calibrate folder (launches.parquet + samples.parquet)")
+    parser.add_argument("--clock-reference", metavar="WORKLOAD", default="auto",
+                        help="--from: workload whose time gives its own launches' clock where there are "
+                             "no probes ('auto': the one whose time is most nearly ∝ 1/clock; 'none')")
     parser.add_argument("--out", required=True, help="folder for calibration.pmcal, report.md, plots, tables")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
     parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
@@ -32,6 +39,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cycles", type=int, default=8, help="natural DVFS: pressure/burst cycles per workload")
     parser.add_argument("--pressure-s", type=float, default=1.0, help="natural DVFS: longest pressure, s")
     parser.add_argument("--burst-s", type=float, default=0.5, help="natural DVFS: workload burst, s")
+    parser.add_argument("--series-s", type=float, default=10.0,
+                        help="natural DVFS: per workload, seconds back to back from cool (for alpha; 0: none)")
+    parser.add_argument("--cool-s", type=float, default=10.0, help="natural DVFS: idle before each series, s")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="natural DVFS: no on-GPU clock probe (clocks then come from NVML's lagging reading)")
     parser.add_argument("--reference-clock", type=float, metavar="MHZ", help="report at this clock")
     parser.add_argument("--reference-temperature", type=float, metavar="C", help="report at this temperature")
     parser.add_argument("--min-span", type=float, default=150.0, metavar="MHZ",
@@ -73,9 +85,58 @@ def _has_gpu(index: int) -> bool:
     return nvml_available(index)
 
 
+def _from(args) -> int:
+    from ..workflows import calibration_report
+    from ..workflows.calibrate import save
+    from ..workflows.recording_calibration import calibrate_from
+
+    if args.workloads:
+        raise ValueError("--from refits a recording: give no WORKLOAD (the recording names its own)")
+    reference = None if args.clock_reference == "none" else args.clock_reference
+    result = calibrate_from(args.from_dir, clock_reference=reference, min_span_mhz=args.min_span,
+                            reference_clock_mhz=args.reference_clock,
+                            reference_temperature_c=args.reference_temperature)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = save(result, out / "calibration.pmcal")
+    report = calibration_report.write_report(result, out, plots=not args.no_plots)
+    print(f"calibration refitted from {args.from_dir} ({result.device.get('device')}, no GPU used)")
+    _summary(result)
+    print(f"wrote {path} and {report}")
+    return 0
+
+
+def _summary(result) -> None:
+    cal = result.calibration
+    for line in result.findings:
+        print(f"  {line}")
+    for r in result.clocks.itertuples(index=False):
+        print(f"  {r.workload:<28} clock from {r.clock_source:<11} kept {r.kept}/{r.batches} batches"
+              + (f" ({r.kept_clock_lo_mhz:.0f}–{r.kept_clock_hi_mhz:.0f} MHz)" if r.kept else ""))
+    for r in cal.identifiability.itertuples(index=False):
+        status = "fitted" if r.identified else "NOT identified"
+        span = "" if r.distinct_clocks == 0 else f" over {r.clock_lo_mhz:.0f}–{r.clock_hi_mhz:.0f} MHz"
+        print(f"  {r.group:<28} {r.quantity:<12} {status}{span}")
+    for r in cal.validation.itertuples(index=False):
+        print(f"  {r.group:<28} held-out {r.band_lo_mhz:.0f}–{r.band_hi_mhz:.0f} MHz: time MAPE "
+              f"{r.time_mape_rational_pct:.3g} % ({r.test_rows} launches), power MAPE {r.power_mape_pct:.3g} % "
+              f"({r.power_test_rows} windows)")
+    if cal.temperature is not None:
+        t = cal.temperature
+        print(f"  alpha = {t.alpha_w_per_c_:.3f} W/°C, 95 % CI [{t.alpha_ci_w_per_c_[0]:.3f}, "
+              f"{t.alpha_ci_w_per_c_[1]:.3f}] (T_ref {cal.reference_temperature_c:.1f} °C)")
+    for note in cal.notes:
+        print(f"  note: {note}")
+
+
 def run(args) -> int:
     from ..workflows import calibration_report
     from ..workflows.calibrate import calibrate, save
+
+    if args.from_dir:
+        return _from(args)
+    if not args.workloads:
+        raise ValueError("calibrate: give at least one WORKLOAD (or --from DIR to refit a recording)")
 
     clocks = None
     if args.clocks:
@@ -94,17 +155,27 @@ def run(args) -> int:
         result = calibrate([_workload_arg(w) for w in args.workloads], device,
                            allow_clock_changes=args.allow_clock_changes, clocks=clocks, pressure=pressure,
                            cycles=args.cycles, pressure_s=args.pressure_s, burst_s=args.burst_s,
+                           series_s=args.series_s, cool_s=args.cool_s, probe=not args.no_probe,
                            reference_clock_mhz=args.reference_clock,
                            reference_temperature_c=args.reference_temperature, min_span_mhz=args.min_span,
                            progress=lambda line: print(f"  {line}", file=sys.stderr))
     finally:
         device.close()
+    if result.recording is not None:  # everything measured, for `calibrate --from`
+        from ..recording import write_recording
+
+        write_recording(result.recording, out / "recording")
     path = save(result, out / "calibration.pmcal")
     report = calibration_report.write_report(result, out, plots=not args.no_plots)
     cal = result.calibration
     ident = cal.identifiability
     print(f"calibration of {len(args.workloads)} workload(s) on {result.device['device']} "
           f"({'locked clocks' if args.allow_clock_changes else 'natural DVFS, no setting changed'})")
+    if result.recording is not None:
+        print(f"  recording (re-analyse with `powermodels calibrate --from {out / 'recording'} --out DIR`)")
+        _summary(result)
+        print(f"wrote {path}, {report} and {out / 'recording'}")
+        return 0
     for r in ident.itertuples(index=False):
         status = "fitted" if r.identified else "NOT identified"
         span = "" if r.distinct_clocks == 0 else f" over {r.clock_lo_mhz:.0f}–{r.clock_hi_mhz:.0f} MHz"

@@ -9,10 +9,12 @@ Two ways to make the GPU run at several clocks:
   *pressure load* — by default a tensor-core-heavy GEMM, which holds a Hopper GPU at its software
   power cap and makes its controller lower the SM clock (1110–1980 MHz on an H100, clock-event
   reason 0x4) — runs before each burst of the workload; the workload's launches then run at the
-  clocks the controller chose while it recovers. Each launch's clock is read from the trace, so
-  time vs clock is fitted per launch; power vs clock from the sensor updates whose window lay
-  inside the workload's launches. What this cannot identify (e.g. the power curve of a kernel
-  whose launches all ran at one clock) is reported as such, not fitted
+  clocks the controller chose while it recovers, then each workload warms up from cool for α.
+  Everything is kept as a raw recording (:mod:`powermodels.workflows.natural_recording`), with
+  a clock probe on the GPU before and after each batch of launches, and the fit runs on that
+  recording (:mod:`powermodels.workflows.recording_calibration`): only launches whose clock is
+  known, power from the energy counter at constant clock. What this cannot identify (e.g. the
+  power curve of a kernel whose launches all ran at one clock) is reported as such, not fitted
   (:mod:`powermodels.workflows.calibration_fit`).
 
 The measured tables, the fitted :class:`~powermodels.workflows.calibration_fit.Calibration` and a
@@ -24,18 +26,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness.protocols import _launches_for, counter_power_w, sensor_updates
+from ..harness.protocols import _launches_for, counter_power_w
 from ..harness.runner import Runner, make_runner
 from .calibration_fit import Calibration, fit_calibration
 
-__all__ = ["CalibrationRun", "calibrate", "collect_locked_clocks", "collect_natural_dvfs",
-           "default_pressure_workload", "save"]
+__all__ = ["CalibrationRun", "calibrate", "collect_locked_clocks", "default_pressure_workload", "save"]
 
 
 @dataclass
@@ -47,13 +48,23 @@ class CalibrationRun:
     points : DataFrame
         Sweep and ramp points (locked clocks); empty on the natural path.
     launches : DataFrame
-        Natural-DVFS launches (time, clock, temperature per launch); empty on the locked path.
+        Natural-DVFS launches kept for the fit (time, clock, its source and spread, temperature
+        per batch); empty on the locked path.
     samples : DataFrame
-        Natural-DVFS power samples (one per sensor update inside the workload's launches).
+        Natural-DVFS power: energy-counter blocks of one workload at one known clock.
     calibration : Calibration
         The fitted models and what they could identify.
     device : dict
         Name, UUID and driver of the device measured.
+    clocks : DataFrame
+        Per workload and clock source: batches kept and dropped for the fits, and why
+        (:func:`~powermodels.workflows.launch_clocks.launch_clock_summary`); empty when the
+        run was not fitted from a recording.
+    findings : list of str
+        What the data can and cannot identify, in words (for the report).
+    recording : Recording or None
+        Natural DVFS: everything measured (:mod:`powermodels.recording`), to write with
+        :func:`powermodels.recording.write_recording` and refit with ``calibrate --from``.
     """
 
     points: pd.DataFrame
@@ -61,6 +72,9 @@ class CalibrationRun:
     samples: pd.DataFrame
     calibration: Calibration
     device: dict
+    clocks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    findings: list = field(default_factory=list)
+    recording: object = None
 
 
 # --------------------------------------------------------------------------
@@ -86,30 +100,6 @@ def _items(workloads) -> list[tuple[object, dict]]:
     if not items:
         raise ValueError("calibrate: no workloads given")
     return items
-
-
-def _mean_between(t: np.ndarray, v: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and range of ``v`` sampled at sorted ``t`` over each ``[start, end]`` (NaN if empty).
-
-    Found by time search (cumulative sums), linear in the trace, whatever the number of windows.
-    """
-    ok = np.isfinite(v)
-    t, v = t[ok], v[ok]
-    lo = np.searchsorted(t, start, side="left")
-    hi = np.searchsorted(t, end, side="right")
-    csum = np.concatenate([[0.0], np.cumsum(v)])
-    n = hi - lo
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(n > 0, (csum[hi] - csum[lo]) / np.maximum(n, 1), np.nan)
-    # the nearest earlier sample stands for a window with none inside (launch shorter than a period)
-    nearest = np.clip(lo - 1, 0, max(t.size - 1, 0))
-    if t.size:
-        mean = np.where(n > 0, mean, v[nearest])
-    spread = np.full(start.shape, np.nan)
-    for i in np.flatnonzero(n > 1):  # only launches with several samples have a range
-        seg = v[lo[i]:hi[i]]
-        spread[i] = seg.max() - seg.min()
-    return mean, spread
 
 
 def _point(runner: Runner, workload, config: dict, seconds: float, warmup_s: float) -> dict:
@@ -175,83 +165,6 @@ def collect_locked_clocks(runner: Runner, workloads, clocks: Sequence[float], *,
     return pd.DataFrame(rows)
 
 
-def _power_column(trace: pd.DataFrame) -> str | None:
-    for column in (schema.POWER_INSTANT_W, schema.POWER_USAGE_W):
-        if column in trace and np.isfinite(trace[column].to_numpy(float)).any():
-            return column
-    return None
-
-
-def collect_natural_dvfs(runner: Runner, workloads, pressure=None, *, cycles: int = 8,
-                         pressure_s: float = 1.0, burst_s: float = 0.5,
-                         progress: Callable[[str], None] | None = None
-                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Natural DVFS: bursts of each workload after a pressure load of growing length.
-
-    Cycle ``c`` of ``cycles`` runs the pressure load for ``pressure_s · c / (cycles − 1)``
-    (the first cycle none, so the workload's own clock is in the data), then the workload for
-    ``burst_s``. Nothing is changed on the device.
-
-    Returns
-    -------
-    launches : DataFrame
-        One row per workload launch: time, the mean SM/memory clock and temperature the trace
-        shows during it, and ``clock_range_mhz`` (the clock moved within the launch).
-    samples : DataFrame
-        One row per sensor update whose window (Yang §IV-C: ``[u − delay − window, u − delay]``)
-        lay inside a burst: power and the mean clock and temperature over that window.
-    """
-    items = _items(workloads)
-    if not (isinstance(cycles, (int, np.integer)) and cycles >= 2):
-        raise ValueError(f"calibrate: cycles must be an int >= 2, got {cycles!r}")
-    if not (pressure_s >= 0 and burst_s > 0):
-        raise ValueError(f"calibrate: pressure_s must be >= 0 and burst_s > 0, got {pressure_s}, {burst_s}")
-    pressure_w = _workload(pressure) if pressure is not None else None
-    p_cfg = pressure_w.validate_config(pressure_w.parse_config(None)) if pressure_w else None
-    p_time = runner.launch_time_s(pressure_w, p_cfg) if pressure_w else math.nan
-    sensor = runner.sensor
-    launch_rows, sample_rows = [], []
-    for k, (w, config) in enumerate(items):
-        t1 = runner.launch_time_s(w, config)
-        for c in range(cycles):
-            seconds = pressure_s * c / (cycles - 1)
-            if pressure_w is not None and seconds > 0:
-                runner.run(pressure_w, p_cfg, _launches_for(seconds, p_time))
-            iv = runner.run(w, config, _launches_for(burst_s, t1))
-            start, end = float(iv[0, 0]), float(iv[-1, 1])
-            trace = runner.trace(start, end + sensor.delay_s + sensor.update_period_s, run_id="calibrate")
-            t = trace[schema.T_S].to_numpy(float)
-            clock, spread = _mean_between(t, trace[schema.SM_CLOCK_MHZ].to_numpy(float), iv[:, 0], iv[:, 1])
-            mem, _ = _mean_between(t, trace[schema.MEM_CLOCK_MHZ].to_numpy(float), iv[:, 0], iv[:, 1])
-            temp, _ = _mean_between(t, trace[schema.TEMPERATURE_C].to_numpy(float), iv[:, 0], iv[:, 1])
-            base = {schema.KERNEL: w.name, schema.CONFIG: w.config_id(config),
-                    schema.CALIBRATION_PHASE: "natural", schema.REPEAT: c}
-            launch_rows.append(pd.DataFrame({**base, schema.START_S: iv[:, 0], schema.END_S: iv[:, 1],
-                                             schema.TIME_S: iv[:, 1] - iv[:, 0], schema.SM_CLOCK_MHZ: clock,
-                                             schema.MEM_CLOCK_MHZ: mem, schema.TEMPERATURE_C: temp,
-                                             schema.CLOCK_RANGE_MHZ: spread}))
-            column = _power_column(trace)
-            if column is None:
-                continue
-            window = sensor.instant_window_s if column == schema.POWER_INSTANT_W else sensor.average_window_s
-            u, p = sensor_updates(trace, column)
-            w1 = u - sensor.delay_s
-            w0 = w1 - window
-            inside = (w0 >= start) & (w1 <= end)
-            if inside.any():
-                f_w, _ = _mean_between(t, trace[schema.SM_CLOCK_MHZ].to_numpy(float), w0[inside], w1[inside])
-                temp_w, _ = _mean_between(t, trace[schema.TEMPERATURE_C].to_numpy(float), w0[inside], w1[inside])
-                sample_rows.append(pd.DataFrame({**base, schema.T_S: u[inside], schema.POWER_W: p[inside],
-                                                 schema.SM_CLOCK_MHZ: f_w, schema.TEMPERATURE_C: temp_w}))
-        if progress:
-            progress(f"natural DVFS {k + 1}/{len(items)}: {w.name} ({cycles} cycles)")
-    launches = pd.concat(launch_rows, ignore_index=True)
-    samples = (pd.concat(sample_rows, ignore_index=True) if sample_rows else
-               pd.DataFrame(columns=[schema.KERNEL, schema.CONFIG, schema.CALIBRATION_PHASE, schema.REPEAT,
-                                     schema.T_S, schema.POWER_W, schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C]))
-    return launches, samples
-
-
 def default_pressure_workload() -> object:
     """The tensor-core pressure load: a bf16 GEMM (PyTorch, else CuPy), or its simulated twin.
 
@@ -291,7 +204,8 @@ def _check_options(*, clocks, n_clocks, cycles, pressure_s, burst_s, point_s, re
 
 def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
               clocks: Sequence[float] | None = None, n_clocks: int = 8, pressure="default",
-              cycles: int = 8, pressure_s: float = 1.0, burst_s: float = 0.5, point_s: float = 1.0,
+              cycles: int = 8, pressure_s: float = 1.0, burst_s: float = 0.5, series_s: float = 10.0,
+              cool_s: float = 10.0, probe: bool = True, point_s: float = 1.0,
               reference_clock_mhz: float | None = None, reference_temperature_c: float | None = None,
               min_span_mhz: float = 150.0, progress: Callable[[str], None] | None = None,
               runner: Runner | None = None) -> CalibrationRun:
@@ -312,8 +226,10 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
         the highest.
     pressure : workload, "default" or None
         Natural DVFS: the load run before each burst (None: the workload alone).
-    cycles, pressure_s, burst_s : int, float, float
-        Natural DVFS schedule (:func:`collect_natural_dvfs`).
+    cycles, pressure_s, burst_s, series_s, cool_s : int, float, float, float, float
+        Natural DVFS schedule (:func:`~powermodels.workflows.natural_recording.record_natural_dvfs`).
+    probe : bool
+        Natural DVFS: probe the SM clock on the GPU around each batch (where the device can).
     point_s : float
         Locked clocks: seconds per point.
     reference_clock_mhz, reference_temperature_c : float, optional
@@ -337,8 +253,6 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
     runner = runner or make_runner(device)
     try:
         dev = runner.device
-        points = pd.DataFrame()
-        launches = samples = None
         if allow_clock_changes:
             if clocks is None:
                 supported = sorted({float(f) for fs in dev.supported_clocks().values() for f in fs})
@@ -351,20 +265,44 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
         else:
             load = default_pressure_workload() if isinstance(pressure, str) and pressure == "default" \
                 else pressure
-            launches, samples = collect_natural_dvfs(runner, workloads, load, cycles=cycles,
-                                                     pressure_s=pressure_s, burst_s=burst_s, progress=progress)
-        calibration = fit_calibration(points if len(points) else None, launches, samples,
+            return _natural(runner, workloads, load, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
+                            series_s=series_s, cool_s=cool_s, probe=probe, progress=progress,
+                            reference_clock_mhz=reference_clock_mhz,
+                            reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
+        calibration = fit_calibration(points, None, None,
                                       reference_clock_mhz=reference_clock_mhz,
                                       reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
         info = dev.info
-        return CalibrationRun(points=points, launches=launches if launches is not None else pd.DataFrame(),
-                              samples=samples if samples is not None else pd.DataFrame(),
+        return CalibrationRun(points=points, launches=pd.DataFrame(), samples=pd.DataFrame(),
                               calibration=calibration,
                               device={"device": info.name, "uuid": getattr(info, "uuid", None),
                                       "driver": getattr(info, "driver", None), "device_kind": info.kind})
     finally:
         if own:
             runner.close()
+
+
+def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, cool_s, probe, progress,
+             reference_clock_mhz, reference_temperature_c, min_span_mhz) -> CalibrationRun:
+    """Natural DVFS: record (probes included), then fit on the recording."""
+    from .calibration_fit import group_key
+    from .natural_recording import record_natural_dvfs
+    from .recording_calibration import calibrate_recording
+
+    items = _items(workloads)
+    # the recording's workload names carry the configuration (two configs of one kernel differ)
+    named = [(w, c, group_key(w.name, w.config_id(c))) for w, c in items]
+    pressure = None
+    if load is not None:
+        p = _workload(load)
+        pressure = (p, p.validate_config(p.parse_config(None)))
+    recording = record_natural_dvfs(runner, named, pressure, cycles=cycles, pressure_s=pressure_s,
+                                    burst_s=burst_s, series_s=series_s, cool_s=cool_s, probe=probe,
+                                    progress=progress)
+    run = calibrate_recording(recording, reference_clock_mhz=reference_clock_mhz,
+                              reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
+    run.recording = recording
+    return run
 
 
 def save(run: CalibrationRun, path) -> object:

@@ -175,7 +175,7 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
                     reference_temperature_c: float | None = None, min_span_mhz: float = 150.0,
                     min_clocks: int = 4, min_temperature_span_c: float = 3.0,
                     clock_step_mhz: float = 15.0, holdout_band: tuple[float, float] = (0.4, 0.6),
-                    ) -> Calibration:
+                    temperature_samples: pd.DataFrame | None = None) -> Calibration:
     """Fit the thesis calibration (eq. 4.1, 4.5, 4.6; DSO eq. 2) to calibration tables.
 
     Parameters
@@ -200,7 +200,11 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
     clock_step_mhz : float
         Clocks closer than this count as one (Hopper: 15 MHz steps).
     holdout_band : (float, float)
-        Fraction of each group's clock range held out to validate the time models.
+        Fraction of each group's clock range held out to validate the time and power models.
+    temperature_samples : DataFrame, optional
+        Rows α is fitted from (default the ramp points, else ``samples``): ``kernel, config,
+        power_w, sm_clock_mhz, temperature_c`` and optionally ``stretch`` (each stretch of
+        back-to-back launches is its own group: its own thermal history).
 
     Returns
     -------
@@ -247,7 +251,8 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
     # -- temperature slope α (eq. 4.6) at a stable clock, first: the power curves are fitted to
     # power normalised to T_ref, or the warming during a sweep would leak into P(f) -----------
     temperature = None
-    t_source = ramp if len(ramp) else (samples if samples is not None else ramp)
+    t_source = (temperature_samples if temperature_samples is not None
+                else ramp if len(ramp) else (samples if samples is not None else ramp))
     t_rows = _stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
     t_ref = float(np.nanmin(temps_all)) if reference_temperature_c is None else float(reference_temperature_c)
     if not np.isfinite(t_ref):
@@ -343,6 +348,8 @@ def _stable_clock_rows(table, step_mhz: float, min_span_c: float) -> pd.DataFram
     t = table.copy()
     t[schema.GROUP] = [f"{g}@{round(f / step_mhz) * step_mhz:.0f}"
                        for g, f in zip(_groups(t), t[schema.SM_CLOCK_MHZ].to_numpy(float))]
+    if schema.STRETCH in t:
+        t[schema.GROUP] = [f"{g}#{k}" for g, k in zip(t[schema.GROUP], t[schema.STRETCH])]
     t = t.loc[np.isfinite(t[schema.POWER_W].to_numpy(float)) & np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float))]
     span = t.groupby(schema.GROUP)[schema.TEMPERATURE_C].agg(lambda s: s.max() - s.min())
     size = t.groupby(schema.GROUP).size()
@@ -359,7 +366,8 @@ def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dic
            "test_rows": int(test.sum())}
     if test.sum() < 1 or train.sum() < 4 or np.unique(np.round(f[train])).size < 3:
         return {**row, "time_mape_rational_pct": math.nan, "time_mape_dso_pct": math.nan,
-                "energy_measured_j": math.nan, "energy_predicted_j": math.nan, "energy_error_pct": math.nan}
+                "energy_measured_j": math.nan, "energy_predicted_j": math.nan, "energy_error_pct": math.nan,
+                "power_test_rows": 0, "power_mape_pct": math.nan}
     X = time_rows[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(drop=True)
     y = time_rows[schema.TIME_S].to_numpy(float)
     rational = RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X.loc[train], y[train])
@@ -367,7 +375,8 @@ def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dic
                         mem_clock_column=schema.MEM_CLOCK_MHZ).fit(X.loc[train], y[train])
     row["time_mape_rational_pct"] = _mape(y[test], rational.predict(X.loc[test]))
     row["time_mape_dso_pct"] = _mape(y[test], dso.predict(X.loc[test]))
-    row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan)
+    row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan,
+               power_test_rows=0, power_mape_pct=math.nan)
     if power_rows is not None and len(power_rows):
         pf = power_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
         p = power_rows[schema.POWER_W].to_numpy(float)
@@ -376,6 +385,8 @@ def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dic
         p_train = ~p_test
         if p_test.any() and np.unique(np.round(pf[p_train])).size >= 3:
             pmodel = FrequencyPowerModel().fit(pf[p_train, None], p[p_train])
+            row.update(power_test_rows=int(p_test.sum()),
+                       power_mape_pct=_mape(p[p_test], pmodel.predict_at(pf[p_test])))
             f_band = f[test]
             measured = float(np.mean(p[p_test])) * float(np.mean(y[test]))
             predicted = float(np.mean(pmodel.predict_at(f_band) * rational.predict(X.loc[test])))

@@ -66,6 +66,12 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
              f"{cal.reference_temperature_c:.1f} °C; calibrated clocks {cal.clock_range_mhz[0]:.0f}–"
              f"{cal.clock_range_mhz[1]:.0f} MHz, temperatures {cal.temperature_range_c[0]:.1f}–"
              f"{cal.temperature_range_c[1]:.1f} °C.", "",
+             *(["## What this recording can and cannot identify", "", *[f"- {x}" for x in run.findings], ""]
+               if run.findings else []),
+             *(["## The clock of each launch", "",
+                "Timed batches per workload and clock source: kept for the fits (their clock is known) "
+                "or dropped, with the main reason.", "", markdown_table(run.clocks, float_format=".0f"), ""]
+               if len(run.clocks) else []),
              "## What the data identify", "",
              markdown_table(cal.identifiability, float_format=".0f"), ""]
     params = _parameters(run)
@@ -73,8 +79,9 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
         lines += ["## Fitted models", "", markdown_table(params), ""]
     if len(cal.validation):
         lines += ["## Held-out clock band", "",
-                  "Each configuration's time models refitted without the middle of its clock range and "
-                  "scored there (MAPE %); energy = fitted power × fitted time at the band's clocks vs "
+                  "Each configuration's time and power models refitted without the middle of its clock "
+                  "range and scored there (MAPE %; train_rows/test_rows: launches, power_test_rows: power "
+                  "samples in the band); energy = fitted power × fitted time at the band's clocks vs "
                   "measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
     if len(cal.comparison):
         lines += ["## Per-config vs global (thesis §5.7)", "", markdown_table(cal.comparison, float_format=".3g"), ""]

@@ -1,0 +1,209 @@
+"""Record natural-DVFS calibration data as a raw recording, with the clock probed on the GPU.
+
+The natural-DVFS path of ``powermodels calibrate`` keeps everything it measured, in the
+raw recording format (:mod:`powermodels.recording`), so ``calibrate --from`` can redo the
+fit without a GPU:
+
+* ``natural``: for each workload, ``cycles`` × [pressure load for a growing time, then a
+  burst of the workload] — the clocks the power-cap controller chooses while it recovers,
+  with no setting changed;
+* ``thermal`` (``series_s > 0``): for each workload, ``cool_s`` idle, then ``series_s`` back
+  to back from cool — a warm-up at the clock the workload holds, for α (thesis §4.2.1).
+
+Every burst and series is cut into batches of about ``batch_s`` (one launch for kernels of
+a millisecond); a clock probe (:mod:`powermodels.devices.clock_probe`) runs on the
+workload's stream before the first batch and after each one, so each batch is bracketed.
+The full-rate sampler trace, the energy-counter reads, the schedule and the provenance are
+kept beside the launches.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+
+__all__ = ["record_natural_dvfs"]
+
+_TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ,
+                  schema.MEM_CLOCK_MHZ, schema.TEMPERATURE_C, schema.THROTTLE_REASONS)
+
+
+def _run_probed(runner, workload, config, batches: int, per_batch: int, probe) -> tuple[np.ndarray, pd.DataFrame]:
+    """``batches`` batches of ``per_batch`` launches with a probe before the first and after each.
+
+    Returns the ``(batches, 3)`` array ``[start_s, end_s, mean time per launch]`` and the
+    ``batches + 1`` probes (``t_s`` between the batches they separate).
+    """
+    run_probed = getattr(runner, "run_probed", None)
+    if run_probed is not None:  # the runner interleaves probes with its own launches
+        return run_probed(workload, config, batches, per_batch, probe)
+    rows = []
+    probe.enqueue()
+    for _ in range(batches):
+        iv = runner.run(workload, config, per_batch)
+        probe.enqueue()
+        rows.append((iv[0, 0], iv[-1, 1], float(np.mean(iv[:, 1] - iv[:, 0]))))
+    rows = np.array(rows, dtype=float)
+    probes = probe.collect()
+    edges = np.concatenate([[rows[0, 0]], 0.5 * (rows[1:, 0] + rows[:-1, 1]), [rows[-1, 1]]])
+    probes.insert(0, schema.T_S, edges[:len(probes)])
+    return rows, probes
+
+
+class _Recorder:
+    """Accumulates the schedule, launches, probes and trace of one recording."""
+
+    def __init__(self, runner, probe, batch_s: float):
+        self.runner, self.probe, self.batch_s = runner, probe, batch_s
+        self.phases, self.launches, self.probes, self.traces = [], [], [], []
+        self.batch = 0
+        self.fetched = runner.now()
+        self.t0 = self.fetched
+
+    def _entry(self, phase, workload, repeat, kind, t0, t1):
+        self.phases.append({schema.RECORDING_PHASE: phase, schema.WORKLOAD: workload, schema.REPEAT: repeat,
+                            schema.PHASE_KIND: kind, schema.T0_S: t0, schema.T1_S: t1})
+        # fetch the trace as we go: the simulated GPU keeps a bounded history
+        self.traces.append(self.runner.trace(self.fetched, t1, run_id="recording"))
+        self.fetched = t1
+
+    def idle(self, phase, seconds):
+        t0, t1 = self.runner.idle(seconds)
+        self._entry(phase, "-", -1, "idle", t0, t1)
+
+    def pressure(self, phase, load, config, repeat, seconds, launch_s):
+        iv = self.runner.run(load, config, max(1, math.ceil(seconds / launch_s)))
+        self._entry(phase, load.name, repeat, "pressure", float(iv[0, 0]), float(iv[-1, 1]))
+
+    def timed(self, phase, workload, config, label, repeat, kind, seconds, launch_s):
+        per_batch = max(1, round(self.batch_s / launch_s))
+        batches = max(1, math.ceil(seconds / (per_batch * launch_s)))
+        rows, probes = _run_probed(self.runner, workload, config, batches, per_batch, self.probe)
+        n = len(rows)
+        self.launches.append(pd.DataFrame({
+            schema.RECORDING_PHASE: phase, schema.WORKLOAD: label, schema.REPEAT: repeat,
+            schema.BATCH: np.arange(self.batch, self.batch + n), schema.START_S: rows[:, 0],
+            schema.END_S: rows[:, 1], schema.LAUNCHES: per_batch, schema.TIME_S: rows[:, 2]}))
+        if len(probes):  # probe i sits before batch i (the last one after the last batch)
+            probes[schema.WORKLOAD] = label
+            probes[schema.BATCH] = np.minimum(np.arange(self.batch, self.batch + len(probes)), self.batch + n - 1)
+            self.probes.append(probes)
+        self.batch += n
+        self._entry(phase, label, repeat, kind, float(rows[0, 0]), float(rows[-1, 1]))
+
+    def recording(self, provenance: dict):
+        from ..recording import Recording
+
+        trace = pd.concat(self.traces, ignore_index=True)
+        trace = trace.drop_duplicates(schema.T_S).sort_values(schema.T_S).reset_index(drop=True)
+        energy = trace.loc[np.isfinite(trace[schema.ENERGY_COUNTER_J].to_numpy(float)),
+                           [schema.T_S, schema.ENERGY_COUNTER_J]].reset_index(drop=True)
+        cols = [c for c in _TRACE_COLUMNS if c in trace and np.isfinite(
+            pd.to_numeric(trace[c], errors="coerce").to_numpy(float)).any()]
+        trace = trace[cols].copy()
+        if schema.THROTTLE_REASONS in trace:
+            trace[schema.THROTTLE_REASONS] = trace[schema.THROTTLE_REASONS].astype(np.int64)
+        probes = pd.concat(self.probes, ignore_index=True) if self.probes else None
+        if probes is not None:
+            probes = probes[[schema.T_S, schema.WORKLOAD, schema.BATCH, schema.PROBE_CLOCK_MHZ,
+                             schema.PROBE_CYCLES, schema.PROBE_ELAPSED_NS]]
+        return Recording(trace=trace, energy=energy, launches=pd.concat(self.launches, ignore_index=True),
+                         phases=pd.DataFrame(self.phases), provenance=provenance, probes=probes)
+
+
+def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressure_s: float = 1.0,
+                        burst_s: float = 0.5, series_s: float = 10.0, cool_s: float = 10.0,
+                        lead_idle_s: float = 1.0, batch_s: float = 1e-3, probe=True,
+                        progress: Callable[[str], None] | None = None, command: str = ""):
+    """Run the natural-DVFS protocol (see the module) and return it as a raw recording.
+
+    Parameters
+    ----------
+    runner : Runner
+        Where to run (its device is only read: no setting changes).
+    items : list of (Workload, dict) or (Workload, dict, str)
+        Workloads with their configurations (and the name the recording gives them:
+        default the workload's name).
+    pressure : (Workload, dict) or None
+        The load run before each burst (None: bursts only).
+    cycles, pressure_s, burst_s : int, float, float
+        Cycle ``c`` runs the pressure for ``pressure_s · c / (cycles − 1)`` then a burst.
+    series_s, cool_s : float
+        Thermal part: per workload, ``cool_s`` idle then ``series_s`` back to back (0: none).
+    lead_idle_s : float
+        Idle before the first burst (the trace's baseline).
+    batch_s : float
+        Launches are timed and probed in batches of about this length (at least one launch).
+    probe : bool or ClockProbe
+        True: the device's probe (:meth:`~powermodels.devices.base.Device.clock_probe`);
+        False or a device without one: no probes (clocks then come from NVML's reading).
+    progress : callable, optional
+        Called with one line per workload and part.
+    command : str
+        What made the recording (kept in the provenance).
+
+    Returns
+    -------
+    Recording
+    """
+    if not (isinstance(cycles, (int, np.integer)) and cycles >= 2):
+        raise ValueError(f"calibrate: cycles must be an int >= 2, got {cycles!r}")
+    if not (pressure_s >= 0 and burst_s > 0 and series_s >= 0 and cool_s >= 0 and batch_s > 0):
+        raise ValueError(f"calibrate: pressure_s, series_s, cool_s must be >= 0 and burst_s, batch_s > 0, "
+                         f"got {pressure_s}, {series_s}, {cool_s}, {burst_s}, {batch_s}")
+    device = runner.device
+    probe = device.clock_probe() if probe is True else (probe or None)
+    if probe is None:
+        probe = _NoProbe()
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    rec = _Recorder(runner, probe, batch_s)
+    rec.idle("natural", lead_idle_s)
+    p_time = runner.launch_time_s(*pressure) if pressure is not None else math.nan
+    items = [(*item, item[0].name) if len(item) == 2 else tuple(item) for item in items]
+    for k, (w, config, label) in enumerate(items):
+        t1 = runner.launch_time_s(w, config)
+        for c in range(cycles):
+            seconds = pressure_s * c / (cycles - 1)
+            if pressure is not None and seconds > 0:
+                rec.pressure("natural", pressure[0], pressure[1], c, seconds, p_time)
+            rec.timed("natural", w, config, label, c, "burst", burst_s, t1)
+        if progress:
+            progress(f"natural DVFS {k + 1}/{len(items)}: {w.name} ({cycles} cycles)")
+    if series_s > 0:
+        for k, (w, config, label) in enumerate(items):
+            rec.idle("thermal", cool_s)
+            rec.timed("thermal", w, config, label, 0, "series", series_s, runner.launch_time_s(w, config))
+            if progress:
+                progress(f"thermal series {k + 1}/{len(items)}: {w.name} ({series_s:g} s after {cool_s:g} s idle)")
+    info = device.info
+    limits = device.power_limits_w()
+    clocks = [float(f) for fs in device.supported_clocks().values() for f in fs]
+    provenance = {
+        "gpu": info.name, "uuid": info.uuid, "driver": info.driver, "device_kind": info.kind,
+        "power_limit_w": float(limits[2]) if np.isfinite(limits[2]) else None,
+        "max_sm_clock_mhz": max(clocks) if clocks else None, "date": started, "settings_changed": False,
+        "made_by": "powermodels calibrate (natural DVFS)", "command": command,
+        "protocols": ["natural"] + (["thermal"] if series_s > 0 else []),
+        "workloads": {label: {"workload": w.name, "config": w.config_id(config)} for w, config, label in items},
+        "pressure": pressure[0].name if pressure is not None else None,
+        "schedule": {"cycles": cycles, "pressure_s": pressure_s, "burst_s": burst_s, "series_s": series_s,
+                     "cool_s": cool_s, "batch_s": batch_s},
+        "clock_probe": not isinstance(probe, _NoProbe),
+    }
+    return rec.recording(provenance)
+
+
+class _NoProbe:
+    """Stands in where no probe can run: records nothing."""
+
+    def enqueue(self, stream=None) -> int:
+        return -1
+
+    def collect(self) -> pd.DataFrame:
+        return pd.DataFrame(columns=[schema.PROBE_CYCLES, schema.PROBE_ELAPSED_NS, schema.PROBE_CLOCK_MHZ])

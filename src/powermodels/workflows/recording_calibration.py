@@ -1,0 +1,245 @@
+"""The thesis calibration fitted on a recording: only launches whose clock is known.
+
+``powermodels calibrate --from DIR`` and the natural-DVFS path of ``powermodels calibrate``
+both end here, so a recording re-analysed without a GPU gives the same report and file:
+
+1. every timed batch gets its clock, spread and source (probe / kernel_time / nvml) and is
+   kept or dropped with a reason (:func:`~powermodels.workflows.launch_clocks.attribute_clocks`);
+2. time vs clock (thesis eq. 4.5, DSO eq. 2) is fitted per workload on the kept launches;
+3. power comes from the energy counter over windows that one workload's launches cover at
+   one known clock (:mod:`~powermodels.workflows.counter_windows`), not from the instant
+   field; power vs clock (eq. 4.1) is fitted on them;
+4. α (eq. 4.6) is fitted at constant clock (thesis §4.2.1) on ~1 s blocks of those windows,
+   one group per workload, clock and stretch of back-to-back launches (each stretch has its
+   own thermal history), pooled over workloads, without the first ``settle_s`` of each
+   stretch (the die temperature reading does not yet describe the die: on the H100
+   recording the first second from idle reads 1.8 % high for the FMA loop).
+
+Two inputs: a raw recording (:func:`powermodels.recording.read_recording`), and the older
+``calibrate`` output folder (``launches.parquet`` + ``samples.parquet``, e.g.
+``h100-2026-11-24/natural_dvfs``), which has no trace, counter or probes — what each can
+and cannot identify is written into the result's ``findings``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from .calibrate import CalibrationRun
+from .calibration_fit import fit_calibration
+from .counter_windows import counter_blocks, counter_updates, counter_windows
+from .launch_clocks import (
+    DEFAULT_CLOCK_STEP_MHZ,
+    attribute_clocks,
+    find_clock_reference,
+    launch_clock_summary,
+)
+
+__all__ = ["calibrate_from", "calibrate_legacy_folder", "calibrate_recording"]
+
+_SOURCE_WORDS = {"probe": "probed on the GPU (clock64 / %globaltimer) before and after each batch",
+                 "kernel_time": "implied by the reference kernel's own time (t ∝ 1/clock)",
+                 "nvml": "NVML's reading, kept only where it held around the launch"}
+
+
+def _device(provenance: dict) -> dict:
+    return {"device": provenance.get("gpu") or provenance.get("device"),
+            "uuid": provenance.get("uuid"), "driver": provenance.get("driver"),
+            "device_kind": provenance.get("device_kind", "nvml")}
+
+
+def calibrate_recording(recording, *, clock_reference: str | None = "auto", settle_s: float = 2.0,
+                        block_s: float = 1.0, step_mhz: float = DEFAULT_CLOCK_STEP_MHZ,
+                        min_span_mhz: float = 150.0, reference_clock_mhz: float | None = None,
+                        reference_temperature_c: float | None = None) -> CalibrationRun:
+    """Fit the calibration on the launches of ``recording`` whose clock is known.
+
+    Parameters
+    ----------
+    recording : Recording
+        A raw recording.
+    clock_reference : str, "auto" or None
+        Workload whose time gives its own launches' clock where they were not probed;
+        "auto": :func:`~powermodels.workflows.launch_clocks.find_clock_reference` (only
+        when some workload lacks probes); None: none.
+    settle_s : float
+        α: seconds at the start of each stretch of launches left out.
+    block_s : float
+        α and power: counter windows joined into blocks of about this length.
+    step_mhz, min_span_mhz : float
+        Clock step; least clock span a curve is fitted over.
+    reference_clock_mhz, reference_temperature_c : float, optional
+        Where corrections report.
+
+    Returns
+    -------
+    CalibrationRun
+        ``launches``: the kept launches; ``samples``: the counter blocks; ``clocks``: the
+        per-workload kept/dropped summary; ``findings``: what the recording identifies.
+    """
+    probes = recording.probes
+    probed = set(probes[schema.WORKLOAD]) if probes is not None and len(probes) else set()
+    unprobed = [w for w in recording.workloads if w not in probed]
+    if isinstance(clock_reference, str) and clock_reference == "auto":
+        clock_reference = find_clock_reference(recording, step_mhz=step_mhz) if unprobed else None
+    elif clock_reference is not None and clock_reference not in recording.workloads:
+        raise ValueError(f"clock reference {clock_reference!r} is not a workload of the recording "
+                         f"(has {', '.join(recording.workloads)})")
+    clocks = attribute_clocks(recording, clock_reference=clock_reference, step_mhz=step_mhz)
+    windows = counter_windows(recording, clocks, step_mhz=step_mhz)
+    blocks = counter_blocks(windows, block_s=block_s, step_mhz=step_mhz)
+    kept = clocks.loc[clocks[schema.CLOCK_KEPT]].reset_index(drop=True)
+    launches = kept.assign(**{schema.KERNEL: kept[schema.WORKLOAD], schema.CONFIG: ""})
+    samples = blocks.assign(**{schema.KERNEL: blocks[schema.WORKLOAD], schema.CONFIG: ""}) if len(blocks) \
+        else None
+    alpha_rows = samples.loc[samples[schema.SINCE_START_S] >= settle_s] if samples is not None else None
+    if reference_clock_mhz is None:  # the board's highest clock, not the fastest launch's noise
+        reference_clock_mhz = recording.provenance.get("max_sm_clock_mhz")
+    calibration = fit_calibration(None, launches if len(launches) else None, samples,
+                                  reference_clock_mhz=reference_clock_mhz,
+                                  reference_temperature_c=reference_temperature_c,
+                                  min_span_mhz=min_span_mhz, clock_step_mhz=step_mhz,
+                                  temperature_samples=alpha_rows)
+    summary = launch_clock_summary(clocks)
+    findings = _findings(recording, summary, clock_reference, windows, blocks, settle_s)
+    t = calibration.temperature
+    if t is not None and alpha_rows is not None and len(alpha_rows):
+        p_mean = float(alpha_rows[schema.POWER_W].mean())
+        findings.append(
+            f"α at constant clock = {t.alpha_w_per_c_:.3f} W/°C, 95 % CI [{t.alpha_ci_w_per_c_[0]:.3f}, "
+            f"{t.alpha_ci_w_per_c_[1]:.3f}] ({100 * t.alpha_w_per_c_ / p_mean:.3f} %/°C of the mean "
+            f"{p_mean:.0f} W), pooled over {t.n_groups_} group(s) (workload × clock × stretch) of "
+            f"{', '.join(sorted(set(alpha_rows[schema.WORKLOAD])))} from "
+            f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
+    return CalibrationRun(points=pd.DataFrame(), launches=launches, samples=samples if samples is not None
+                          else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
+                          clocks=summary, findings=findings)
+
+
+def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[str]:
+    lines = []
+    n_probes = 0 if recording.probes is None else len(recording.probes)
+    lines.append(f"{len(recording.launches)} timed batches of {len(recording.workloads)} workload(s), "
+                 f"{len(recording.trace)} trace rows, {len(recording.energy)} energy-counter reads, "
+                 f"{n_probes} clock probes.")
+    for src in summary[schema.CLOCK_SOURCE].unique():
+        ws = ", ".join(summary.loc[summary[schema.CLOCK_SOURCE] == src, schema.WORKLOAD])
+        lines.append(f"clock {_SOURCE_WORDS[src]}: {ws}.")
+    if reference is not None:
+        lines.append(f"no probes for {reference}: its launches' clock is implied by its own time "
+                     "(the recording's clock reference), so its time-vs-clock fit is circular — it "
+                     "checks the pipeline, not the model; other unprobed workloads get only NVML's "
+                     "reading where it held.")
+    if n_probes == 0:
+        lines.append("without probes, launches during a clock transition cannot be given a clock: "
+                     "time vs clock of the unprobed workloads is identified only over the clocks the "
+                     "reading held steady at.")
+    _, _, how = counter_updates(recording.energy)
+    lines.append(f"energy counter: updates placed on {'a fitted regular grid' if how == 'grid' else 'bracket midpoints'}; "
+                 f"{len(windows)} windows of one workload at one known clock, joined into {len(blocks)} "
+                 f"blocks; α leaves out the first {settle_s:g} s of each stretch of launches.")
+    return lines
+
+
+# --------------------------------------------------------------------------
+# The older calibrate folder (launches.parquet + samples.parquet, no trace).
+# --------------------------------------------------------------------------
+
+
+def _legacy_kept(launches: pd.DataFrame, margin_s: float, step_mhz: float) -> tuple[np.ndarray, np.ndarray]:
+    """Kept launches of an old table: every launch of the burst within ``margin_s`` read one clock.
+
+    The old table keeps each launch's mean NVML reading and its range; back-to-back
+    launches of a burst tile its time line, so the reading held around a launch when all
+    launches of the burst within the margin read the same clock with no range, and the
+    margin lies inside the burst (outside it the reading is unknown).
+    """
+    kept = np.zeros(len(launches), dtype=bool)
+    reason = np.full(len(launches), "", dtype=object)
+    keys = [schema.KERNEL, schema.CONFIG, schema.CALIBRATION_PHASE, schema.REPEAT]
+    for _, idx in launches.groupby(keys, sort=False).groups.items():
+        idx = np.asarray(idx)
+        g = launches.loc[idx].sort_values(schema.START_S)
+        idx = g.index.to_numpy()
+        s, e = g[schema.START_S].to_numpy(float), g[schema.END_S].to_numpy(float)
+        f = g[schema.SM_CLOCK_MHZ].to_numpy(float)
+        r = g[schema.CLOCK_RANGE_MHZ].fillna(0).to_numpy(float)
+        lo = np.searchsorted(e, s - margin_s, side="left")
+        hi = np.searchsorted(s, e + margin_s, side="right")
+        inside = (s - margin_s >= s[0]) & (e + margin_s <= e[-1])
+        for k in range(len(g)):
+            seg_f, seg_r = f[lo[k]:hi[k]], r[lo[k]:hi[k]]
+            ok = inside[k] and np.ptp(seg_f) < step_mhz / 2 and not seg_r.any()
+            kept[idx[k]] = ok
+        reason[idx[~kept[idx]]] = ("NVML clock reading changed within "
+                                                        f"{margin_s * 1e3:.0f} ms of the launch, or the "
+                                                        "margin reached outside its burst")
+    return kept, reason
+
+
+def calibrate_legacy_folder(folder, *, margin_s: float = 0.15, step_mhz: float = DEFAULT_CLOCK_STEP_MHZ,
+                            min_span_mhz: float = 150.0) -> CalibrationRun:
+    """Refit an older ``calibrate`` folder (``launches.parquet``, ``samples.parquet``).
+
+    Such a folder has per-launch NVML means and per-update instant-power readings only: no
+    full-rate trace, no energy counter, no probes. Launches are kept where the reading held
+    ``margin_s`` around them (:func:`_legacy_kept`); power and α come from the instant
+    field's readings, as before — the counter was not recorded.
+    """
+    from ..recording import RecordingError
+
+    folder = Path(folder)
+    missing = [n for n in ("launches.parquet", "samples.parquet") if not (folder / n).is_file()]
+    if missing:
+        raise RecordingError(f"recording {folder}: missing file(s) {', '.join(missing)}")
+    launches = pd.read_parquet(folder / "launches.parquet")
+    samples = pd.read_parquet(folder / "samples.parquet")
+    need = {"launches.parquet": (launches, (schema.KERNEL, schema.CONFIG, schema.CALIBRATION_PHASE, schema.REPEAT,
+                                            schema.START_S, schema.END_S, schema.TIME_S, schema.SM_CLOCK_MHZ,
+                                            schema.MEM_CLOCK_MHZ, schema.TEMPERATURE_C, schema.CLOCK_RANGE_MHZ)),
+            "samples.parquet": (samples, (schema.KERNEL, schema.CONFIG, schema.POWER_W, schema.SM_CLOCK_MHZ,
+                                          schema.TEMPERATURE_C))}
+    for name, (df, cols) in need.items():
+        absent = [c for c in cols if c not in df.columns]
+        if absent:
+            raise RecordingError(f"recording {folder}: {name} lacks column(s) {', '.join(absent)}")
+    kept, reason = _legacy_kept(launches.reset_index(drop=True), margin_s, step_mhz)
+    launches = launches.reset_index(drop=True).assign(**{schema.CLOCK_KEPT: kept, schema.CLOCK_DROP_REASON: reason,
+                                                         schema.CLOCK_SOURCE: "nvml",
+                                                         schema.WORKLOAD: launches[schema.KERNEL]})
+    calibration = fit_calibration(None, launches.loc[kept].reset_index(drop=True), samples,
+                                  min_span_mhz=min_span_mhz, clock_step_mhz=step_mhz)
+    summary = launch_clock_summary(launches)
+    provenance = {}
+    if (folder / "provenance.json").is_file():
+        import json
+
+        provenance = json.loads((folder / "provenance.json").read_text())
+    findings = [
+        f"an older calibrate folder: {len(launches)} launches with their mean NVML clock, "
+        f"{len(samples)} instant-power readings; no full-rate trace, no energy counter, no probes.",
+        f"clock {_SOURCE_WORDS['nvml']} (all launches of the burst within {margin_s * 1e3:.0f} ms read "
+        "one clock): launches during a clock transition cannot be given a clock.",
+        "power and α come from the instant field (25 ms of every 100 ms update) at the lagging "
+        "reading's clock, not from the energy counter: this folder cannot identify power at a "
+        "known clock, and α mixes clocks the reading did not show.",
+    ]
+    return CalibrationRun(points=pd.DataFrame(), launches=launches.loc[kept].reset_index(drop=True),
+                          samples=samples, calibration=calibration,
+                          device=_device({**provenance, "gpu": provenance.get("device")}),
+                          clocks=summary, findings=findings)
+
+
+def calibrate_from(path, **kwargs) -> CalibrationRun:
+    """A raw recording folder, or an older ``calibrate`` folder, fitted (see the module)."""
+    from ..recording import read_recording
+
+    folder = Path(path)
+    if (folder / "samples.parquet").is_file() and not (folder / "trace.parquet").is_file():
+        legacy = {k: v for k, v in kwargs.items() if k in ("step_mhz", "min_span_mhz")}
+        return calibrate_legacy_folder(folder, **legacy)
+    return calibrate_recording(read_recording(folder), **kwargs)

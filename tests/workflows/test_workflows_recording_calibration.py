@@ -1,0 +1,115 @@
+"""`calibrate --from`: a recording refitted without a GPU gives the same calibration; bad folders are one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import schema
+from powermodels.cli import main
+from powermodels.devices.physics import GPUPhysics
+from powermodels.devices.simulated import SimulatedGPU
+from powermodels.recording import read_recording, write_recording
+from powermodels.workflows.calibrate import calibrate
+from powermodels.workflows.recording_calibration import calibrate_from
+
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+RAW = Path("/work/shared/data/h100-2026-11-25-raw")
+if not RAW.is_dir():
+    RAW = SHARED / "h100-2026-11-25-raw"
+LEGACY = RAW.parent / "h100-2026-11-24" / "natural_dvfs"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """A short natural-DVFS calibration on an H100-like simulated board, and its recording on disk."""
+    gpu = SimulatedGPU(seed=3, physics=GPUPhysics(power_limit_w=400, control_step_s=0.01,
+                                                  clock_recovery_mhz_per_s=5000))
+    run = calibrate(["fp32", "sgemm"], gpu, cycles=4, pressure_s=0.6, burst_s=0.3, series_s=6.0, cool_s=2.0)
+    folder = write_recording(run.recording, tmp_path_factory.mktemp("rec") / "recording")
+    return run, folder
+
+
+def test_from_reproduces_the_live_fit(recorded, tmp_path, capsys):
+    run, folder = recorded
+    again = calibrate_from(folder)
+    pd.testing.assert_frame_equal(run.calibration.validation, again.calibration.validation)
+    pd.testing.assert_frame_equal(run.clocks, again.clocks)
+    assert run.calibration.temperature is not None
+    assert again.calibration.temperature.alpha_w_per_c_ == pytest.approx(run.calibration.temperature.alpha_w_per_c_)
+    rc = main(["calibrate", "--from", str(folder), "--out", str(tmp_path), "--no-plots"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert (tmp_path / "calibration.pmcal").is_file() and (tmp_path / "report.md").is_file()
+    assert "no GPU used" in out and "clock from probe" in out
+    report = (tmp_path / "report.md").read_text()
+    assert "## The clock of each launch" in report and "probed on the GPU" in report
+
+
+def test_probed_clocks_match_the_simulated_truth(recorded):
+    run, _ = recorded
+    rec = run.recording
+    # every kept batch ran at its probed clock: the simulated time at that clock is its time
+    kept = run.launches
+    assert (kept[schema.CLOCK_RANGE_MHZ] <= 7.5).all()
+    assert rec.probes[schema.PROBE_CLOCK_MHZ].between(345, 1980).all()
+    assert len(rec.probes) == len(rec.launches) + (rec.phases[schema.PHASE_KIND].isin(["burst", "series"])).sum()
+
+
+@pytest.mark.parametrize("damage, named", [
+    ("energy.parquet", "energy.parquet"),
+    ("provenance.json", "provenance.json"),
+    ("launches:time_s", "time_s"),
+    ("probes:clock_mhz", "clock_mhz"),
+])
+def test_broken_recording_is_one_line(recorded, tmp_path, capsys, damage, named):
+    _, folder = recorded
+    rec = read_recording(folder)
+    copy = write_recording(rec, tmp_path / "copy")
+    if ":" in damage:
+        stem, column = damage.split(":")
+        table = pd.read_parquet(copy / f"{stem}.parquet").drop(columns=[column])
+        table.to_parquet(copy / f"{stem}.parquet", index=False)
+    else:
+        (copy / damage).unlink()
+    rc = main(["calibrate", "--from", str(copy), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0
+    assert len(err.splitlines()) == 1 and named in err
+
+
+def test_old_folder_missing_samples_is_one_line(tmp_path, capsys):
+    pd.DataFrame({schema.KERNEL: ["fp32"]}).to_parquet(tmp_path / "launches.parquet")
+    pd.DataFrame({schema.KERNEL: ["fp32"]}).to_parquet(tmp_path / "samples.parquet")
+    rc = main(["calibrate", "--from", str(tmp_path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and "launches.parquet lacks column(s)" in err
+
+
+def test_from_with_workloads_is_refused(recorded, tmp_path, capsys):
+    _, folder = recorded
+    assert main(["calibrate", "fp32", "--from", str(folder), "--out", str(tmp_path)]) != 0
+    assert "--from" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not RAW.is_dir(), reason="shared H100 raw recording not present")
+def test_shared_h100_recording_gives_a_positive_alpha():
+    run = calibrate_from(RAW)
+    t = run.calibration.temperature
+    assert t is not None and t.alpha_ci_w_per_c_[0] > 0  # positive, CI excludes 0
+    clocks = run.clocks.set_index(schema.WORKLOAD)
+    assert clocks.loc["cupy_fma_loop", schema.CLOCK_SOURCE] == "kernel_time"
+    assert (clocks["kept"] > 0).all() and (clocks["dropped"] > 0).all()
+    ident = run.calibration.identifiability.set_index([schema.GROUP, "quantity"])
+    assert ident.loc[("cupy_fma_loop", "time"), "identified"]
+    assert not ident.loc[("cupy_fp32_matmul_4096", "time"), "identified"]  # no probe, no transition clocks
+
+
+@pytest.mark.skipif(not LEGACY.is_dir(), reason="shared H100 natural_dvfs folder not present")
+def test_old_natural_dvfs_folder_runs_and_says_what_it_lacks():
+    run = calibrate_from(LEGACY)
+    assert any("no energy counter" in line for line in run.findings)
+    assert np.isfinite(run.clocks["kept"]).all()
