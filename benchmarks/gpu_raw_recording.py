@@ -1,0 +1,400 @@
+"""Record a raw GPU recording: a full-rate NVML trace beside every timed launch, with on-GPU clock probes.
+
+Run on a lent GPU (no setting is changed: NVML setters are replaced by functions that raise)::
+
+    python benchmarks/gpu_raw_recording.py --out $OUT > /tmp/rec.log   # ~6.2 min on an H100
+
+It writes seven files: the device tool brings back at most eight, so keep logs out of ``--out``
+(a 9th file, the trace, was lost that way once).
+    python benchmarks/gpu_raw_recording.py --out /tmp/rec --scale 0.05 --dry-cpu   # plumbing only
+
+It writes the raw recording format that ``powermodels.recording`` reads (the same files and columns as
+the shared ``h100-2026-11-25-raw`` recording) plus ``probes.parquet``:
+
+- ``trace.parquet``: ``t_s``, ``power_instant_w`` (field 186), ``power_average_w`` (field 185),
+  ``sm_clock_mhz``, ``mem_clock_mhz``, ``temperature_c`` and ``throttle_reasons`` (every 8th poll,
+  forward-filled), ``read_s``;
+- ``energy.parquet``: ``t_s`` (middle of the call), ``energy_counter_j``, ``read_s``;
+- ``launches.parquet``: ``workload``, ``phase``, ``repeat``, ``batch``, ``start_s``, ``end_s``,
+  ``launches`` in the batch, ``time_s`` per launch (CUDA events mapped onto the host clock);
+- ``phases.parquet``: ``phase``, ``workload``, ``repeat``, ``kind`` (idle / pressure / burst / series),
+  ``t0_s``, ``t1_s``;
+- ``probes.parquet``: one row per clock probe launched between batches on the same stream:
+  ``t_s`` (host clock of the probe's end), ``workload``, ``batch`` (the batch that follows),
+  ``clock_mhz`` = SM cycles ÷ ``%globaltimer`` ns over a ~20 µs spin, ``cycles``, ``elapsed_ns``;
+- ``provenance.json`` (GPU, UUID, driver, limits, protocol, durations), ``nvidia_smi.txt``.
+
+Protocols (as in the shared recording, so the two can be compared):
+
+- **natural**: for fp32 GEMM / FMA loop / triad, cycles of [bf16 pressure load for 0–3 s, then a
+  0.6 s burst of timed launches with a probe between batches], two rounds in opposite order: the
+  clocks the power-cap controller chooses while it recovers.
+- **thermal**: for each workload, ``idle`` seconds idle, then ``series`` seconds back to back from cold
+  (probes every batch); some idle at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _readonly_nvml import forbid_nvml_setters  # noqa: E402
+
+PROBE_SOURCE = r"""
+extern "C" __global__ void clock_probe(long long* out, int slot, long long spin_cycles) {
+    if (threadIdx.x != 0) return;
+    unsigned long long g0, g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+    long long c0 = clock64();
+    long long c = c0;
+    while (c - c0 < spin_cycles) { c = clock64(); }
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    long long c1 = clock64();
+    out[4 * slot + 0] = c0; out[4 * slot + 1] = c1;
+    out[4 * slot + 2] = (long long)g0; out[4 * slot + 3] = (long long)g1;
+}
+"""
+
+FMA_SOURCE = r"""
+extern "C" __global__ void fma_loop(float* out, int iterations) {
+    float a = threadIdx.x * 1e-3f, b = 0.999f, c = 1e-4f;
+    for (int i = 0; i < iterations; ++i) { a = fmaf(a, b, c); }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = a;
+}
+"""
+
+
+class Sampler(threading.Thread):
+    """Poll NVML as fast as possible (power fields 186/185 and clocks every poll, temperature and reasons every 8th)."""
+
+    def __init__(self, nvml, handle, capacity, period_s=5e-4):
+        super().__init__(daemon=True)
+        self.nvml, self.handle = nvml, handle
+        self.period_s = period_s
+        self.cols = {k: np.full(capacity, np.nan) for k in
+                     ("t_s", "power_instant_w", "power_average_w", "sm_clock_mhz", "mem_clock_mhz",
+                      "temperature_c", "throttle_reasons", "read_s")}
+        self.n = 0
+        self.stop_event = threading.Event()
+        self.t0 = None
+
+    def run(self):
+        nv, h, c = self.nvml, self.handle, self.cols
+        cap = len(c["t_s"])
+        fields = [nv.NVML_FI_DEV_POWER_INSTANT, nv.NVML_FI_DEV_POWER_AVERAGE]
+        i = 0
+        next_t = time.perf_counter()
+        while not self.stop_event.is_set() and i < cap:
+            # NVML answers from a cache in ~15 µs: poll on a fixed period (~2 kHz, as the shared
+            # recording) instead of as fast as possible, which filled memory in 27 s at 74 kHz
+            next_t += self.period_s
+            pause = next_t - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+            else:
+                next_t = time.perf_counter()
+            a = time.perf_counter()
+            vals = nv.nvmlDeviceGetFieldValues(h, fields)
+            sm = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
+            mem = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)
+            if i % 8 == 0:
+                c["temperature_c"][i] = nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
+                c["throttle_reasons"][i] = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
+            b = time.perf_counter()
+            c["t_s"][i] = (a + b) / 2 - self.t0
+            c["read_s"][i] = b - a
+            c["power_instant_w"][i] = vals[0].value.uiVal / 1000.0
+            c["power_average_w"][i] = vals[1].value.uiVal / 1000.0
+            c["sm_clock_mhz"][i] = sm
+            c["mem_clock_mhz"][i] = mem
+            i += 1
+            self.n = i
+
+    def frame(self):
+        import pandas as pd
+
+        df = pd.DataFrame({k: v[: self.n] for k, v in self.cols.items()})
+        df[["temperature_c", "throttle_reasons"]] = df[["temperature_c", "throttle_reasons"]].ffill()
+        return df
+
+
+class EnergyReader(threading.Thread):
+    """Read the total-energy counter in a loop (each call takes a few ms)."""
+
+    def __init__(self, nvml, handle, capacity):
+        super().__init__(daemon=True)
+        self.nvml, self.handle = nvml, handle
+        self.t = np.full(capacity, np.nan)
+        self.e = np.full(capacity, np.nan)
+        self.r = np.full(capacity, np.nan)
+        self.n = 0
+        self.stop_event = threading.Event()
+        self.t0 = None
+
+    def run(self):
+        nv, h = self.nvml, self.handle
+        i = 0
+        while not self.stop_event.is_set() and i < len(self.t):
+            a = time.perf_counter()
+            mj = nv.nvmlDeviceGetTotalEnergyConsumption(h)
+            b = time.perf_counter()
+            self.t[i], self.e[i], self.r[i] = (a + b) / 2 - self.t0, mj / 1000.0, b - a
+            i += 1
+            self.n = i
+            time.sleep(0.0005)
+
+    def frame(self):
+        import pandas as pd
+
+        return pd.DataFrame({"t_s": self.t[: self.n], "energy_counter_j": self.e[: self.n],
+                             "read_s": self.r[: self.n]})
+
+
+class Recorder:
+    """Launch workloads with CUDA events and clock probes on the null stream, all mapped to one host clock."""
+
+    def __init__(self, cp, t0, probe_cycles=40000, max_probes=400_000):
+        self.cp, self.t0 = cp, t0
+        self.probe = cp.RawKernel(PROBE_SOURCE, "clock_probe")
+        self.probe_buf = cp.zeros(4 * max_probes, dtype=cp.int64)
+        self.probe_cycles = np.int64(probe_cycles)
+        self.n_probes = 0
+        self.probe_meta = []  # (workload, batch)
+        self.launch_rows = []
+        self.phase_rows = []
+        self.offset_s = self._globaltimer_offset()
+
+    def _globaltimer_offset(self):
+        """Host perf_counter minus %globaltimer: the smallest gap over 30 synchronised probes."""
+        cp = self.cp
+        best = np.inf
+        for _ in range(30):
+            slot = self.n_probes
+            self._launch_probe("-", -1)
+            cp.cuda.runtime.deviceSynchronize()
+            host = time.perf_counter()
+            g1 = int(self.probe_buf[4 * slot + 3].get())
+            best = min(best, host - g1 * 1e-9)
+        return best
+
+    def _launch_probe(self, workload, batch):
+        self.probe((1,), (32,), (self.probe_buf, np.int32(self.n_probes), self.probe_cycles))
+        self.probe_meta.append((workload, batch))
+        self.n_probes += 1
+
+    def phase(self, phase, workload, repeat, kind, t0, t1):
+        self.phase_rows.append((phase, workload, repeat, kind, t0 - self.t0, t1 - self.t0))
+
+    def timed(self, fn, workload, phase, repeat, seconds, per_batch=1, probe=True, chunk_s=0.1):
+        """Run ``fn`` back to back for ``seconds``: events around each batch, a probe before each batch."""
+        cp = self.cp
+        start_host = time.perf_counter()
+        batch = 0
+        pending = []  # (anchor_event, anchor_host, [(batch, ev_a, ev_b)])
+        anchor = cp.cuda.Event()
+        anchor.record()
+        anchor.synchronize()
+        anchor_host = time.perf_counter()
+        deadline = start_host + seconds
+        chunk = []
+        chunk_started = time.perf_counter()
+        last_sync_event = None
+        while time.perf_counter() < deadline:
+            if probe:
+                self._launch_probe(workload, batch)
+            a = cp.cuda.Event()
+            b = cp.cuda.Event()
+            a.record()
+            for _ in range(per_batch):
+                fn()
+            b.record()
+            chunk.append((batch, a, b))
+            batch += 1
+            if time.perf_counter() - chunk_started > chunk_s:
+                # keep at most ~two chunks in flight so the host clock and the GPU stay close
+                if last_sync_event is not None:
+                    last_sync_event.synchronize()
+                last_sync_event = b
+                pending.append(chunk)
+                chunk, chunk_started = [], time.perf_counter()
+        if chunk:
+            pending.append(chunk)
+        cp.cuda.runtime.deviceSynchronize()
+        end_host = time.perf_counter()
+        for ch in pending:
+            for bt, a, b in ch:
+                sa = anchor_host + cp.cuda.get_elapsed_time(anchor, a) / 1e3
+                sb = anchor_host + cp.cuda.get_elapsed_time(anchor, b) / 1e3
+                self.launch_rows.append((workload, phase, repeat, bt, sa - self.t0, sb - self.t0,
+                                         per_batch, (sb - sa) / per_batch))
+        return start_host, end_host
+
+    def busy(self, fn, seconds):
+        """Run ``fn`` back to back for ``seconds`` (no events): a pressure load."""
+        cp = self.cp
+        start = time.perf_counter()
+        n = 0
+        while time.perf_counter() - start < seconds:
+            fn()
+            n += 1
+            if n % 8 == 0:
+                cp.cuda.runtime.deviceSynchronize()
+        cp.cuda.runtime.deviceSynchronize()
+        return start, time.perf_counter()
+
+    def probes_frame(self):
+        import pandas as pd
+
+        raw = self.probe_buf[: 4 * self.n_probes].get().reshape(-1, 4)
+        cycles = raw[:, 1] - raw[:, 0]
+        ns = raw[:, 3] - raw[:, 2]
+        meta = np.array(self.probe_meta, dtype=object).reshape(-1, 2)
+        df = pd.DataFrame({
+            "t_s": raw[:, 3] * 1e-9 + self.offset_s - self.t0,
+            "workload": meta[:, 0].astype(str),
+            "batch": meta[:, 1].astype(np.int64),
+            "clock_mhz": np.where(ns > 0, cycles / np.maximum(ns, 1) * 1e3, np.nan),
+            "cycles": cycles.astype(np.int64),
+            "elapsed_ns": ns.astype(np.int64),
+        })
+        return df[df["workload"] != "-"].reset_index(drop=True)
+
+
+def build_workloads(cp, torch):
+    """The four workloads of the shared recording: fp32 GEMM, FMA loop (clock reference), triad, bf16 GEMM."""
+    n = 4096
+    a = cp.random.rand(n, n, dtype=cp.float32)
+    b = cp.random.rand(n, n, dtype=cp.float32)
+    c = cp.empty((n, n), dtype=cp.float32)
+    fma = cp.RawKernel(FMA_SOURCE, "fma_loop")
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    fma_out = cp.empty(sms * 4 * 256, dtype=cp.float32)
+    triad_n = 256 * 2**20 // 4
+    x = cp.random.rand(triad_n, dtype=cp.float32)
+    y = cp.random.rand(triad_n, dtype=cp.float32)
+    z = cp.empty(triad_n, dtype=cp.float32)
+    triad = cp.ElementwiseKernel("float32 x, float32 y, float32 s", "float32 z", "z = x + s * y", "triad")
+    big = 8192
+    xa = torch.randn(big, big, device="cuda", dtype=torch.bfloat16)
+    xb = torch.randn(big, big, device="cuda", dtype=torch.bfloat16)
+    xc = torch.empty(big, big, device="cuda", dtype=torch.bfloat16)
+    iters = np.int32(500_000)
+    return {
+        "cupy_fp32_matmul_4096": (lambda: cp.matmul(a, b, out=c), 1),
+        "cupy_fma_loop": (lambda: fma((sms * 4,), (256,), (fma_out, iters)), 1),
+        "cupy_triad_256MiB": (lambda: triad(x, y, np.float32(1.5), z), 8),
+        "torch_bf16_matmul_8192": (lambda: torch.matmul(xa, xb, out=xc), 1),
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--scale", type=float, default=1.0, help="multiply every duration (0.05 for a smoke test)")
+    p.add_argument("--cycles", type=int, default=8, help="natural cycles per workload and round")
+    p.add_argument("--idle", type=float, default=30.0, help="seconds idle before each thermal series")
+    p.add_argument("--series", type=float, default=25.0, help="seconds of each thermal series")
+    args = p.parse_args(argv)
+    blocked = forbid_nvml_setters()
+    # the sampler threads must get the GIL back quickly while the main thread launches
+    sys.setswitchinterval(2e-4)
+    import cupy as cp
+    import pynvml as nv
+    import torch
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    nv.nvmlInit()
+    h = nv.nvmlDeviceGetHandleByIndex(0)
+    s = args.scale
+    t0 = time.perf_counter()
+    sampler = Sampler(nv, h, capacity=int(2_000_000))  # 2 kHz: ~1,000 s of room
+    energy = EnergyReader(nv, h, capacity=400_000)
+    sampler.t0 = energy.t0 = t0
+    sampler.start()
+    energy.start()
+    rec = Recorder(cp, t0)
+    work = build_workloads(cp, torch)
+    for name, (fn, per) in work.items():  # compile and warm every workload once (before the first idle)
+        for _ in range(3):
+            fn()
+    cp.cuda.runtime.deviceSynchronize()
+    errors = []
+    rng = np.random.default_rng(0)
+    try:
+        a = time.perf_counter(); time.sleep(5 * s); rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
+        natural = ["cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB"]
+        pressure_fn = work["torch_bf16_matmul_8192"][0]
+        for rnd, order in enumerate([natural, natural[::-1]]):
+            for name in order:
+                fn, per = work[name]
+                for cyc in range(args.cycles):
+                    repeat = rnd * args.cycles + cyc
+                    a, b = rec.busy(pressure_fn, float(rng.uniform(0, 3)) * s)
+                    rec.phase("natural", "torch_bf16_matmul_8192", repeat, "pressure", a, b)
+                    a, b = rec.timed(fn, name, "natural", repeat, 0.6 * max(s, 0.2), per_batch=per)
+                    rec.phase("natural", name, repeat, "burst", a, b)
+        for rep, name in enumerate(work):
+            fn, per = work[name]
+            a = time.perf_counter(); time.sleep(args.idle * s)
+            rec.phase("thermal", "-", rep, "idle", a, time.perf_counter())
+            a, b = rec.timed(fn, name, "thermal", rep, args.series * s, per_batch=per)
+            rec.phase("thermal", name, rep, "series", a, b)
+        a = time.perf_counter(); time.sleep(20 * s); rec.phase("thermal", "-", 99, "idle", a, time.perf_counter())
+    except Exception as exc:  # keep what was recorded; say what failed
+        errors.append(repr(exc))
+        print("ERROR", repr(exc), flush=True)
+    sampler.stop_event.set(); energy.stop_event.set()
+    sampler.join(); energy.join()
+    import pandas as pd
+
+    trace = sampler.frame()
+    trace.to_parquet(args.out / "trace.parquet", index=False, compression="zstd")
+    energy.frame().to_parquet(args.out / "energy.parquet", index=False)
+    cols = ["workload", "phase", "repeat", "batch", "start_s", "end_s", "launches", "time_s"]
+    launches = pd.DataFrame(rec.launch_rows, columns=cols)
+    launches.to_parquet(args.out / "launches.parquet", index=False)
+    pd.DataFrame(rec.phase_rows, columns=["phase", "workload", "repeat", "kind", "t0_s", "t1_s"]).to_parquet(
+        args.out / "phases.parquet", index=False)
+    probes = rec.probes_frame()
+    probes.to_parquet(args.out / "probes.parquet", index=False)
+    name = nv.nvmlDeviceGetName(h)
+    prov = {
+        "gpu": name if isinstance(name, str) else name.decode(),
+        "uuid": nv.nvmlDeviceGetUUID(h),
+        "driver": nv.nvmlSystemGetDriverVersion(),
+        "power_limit_w": nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+        "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "protocols": ["natural", "thermal"], "scale": s, "settings_changed": False,
+        "nvml_setters_blocked": len(blocked),
+        "clock": "time.perf_counter (host); probes mapped by the smallest host−%globaltimer gap of 30 synchronised probes",
+        "probe": {"spin_cycles": int(rec.probe_cycles), "globaltimer_offset_s": rec.offset_s},
+        "workloads": {k: {"launches_per_batch": v[1]} for k, v in work.items()},
+        "errors": errors, "duration_s": time.perf_counter() - t0,
+        "samples": len(trace), "sample_rate_hz": len(trace) / max(trace["t_s"].iloc[-1], 1e-9),
+        "energy_reads": int(energy.n), "launch_rows": len(launches), "probe_rows": len(probes),
+        "made_by": "benchmarks/gpu_raw_recording.py (powermodels, independent of the library's code paths)",
+    }
+    (args.out / "provenance.json").write_text(json.dumps(prov, indent=1))
+    try:
+        smi = subprocess.run(["nvidia-smi", "-q"], capture_output=True, text=True, timeout=30).stdout
+    except Exception as exc:  # nvidia-smi missing is not fatal
+        smi = repr(exc)
+    (args.out / "nvidia_smi.txt").write_text(smi)
+    summary = probes.groupby("workload")["clock_mhz"].describe()
+    print(json.dumps({k: prov[k] for k in ("gpu", "uuid", "duration_s", "samples", "sample_rate_hz",
+                                           "launch_rows", "probe_rows", "errors")}, indent=1))
+    print(summary.to_string())
+    return 0 if not errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
