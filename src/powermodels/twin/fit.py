@@ -42,7 +42,7 @@ from . import metrics
 from .fit_thermal import fit_foster
 from .preset import TwinPreset, TwinWorkload
 
-__all__ = ["fit_twin", "power_intervals"]
+__all__ = ["fit_twin", "power_intervals", "series_holdout"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -148,6 +148,18 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     return TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
 
 
+def series_holdout(rec: Recording, workload: str) -> list[tuple[float, float]]:
+    """The span of ``workload``'s ``series`` entry and the ``idle`` entry after it (its cooling)."""
+    ph = rec.phases.reset_index(drop=True)
+    idx = ph.index[(ph[schema.WORKLOAD] == workload) & (ph[schema.PHASE_KIND] == "series")]
+    if not len(idx):
+        raise ValueError(f"recording {rec.name}: no series entry of workload {workload!r} to hold out")
+    i = int(idx[0])
+    end = float(ph[schema.T1_S].iloc[i + 1] if i + 1 < len(ph) and ph[schema.PHASE_KIND].iloc[i + 1] == "idle"
+                else ph[schema.T1_S].iloc[i])
+    return [(float(ph[schema.T0_S].iloc[i]), end)]
+
+
 def _fit_sensor(recs, clock_workload, window, report) -> object:
     rec = recs[0]
     power_period = metrics.update_period(rec, schema.POWER_INSTANT_W)
@@ -240,7 +252,14 @@ def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
         t = la[schema.TIME_S].to_numpy(float)
         t_fast = float(np.percentile(t, 5))
         share = 1.0
-        if w != clock_workload and traj is not None:
+        f_read = float(np.median(np.concatenate([metrics.reading_series(
+            r, schema.SM_CLOCK_MHZ, r.launches.loc[r.launches[schema.WORKLOAD] == w, schema.START_S])
+            for r in recs])))
+        if f_read < f_max - 20.0:
+            # a power-capped workload never ran at the top clock: scale its median time from the
+            # clock NVML read while it ran, as if clock-bound (the recordings cannot tell its share)
+            t_fast = float(np.median(t)) * f_read / f_max
+        elif w != clock_workload and traj is not None:
             la2 = pd.concat([_since_burst(r, r.launches.loc[r.launches[schema.WORKLOAD] == w]) for r in recs])
             early = la2.loc[la2["since_s"] < 0.29]
             f_est = traj.reindex(np.digitize(early["since_s"], bins)).to_numpy(float)
@@ -289,10 +308,17 @@ def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
         d = d[(d > 0.004) & (d < 0.05)]
         if d.size:
             period = float(np.median(d))
-        rows = metrics.clock_recovery(rec, clock_workload)
-        ok = rows["real_s"] > 0.02
-        if ok.any():
-            rate = float(np.median((1950.0 - rows.loc[ok, "start_mhz"]) / rows.loc[ok, "real_s"]))
+        # the climb's slope, per burst, over the launches between its start clock and 1,950 MHz
+        slopes = []
+        burst = np.searchsorted(np.r_[np.flatnonzero(np.diff(c["since_s"].to_numpy()) < 0) + 1, len(c)],
+                                np.arange(len(c)), side="right")
+        for b in np.unique(burst):
+            fb, tb = f[burst == b], t[burst == b]
+            climb = (fb > fb[0] + 20.0) & (fb < 1950.0)
+            if climb.sum() >= 3 and np.ptp(tb[climb]) > 0.02:
+                slopes.append(np.polyfit(tb[climb], fb[climb], 1)[0])
+        if slopes:
+            rate = float(np.median(slopes))
     press = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] < 0.6) & (iv["since_s"] > 0.05)]
     peak = press.groupby(press[schema.T_S].round(0))[schema.POWER_W].max() if len(press) else pd.Series([limit])
     headroom = float(max(np.median(peak) - limit, 0.0))
