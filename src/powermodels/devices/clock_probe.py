@@ -40,6 +40,7 @@ __all__ = [
     "SimulatedClockProbe",
     "clock_from_counts",
     "clock_uncertainty_mhz",
+    "probe_times_s",
 ]
 
 #: Tick of ``%globaltimer`` on an H100 (measured: 1,979.9 MHz at a steady 1,980 MHz).
@@ -78,6 +79,15 @@ def clock_from_counts(cycles, elapsed_ns) -> np.ndarray:
 def clock_uncertainty_mhz(cycles, elapsed_ns, tick_ns: float = TIMER_TICK_NS) -> np.ndarray:
     """Bound of a probe's clock error (MHz): one timer tick over the elapsed time."""
     return clock_from_counts(cycles, elapsed_ns) * tick_ns / np.asarray(elapsed_ns, dtype=float)
+
+
+def probe_times_s(starts_s, ends_s) -> np.ndarray:
+    """Host times of the ``n + 1`` probes around ``n`` batches: before the first, between
+    consecutive batches (the middle of the gap), after the last — so the probe before a
+    batch is at or before its start and the one after at or after its end."""
+    starts_s = np.asarray(starts_s, dtype=float)
+    ends_s = np.asarray(ends_s, dtype=float)
+    return np.concatenate([starts_s[:1], 0.5 * (starts_s[1:] + ends_s[:-1]), ends_s[-1:]])
 
 
 def probe_table(cycles, elapsed_ns, gpu_time_ns=None) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .. import schema
 from ..devices.base import Device
 from . import workloads
 
@@ -349,6 +350,54 @@ class CupyRunner(Runner):
         self.clock.calibrate(8)
         t = self.clock.host_times(events)
         return np.column_stack([t[:-1], t[1:]])
+
+    def run_probed(self, workload, config, batches: int, per_batch: int, probe):
+        """``batches`` × ``per_batch`` launches back to back, a clock probe before the first batch
+        and after each, on the workload's stream.
+
+        Returns ``(rows, probes)``: ``rows`` is ``(batches, 3)`` of ``[start_s, end_s, time per
+        launch]`` on the host clock, ``probes`` the ``batches + 1`` probes
+        (:meth:`ClockProbe.collect <powermodels.devices.clock_probe.ClockProbe.collect>`) with
+        their host times. Work timed by device synchronizes (a callable on its framework's
+        streams) puts the probes on the legacy default stream, which waits for every stream.
+        """
+        import cupy as cp
+
+        from ..devices.clock_probe import probe_times_s
+
+        if batches < 1 or per_batch < 1:
+            raise ValueError(f"run_probed: batches and per_batch must be >= 1, got {batches}, {per_batch}")
+        pk = self.prepared(workload, config)
+        if getattr(pk, "timing", "events") == "synchronize":
+            probe.enqueue(cp.cuda.Stream.null)
+            rows = []
+            for _ in range(batches):
+                iv = self._launch_synchronized(pk, per_batch)
+                probe.enqueue(cp.cuda.Stream.null)
+                rows.append((iv[0, 0], iv[-1, 1], float(np.mean(iv[:, 1] - iv[:, 0]))))
+            rows = np.array(rows, dtype=float)
+        else:
+            stream = cp.cuda.get_current_stream()
+            starts, ends = [], []
+            probe.enqueue(stream)
+            for b in range(batches):
+                e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+                e0.record(stream)
+                for _ in range(per_batch):
+                    pk.launch(stream)
+                e1.record(stream)
+                probe.enqueue(stream)
+                starts.append(e0)
+                ends.append(e1)
+                if b >= self.in_flight:  # keep the queue short (and the GIL free for the sampler)
+                    ends[b - self.in_flight].synchronize()
+            ends[-1].synchronize()
+            self.clock.calibrate(8)
+            s, e = self.clock.host_times(starts), self.clock.host_times(ends)
+            rows = np.column_stack([s, e, (e - s) / per_batch])
+        probes = probe.collect()
+        probes.insert(0, schema.T_S, probe_times_s(rows[:, 0], rows[:, 1])[:len(probes)])
+        return rows, probes
 
     def _launch_synchronized(self, pk, launches, gap_s=0.0, at=None):
         """Time work that runs on streams other than ours: device synchronizes on the host clock.

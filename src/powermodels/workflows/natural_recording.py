@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..devices.clock_probe import probe_times_s
 
 __all__ = ["record_natural_dvfs"]
 
@@ -51,8 +52,7 @@ def _run_probed(runner, workload, config, batches: int, per_batch: int, probe) -
         rows.append((iv[0, 0], iv[-1, 1], float(np.mean(iv[:, 1] - iv[:, 0]))))
     rows = np.array(rows, dtype=float)
     probes = probe.collect()
-    edges = np.concatenate([[rows[0, 0]], 0.5 * (rows[1:, 0] + rows[:-1, 1]), [rows[-1, 1]]])
-    probes.insert(0, schema.T_S, edges[:len(probes)])
+    probes.insert(0, schema.T_S, probe_times_s(rows[:, 0], rows[:, 1])[:len(probes)])
     return rows, probes
 
 
