@@ -132,3 +132,19 @@ def test_scalar_checks_return_values_unchanged():
     with pytest.raises(v.InputError, match="got 'aaaa"):
         v.check_string("s", "a" * 500, choices=["b"])
     assert len(str(pytest.raises(v.InputError, v.check_list, "l", "a" * 500).value)) < 120
+
+
+def test_option_types_for_argparse(capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="p")
+    parser.add_argument("--seconds", type=v.option_number(above=0))
+    parser.add_argument("--index", type=v.option_integer(minimum=0))
+    assert parser.parse_args(["--seconds", "0.5", "--index", "2"]).index == 2
+    for argv, expect in [(["--seconds", "nan"], "argument --seconds: must be a finite number > 0, got 'nan'"),
+                         (["--seconds", "x"], "got 'x'"), (["--seconds", "0"], "got '0'"),
+                         (["--index", "-1"], "argument --index: must be an integer >= 0, got '-1'"),
+                         (["--index", "2.5"], "got '2.5'"), (["--index", "1e3"], "got '1e3'")]:
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+        assert expect in capsys.readouterr().err
