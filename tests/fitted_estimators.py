@@ -130,14 +130,14 @@ def doc_pipelines():
     runs = pd.DataFrame({schema.CONFIG: config, schema.SM_CLOCK_MHZ: f})
     power = 50 + 0.07 * f * (1 + 0.1 * (config == "b"))
     time = 1e-3 / (1 + 1e-3 * f) + 2e-4
-    for inner, target in ((FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ), power),
-                          (RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ), time)):
+    for inner, target in ((FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ), power),
+                          (RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ), time)):
         est = GroupedEstimator(inner, group_column=schema.CONFIG, unseen="global").fit(runs, target)
         out.append((f"GroupedEstimator({type(inner).__name__})", est, runs))
     # docs/calibration.md walk-through: corrections fitted on a sweep
     sweep = pd.DataFrame({schema.SM_CLOCK_MHZ: f[:13], schema.POWER_W: power[:13],
                           schema.TEMPERATURE_C: 50 + 0.01 * f[:13]})
-    pm = FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+    pm = FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
         sweep[[schema.SM_CLOCK_MHZ]], sweep[schema.POWER_W])
     corr = FrequencyCorrection(model=pm, reference_frequency_mhz=1620.0).fit(sweep)
     out.append(("FrequencyCorrection(FrequencyPowerModel)", corr, sweep))

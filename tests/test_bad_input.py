@@ -116,6 +116,7 @@ def _frame(X):
 # Estimators that read some columns of a table and pass the others through (a table may carry
 # kernel/config names): bad values go in the columns they read (their _check_instance's).
 READS = {"FrequencyCorrection": [0, 1], "TemperatureCorrection": [0, 1], "EnergyModel": [0, 1],
+         "FrequencyPowerModel": [1], "RationalTimeModel": [1],
          "GroupedEstimator": [1]}  # column 0 is the group label: any value is a valid label
 _reads: list = []
 
@@ -264,9 +265,8 @@ NOT_BAD = {
                                             "identifiable_ per opcode",
     **{(name, kind): "scikit-learn's validation with an explicit float dtype parses numeric text "
        "(numpy's astype); the estimator inherits it (the table validators refuse text)"
-       for name in ("DVFSEnergyModel", "DVFSParameterPredictor", "DVFSPowerModel", "DVFSTimeModel",
-                    "EnergyModel", "FrequencyCorrection", "GHFilter", "KalmanFilter1D",
-                    "MovingAverage", "TemperatureCorrection", "TraceEnergy")
+       for name in ("DVFSParameterPredictor", "GHFilter", "KalmanFilter1D", "MovingAverage",
+                    "TraceEnergy")
        for kind in ("X string numbers", "predict: X string numbers")},
 }
 # Array-only estimators (a DataFrame means a trace table with named columns to them).
@@ -351,34 +351,34 @@ def _degenerate_cases():
     single = np.full(13, 1410.0)
     cases = [
         ("FrequencyPowerModel: a single clock", r"clock|distinct|identif|vary",
-         lambda: FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame(single), 100 + 0 * single)),
         ("FrequencyPowerModel: two clocks", r"clock|distinct|identif|at least",
-         lambda: FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame([900.0, 1500.0]), [100.0, 150.0])),
         ("FrequencyPowerModel: negative power", r"negative|power",
-         lambda: FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame(f), -(50 + 0.07 * f))),
         ("FrequencyPowerModel: absurd power", r"power|plausible|absurd|above",
-         lambda: FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame(f), 1e12 + f)),
         ("FrequencyPowerModel: negative clock", r"clock|negative|positive",
-         lambda: FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame(-f), 50 + 0.07 * f)),
         ("RationalTimeModel: a single clock", r"clock|distinct|identif|vary",
-         lambda: RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame(single), 1e-3 + 0 * single)),
         ("RationalTimeModel: negative time", r"negative|time",
-         lambda: RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+         lambda: RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ).fit(
              _clock_frame(f), -1e-3 / f)),
         ("TemperatureCorrection: missing power column", r"power_w|missing|column",
          lambda: TemperatureCorrection(group_column=schema.SM_CLOCK_MHZ).fit(pd.DataFrame({
              schema.SM_CLOCK_MHZ: 1410.0, schema.TEMPERATURE_C: np.linspace(40, 70, 10)}))),
         ("DVFSPowerModel: a single clock pair", r"clock|distinct|identif|vary|singular",
-         lambda: DVFSPowerModel().fit(np.column_stack([single, np.full(13, 2619.0)]),
+         lambda: DVFSPowerModel(0, 1).fit(np.column_stack([single, np.full(13, 2619.0)]),
                                       np.linspace(100, 120, 13))),
         ("DVFSTimeModel: a single clock pair", r"clock|distinct|identif|vary|singular",
-         lambda: DVFSTimeModel().fit(np.column_stack([single, np.full(13, 2619.0)]),
+         lambda: DVFSTimeModel(0, 1).fit(np.column_stack([single, np.full(13, 2619.0)]),
                                      np.full(13, 1e-3))),
         ("InstructionEnergyModel: all-zero opcode counts (singular NNLS)",
          r"opcode|zero|singular|identif|count|no instructions",

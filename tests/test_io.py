@@ -18,7 +18,7 @@ from powermodels.models.frequency import FrequencyPowerModel
 def model():
     f = np.arange(800.0, 2001.0, 100.0)
     X = pd.DataFrame({schema.SM_CLOCK_MHZ: f})
-    return FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X, 50 + 0.07 * f)
+    return FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(X, 50 + 0.07 * f)
 
 
 def _rewrite_header(path, edit):

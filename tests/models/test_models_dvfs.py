@@ -25,6 +25,9 @@ TRUE = DVFSParams(p0_w=60.0, kappa_w=40.0, gamma_w_per_mhz=0.01, c_w_per_mhz=0.0
                   voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8)
 
 
+POSITIONS = {"clock_column": 0, "memory_clock_column": 1}  # X = column_stack([core, memory])
+
+
 def grid():
     pairs = clock_pairs(CLOCKS)
     return pairs[:, 0], pairs[:, 1]
@@ -33,10 +36,10 @@ def grid():
 def test_power_model_recovers_eq1():
     fc, fm = grid()
     X = np.column_stack([fc, fm])
-    m = DVFSPowerModel(voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8).fit(X, TRUE.power(fc, fm))
+    m = DVFSPowerModel(**POSITIONS, voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8).fit(X, TRUE.power(fc, fm))
     np.testing.assert_allclose(m.coef_, [60.0, 40.0, 0.01, 0.06], rtol=1e-6)
     # knee and slope chosen by least squares when not given
-    auto = DVFSPowerModel().fit(X, TRUE.power(fc, fm))
+    auto = DVFSPowerModel(**POSITIONS).fit(X, TRUE.power(fc, fm))
     np.testing.assert_allclose(auto.predict(X), TRUE.power(fc, fm), rtol=2e-2)
 
 
@@ -44,7 +47,7 @@ def test_time_model_finds_the_ridge():
     fc, fm = grid()
     rng = np.random.default_rng(0)
     t = TRUE.time(fc, fm) * (1 + 0.002 * rng.standard_normal(fc.size))
-    m = DVFSTimeModel().fit(np.column_stack([fc, fm]), t)
+    m = DVFSTimeModel(**POSITIONS).fit(np.column_stack([fc, fm]), t)
     assert m.alpha_ == pytest.approx(4.0, rel=0.02)
     assert m.beta_ == pytest.approx(3.0, rel=0.02)
     assert m.params_.ridge_core_mhz(2201.0) == pytest.approx(0.75 * 2201.0, rel=0.03)
@@ -53,7 +56,7 @@ def test_time_model_finds_the_ridge():
 def test_time_model_compute_bound_sets_alpha_zero():
     p = DVFSParams(t0_s=1e-3, alpha_s_mhz=0.0, beta_s_mhz=2.0)
     fc, fm = grid()
-    m = DVFSTimeModel().fit(np.column_stack([fc, fm]), p.time(fc, fm))
+    m = DVFSTimeModel(**POSITIONS).fit(np.column_stack([fc, fm]), p.time(fc, fm))
     assert m.alpha_ == pytest.approx(0.0, abs=1e-9)
     assert m.t0_ == pytest.approx(1e-3, rel=1e-6)
 
@@ -64,24 +67,26 @@ def test_column_names_and_positions():
     by_name = DVFSTimeModel(schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ).fit(df, TRUE.time(fc, fm))
     by_pos = DVFSTimeModel(2, 1).fit(df.to_numpy(), TRUE.time(fc, fm))
     np.testing.assert_allclose(by_name.predict(df), by_pos.predict(df.to_numpy()))
-    with pytest.raises(ValueError, match="core_clock_column='nope'"):
+    with pytest.raises(ValueError, match="column 'nope' \\(clock_column\\) is missing"):
         DVFSTimeModel("nope", schema.MEM_CLOCK_MHZ).fit(df, TRUE.time(fc, fm))
+    defaults = DVFSTimeModel().fit(df, TRUE.time(fc, fm))  # the schema names are the defaults
+    np.testing.assert_allclose(defaults.predict(df), by_name.predict(df))
 
 
 def test_bad_clocks_are_refused():
     X = np.array([[1000.0, 3201.0], [0.0, 3201.0], [1200.0, 3201.0]])
-    with pytest.raises(ValueError, match="non-positive"):
-        DVFSPowerModel().fit(X, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"column 0 \(clock_column\) has a clock of 0 MHz"):
+        DVFSPowerModel(**POSITIONS).fit(X, [1.0, 2.0, 3.0])
     X[1] = [1100.0, -5.0]  # sklearn's wording for negative input, naming the column
-    with pytest.raises(ValueError, match=r"^Negative values in data: clock column 1 .* -5 "):
-        DVFSTimeModel().fit(X, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"^Negative values in data: column 1 \(memory_clock_column\) has -5"):
+        DVFSTimeModel(**POSITIONS).fit(X, [1.0, 2.0, 3.0])
 
 
 def test_energy_model_is_power_times_time():
     fc, fm = grid()
     X = np.column_stack([fc, fm])
     y = np.column_stack([TRUE.time(fc, fm), TRUE.power(fc, fm)])
-    m = DVFSEnergyModel(voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8).fit(X, y)
+    m = DVFSEnergyModel(**POSITIONS, voltage_knee_mhz=1200.0, voltage_slope_per_ghz=0.8).fit(X, y)
     np.testing.assert_allclose(m.predict(X), m.predict_time(X) * m.predict_power(X))
     np.testing.assert_allclose(m.predict(X), TRUE.energy(fc, fm), rtol=0.02)
     with pytest.raises(ValueError, match="2 columns"):

@@ -30,9 +30,9 @@ def test_huber_fit_is_not_dominated_by_one_bad_point():
     assert beta_h == pytest.approx(2.0, rel=0.02)
     assert abs(beta_s / 2.0 - 1) > 0.05  # the plain fit is pulled off
     X = np.column_stack([FC, FM])
-    assert DVFSTimeModel(loss="squared").fit(X, t).beta_ == pytest.approx(beta_s)
+    assert DVFSTimeModel(0, 1, loss="squared").fit(X, t).beta_ == pytest.approx(beta_s)
     with pytest.raises(ValueError, match="loss"):
-        DVFSTimeModel(loss="l1").fit(X, t)
+        DVFSTimeModel(0, 1, loss="l1").fit(X, t)
 
 
 def test_clean_sweep_flags_nothing():

@@ -31,7 +31,7 @@ def _runs(n_configs=8, seed=0):
 def test_one_model_per_group_with_group_column():
     df = _runs()
     X = df[[schema.CONFIG, schema.SM_CLOCK_MHZ]]
-    ge = GroupedEstimator(FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ),
+    ge = GroupedEstimator(FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ),
                           group_column=schema.CONFIG).fit(X, df[schema.POWER_W])
     assert set(ge.estimators_) == set(df[schema.CONFIG])
     assert ge.estimators_["cfg3"].p_static_w_ == pytest.approx(55, abs=3)
@@ -55,12 +55,12 @@ def test_unseen_policy():
     X = df[[schema.CONFIG, schema.SM_CLOCK_MHZ]]
     y = df[schema.POWER_W]
     train = df[schema.CONFIG] != "cfg7"
-    strict = GroupedEstimator(FrequencyPowerModel(frequency_column=0), group_column=0).fit(X[train], y[train])
+    strict = GroupedEstimator(FrequencyPowerModel(clock_column=0), group_column=0).fit(X[train], y[train])
     with pytest.raises(ValueError, match="cfg7"):
         strict.predict(X)
-    lax = GroupedEstimator(FrequencyPowerModel(frequency_column=0), group_column=0, unseen="global")
+    lax = GroupedEstimator(FrequencyPowerModel(clock_column=0), group_column=0, unseen="global")
     assert np.isfinite(lax.fit(X[train], y[train]).predict(X)).all()
-    nan = GroupedEstimator(FrequencyPowerModel(frequency_column=0), group_column=0, unseen="nan")
+    nan = GroupedEstimator(FrequencyPowerModel(clock_column=0), group_column=0, unseen="nan")
     pred = nan.fit(X[train], y[train]).predict(X)
     assert np.isnan(pred[~train]).all() and np.isfinite(pred[train]).all()
 
@@ -92,7 +92,7 @@ def test_gridsearch_and_cross_validate_with_groups():
     df = _runs()
     X = df[[schema.CONFIG, schema.SM_CLOCK_MHZ]]
     y = df[schema.POWER_W]
-    est = GroupedEstimator(FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ),
+    est = GroupedEstimator(FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ),
                            group_column=schema.CONFIG, unseen="global")
     res = cross_validate(est, X, y, groups=df[schema.CONFIG], cv=GroupKFold(4),
                          scoring="neg_mean_absolute_percentage_error")

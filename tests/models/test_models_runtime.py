@@ -56,5 +56,5 @@ def test_bad_input():
         RationalTimeModel().fit([[1000.0]], [1.0])
     with pytest.raises(ValueError, match="negative"):
         RationalTimeModel().fit([[1000.0], [1200.0]], [1.0, -1.0])
-    with pytest.raises(ValueError, match="frequency_column"):
-        RationalTimeModel(frequency_column=3).fit([[1000.0], [1200.0]], [1.0, 2.0])
+    with pytest.raises(ValueError, match="clock_column=3"):
+        RationalTimeModel(clock_column=3).fit([[1000.0], [1200.0]], [1.0, 2.0])

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_power_batch", "fit_rational_batch", "pad_groups", "power_curve", "rational_curve"]
+__all__ = ["GAP_FACTOR", "fit_power_batch", "fit_rational_batch", "knee_gaps", "pad_groups", "power_curve",
+           "rational_curve"]
 
 
 # --------------------------------------------------------------------------
@@ -226,11 +227,19 @@ def _scaled(x_raw, y_raw, m):
     return x_raw / xs[:, None], y_raw / ys[:, None], m, xs, ys
 
 
-def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0):
+def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0, knee_in_gap="edge"):
     """Fit eq. 4.1 to every row of padded ``f`` (MHz), ``p`` (W) with mask ``m``.
 
-    Returns ``(params, sse, n_iter)``; ``params[:, :] = (p_static_w,
-    a_w_per_mhz, knee_mhz, slope_per_ghz)``, ``sse`` in W².
+    Returns ``(params, sse, n_iter, knee_gap)``; ``params[:, :] = (p_static_w,
+    a_w_per_mhz, knee_mhz, slope_per_ghz)``, ``sse`` in W², ``knee_gap`` of
+    shape ``(G, 2)``: the gap of the group's clocks (MHz, see :func:`knee_gaps`)
+    that the unconstrained knee fell into, NaN where it fell in none.
+
+    ``knee_in_gap="edge"`` then refits such a group with the knee fixed at
+    either edge of the gap and keeps the better one: inside a gap no data
+    locate the knee, and a free knee drifts there and trades static for
+    dynamic power (under-predicting the gap). ``"free"`` keeps the knee where
+    the fit put it.
     """
     x, y, m, xs, ys = _scaled(f, p, m)
     big = np.where(m > 0, x, np.inf)
@@ -271,36 +280,99 @@ def fit_power_batch(f, p, m, max_iter=100, max_rise=5.0):
     par = cand_p[np.arange(n_g), pick]
     cost = cand_c[np.arange(n_g), pick]
     n_iter = max(n_iter, n_iter2)
+    # Gaps from the clocks as given (MHz), so their edges are the measured clocks exactly.
+    gap = knee_gaps(np.asarray(f, float), m, par[:, 2] * xs)
+    inside = np.flatnonzero(np.isfinite(gap[:, 0]))
+    moved = np.zeros(n_g, dtype=bool)
+    if knee_in_gap == "edge" and inside.size:
+        par[inside], cost[inside], n_iter3 = _fit_knee_at_edges(
+            x[inside], y[inside], m[inside], gap[inside] / xs[inside, None], xmax[inside], lower[inside],
+            upper[inside], max_iter)
+        n_iter = max(n_iter, n_iter3)
+        moved[inside] = True
     out = np.empty_like(par)
     out[:, 0] = par[:, 0] * ys
     out[:, 1] = par[:, 1] * ys / xs
     out[:, 2] = par[:, 2] * xs
     out[:, 3] = par[:, 3] / xs * 1000.0
-    return out, cost * ys**2, n_iter
+    # a knee fixed at a gap's edge is that measured clock, not its scaled-and-back rounding
+    edge = np.argmin(np.abs(gap[moved] - out[moved, 2:3]), axis=1) if moved.any() else []
+    out[moved, 2] = gap[moved][np.arange(int(moved.sum())), edge]
+    return out, cost * ys**2, n_iter, gap
 
 
-def _power_grid(x, y, m, xmin, xmax):
-    """Best grid start for eq. 4.1: knee × rise (``rise = slope·(x_max − knee)``)."""
-    knees = xmin[:, None] + _KNEE_FRACTIONS[None, :] * (xmax - xmin)[:, None]  # (G, K)
+#: An interval between neighbouring clocks is a gap when it is wider than this
+#: many times the median interval of the group (no clock was measured there).
+GAP_FACTOR = 2.0
+
+
+def knee_gaps(x, m, knee):
+    """Per group, the gap of the clocks ``x`` (mask ``m``) that strictly holds ``knee``.
+
+    A gap is an interval between neighbouring distinct clocks wider than
+    ``GAP_FACTOR`` times the group's median interval. Returns ``(G, 2)``
+    ``(low, high)`` edges in the unit of ``x``, NaN where ``knee`` lies in no gap.
+    """
+    xs = np.sort(np.where(np.asarray(m) > 0, x, np.inf), axis=1)
+    lo, hi = xs[:, :-1], xs[:, 1:]
+    with np.errstate(invalid="ignore"):
+        width = hi - lo
+    real = np.isfinite(width) & (width > 0)
+    med = np.nanmedian(np.where(real, width, np.nan), axis=1) if real.any() else np.full(xs.shape[0], np.nan)
+    k = np.asarray(knee, float)[:, None]
+    hit = real & (width > GAP_FACTOR * med[:, None]) & (lo < k) & (k < hi)
+    out = np.full((xs.shape[0], 2), np.nan)
+    g, i = np.nonzero(hit)
+    out[g, 0], out[g, 1] = lo[g, i], hi[g, i]
+    return out
+
+
+def _fit_knee_at_edges(x, y, m, gap, xmax, lower, upper, max_iter):
+    """Refit eq. 4.1 with the knee fixed at each edge of ``gap``; the better edge per group."""
+    n_g = x.shape[0]
+    starts, _ = _grid_at_knees(x, y, m, gap, xmax)  # (G, 2, 4)
+    lo = np.repeat(lower, 2, axis=0)
+    hi = np.repeat(upper, 2, axis=0)
+    lo[:, 2] = hi[:, 2] = gap.reshape(-1)
+    rep = np.repeat(np.arange(n_g), 2)
+    par, cost, n_iter = _lm(_power_jac, starts.reshape(-1, 4), x[rep], y[rep], m[rep], lo, hi,
+                            max_iter=max_iter)
+    pick = cost.reshape(n_g, 2).argmin(axis=1)
+    return (par.reshape(n_g, 2, 4)[np.arange(n_g), pick], cost.reshape(n_g, 2)[np.arange(n_g), pick],
+            n_iter)
+
+
+def _grid_at_knees(x, y, m, knees, xmax):
+    """Best rise and closed-form linear part at every knee of ``knees`` (G, K).
+
+    Returns ``(starts, sse)``: ``starts`` of shape ``(G, K, 4)``, ``sse`` ``(G, K)``.
+    """
     room = np.maximum(xmax[:, None] - knees, 1e-6)
     slopes = _RISES[None, None, :] / room[:, :, None]  # (G, K, R)
     xx = x[:, None, None, :]
     v = 1.0 + slopes[..., None] * np.maximum(xx - knees[:, :, None, None], 0.0)
     b1 = xx * v * v
     c0, c1, sse = _nonneg_two_basis(None, b1, y[:, None, None, :], m[:, None, None, :])
-    # The knee makes the SSE piecewise smooth (it changes whenever the knee
-    # crosses a measured clock), so keep the best start of each of several knees.
     best_r = sse.argmin(axis=2)  # (G, K): best rise per knee
     g = np.arange(x.shape[0])[:, None]
     k_all = np.arange(sse.shape[1])[None, :]
-    per_knee = sse[g, k_all, best_r]
+    starts = np.stack([c0[g, k_all, best_r], c1[g, k_all, best_r], knees,
+                       slopes[g, k_all, best_r]], axis=-1)
+    return starts, sse[g, k_all, best_r]
+
+
+def _power_grid(x, y, m, xmin, xmax):
+    """Best grid start for eq. 4.1: knee × rise (``rise = slope·(x_max − knee)``)."""
+    knees = xmin[:, None] + _KNEE_FRACTIONS[None, :] * (xmax - xmin)[:, None]  # (G, K)
+    starts, per_knee = _grid_at_knees(x, y, m, knees, xmax)
+    # The knee makes the SSE piecewise smooth (it changes whenever the knee
+    # crosses a measured clock), so keep the best start of each of several knees.
     # Prefer local minima along the knee axis (distinct basins), best first.
     padded = np.pad(per_knee, ((0, 0), (1, 1)), constant_values=np.inf)
     local = (per_knee <= padded[:, :-2]) & (per_knee <= padded[:, 2:])
     key = np.where(local, per_knee, per_knee + np.abs(per_knee).max(axis=1, keepdims=True) + 1.0)
     top = np.argsort(key, axis=1)[:, :_N_STARTS]  # (G, S)
-    r_top = best_r[g, top]
-    return np.stack([c0[g, top, r_top], c1[g, top, r_top], knees[g, top], slopes[g, top, r_top]], axis=-1)
+    return np.take_along_axis(starts, top[:, :, None], axis=1)
 
 
 def _chunks(n_groups, cells_per_group, budget=4_000_000):

@@ -13,18 +13,25 @@ shared relative-voltage shape of :func:`powermodels.models.voltage.relative_volt
 (constant below a knee, linear above). Clocks are in MHz throughout.
 
 Every estimator takes ``X`` holding a core-clock and a memory-clock column
-(``core_clock_column`` / ``mem_clock_column``: a name for DataFrames or a
-position); other columns are ignored.
+(``clock_column`` / ``memory_clock_column``, by default ``sm_clock_mhz`` and
+``mem_clock_mhz``: a name for DataFrames or a position); other columns are
+ignored, text included (:mod:`powermodels.models.dvfs_columns`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from numbers import Real
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from powermodels import schema
+from powermodels.models._columns import COLUMN, DEPRECATED
+from powermodels.models.dvfs_columns import CLOCK_FAILS, Y2_FAILS, clock_pair, fit_clock_pair
 
 from powermodels.models.dvfs_fit import (
     LOSSES,
@@ -45,106 +52,38 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------
-# Input handling shared by the estimators.
-# --------------------------------------------------------------------------
-
-
-def _column_index(est, X, column, name: str) -> int:
-    """Position of ``column`` (a name or an index) in the validated X."""
-    n = X.shape[1]
-    if isinstance(column, str):
-        names = getattr(est, "feature_names_in_", None)
-        if names is None or column not in list(names):
-            raise ValueError(f"{name}={column!r} is not a column of X")
-        return list(names).index(column)
-    if isinstance(column, (int, np.integer)) and not isinstance(column, bool):
-        if not -n <= column < n:
-            raise ValueError(
-                f"X has {n} feature(s) but {name}={column} needs at least {column + 1}"
-            )
-        return int(column) % n
-    raise ValueError(f"{name} must be a column name or position, got {column!r}")
-
-
-def _clocks(est, X, *, reset: bool):
-    """Validate X and return its (core, memory) clock columns in MHz."""
-    X = validate_data(est, X, reset=reset, dtype=np.float64, ensure_min_features=1)
-    return _clock_arrays(est, X)
-
-
-def _clock_arrays(est, X):
-    """(core, memory) clock columns of an already validated X."""
-    ic = _column_index(est, X, est.core_clock_column, "core_clock_column")
-    im = _column_index(est, X, est.mem_clock_column, "mem_clock_column")
-    if ic == im:
-        raise ValueError("core_clock_column and mem_clock_column point at the same column")
-    fc, fm = X[:, ic], X[:, im]
-    for values, col in ((fc, est.core_clock_column), (fm, est.mem_clock_column)):
-        if np.any(values <= 0):
-            # sklearn's wording for negative input (the positive_only tag's contract)
-            prefix = "Negative values in data: " if values.min() < 0 else ""
-            raise ValueError(
-                f"{prefix}clock column {col!r} has non-positive values, minimum {values.min():g} "
-                "(clocks are MHz > 0)"
-            )
-    return fc, fm
-
-
-def _fit_clock_arrays(est, X):
-    """:func:`_clock_arrays` for ``fit``: the data must hold at least two clock pairs.
-
-    One (core, memory) pair cannot tell a clock-dependent term from a constant one (DSO
-    eq. 1–2 fitted through one point), so it is an error rather than a silent fit.
-    """
-    fc, fm = _clock_arrays(est, X)
-    if np.unique(np.column_stack([fc, fm]), axis=0).shape[0] < 2:
-        raise ValueError(f"{type(est).__name__}: every sample is at the same clock pair "
-                         f"({fc[0]:g}, {fm[0]:g}) MHz; the clock dependence is not identified "
-                         "(need at least 2 distinct clock pairs)")
-    return fc, fm
-
-
-_CLOCK_FAILS = {
-    # With the positive_only tag the checks shift X to X - X.min() (sklearn 1.9,
-    # _enforce_estimator_tags_X), which puts exactly one 0 in the data; a 0 MHz
-    # clock is refused because eq. 2 divides by f_c and f_m. No honest tag or
-    # parameter makes the check data strictly positive, so these stay declared.
-    name: "clock columns must hold MHz > 0; the check's X - X.min() feeds a 0 MHz clock"
-    for name in (
-        "check_dict_unchanged", "check_dont_overwrite_parameters", "check_dtype_object",
-        "check_estimators_dtypes", "check_estimators_fit_returns_self",
-        "check_estimators_nan_inf", "check_estimators_overwrite_params",
-        "check_f_contiguous_array_estimator", "check_fit2d_predict1d",
-        "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
-        "check_methods_sample_order_invariance", "check_methods_subset_invariance",
-        "check_n_features_in", "check_n_features_in_after_fitting",
-        "check_readonly_memmap_input", "check_regressors_no_decision_function",
-        "check_supervised_y_2d",
-    )
-}
-_Y2_FAILS = {
-    # DVFSEnergyModel needs y = (time, power); the checks give one target column.
-    name: "y must hold two columns (time_s, power_w); the check gives one"
-    for name in (
-        "check_estimators_pickle", "check_pipeline_consistency",
-        "check_regressor_data_not_an_array", "check_regressor_multioutput",
-        "check_regressors_int", "check_regressors_train",
-    )
+_VOLTAGE_CONSTRAINTS = {
+    "voltage_knee_mhz": [Interval(Real, 0, None, closed="neither"), None],
+    "voltage_slope_per_ghz": [Interval(Real, 0, None, closed="left"), None],
 }
 
 
 class _DVFSBase(RegressorMixin, BaseEstimator):
+    """What the three DSO estimators share: the clock columns, the loss, the tags."""
+
+    _parameter_constraints: ClassVar[dict] = {
+        "clock_column": COLUMN,
+        "memory_clock_column": COLUMN,
+        "loss": [StrOptions(set(LOSSES))],
+        "huber_scale": [Interval(Real, 0, None, closed="neither")],
+        "core_clock_column": COLUMN,  # deprecated name of clock_column
+        "mem_clock_column": COLUMN,  # deprecated name of memory_clock_column
+    }
+
+    @classmethod
+    def _check_instance(cls):
+        # sklearn's checks pass arrays of several columns: name the clocks' positions.
+        return cls(clock_column=0, memory_clock_column=1)
+
     def _loss_kw(self):
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
-        if not np.isfinite(self.huber_scale) or self.huber_scale <= 0:
+        if not np.isfinite(self.huber_scale):
             raise ValueError(f"huber_scale must be a positive relative residual, got {self.huber_scale!r}")
         return {"loss": self.loss, "huber_scale": float(self.huber_scale)}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
+        tags.input_tags.string = True  # a run table may carry kernel/benchmark names
         tags.regressor_tags.poor_score = True
         return tags
 
@@ -165,8 +104,9 @@ class DVFSPowerModel(_DVFSBase):
 
     Parameters
     ----------
-    core_clock_column, mem_clock_column : str or int, default=0, 1
-        Core and memory clock columns (MHz) of X, by name or position.
+    clock_column, memory_clock_column : str or int, default="sm_clock_mhz", "mem_clock_mhz"
+        Core and memory clock columns (MHz) of X, by name (DataFrame) or
+        position; other columns are ignored (see ``docs/columns.md``).
     voltage_knee_mhz : float or None, default=None
         Knee of V(f). ``None`` chooses it from the distinct core clocks of
         the data by least squares.
@@ -178,6 +118,9 @@ class DVFSPowerModel(_DVFSBase):
         cannot dominate, see :mod:`~powermodels.models.dvfs_fit`) or squared.
     huber_scale : float, default=0.01
         Smallest relative residual at which the Huber loss turns linear.
+    core_clock_column, mem_clock_column : str or int, default="deprecated"
+        Deprecated old names of ``clock_column``/``memory_clock_column``
+        (removed in 0.3).
 
     Attributes
     ----------
@@ -189,16 +132,20 @@ class DVFSPowerModel(_DVFSBase):
         The power parameters (time parameters 0).
     """
 
-    _expected_failed_checks = _CLOCK_FAILS
+    _expected_failed_checks = CLOCK_FAILS
+    _parameter_constraints: ClassVar[dict] = {**_DVFSBase._parameter_constraints, **_VOLTAGE_CONSTRAINTS}
 
-    def __init__(self, core_clock_column=0, mem_clock_column=1, voltage_knee_mhz=None,
-                 voltage_slope_per_ghz=None, loss="huber", huber_scale=0.01):
-        self.core_clock_column = core_clock_column
-        self.mem_clock_column = mem_clock_column
+    def __init__(self, clock_column=schema.SM_CLOCK_MHZ, memory_clock_column=schema.MEM_CLOCK_MHZ,
+                 voltage_knee_mhz=None, voltage_slope_per_ghz=None, loss="huber", huber_scale=0.01,
+                 core_clock_column=DEPRECATED, mem_clock_column=DEPRECATED):
+        self.clock_column = clock_column
+        self.memory_clock_column = memory_clock_column
         self.voltage_knee_mhz = voltage_knee_mhz
         self.voltage_slope_per_ghz = voltage_slope_per_ghz
         self.loss = loss
         self.huber_scale = huber_scale
+        self.core_clock_column = core_clock_column
+        self.mem_clock_column = mem_clock_column
 
     def fit(self, X, y):
         """Fit DSO eq. 1 to power ``y`` (W) measured at the clocks in ``X``.
@@ -207,7 +154,7 @@ class DVFSPowerModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
         y : array-like of shape (n_samples,)
             Measured power, W.
 
@@ -216,13 +163,10 @@ class DVFSPowerModel(_DVFSBase):
         self : object
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
-        fc, fm = _fit_clock_arrays(self, X)
+        fc, fm, y = fit_clock_pair(self, X, y)
         knees = (np.unique(fc) if self.voltage_knee_mhz is None else [float(self.voltage_knee_mhz)])
         slopes = ((0.25, 0.5, 1.0, 2.0) if self.voltage_slope_per_ghz is None
                   else [float(self.voltage_slope_per_ghz)])
-        if np.any(np.asarray(slopes) < 0):
-            raise ValueError("voltage_slope_per_ghz must be >= 0")
         best = None
         for knee in knees:
             for slope in slopes:
@@ -242,7 +186,7 @@ class DVFSPowerModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
 
         Returns
         -------
@@ -250,7 +194,7 @@ class DVFSPowerModel(_DVFSBase):
             Power, W.
         """
         check_is_fitted(self)
-        fc, fm = _clocks(self, X, reset=False)
+        fc, fm = clock_pair(self, X)
         return self.params_.power(fc, fm)
 
 
@@ -270,13 +214,17 @@ class DVFSTimeModel(_DVFSBase):
 
     Parameters
     ----------
-    core_clock_column, mem_clock_column : str or int, default=0, 1
-        Core and memory clock columns (MHz) of X, by name or position.
+    clock_column, memory_clock_column : str or int, default="sm_clock_mhz", "mem_clock_mhz"
+        Core and memory clock columns (MHz) of X, by name (DataFrame) or
+        position; other columns are ignored (see ``docs/columns.md``).
     loss : {"huber", "squared"}, default="huber"
         Loss of the relative residual ``(model - y)/y``: Huber (one bad point
         cannot dominate, see :mod:`~powermodels.models.dvfs_fit`) or squared.
     huber_scale : float, default=0.01
         Smallest relative residual at which the Huber loss turns linear.
+    core_clock_column, mem_clock_column : str or int, default="deprecated"
+        Deprecated old names of ``clock_column``/``memory_clock_column``
+        (removed in 0.3).
 
     Attributes
     ----------
@@ -286,13 +234,16 @@ class DVFSTimeModel(_DVFSBase):
         The time parameters (power parameters 0).
     """
 
-    _expected_failed_checks = _CLOCK_FAILS
+    _expected_failed_checks = CLOCK_FAILS
 
-    def __init__(self, core_clock_column=0, mem_clock_column=1, loss="huber", huber_scale=0.01):
-        self.core_clock_column = core_clock_column
-        self.mem_clock_column = mem_clock_column
+    def __init__(self, clock_column=schema.SM_CLOCK_MHZ, memory_clock_column=schema.MEM_CLOCK_MHZ,
+                 loss="huber", huber_scale=0.01, core_clock_column=DEPRECATED, mem_clock_column=DEPRECATED):
+        self.clock_column = clock_column
+        self.memory_clock_column = memory_clock_column
         self.loss = loss
         self.huber_scale = huber_scale
+        self.core_clock_column = core_clock_column
+        self.mem_clock_column = mem_clock_column
 
     def fit(self, X, y):
         """Fit DSO eq. 2 to kernel time ``y`` (s) measured at the clocks in ``X``.
@@ -301,7 +252,7 @@ class DVFSTimeModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
         y : array-like of shape (n_samples,)
             Measured kernel time, s.
 
@@ -310,8 +261,7 @@ class DVFSTimeModel(_DVFSBase):
         self : object
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, ensure_min_samples=2)
-        fc, fm = _fit_clock_arrays(self, X)
+        fc, fm, y = fit_clock_pair(self, X, y)
         self.t0_, self.alpha_, self.beta_ = fit_time(fc, fm, y, **self._loss_kw())
         self.params_ = DVFSParams(t0_s=self.t0_, alpha_s_mhz=self.alpha_, beta_s_mhz=self.beta_)
         return self
@@ -323,7 +273,7 @@ class DVFSTimeModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
 
         Returns
         -------
@@ -331,7 +281,7 @@ class DVFSTimeModel(_DVFSBase):
             Kernel time, s.
         """
         check_is_fitted(self)
-        fc, fm = _clocks(self, X, reset=False)
+        fc, fm = clock_pair(self, X)
         return self.params_.time(fc, fm)
 
 
@@ -350,8 +300,9 @@ class DVFSEnergyModel(_DVFSBase):
 
     Parameters
     ----------
-    core_clock_column, mem_clock_column : str or int, default=0, 1
-        Core and memory clock columns (MHz) of X, by name or position.
+    clock_column, memory_clock_column : str or int, default="sm_clock_mhz", "mem_clock_mhz"
+        Core and memory clock columns (MHz) of X, by name (DataFrame) or
+        position; other columns are ignored (see ``docs/columns.md``).
     voltage_knee_mhz, voltage_slope_per_ghz : float or None, default=None
         V(f) shape, see :class:`DVFSPowerModel`.
     loss : {"huber", "squared"}, default="huber"
@@ -359,6 +310,9 @@ class DVFSEnergyModel(_DVFSBase):
         cannot dominate, see :mod:`~powermodels.models.dvfs_fit`) or squared.
     huber_scale : float, default=0.01
         Smallest relative residual at which the Huber loss turns linear.
+    core_clock_column, mem_clock_column : str or int, default="deprecated"
+        Deprecated old names of ``clock_column``/``memory_clock_column``
+        (removed in 0.3).
 
     Attributes
     ----------
@@ -371,16 +325,10 @@ class DVFSEnergyModel(_DVFSBase):
         :func:`powermodels.models.dvfs_optimizer.optimize_clocks`.
     """
 
-    _expected_failed_checks: ClassVar[dict[str, str]] = {**_CLOCK_FAILS, **_Y2_FAILS}
-
-    def __init__(self, core_clock_column=0, mem_clock_column=1, voltage_knee_mhz=None,
-                 voltage_slope_per_ghz=None, loss="huber", huber_scale=0.01):
-        self.core_clock_column = core_clock_column
-        self.mem_clock_column = mem_clock_column
-        self.voltage_knee_mhz = voltage_knee_mhz
-        self.voltage_slope_per_ghz = voltage_slope_per_ghz
-        self.loss = loss
-        self.huber_scale = huber_scale
+    _expected_failed_checks: ClassVar[dict[str, str]] = {**CLOCK_FAILS, **Y2_FAILS}
+    _parameter_constraints: ClassVar[dict] = DVFSPowerModel._parameter_constraints
+    # The parameters of the power model it fits (and the clocks it reads): one signature.
+    __init__ = DVFSPowerModel.__init__
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -395,7 +343,7 @@ class DVFSEnergyModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
         y : array-like of shape (n_samples, 2)
             Kernel time (s) and power (W) of every run, in that order.
 
@@ -404,17 +352,17 @@ class DVFSEnergyModel(_DVFSBase):
         self : object
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64,
-                             ensure_min_samples=2)
-        fc, fm = _fit_clock_arrays(self, X)
+        fc, fm, y = fit_clock_pair(self, X, y, multi_output=True)
         if y.ndim != 2 or y.shape[1] != 2:
             raise ValueError(
                 f"y must have 2 columns (time_s, power_w), got shape {np.shape(y)}"
             )
         clocks = np.column_stack([fc, fm])
-        self.time_model_ = DVFSTimeModel(0, 1, self.loss, self.huber_scale).fit(clocks, y[:, 0])
-        self.power_model_ = DVFSPowerModel(0, 1, self.voltage_knee_mhz, self.voltage_slope_per_ghz,
-                                           self.loss, self.huber_scale).fit(clocks, y[:, 1])
+        self.time_model_ = DVFSTimeModel(0, 1, loss=self.loss, huber_scale=self.huber_scale).fit(
+            clocks, y[:, 0])
+        self.power_model_ = DVFSPowerModel(0, 1, voltage_knee_mhz=self.voltage_knee_mhz,
+                                           voltage_slope_per_ghz=self.voltage_slope_per_ghz,
+                                           loss=self.loss, huber_scale=self.huber_scale).fit(clocks, y[:, 1])
         tp = self.time_model_.params_
         self.params_ = replace(self.power_model_.params_, t0_s=tp.t0_s,
                                alpha_s_mhz=tp.alpha_s_mhz, beta_s_mhz=tp.beta_s_mhz)
@@ -427,7 +375,7 @@ class DVFSEnergyModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
 
         Returns
         -------
@@ -435,7 +383,7 @@ class DVFSEnergyModel(_DVFSBase):
             Kernel time, s.
         """
         check_is_fitted(self)
-        fc, fm = _clocks(self, X, reset=False)
+        fc, fm = clock_pair(self, X)
         return self.params_.time(fc, fm)
 
     def predict_power(self, X):
@@ -445,7 +393,7 @@ class DVFSEnergyModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
 
         Returns
         -------
@@ -453,7 +401,7 @@ class DVFSEnergyModel(_DVFSBase):
             Power, W.
         """
         check_is_fitted(self)
-        fc, fm = _clocks(self, X, reset=False)
+        fc, fm = clock_pair(self, X)
         return self.params_.power(fc, fm)
 
     def predict(self, X):
@@ -463,7 +411,7 @@ class DVFSEnergyModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
 
         Returns
         -------
@@ -471,7 +419,7 @@ class DVFSEnergyModel(_DVFSBase):
             Energy per launch, J.
         """
         check_is_fitted(self)
-        fc, fm = _clocks(self, X, reset=False)
+        fc, fm = clock_pair(self, X)
         return self.params_.energy(fc, fm)
 
     def score(self, X, y, sample_weight=None):
@@ -481,7 +429,7 @@ class DVFSEnergyModel(_DVFSBase):
         ----------
         X : array-like or DataFrame of shape (n_samples, n_features)
             Holds the core and memory clock columns (MHz), see
-            ``core_clock_column`` / ``mem_clock_column``; other columns are ignored.
+            ``clock_column`` / ``memory_clock_column``; other columns are ignored.
         y : array-like of shape (n_samples, 2) or (n_samples,)
             Time (s) and power (W), whose product is the energy,
             or the energy per launch (J).

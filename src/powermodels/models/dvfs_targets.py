@@ -22,33 +22,45 @@ from powermodels.models.dvfs_regimes import DVFSRegimeWarning, detect_regimes
 __all__ = ["excluded_clock_counts", "kept_runs", "kernel_parameters"]
 
 
-def _check_runs(runs, columns):
+def _check_runs(runs, columns: dict):
+    """``columns`` maps parameter → column name; the first is the group column (any values)."""
     if not isinstance(runs, pd.DataFrame):
         raise ValueError(f"runs must be a DataFrame, got {type(runs).__name__}")
-    for col in columns:
+    for param, col in columns.items():
         if col not in runs.columns:
-            raise ValueError(f"runs: column {col!r} is missing")
-    for col in columns[1:]:
-        v = runs[col].to_numpy(dtype=float)
+            raise ValueError(f"runs: column {col!r} ({param}) is missing; runs has {list(runs.columns)}")
+    for param, col in list(columns.items())[1:]:
+        v = pd.to_numeric(runs[col], errors="coerce").to_numpy(dtype=float)
         if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(f"runs: column {col!r} must be finite and positive")
+            raise ValueError(f"runs: column {col!r} ({param}) must hold finite positive numbers")
+
+
+def _renamed_argument(new: str, value, old: str, old_value):
+    """``value``, or the deprecated keyword ``old``'s value where it was passed (FutureWarning)."""
+    if old_value is None:
+        return value
+    warnings.warn(f"kernel_parameters: {old} is now {new} ({old} is deprecated and will be removed "
+                  f"in 0.3); pass {new}={old_value!r}", FutureWarning, stacklevel=3)
+    return old_value
 
 
 def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
-                      core_clock_column: str = schema.SM_CLOCK_MHZ,
-                      mem_clock_column: str = schema.MEM_CLOCK_MHZ,
+                      clock_column: str = schema.SM_CLOCK_MHZ,
+                      memory_clock_column: str = schema.MEM_CLOCK_MHZ,
                       time_column: str = schema.TIME_S, power_column: str = schema.POWER_W,
                       voltage_knee_mhz: float, voltage_slope_per_ghz: float,
                       loss: str = "huber", detect: bool = True, max_fit_mape: float = 0.03,
-                      min_points: int = 5, detect_kwargs: dict | None = None) -> pd.DataFrame:
+                      min_points: int = 5, detect_kwargs: dict | None = None,
+                      core_clock_column: str | None = None,
+                      mem_clock_column: str | None = None) -> pd.DataFrame:
     """Fit DSO eq. 1-2 per kernel: the training targets of the DVFS parameter predictor.
 
     Parameters
     ----------
     runs : DataFrame
         One row per measured run (at least 3 distinct core clocks per kernel).
-    group_column, core_clock_column, mem_clock_column, time_column, power_column : str
-        Column names.
+    group_column, clock_column, memory_clock_column, time_column, power_column : str
+        Column names (the estimators' convention, ``docs/columns.md``).
     voltage_knee_mhz, voltage_slope_per_ghz : float
         The GPU's V(f) shape (see :func:`powermodels.models.dvfs_fit.fit_voltage_curve`).
     loss : {"huber", "squared"}, default="huber"
@@ -64,6 +76,9 @@ def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
         Fewest points a trusted fit keeps.
     detect_kwargs : dict or None
         Passed to :func:`~powermodels.models.dvfs_regimes.detect_regimes`.
+    core_clock_column, mem_clock_column : str or None
+        Deprecated old names of ``clock_column``/``memory_clock_column``
+        (removed in 0.3).
 
     Returns
     -------
@@ -80,12 +95,17 @@ def kernel_parameters(runs: pd.DataFrame, *, group_column: str = schema.KERNEL,
         ``schema.DVFS_N_POINTS``, ``schema.DVFS_EXCLUDED_CLOCKS``
         (``"MHz:kind;..."``) and ``schema.DVFS_TRUSTED``.
     """
-    _check_runs(runs, (group_column, core_clock_column, mem_clock_column, time_column, power_column))
+    clock_column = _renamed_argument("clock_column", clock_column, "core_clock_column", core_clock_column)
+    memory_clock_column = _renamed_argument("memory_clock_column", memory_clock_column,
+                                            "mem_clock_column", mem_clock_column)
+    _check_runs(runs, {"group_column": group_column, "clock_column": clock_column,
+                       "memory_clock_column": memory_clock_column, "time_column": time_column,
+                       "power_column": power_column})
     vkw = {"voltage_knee_mhz": float(voltage_knee_mhz), "voltage_slope_per_ghz": float(voltage_slope_per_ghz)}
     rows, warned = {}, []
     for kernel, g in runs.groupby(group_column, sort=False):
-        fc = g[core_clock_column].to_numpy(dtype=float)
-        fm = g[mem_clock_column].to_numpy(dtype=float)
+        fc = g[clock_column].to_numpy(dtype=float)
+        fm = g[memory_clock_column].to_numpy(dtype=float)
         t = g[time_column].to_numpy(dtype=float)
         p = g[power_column].to_numpy(dtype=float)
         if len(np.unique(fc)) < 3:

@@ -8,12 +8,16 @@ when the kernel never ran at that clock. Put it after the corrections in a
 
 from __future__ import annotations
 
+from numbers import Real
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .. import schema
-from ._columns import column_index, is_fitted, numeric_column, table_array
+from ._columns import COLUMN, DEPRECATED, column_index, is_fitted, numeric_column, renamed_parameter, table_array
 from .runtime import RationalTimeModel
 
 __all__ = ["EnergyModel"]
@@ -25,13 +29,14 @@ class EnergyModel(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     power_column : str or int, default="power_w"
-        Column of (corrected) power, W.
+        Column of (corrected) power, W: a name or a position.
     time_column : str or int or None, default="time_s"
         Column of measured time per launch, s. Needed by ``fit`` when the
         time model is fitted here, and by ``predict`` with ``time="measured"``.
-    frequency_column : str or int, default="sm_clock_mhz"
-        Column of the clock (MHz) each run ran at: the time model is fitted
-        on it and, without ``reference_frequency_mhz``, evaluated at it.
+    clock_column : str or int, default="sm_clock_mhz"
+        Column of the core clock (MHz) each run ran at: the time model is
+        fitted on it and, without ``reference_frequency_mhz``, evaluated at
+        it. Other columns are ignored (see ``docs/columns.md``).
     time : {"measured", "model"}, default="measured"
         Which time to multiply by.
     time_model : RationalTimeModel or None, default=None
@@ -41,6 +46,8 @@ class EnergyModel(RegressorMixin, BaseEstimator):
     reference_frequency_mhz : float or None, default=None
         With ``time="model"``: evaluate the time model at this clock for every
         row (eq. 4.4 after a :class:`FrequencyCorrection` to the same clock).
+    frequency_column : str or int, default="deprecated"
+        Deprecated old name of ``clock_column`` (removed in 0.3).
 
     Attributes
     ----------
@@ -48,15 +55,26 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         The fitted time model (None with ``time="measured"``).
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "power_column": COLUMN,
+        "time_column": [*COLUMN, None],
+        "clock_column": COLUMN,
+        "time": [StrOptions({"measured", "model"})],
+        "time_model": [RationalTimeModel, None],
+        "reference_frequency_mhz": [Interval(Real, 0, None, closed="neither"), None],
+        "frequency_column": COLUMN,  # deprecated name of clock_column
+    }
+
     def __init__(self, power_column=schema.POWER_W, time_column=schema.TIME_S,
-                 frequency_column=schema.SM_CLOCK_MHZ, time="measured", time_model=None,
-                 reference_frequency_mhz=None):
+                 clock_column=schema.SM_CLOCK_MHZ, time="measured", time_model=None,
+                 reference_frequency_mhz=None, frequency_column=DEPRECATED):
         self.power_column = power_column
         self.time_column = time_column
-        self.frequency_column = frequency_column
+        self.clock_column = clock_column
         self.time = time
         self.time_model = time_model
         self.reference_frequency_mhz = reference_frequency_mhz
+        self.frequency_column = frequency_column
 
     @classmethod
     def _check_instance(cls):
@@ -85,10 +103,9 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        if self.time not in ("measured", "model"):
-            raise ValueError(f"time must be 'measured' or 'model', got {self.time!r}")
+        self._validate_params()
         ref = self.reference_frequency_mhz
-        if ref is not None and (not np.isfinite(ref) or ref <= 0):
+        if ref is not None and not np.isfinite(ref):
             raise ValueError(f"reference_frequency_mhz must be a positive clock in MHz, got {ref!r}")
         X = table_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
@@ -109,22 +126,23 @@ class EnergyModel(RegressorMixin, BaseEstimator):
             numeric_column(X, column_index(X, self.time_column, "time_column"), "time_column",
                            nonnegative=True, unit=" s")
             return self
-        if self.time_model is not None and not isinstance(self.time_model, RationalTimeModel):
-            raise ValueError(
-                f"time_model must be a RationalTimeModel or None, got {type(self.time_model).__name__}"
-            )
         if self.time_model is not None and is_fitted(self.time_model):
             self.time_model_ = self.time_model
             return self
         if self.time_column is None:
             raise ValueError("fitting the time model needs time_column (or pass a fitted time_model)")
-        f = numeric_column(X, column_index(X, self.frequency_column, "frequency_column"),
-                           "frequency_column", nonnegative=True, unit=" MHz")
+        f = self._clock(X, fitting=True)
         t = numeric_column(X, column_index(X, self.time_column, "time_column"), "time_column",
                            nonnegative=True, unit=" s")
         model = clone(self.time_model) if self.time_model is not None else RationalTimeModel()
-        self.time_model_ = model.set_params(frequency_column=0).fit(f[:, None], t)
+        self.time_model_ = model.set_params(clock_column=0, frequency_column=DEPRECATED).fit(f[:, None], t)
         return self
+
+    def _clock(self, X, *, fitting):
+        """The core clock column (MHz) of ``X``."""
+        column = renamed_parameter(self, "clock_column", "frequency_column", warn=fitting)
+        return numeric_column(X, column_index(X, column, "clock_column"), "clock_column",
+                              nonnegative=True, unit=" MHz")
 
     def predict_time(self, X) -> np.ndarray:
         """Time per launch used for each row: measured (eq. 4.3) or modelled (eq. 4.4).
@@ -146,9 +164,7 @@ class EnergyModel(RegressorMixin, BaseEstimator):
                                   "time_column", nonnegative=True, unit=" s")
         if self.reference_frequency_mhz is not None:
             return np.full(X.shape[0], float(self.time_model_.predict_at(self.reference_frequency_mhz)))
-        f = numeric_column(X, column_index(X, self.frequency_column, "frequency_column"),
-                           "frequency_column", nonnegative=True, unit=" MHz")
-        return self.time_model_.predict_at(f)
+        return self.time_model_.predict_at(self._clock(X, fitting=False))
 
     def predict(self, X) -> np.ndarray:
         """Energy per launch, ``E = P_corr · Δt`` (thesis eq. 4.3 / 4.4).

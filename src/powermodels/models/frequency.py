@@ -16,29 +16,60 @@ code fits thousands of configurations at once through
 
 from __future__ import annotations
 
+import warnings
+from numbers import Real
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import schema
 from ._clock_curve import _ClockCurveRegressor, fit_groups_table
-from ._columns import column_index, is_fitted, numeric_column, replace_column, table_array
-from ._curvefit import fit_power_batch
+from ._columns import (
+    COLUMN,
+    DEPRECATED,
+    column_index,
+    is_fitted,
+    numeric_column,
+    renamed_parameter,
+    replace_column,
+    table_array,
+)
+from ._curvefit import GAP_FACTOR, fit_power_batch
 from .voltage import relative_voltage
 
-__all__ = ["FrequencyCorrection", "FrequencyPowerModel", "fit_frequency_power_batch"]
+__all__ = ["FrequencyCorrection", "FrequencyPowerModel", "KneeInGapWarning", "fit_frequency_power_batch"]
+
+
+class KneeInGapWarning(UserWarning):
+    """The fitted knee of eq. 4.1 lies in a gap of the training clocks, where no data locate it."""
+
 
 class FrequencyPowerModel(_ClockCurveRegressor):
     """Thesis eq. 4.1: ``P(f) = P_static + a·f·V(f)²`` with a knee in V(f).
 
     Parameters
     ----------
-    frequency_column : str or int, default=0
-        Column of ``X`` holding the core clock in MHz (a name needs a
-        DataFrame). Other columns are ignored.
+    clock_column : str or int, default="sm_clock_mhz"
+        Column of ``X`` holding the core clock in MHz: a name (looked up in a
+        DataFrame's columns) or a position. An ``X`` of a single column
+        without names is that column. Other columns are ignored, text
+        included (see ``docs/columns.md``).
     max_iter : int, default=100
         Levenberg–Marquardt iterations after the grid start.
+    knee_in_gap : {"edge", "free"}, default="edge"
+        What to do when the fitted knee falls inside a gap of the training
+        clocks (neighbouring clocks more than twice the median clock step
+        apart): no data there locate the knee, and left free it drifts into
+        the gap and trades static for dynamic power, under-predicting the
+        gap. ``"edge"`` refits with the knee at either edge of the gap and
+        keeps the better; ``"free"`` keeps it where it fell and warns
+        (:class:`KneeInGapWarning`). Either way ``knee_gap_mhz_`` says so.
+    frequency_column : str or int, default="deprecated"
+        Deprecated old name of ``clock_column`` (removed in 0.3).
 
     Attributes
     ----------
@@ -56,6 +87,10 @@ class FrequencyPowerModel(_ClockCurveRegressor):
         energy-efficient clock for a compute-bound kernel.
     rmse_w_ : float
         Root-mean-square residual of the fit, W.
+    knee_gap_mhz_ : tuple of float or None
+        ``(low, high)``, the gap of the training clocks the unconstrained
+        knee fell into (then moved to ``low`` or ``high`` with
+        ``knee_in_gap="edge"``); None when it fell in none.
     n_iter_ : int
         Levenberg–Marquardt iterations used.
 
@@ -73,15 +108,33 @@ class FrequencyPowerModel(_ClockCurveRegressor):
     _TARGET = "power"
     _Y_MAX = 1e5  # W: the plausible maximum of every power column (schema)
     _batch_fit = staticmethod(fit_power_batch)
+    _parameter_constraints: ClassVar[dict] = {
+        **_ClockCurveRegressor._parameter_constraints,
+        "knee_in_gap": [StrOptions({"edge", "free"})],
+    }
 
-    def __init__(self, frequency_column=0, max_iter=100):
-        self.frequency_column = frequency_column
+    def __init__(self, clock_column=schema.SM_CLOCK_MHZ, max_iter=100, knee_in_gap="edge",
+                 frequency_column=DEPRECATED):
+        self.clock_column = clock_column
         self.max_iter = max_iter
+        self.knee_in_gap = knee_in_gap
+        self.frequency_column = frequency_column
 
-    def _set_params_from_row(self, row, sse, n):
+    def _fit_options(self):
+        return {"knee_in_gap": self.knee_in_gap}
+
+    def _set_params_from_row(self, row, sse, n, knee_gap=(np.nan, np.nan)):
         self.p_static_w_, self.a_, self.knee_mhz_, self.slope_per_ghz_ = (float(v) for v in row)
         self.ridge_frequency_mhz_ = self.knee_mhz_
         self.rmse_w_ = float(np.sqrt(sse / max(n, 1)))
+        self.knee_gap_mhz_ = None if not np.isfinite(knee_gap[0]) else (float(knee_gap[0]), float(knee_gap[1]))
+        if self.knee_gap_mhz_ is not None and self.knee_in_gap == "free":
+            lo, hi = self.knee_gap_mhz_
+            warnings.warn(f"{type(self).__name__}: the knee ({self.knee_mhz_:.0f} MHz) lies in a gap "
+                          f"of the training clocks ({lo:g}–{hi:g} MHz, wider than {GAP_FACTOR:g}× the "
+                          "median clock step) where no data locate it; predictions in the gap are "
+                          "guesses (knee_in_gap='edge' moves it to the gap's edge)",
+                          KneeInGapWarning, stacklevel=2)
 
     def predict_at(self, frequency_mhz):
         """Modelled power at any clock(s), thesis eq. 4.1.
@@ -102,7 +155,8 @@ class FrequencyPowerModel(_ClockCurveRegressor):
         return self.p_static_w_ + self.a_ * f * v * v
 
 
-def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100) -> pd.DataFrame:
+def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100,
+                              knee_in_gap="edge") -> pd.DataFrame:
     """Fit eq. 4.1 separately for every group, all groups at once.
 
     Parameters
@@ -113,19 +167,27 @@ def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100) -
         Configuration (kernel, config...) of every run.
     max_iter : int, default=100
         Levenberg–Marquardt iterations.
+    knee_in_gap : {"edge", "free"}, default="edge"
+        See :class:`FrequencyPowerModel`.
 
     Returns
     -------
     DataFrame
         Indexed by group: ``p_static_w``, ``a_w_per_mhz``, ``knee_mhz``,
-        ``slope_per_ghz``, ``rmse_w``, ``n_samples``.
+        ``slope_per_ghz``, ``rmse_w``, ``n_samples``, and
+        ``knee_gap_low_mhz``/``knee_gap_high_mhz``: the gap of the group's
+        clocks its unconstrained knee fell into (NaN where none).
     """
-    labels, params, rmse, n = fit_groups_table(fit_power_batch, "frequency_mhz", frequency_mhz,
-                                               "power_w", power_w, groups, max_iter=max_iter)
+    if knee_in_gap not in ("edge", "free"):
+        raise ValueError(f"knee_in_gap must be 'edge' or 'free', got {knee_in_gap!r}")
+    labels, params, rmse, n, gap = fit_groups_table(fit_power_batch, "frequency_mhz", frequency_mhz,
+                                                    "power_w", power_w, groups, max_iter=max_iter,
+                                                    knee_in_gap=knee_in_gap)
     return pd.DataFrame(
         {schema.FIT_P_STATIC_W: params[:, 0], schema.FIT_A_W_PER_MHZ: params[:, 1],
          schema.FIT_KNEE_MHZ: params[:, 2], schema.FIT_SLOPE_PER_GHZ: params[:, 3],
-         schema.FIT_RMSE_W: rmse, schema.N_SAMPLES: n},
+         schema.FIT_RMSE_W: rmse, schema.N_SAMPLES: n,
+         schema.FIT_KNEE_GAP_LOW_MHZ: gap[:, 0], schema.FIT_KNEE_GAP_HIGH_MHZ: gap[:, 1]},
         index=pd.Index(labels, name=schema.GROUP),
     )
 
@@ -140,15 +202,18 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
     Parameters
     ----------
     power_column : str or int, default="power_w"
-        Column of measured power (W).
-    frequency_column : str or int, default="sm_clock_mhz"
-        Column of the clock each run ran at (MHz).
+        Column of measured power (W), a name or a position.
+    clock_column : str or int, default="sm_clock_mhz"
+        Column of the core clock each run ran at (MHz). Other columns are
+        passed through unread (see ``docs/columns.md``).
     reference_frequency_mhz : float or None, default=None
         ``f_ref``; None uses the highest clock seen in ``fit``.
     model : FrequencyPowerModel or None, default=None
         The power model. None fits a new one on ``fit``'s table; an unfitted
         model is cloned and fitted there; a fitted one is used as it is (fit
         it on a locked-clock sweep, then correct default-DVFS measurements).
+    frequency_column : str or int, default="deprecated"
+        Deprecated old name of ``clock_column`` (removed in 0.3).
 
     Attributes
     ----------
@@ -160,16 +225,25 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         ``P̂(f_ref)``.
     """
 
-    def __init__(self, power_column=schema.POWER_W, frequency_column=schema.SM_CLOCK_MHZ,
-                 reference_frequency_mhz=None, model=None):
+    _parameter_constraints: ClassVar[dict] = {
+        "power_column": COLUMN,
+        "clock_column": COLUMN,
+        "reference_frequency_mhz": [Interval(Real, 0, None, closed="neither"), None],
+        "model": [FrequencyPowerModel, None],
+        "frequency_column": COLUMN,  # deprecated name of clock_column
+    }
+
+    def __init__(self, power_column=schema.POWER_W, clock_column=schema.SM_CLOCK_MHZ,
+                 reference_frequency_mhz=None, model=None, frequency_column=DEPRECATED):
         self.power_column = power_column
-        self.frequency_column = frequency_column
+        self.clock_column = clock_column
         self.reference_frequency_mhz = reference_frequency_mhz
         self.model = model
+        self.frequency_column = frequency_column
 
     @classmethod
     def _check_instance(cls):
-        return cls(power_column=0, frequency_column=1)
+        return cls(power_column=0, clock_column=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -178,13 +252,14 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         tags.requires_fit = True
         return tags
 
-    def _columns(self, X):
+    def _columns(self, X, *, fitting):
         jp = column_index(X, self.power_column, "power_column")
-        jf = column_index(X, self.frequency_column, "frequency_column")
+        clock = renamed_parameter(self, "clock_column", "frequency_column", warn=fitting)
+        jf = column_index(X, clock, "clock_column")
         if jp == jf:
-            raise ValueError("power_column and frequency_column name the same column")
+            raise ValueError(f"power_column and clock_column both name column {self.power_column!r}")
         p = numeric_column(X, jp, "power_column", nonnegative=True, unit=" W")
-        f = numeric_column(X, jf, "frequency_column", nonnegative=True, unit=" MHz")
+        f = numeric_column(X, jf, "clock_column", nonnegative=True, unit=" MHz")
         return jp, p, f
 
     def fit(self, X, y=None):
@@ -202,21 +277,20 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         self : object
             The fitted estimator.
         """
+        self._validate_params()
         X = table_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
-        _, p, f = self._columns(X)
-        if self.model is not None and not isinstance(self.model, FrequencyPowerModel):
-            raise ValueError(f"model must be a FrequencyPowerModel or None, got {type(self.model).__name__}")
+        _, p, f = self._columns(X, fitting=True)
         if self.model is not None and is_fitted(self.model):
             self.model_ = self.model
         else:
             self.model_ = clone(self.model) if self.model is not None else FrequencyPowerModel()
-            self.model_.set_params(frequency_column=0)
+            self.model_.set_params(clock_column=0, frequency_column=DEPRECATED)
             self.model_.fit(f[:, None], p)
         ref = self.reference_frequency_mhz
         if ref is None:
             ref = float(f.max())
-        elif not np.isfinite(ref) or ref <= 0:
+        elif not np.isfinite(ref):
             raise ValueError(f"reference_frequency_mhz must be a positive clock in MHz, got {ref!r}")
         self.reference_frequency_mhz_ = float(ref)
         self.reference_power_w_ = float(self.model_.predict_at(self.reference_frequency_mhz_))
@@ -238,6 +312,6 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         check_is_fitted(self, "model_")
         X = table_array(X)
         validate_data(self, X, reset=False, skip_check_array=True)
-        jp, p, f = self._columns(X)
+        jp, p, f = self._columns(X, fitting=False)
         corrected = p - self.model_.predict_at(f) + self.reference_power_w_
         return replace_column(X, jp, corrected)

@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import schema
 from ._clock_curve import _ClockCurveRegressor, fit_groups_table
+from ._columns import DEPRECATED
 from ._curvefit import fit_rational_batch
 
 __all__ = ["RationalTimeModel", "fit_rational_time_batch"]
@@ -29,12 +30,16 @@ class RationalTimeModel(_ClockCurveRegressor):
 
     Parameters
     ----------
-    frequency_column : str or int, default=0
-        Column of ``X`` holding the core clock in MHz (a name needs a
-        DataFrame). Other columns are ignored.
+    clock_column : str or int, default="sm_clock_mhz"
+        Column of ``X`` holding the core clock in MHz: a name (looked up in a
+        DataFrame's columns) or a position. An ``X`` of a single column
+        without names is that column. Other columns are ignored, text
+        included (see ``docs/columns.md``).
     max_iter : int, default=200
         Levenberg–Marquardt iterations after the grid start (the ``b ≈ d``
         and ``d → ∞`` directions are flat, so convergence can be slow).
+    frequency_column : str or int, default="deprecated"
+        Deprecated old name of ``clock_column`` (removed in 0.3).
 
     Attributes
     ----------
@@ -61,9 +66,10 @@ class RationalTimeModel(_ClockCurveRegressor):
     _TARGET = "time"
     _batch_fit = staticmethod(fit_rational_batch)
 
-    def __init__(self, frequency_column=0, max_iter=200):
-        self.frequency_column = frequency_column
+    def __init__(self, clock_column=schema.SM_CLOCK_MHZ, max_iter=200, frequency_column=DEPRECATED):
+        self.clock_column = clock_column
         self.max_iter = max_iter
+        self.frequency_column = frequency_column
 
     def _set_params_from_row(self, row, sse, n):
         self.a_, self.b_, self.c_, self.d_ = (float(v) for v in row)

@@ -294,9 +294,9 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
     if keep_power.any():
         X = power_data.loc[keep_power, [schema.SM_CLOCK_MHZ]].reset_index(drop=True)
         y = power_data.loc[keep_power, schema.POWER_W].to_numpy(float)
-        power_models = GroupedEstimator(FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ)).fit(
+        power_models = GroupedEstimator(FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ)).fit(
             X, y, groups=pg[keep_power])
-        power_global = FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X, y)
+        power_global = FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(X, y)
 
     # -- time vs clock (eq. 4.5 and DSO eq. 2), per group ----------------------------------------
     tg = _groups(time_data) if len(time_data) else np.array([], dtype=object)
@@ -319,10 +319,10 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         cols = [schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]
         X = time_data.loc[keep_time, cols].reset_index(drop=True)
         y = time_data.loc[keep_time, schema.TIME_S].to_numpy(float)
-        time_models = GroupedEstimator(RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ)).fit(
+        time_models = GroupedEstimator(RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ)).fit(
             X, y, groups=tg[keep_time])
-        dvfs_time_models = GroupedEstimator(DVFSTimeModel(core_clock_column=schema.SM_CLOCK_MHZ,
-                                                          mem_clock_column=schema.MEM_CLOCK_MHZ)).fit(
+        dvfs_time_models = GroupedEstimator(DVFSTimeModel(clock_column=schema.SM_CLOCK_MHZ,
+                                                          memory_clock_column=schema.MEM_CLOCK_MHZ)).fit(
             X, y, groups=tg[keep_time])
 
     comparison = _comparison(power_data.loc[keep_power], pg[keep_power], time_data.loc[keep_time],
@@ -370,9 +370,9 @@ def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dic
                 "power_test_rows": 0, "power_mape_pct": math.nan}
     X = time_rows[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(drop=True)
     y = time_rows[schema.TIME_S].to_numpy(float)
-    rational = RationalTimeModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X.loc[train], y[train])
-    dso = DVFSTimeModel(core_clock_column=schema.SM_CLOCK_MHZ,
-                        mem_clock_column=schema.MEM_CLOCK_MHZ).fit(X.loc[train], y[train])
+    rational = RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ).fit(X.loc[train], y[train])
+    dso = DVFSTimeModel(clock_column=schema.SM_CLOCK_MHZ,
+                        memory_clock_column=schema.MEM_CLOCK_MHZ).fit(X.loc[train], y[train])
     row["time_mape_rational_pct"] = _mape(y[test], rational.predict(X.loc[test]))
     row["time_mape_dso_pct"] = _mape(y[test], dso.predict(X.loc[test]))
     row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan,
