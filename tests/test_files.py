@@ -21,7 +21,7 @@ from powermodels.models.frequency import FrequencyPowerModel
 def model():
     f = np.arange(800.0, 2001.0, 100.0)
     X = pd.DataFrame({schema.SM_CLOCK_MHZ: f})
-    return FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(X, 50 + 0.07 * f)
+    return FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(X, 50 + 0.07 * f)
 
 
 _CHILD = textwrap.dedent("""
@@ -32,7 +32,7 @@ _CHILD = textwrap.dedent("""
     if sys.argv[2] == "ignore":  # EFBIG as an OSError instead of the SIGXFSZ kill
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     f = np.arange(800.0, 2001.0, 100.0)
-    model = FrequencyPowerModel(frequency_column=schema.SM_CLOCK_MHZ).fit(
+    model = FrequencyPowerModel(clock_column=schema.SM_CLOCK_MHZ).fit(
         pd.DataFrame({schema.SM_CLOCK_MHZ: f}), 60 + 0.05 * f)
     resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))  # `ulimit -f 2`, as in the issue
     pmio.save_calibration(model, sys.argv[1], {"note": "x" * 4000}, compress=0)
