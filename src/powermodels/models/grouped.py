@@ -10,17 +10,20 @@ clocks and held-out groups.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.metrics import mean_absolute_percentage_error, r2_score
 from sklearn.model_selection import GroupKFold
 from sklearn.utils import get_tags
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d, validate_data
 
 from .. import schema
-from ._columns import column_index, column_label
+from ._columns import COLUMN, column_index, column_label
 
 __all__ = ["GroupedEstimator", "compare_per_group_vs_global"]
 
@@ -68,6 +71,12 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
     groups_ : ndarray
         Group labels seen in ``fit``.
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods(["fit"])],
+        "group_column": [*COLUMN, None],
+        "unseen": [StrOptions(set(_UNSEEN))],
+    }
 
     def __init__(self, estimator, group_column=None, unseen="error"):
         self.estimator = estimator
@@ -153,8 +162,7 @@ class GroupedEstimator(MetaEstimatorMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
-        if self.unseen not in _UNSEEN:
-            raise ValueError(f"unseen must be one of {_UNSEEN}, got {self.unseen!r}")
+        self._validate_params()
         if not isinstance(X, pd.DataFrame):
             X = check_array(X, dtype=None, ensure_all_finite=False, ensure_2d=True)
         validate_data(self, X, reset=True, skip_check_array=True)

@@ -15,15 +15,18 @@ cold state, as in the thesis).
 from __future__ import annotations
 
 import warnings
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import schema
-from ._columns import column_index, column_label, numeric_column, replace_column, table_array
+from ._columns import COLUMN, column_index, column_label, numeric_column, replace_column, table_array
 
 __all__ = ["TemperatureCorrection", "WeakTemperatureCorrelationWarning"]
 
@@ -84,16 +87,20 @@ class TemperatureCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         self.min_correlation = min_correlation
         self.confidence = confidence
 
-    _expected_failed_checks = {  # noqa: RUF012
-        "check_positive_only_tag_during_fit": (
-            "only the power column must be ≥ 0 (temperatures in °C may be negative); the check's "
-            "centred iris data leave column 0 (power) positive, so nothing is rejected"
-        ),
+    _parameter_constraints: ClassVar[dict] = {
+        "power_column": COLUMN,
+        "temperature_column": COLUMN,
+        "group_column": [*COLUMN, None],
+        "reference_temperature_c": [Real, None],
+        "min_correlation": [Real],
+        "confidence": [Interval(Real, 0, 1, closed="neither")],
     }
 
     @classmethod
     def _check_instance(cls):
-        return cls(power_column=0, temperature_column=1)
+        # Power in column 1: only the power column must be ≥ 0 (°C may be negative), and
+        # check_positive_only_tag_during_fit's data (iris minus its mean) are negative in column 1.
+        return cls(power_column=1, temperature_column=0)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -105,7 +112,7 @@ class TemperatureCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         jp = column_index(X, self.power_column, "power_column")
         jt = column_index(X, self.temperature_column, "temperature_column")
         if jp == jt:
-            raise ValueError("power_column and temperature_column name the same column")
+            raise ValueError(f"power_column and temperature_column both name column {column_label(X, jp)!r}")
         p = numeric_column(X, jp, "power_column", nonnegative=True, unit=" W")
         t = numeric_column(X, jt, "temperature_column", unit=" °C")
         return jp, p, t
@@ -125,8 +132,7 @@ class TemperatureCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         self : object
             The fitted estimator.
         """
-        if not 0 < self.confidence < 1:
-            raise ValueError(f"confidence must be in (0, 1), got {self.confidence!r}")
+        self._validate_params()
         X = table_array(X)
         validate_data(self, X, reset=True, skip_check_array=True)
         _, p, t = self._read(X)
