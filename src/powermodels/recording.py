@@ -266,7 +266,7 @@ def _read_provenance(folder: Path) -> dict:
     return data
 
 
-def read_recording(path, *, probes: bool = True) -> Recording:
+def read_recording(path, *, probes: bool = True, trace_optional: bool = False) -> Recording:
     """Read and validate a raw recording folder.
 
     Parameters
@@ -275,6 +275,9 @@ def read_recording(path, *, probes: bool = True) -> Recording:
         The folder.
     probes : bool, default=True
         Read ``probes.parquet`` where there is one.
+    trace_optional : bool, default=False
+        Accept a folder without ``trace.parquet`` (e.g. one whose NVML trace was lost); its
+        ``trace`` is then an empty table with the required columns.
 
     Returns
     -------
@@ -289,12 +292,16 @@ def read_recording(path, *, probes: bool = True) -> Recording:
     folder = Path(path)
     if not folder.is_dir():
         raise RecordingError(f"recording {folder}: no such folder")
-    missing = [f"{stem}.parquet" for stem in _FILES if not (folder / f"{stem}.parquet").is_file()]
+    no_trace = trace_optional and not (folder / "trace.parquet").is_file()
+    files = {stem: spec for stem, spec in _FILES.items() if not (no_trace and stem == "trace")}
+    missing = [f"{stem}.parquet" for stem in files if not (folder / f"{stem}.parquet").is_file()]
     if not (folder / "provenance.json").is_file():
         missing.append("provenance.json")
     if missing:
         raise _error(folder, f"missing file(s) {', '.join(missing)}")
-    tables = {stem: _read_table(folder, stem, spec) for stem, spec in _FILES.items()}
+    tables = {stem: _read_table(folder, stem, spec) for stem, spec in files.items()}
+    if no_trace:
+        tables["trace"] = pd.DataFrame({c.name: pd.Series(dtype=float) for c in TRACE_SPEC.required})
     probe_path = folder / "probes.parquet"
     probe_table = _read_table(folder, "probes", PROBES_SPEC) if probes and probe_path.is_file() else None
     return Recording(**tables, provenance=_read_provenance(folder), probes=probe_table, path=folder)

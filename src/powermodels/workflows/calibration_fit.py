@@ -254,8 +254,12 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
     t_source = (temperature_samples if temperature_samples is not None
                 else ramp if len(ramp) else (samples if samples is not None else ramp))
     t_rows = _stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
-    t_ref = float(np.nanmin(temps_all)) if reference_temperature_c is None else float(reference_temperature_c)
-    if not np.isfinite(t_ref):
+    no_temperature = not np.isfinite(temps_all).any()
+    if no_temperature:  # a recording whose NVML trace was lost: no T_ref, no α
+        notes.append("no temperature was recorded: alpha and the reference temperature are unavailable")
+    t_ref = (math.nan if no_temperature else float(np.nanmin(temps_all))) if reference_temperature_c is None \
+        else float(reference_temperature_c)
+    if not (np.isfinite(t_ref) or (no_temperature and reference_temperature_c is None)):
         raise ValueError(f"reference_temperature_c must be finite, got {reference_temperature_c!r}")
     if len(t_rows):
         with warnings.catch_warnings(record=True) as caught:
@@ -320,10 +324,13 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         X = time_data.loc[keep_time, cols].reset_index(drop=True)
         y = time_data.loc[keep_time, schema.TIME_S].to_numpy(float)
         time_models = GroupedEstimator(RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ)).fit(
-            X, y, groups=tg[keep_time])
-        dvfs_time_models = GroupedEstimator(DVFSTimeModel(clock_column=schema.SM_CLOCK_MHZ,
-                                                          memory_clock_column=schema.MEM_CLOCK_MHZ)).fit(
-            X, y, groups=tg[keep_time])
+            X[[schema.SM_CLOCK_MHZ]], y, groups=tg[keep_time])
+        if np.isfinite(X[schema.MEM_CLOCK_MHZ].to_numpy(float)).all():
+            dvfs_time_models = GroupedEstimator(DVFSTimeModel(clock_column=schema.SM_CLOCK_MHZ,
+                                                              memory_clock_column=schema.MEM_CLOCK_MHZ)).fit(
+                X, y, groups=tg[keep_time])
+        else:
+            notes.append("no memory-clock reading: DSO eq. 2 (core and memory clock) is not fitted")
 
     comparison = _comparison(power_data.loc[keep_power], pg[keep_power], time_data.loc[keep_time],
                              tg[keep_time], clock_step_mhz)
@@ -337,7 +344,8 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         identifiability=pd.DataFrame(ident_rows), comparison=comparison,
         validation=pd.DataFrame(validation),
         clock_range_mhz=(float(np.nanmin(clocks_all)), float(np.nanmax(clocks_all))),
-        temperature_range_c=(float(np.nanmin(temps_all)), float(np.nanmax(temps_all))),
+        temperature_range_c=((math.nan, math.nan) if no_temperature
+                             else (float(np.nanmin(temps_all)), float(np.nanmax(temps_all)))),
         notes=notes)
 
 
@@ -370,11 +378,14 @@ def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dic
                 "power_test_rows": 0, "power_mape_pct": math.nan}
     X = time_rows[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(drop=True)
     y = time_rows[schema.TIME_S].to_numpy(float)
-    rational = RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ).fit(X.loc[train], y[train])
-    dso = DVFSTimeModel(clock_column=schema.SM_CLOCK_MHZ,
-                        memory_clock_column=schema.MEM_CLOCK_MHZ).fit(X.loc[train], y[train])
-    row["time_mape_rational_pct"] = _mape(y[test], rational.predict(X.loc[test]))
-    row["time_mape_dso_pct"] = _mape(y[test], dso.predict(X.loc[test]))
+    rational = RationalTimeModel(clock_column=schema.SM_CLOCK_MHZ).fit(X.loc[train, [schema.SM_CLOCK_MHZ]],
+                                                                          y[train])
+    row["time_mape_rational_pct"] = _mape(y[test], rational.predict(X.loc[test, [schema.SM_CLOCK_MHZ]]))
+    row["time_mape_dso_pct"] = math.nan
+    if np.isfinite(X[schema.MEM_CLOCK_MHZ].to_numpy(float)).all():
+        dso = DVFSTimeModel(clock_column=schema.SM_CLOCK_MHZ,
+                            memory_clock_column=schema.MEM_CLOCK_MHZ).fit(X.loc[train], y[train])
+        row["time_mape_dso_pct"] = _mape(y[test], dso.predict(X.loc[test]))
     row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan,
                power_test_rows=0, power_mape_pct=math.nan)
     if power_rows is not None and len(power_rows):
@@ -389,7 +400,7 @@ def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band) -> dic
                        power_mape_pct=_mape(p[p_test], pmodel.predict_at(pf[p_test])))
             f_band = f[test]
             measured = float(np.mean(p[p_test])) * float(np.mean(y[test]))
-            predicted = float(np.mean(pmodel.predict_at(f_band) * rational.predict(X.loc[test])))
+            predicted = float(np.mean(pmodel.predict_at(f_band) * rational.predict(X.loc[test, [schema.SM_CLOCK_MHZ]])))
             row.update(energy_measured_j=measured, energy_predicted_j=predicted,
                        energy_error_pct=100.0 * (predicted - measured) / measured)
     return row

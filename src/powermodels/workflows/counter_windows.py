@@ -36,7 +36,8 @@ def counter_updates(energy: pd.DataFrame, grid_tolerance_s: float = 5e-4) -> tup
 
     ``how`` is ``"grid"`` when a regular grid fitted to the bracket midpoints lies inside
     ≥ 95 % of the brackets (then each update is the grid time, clipped into its bracket),
-    else ``"bracket"`` (the midpoints).
+    else ``"bracket"`` (the midpoints). A table that kept only the first read of each new
+    value (brackets as wide as the period) uses those reads as the brackets' both ends.
     """
     t = energy[schema.T_S].to_numpy(float)
     e = energy[schema.ENERGY_COUNTER_J].to_numpy(float)
@@ -44,8 +45,12 @@ def counter_updates(energy: pd.DataFrame, grid_tolerance_s: float = 5e-4) -> tup
     if new.size < 2:
         return t[new], e[new], "bracket"
     lo, hi = t[new - 1], t[new]
+    period = float(np.median(np.diff(hi)))
+    if np.median(hi - lo) > 0.5 * period:
+        # only the first read of each new value was kept (a downsampled copy): the bracket is
+        # lost, the update lies within one read interval before that read
+        lo = hi
     mid = 0.5 * (lo + hi)
-    period = float(np.median(np.diff(mid)))
     k = np.round((mid - mid[0]) / period)
     if np.unique(k).size == k.size and k.size >= 4:
         coef = np.polyfit(k, mid, 1)
@@ -96,7 +101,7 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
     u, e, _how = counter_updates(recording.energy)
     cols = [schema.WORKLOAD, WINDOW_START_S, WINDOW_END_S, schema.POWER_W, schema.SM_CLOCK_MHZ,
             schema.TEMPERATURE_C, SINCE_START_S, STRETCH, schema.RECORDING_PHASE]
-    if u.size < 2 or not len(clocks):
+    if u.size < 2 or not len(clocks):  # (an empty trace leaves only the temperatures NaN)
         return pd.DataFrame(columns=cols)
     w0, w1 = u[:-1], u[1:]
     power = np.diff(e) / np.diff(u)
@@ -128,7 +133,8 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
             a, b = np.searchsorted(tt, [w0[i], w1[i]])
             rows.append({schema.WORKLOAD: w, WINDOW_START_S: w0[i], WINDOW_END_S: w1[i],
                          schema.POWER_W: power[i], schema.SM_CLOCK_MHZ: float(np.average(f, weights=dur)),
-                         schema.TEMPERATURE_C: (csum[b] - csum[a]) / (b - a) if b > a else temp[max(a - 1, 0)],
+                         schema.TEMPERATURE_C: ((csum[b] - csum[a]) / (b - a) if b > a else
+                                                temp[max(a - 1, 0)] if len(temp) else np.nan),
                          SINCE_START_S: w0[i] - iv[k, 0], STRETCH: int(k),
                          schema.RECORDING_PHASE: str(part[schema.RECORDING_PHASE].iloc[0])})
     return pd.DataFrame(rows, columns=cols)

@@ -65,9 +65,12 @@ def stable_reading(trace: pd.DataFrame, start_s, end_s, margin_s: float,
 
     A window that reaches outside the trace is not constant (the reading there is unknown).
     """
-    t, v, cum = _change_counts(trace, column)
     start = np.asarray(start_s, float) - margin_s
     end = np.asarray(end_s, float) + margin_s
+    if len(trace) == 0:  # no trace (lost, or never recorded): nothing is known from the reading
+        nan = np.full(start.shape, np.nan)
+        return nan, np.zeros(start.shape, dtype=bool), nan
+    t, v, cum = _change_counts(trace, column)
     i0 = np.clip(np.searchsorted(t, start, side="right") - 1, 0, len(t) - 1)
     i1 = np.clip(np.searchsorted(t, end, side="right") - 1, 0, len(t) - 1)
     inside = (start >= t[0]) & (end <= t[-1])
@@ -84,7 +87,7 @@ def stable_reading(trace: pd.DataFrame, start_s, end_s, margin_s: float,
 
 def _mean_reading(trace: pd.DataFrame, column: str, start, end) -> np.ndarray:
     """Mean of a reading over each ``[start, end]`` (the last reading before it when none inside)."""
-    if column not in trace:
+    if column not in trace or len(trace) == 0:
         return np.full(len(start), np.nan)
     t = trace[schema.T_S].to_numpy(float)
     v = trace[column].to_numpy(float)
@@ -176,7 +179,8 @@ def attribute_clocks(recording, *, clock_reference: str | None = None, step_mhz:
     unc[:] = rng / 2 + step_mhz / 2
     kept[:] = constant
     reason[~constant] = (f"NVML clock reading changed within {margin * 1e3:.0f} ms of the launch "
-                         "(a lagging 100 ms sensor: the launch's clock is unknown)")
+                         "(a lagging 100 ms sensor: the launch's clock is unknown)" if len(trace)
+                         else "no probe and no NVML trace: the launch's clock is unknown")
 
     probed = np.zeros(n, dtype=bool)
     probes = recording.probes
@@ -191,9 +195,11 @@ def attribute_clocks(recording, *, clock_reference: str | None = None, step_mhz:
             pu = pf * 32.0 / p[schema.PROBE_ELAPSED_NS].to_numpy(float)
             b = np.searchsorted(pt, start[idx], side="right") - 1   # last probe before the start
             a = np.searchsorted(pt, end[idx], side="left")          # first probe after the end
-            have = (b >= 0) & (a < len(pt))
-            # a probe belongs to this batch only if no other batch of the workload lies between
             bb, aa = np.clip(b, 0, len(pt) - 1), np.clip(a, 0, len(pt) - 1)
+            # a probe brackets the batch only if it ran right next to it (within the batch's own
+            # length, at least 1 ms): the probe after a burst's last batch is the next burst's
+            near = np.maximum(end[idx] - start[idx], 1e-3)
+            have = ((b >= 0) & (a < len(pt)) & (start[idx] - pt[bb] <= near) & (pt[aa] - end[idx] <= near))
             fb, fa = pf[bb], pf[aa]
             probed[idx] = True
             source[idx] = "probe"

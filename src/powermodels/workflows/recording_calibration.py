@@ -123,6 +123,9 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
 def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[str]:
     lines = []
     n_probes = 0 if recording.probes is None else len(recording.probes)
+    if not len(recording.trace):
+        lines.append("no NVML trace: no temperature (α is not identified), no NVML power or clock "
+                     "readings; clocks come from the probes only, power from the energy counter.")
     lines.append(f"{len(recording.launches)} timed batches of {len(recording.workloads)} workload(s), "
                  f"{len(recording.trace)} trace rows, {len(recording.energy)} energy-counter reads, "
                  f"{n_probes} clock probes.")
@@ -242,4 +245,6 @@ def calibrate_from(path, **kwargs) -> CalibrationRun:
     if (folder / "samples.parquet").is_file() and not (folder / "trace.parquet").is_file():
         legacy = {k: v for k, v in kwargs.items() if k in ("step_mhz", "min_span_mhz")}
         return calibrate_legacy_folder(folder, **legacy)
-    return calibrate_recording(read_recording(folder), **kwargs)
+    # a folder with probes but no NVML trace still gives every probed launch its clock
+    trace_optional = (folder / "probes.parquet").is_file()
+    return calibrate_recording(read_recording(folder, trace_optional=trace_optional), **kwargs)
