@@ -135,7 +135,8 @@ def _plots(run: CalibrationRun, out: Path) -> None:
         ax.set_xlabel("SM clock (MHz)")
         ax.set_ylabel(ylabel)
         ax.set_title(f"{ylabel.split(' (')[0]} vs clock: data (dots) and fits (lines)")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:  # nothing to label when no rows were kept
+            ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / f"{name}.png")
         plt.close(fig)

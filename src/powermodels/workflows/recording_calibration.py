@@ -190,8 +190,8 @@ def calibrate_legacy_folder(folder, *, margin_s: float = 0.15, step_mhz: float =
 
     Such a folder has per-launch NVML means and per-update instant-power readings only: no
     full-rate trace, no energy counter, no probes. Launches are kept where the reading held
-    ``margin_s`` around them (:func:`_legacy_kept`); power and α come from the instant
-    field's readings, as before — the counter was not recorded.
+    ``margin_s`` around them (:func:`_legacy_kept`); power and α are not fitted (the
+    instant field at a lagging clock identifies neither; the counter was not recorded).
     """
     from ..recording import RecordingError
 
@@ -214,7 +214,9 @@ def calibrate_legacy_folder(folder, *, margin_s: float = 0.15, step_mhz: float =
     launches = launches.reset_index(drop=True).assign(**{schema.CLOCK_KEPT: kept, schema.CLOCK_DROP_REASON: reason,
                                                          schema.CLOCK_SOURCE: "nvml",
                                                          schema.WORKLOAD: launches[schema.KERNEL]})
-    calibration = fit_calibration(None, launches.loc[kept].reset_index(drop=True), samples,
+    # power and α are not fitted: the instant field's readings carry the lagging reading's clock
+    # (fitting them gave α = -1.94 W/°C, CI [-6.0, 2.1], and power rmse 15-71 W on this H100 folder)
+    calibration = fit_calibration(None, launches.loc[kept].reset_index(drop=True), None,
                                   min_span_mhz=min_span_mhz, clock_step_mhz=step_mhz)
     summary = launch_clock_summary(launches)
     provenance = {}
@@ -227,12 +229,12 @@ def calibrate_legacy_folder(folder, *, margin_s: float = 0.15, step_mhz: float =
         f"{len(samples)} instant-power readings; no full-rate trace, no energy counter, no probes.",
         f"clock {_SOURCE_WORDS['nvml']} (all launches of the burst within {margin_s * 1e3:.0f} ms read "
         "one clock): launches during a clock transition cannot be given a clock.",
-        "power and α come from the instant field (25 ms of every 100 ms update) at the lagging "
-        "reading's clock, not from the energy counter: this folder cannot identify power at a "
-        "known clock, and α mixes clocks the reading did not show.",
+        "power and α are not fitted: the folder has only the instant field (25 ms of every 100 ms "
+        "update) at the lagging reading's clock, no energy counter — it cannot identify power at a "
+        "known clock, and α from it mixes clocks the reading did not show.",
     ]
     return CalibrationRun(points=pd.DataFrame(), launches=launches.loc[kept].reset_index(drop=True),
-                          samples=samples, calibration=calibration,
+                          samples=pd.DataFrame(), calibration=calibration,
                           device=_device({**provenance, "gpu": provenance.get("device")}),
                           clocks=summary, findings=findings)
 
