@@ -216,3 +216,72 @@ def test_temperature_correction_follows_the_convention():
     params = inspect.signature(TemperatureCorrection.__init__).parameters
     assert params["power_column"].default == schema.POWER_W
     assert params["temperature_column"].default == schema.TEMPERATURE_C
+
+
+# ------------------------------------------------------------ files saved before the rename
+
+
+def _as_saved_before_the_rename(est, renamed: dict, added=()):
+    """``est``'s state as version 0.1 wrote it: old parameter names, no added parameters."""
+    state = dict(est.__getstate__())  # a copy: on Python ≥ 3.11 it is the object's own __dict__
+    for old, new in renamed.items():
+        state[old] = state.pop(new)
+    for name in added:
+        state.pop(name)
+    old = type(est).__new__(type(est))
+    old.__setstate__(state)
+    return old
+
+
+def test_estimators_saved_before_the_rename_load_and_predict_the_same():
+    df = new_user_table((5000.0, 6500.0)).rename(columns={"core_clock_mhz": schema.SM_CLOCK_MHZ,
+                                                          "power": schema.POWER_W, "time": schema.TIME_S})
+    df[schema.MEM_CLOCK_MHZ] = df["mem_clock_mhz"]
+    cases = [
+        (FrequencyPowerModel().fit(df, df[schema.POWER_W]), {"frequency_column": "clock_column"},
+         ("knee_in_gap",)),
+        (RationalTimeModel().fit(df, df[schema.TIME_S]), {"frequency_column": "clock_column"}, ()),
+        (DVFSTimeModel().fit(df, df[schema.TIME_S]),
+         {"core_clock_column": "clock_column", "mem_clock_column": "memory_clock_column"}, ()),
+        (EnergyModel(time="model").fit(df), {"frequency_column": "clock_column"}, ()),
+    ]
+    for est, renamed, added in cases:
+        old = _as_saved_before_the_rename(est, renamed, added)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the user wrote no old name: no FutureWarning
+            np.testing.assert_allclose(old.predict(df), est.predict(df))
+            assert old.get_params() == {**est.get_params(), **{k: "deprecated" for k in renamed},
+                                        **({"knee_in_gap": "free"} if added else {})}
+            clone(old).fit(df, df[schema.TIME_S] if isinstance(est, RationalTimeModel | DVFSTimeModel)
+                           else df[schema.POWER_W])
+
+
+def test_a_fitted_gap_round_trips_the_safe_calibration_format(tmp_path):
+    from powermodels.io import load_calibration, save_calibration
+
+    f = np.arange(600.0, 2001.0, 100.0)
+    keep = (f < 1100.0) | (f > 1400.0)
+    model = FrequencyPowerModel().fit(f[keep, None], _power(f[keep]))
+    assert model.knee_gap_mhz_ == (1000.0, 1500.0)
+    back = load_calibration(save_calibration(model, tmp_path / "m.pmcal"))
+    assert back.knee_gap_mhz_ == model.knee_gap_mhz_ and back.get_params() == model.get_params()
+
+
+@pytest.mark.shared_data
+def test_the_real_h100_calibration_file_of_version_0_1_still_loads(shared_data):
+    """A calibrate file written before the rename (real H100, 2026-11-24) loads and predicts."""
+    from powermodels.io import load_calibration
+
+    path = shared_data / "h100-2026-11-24" / "natural_dvfs" / "calibration.pmcal"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    cal = load_calibration(path)
+    X = pd.DataFrame({schema.SM_CLOCK_MHZ: [1200.0, 1500.0, 1980.0], schema.MEM_CLOCK_MHZ: 2619.0})
+    kernel = next(iter(cal["dvfs_time"].estimators_))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        time_s = cal["dvfs_time"].estimators_[kernel].predict(X)
+        cal["power_global"].predict(X[[schema.SM_CLOCK_MHZ]])
+    # the same numbers as before the rename (computed with main at aed07b7)
+    np.testing.assert_allclose(time_s, [0.00270922, 0.00233545, 0.00223316], rtol=1e-5)
+    assert cal["power_global"].knee_in_gap == "free"

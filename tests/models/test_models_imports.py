@@ -12,7 +12,7 @@ import powermodels.models
 MODELS = Path(powermodels.models.__file__).parent
 ALLOWED = {"__future__", "numpy", "scipy", "pandas", "sklearn", "joblib", "powermodels", "collections",
            "copy", "dataclasses", "math", "numbers", "typing", "warnings", "functools", "itertools", "re",
-           "os", "sys"}  # os/sys: pointing deprecation warnings at the caller's line (_columns.py)
+           "abc", "os", "sys"}  # os/sys: pointing deprecation warnings at the caller's line (_columns.py)
 FORBIDDEN = ("powermodels.devices", "powermodels.harness", "powermodels.commands", "powermodels.sensor",
              "cupy", "pynvml")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from abc import ABCMeta, abstractmethod
 from collections.abc import Callable
 from numbers import Integral
 from typing import ClassVar
@@ -23,10 +24,18 @@ from sklearn.utils.validation import check_array, check_consistent_length, check
 from sklearn.utils.validation import validate_data
 
 from .. import schema
-from ._columns import COLUMN, column_index, column_label, numeric_column, renamed_parameter, table_array
+from ._columns import (
+    COLUMN,
+    RenamedParametersMixin,
+    column_index,
+    column_label,
+    numeric_column,
+    renamed_parameter,
+    table_array,
+)
 from ._curvefit import pad_groups
 
-__all__ = ["check_target", "fit_groups_table"]
+__all__ = ["ClockCurveRegressor", "check_target", "fit_groups_table"]
 
 
 def check_target(y, name: str, min_samples: int = 2) -> np.ndarray:
@@ -48,7 +57,7 @@ def _clocks_phrase(n: int, clocks: np.ndarray) -> str:
     return f"{n} distinct clock{'' if n == 1 else 's'} ({shown} MHz)"
 
 
-class _ClockCurveRegressor(RegressorMixin, BaseEstimator):
+class ClockCurveRegressor(RenamedParametersMixin, RegressorMixin, BaseEstimator, metaclass=ABCMeta):
     """Base of a four-parameter curve of the core clock, fitted by ``_curvefit``.
 
     Subclasses set ``_PARAMS`` (fitted attribute names), ``_TARGET`` (the
@@ -70,6 +79,15 @@ class _ClockCurveRegressor(RegressorMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "frequency_column": COLUMN,  # deprecated name of clock_column
     }
+    _RENAMED: ClassVar[dict[str, str]] = {"frequency_column": "clock_column"}
+
+    @abstractmethod
+    def _set_params_from_row(self, row, sse, n, *extras):
+        """Set the fitted attributes from one row of ``_batch_fit``'s parameters."""
+
+    @abstractmethod
+    def predict_at(self, frequency_mhz):
+        """The curve at any clock(s), MHz."""
 
     @classmethod
     def _check_instance(cls):

@@ -18,6 +18,7 @@ import os
 import sys
 import warnings
 from numbers import Integral
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 __all__ = [
     "COLUMN",
     "DEPRECATED",
+    "RenamedParametersMixin",
     "column_index",
     "column_label",
     "is_fitted",
@@ -73,6 +75,28 @@ def renamed_parameter(est, new: str, old: str, *, warn: bool = True):
                       f"and will be removed in {REMOVED_IN}); pass {new}={old_value!r}",
                       FutureWarning, stacklevel=_caller_level())
     return old_value
+
+
+class RenamedParametersMixin:
+    """Mix in before ``BaseEstimator``: estimators saved before a parameter was renamed still load.
+
+    ``_RENAMED`` maps an old parameter name to its new one, ``_ADDED`` a parameter added later
+    to the value that reproduces the old behaviour. A state saved (pickle, skops calibration
+    file) before the change holds the old name and not the new one: loading moves the value to
+    the new name (no FutureWarning then: the user wrote no old name) and fills the added ones.
+    """
+
+    _RENAMED: ClassVar[dict[str, str]] = {}
+    _ADDED: ClassVar[dict[str, object]] = {}
+
+    def __setstate__(self, state):
+        state = dict(state)
+        for old, new in self._RENAMED.items():
+            if new not in state and old in state:
+                state[new], state[old] = state[old], DEPRECATED
+        for name, value in self._ADDED.items():
+            state.setdefault(name, value)
+        super().__setstate__(state)
 
 
 def _shown(columns) -> str:

@@ -30,7 +30,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from powermodels import schema
-from powermodels.models._columns import COLUMN, DEPRECATED
+from powermodels.models._columns import COLUMN, DEPRECATED, RenamedParametersMixin
 from powermodels.models.dvfs_columns import CLOCK_FAILS, Y2_FAILS, clock_pair, fit_clock_pair
 
 from powermodels.models.dvfs_fit import (
@@ -58,7 +58,7 @@ _VOLTAGE_CONSTRAINTS = {
 }
 
 
-class _DVFSBase(RegressorMixin, BaseEstimator):
+class _DVFSBase(RenamedParametersMixin, RegressorMixin, BaseEstimator):
     """What the three DSO estimators share: the clock columns, the loss, the tags."""
 
     _parameter_constraints: ClassVar[dict] = {
@@ -69,6 +69,8 @@ class _DVFSBase(RegressorMixin, BaseEstimator):
         "core_clock_column": COLUMN,  # deprecated name of clock_column
         "mem_clock_column": COLUMN,  # deprecated name of memory_clock_column
     }
+    _RENAMED: ClassVar[dict[str, str]] = {"core_clock_column": "clock_column",
+                                          "mem_clock_column": "memory_clock_column"}
 
     @classmethod
     def _check_instance(cls):

@@ -17,13 +17,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .. import schema
-from ._columns import COLUMN, DEPRECATED, column_index, is_fitted, numeric_column, renamed_parameter, table_array
+from ._columns import COLUMN, DEPRECATED, RenamedParametersMixin, column_index, is_fitted
+from ._columns import numeric_column, renamed_parameter, table_array
 from .runtime import RationalTimeModel
 
 __all__ = ["EnergyModel"]
 
 
-class EnergyModel(RegressorMixin, BaseEstimator):
+class EnergyModel(RenamedParametersMixin, RegressorMixin, BaseEstimator):
     """Energy per launch: corrected power × measured (eq. 4.3) or modelled (eq. 4.4) time.
 
     Parameters
@@ -64,6 +65,7 @@ class EnergyModel(RegressorMixin, BaseEstimator):
         "reference_frequency_mhz": [Interval(Real, 0, None, closed="neither"), None],
         "frequency_column": COLUMN,  # deprecated name of clock_column
     }
+    _RENAMED: ClassVar[dict[str, str]] = {"frequency_column": "clock_column"}
 
     def __init__(self, power_column=schema.POWER_W, time_column=schema.TIME_S,
                  clock_column=schema.SM_CLOCK_MHZ, time="measured", time_model=None,

@@ -27,10 +27,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import schema
-from ._clock_curve import _ClockCurveRegressor, fit_groups_table
+from ._clock_curve import ClockCurveRegressor, fit_groups_table
 from ._columns import (
     COLUMN,
     DEPRECATED,
+    RenamedParametersMixin,
     column_index,
     is_fitted,
     numeric_column,
@@ -48,7 +49,7 @@ class KneeInGapWarning(UserWarning):
     """The fitted knee of eq. 4.1 lies in a gap of the training clocks, where no data locate it."""
 
 
-class FrequencyPowerModel(_ClockCurveRegressor):
+class FrequencyPowerModel(ClockCurveRegressor):
     """Thesis eq. 4.1: ``P(f) = P_static + a·f·V(f)²`` with a knee in V(f).
 
     Parameters
@@ -109,9 +110,10 @@ class FrequencyPowerModel(_ClockCurveRegressor):
     _Y_MAX = 1e5  # W: the plausible maximum of every power column (schema)
     _batch_fit = staticmethod(fit_power_batch)
     _parameter_constraints: ClassVar[dict] = {
-        **_ClockCurveRegressor._parameter_constraints,
+        **ClockCurveRegressor._parameter_constraints,
         "knee_in_gap": [StrOptions({"edge", "free"})],
     }
+    _ADDED: ClassVar[dict[str, object]] = {"knee_in_gap": "free"}  # how models saved before it were fitted
 
     def __init__(self, clock_column=schema.SM_CLOCK_MHZ, max_iter=100, knee_in_gap="edge",
                  frequency_column=DEPRECATED):
@@ -192,7 +194,7 @@ def fit_frequency_power_batch(frequency_mhz, power_w, groups, *, max_iter=100,
     )
 
 
-class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class FrequencyCorrection(RenamedParametersMixin, OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Thesis eq. 4.2: move measured power to a reference clock.
 
     ``P_corr = P_meas − P̂(f_k) + P̂(f_ref)`` where ``P̂`` is a fitted
@@ -232,6 +234,7 @@ class FrequencyCorrection(OneToOneFeatureMixin, TransformerMixin, BaseEstimator)
         "model": [FrequencyPowerModel, None],
         "frequency_column": COLUMN,  # deprecated name of clock_column
     }
+    _RENAMED: ClassVar[dict[str, str]] = {"frequency_column": "clock_column"}
 
     def __init__(self, power_column=schema.POWER_W, clock_column=schema.SM_CLOCK_MHZ,
                  reference_frequency_mhz=None, model=None, frequency_column=DEPRECATED):

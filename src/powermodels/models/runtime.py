@@ -19,13 +19,13 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from .. import schema
-from ._clock_curve import _ClockCurveRegressor, fit_groups_table
+from ._clock_curve import ClockCurveRegressor, fit_groups_table
 from ._columns import DEPRECATED
 from ._curvefit import fit_rational_batch
 
 __all__ = ["RationalTimeModel", "fit_rational_time_batch"]
 
-class RationalTimeModel(_ClockCurveRegressor):
+class RationalTimeModel(ClockCurveRegressor):
     """Thesis eq. 4.5: ``T(f) = a/(1 + b·f) + c/(1 + d·f)``, f in MHz.
 
     Parameters
