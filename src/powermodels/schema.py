@@ -157,6 +157,7 @@ OFFSET_W = "offset_w"
 EXECUTION = "execution"              # index of a kernel execution within a run
 PROFILE_TAG = "profile_tag"          # FinGraV: warmup / sse / ssp / other
 TOI_S = "toi_s"                      # FinGraV time of interest: time since kernel start
+POWER_SE_W = "power_se_w"            # 1-sigma standard error of an estimated power (a profile bin)
 
 # instruction table (besides one column per opcode)
 STATIC_POWER_W = "static_power_w"

@@ -34,7 +34,8 @@ __all__ = ["window_profile"]
 def window_profile(trace: pd.DataFrame, runs: np.ndarray, *, window_s: float, delay_s: float,
                    bin_s: float, pre_s: float = 0.0, post_s: float = 0.0,
                    power_column=schema.POWER_INSTANT_W, smooth: float = 1e-3,
-                   margin: float | None = None) -> tuple[pd.DataFrame, float, dict]:
+                   margin: float | None = None,
+                   baseline_w: float | None = None) -> tuple[pd.DataFrame, float, dict]:
     """Fine-grain power profile of a repeated run from a boxcar sensor's readings.
 
     Parameters
@@ -56,13 +57,21 @@ def window_profile(trace: pd.DataFrame, runs: np.ndarray, *, window_s: float, de
         squared column norm of the design matrix.
     margin : float, optional
         Run-length binning margin of :func:`golden_runs`.
+    baseline_w : float, optional
+        The idle power, measured apart from the runs (e.g.
+        :func:`~powermodels.sensor.fingrav_level.counter_baseline` over an idle
+        segment before them). None fits it as a constant with the bins — which
+        then takes up whatever power lingers after the runs beyond ``post_s``
+        (on a real H100 2–5 W above the idle before the session).
 
     Returns
     -------
     profile : DataFrame
         :data:`schema.TOI_S` (bin centre from the run start), :data:`schema.POWER_W`
-        (baseline + bin power) and :data:`schema.REPEAT` (readings whose
-        window covers the bin).
+        (baseline + bin power), :data:`schema.POWER_SE_W` (its standard error
+        from the residual scatter: neighbouring bins are strongly
+        anti-correlated, so a wiggle within a few standard errors is noise) and
+        :data:`schema.REPEAT` (readings whose window covers the bin).
     baseline_w : float
     info : dict
         ``golden`` (runs kept), ``readings`` (readings used), ``run_s``
@@ -104,17 +113,32 @@ def window_profile(trace: pd.DataFrame, runs: np.ndarray, *, window_s: float, de
     if hits < tau.size // 4 + 2:
         raise ValueError(f"window_profile: only {hits} readings cover a run, for {tau.size} bins; "
                          "record more runs")
-    A = np.column_stack([np.ones(len(keep)), np.asarray(rows)])
-    y = r[keep]
+    fit_base = baseline_w is None
+    bins = np.asarray(rows)
+    A = np.column_stack([np.ones(len(keep)), bins]) if fit_base else bins
+    y = r[keep] - (0.0 if fit_base else float(baseline_w))
+    nb = 1 if fit_base else 0
     D = np.diff(np.eye(tau.size), 2, axis=0)
-    lam = smooth * float(np.mean(np.sum(A[:, 1:] ** 2, axis=0)))
-    M = A.T @ A
-    M[1:, 1:] += lam * D.T @ D
+    lam = smooth * float(np.mean(np.sum(A[:, nb:] ** 2, axis=0)))
+    gram = A.T @ A
+    M = gram.copy()
+    M[nb:, nb:] += lam * D.T @ D
     sol = np.linalg.lstsq(M, A.T @ y, rcond=None)[0]
-    base, x = float(sol[0]), sol[1:]
-    covered = (np.asarray(rows) > 0).sum(axis=0)
+    base = float(sol[0]) if fit_base else float(baseline_w)
+    x = sol[nb:]
+    resid = A @ sol - y
+    # sandwich covariance of the penalised solution: σ² M⁻¹ AᵀA M⁻¹
+    sigma2 = float(np.sum(resid ** 2) / max(len(y) - A.shape[1], 1))
+    Minv = np.linalg.pinv(M)
+    cov = sigma2 * Minv @ gram @ Minv
+    if fit_base:  # a bin's power is base + x_i
+        var = np.diag(cov)[1:] + cov[0, 0] + 2 * cov[0, 1:]
+    else:
+        var = np.diag(cov)
+    covered = (bins > 0).sum(axis=0)
     prof = pd.DataFrame({schema.TOI_S: tau + bin_s / 2, schema.POWER_W: base + x,
+                         schema.POWER_SE_W: np.sqrt(np.clip(var, 0.0, None)),
                          schema.REPEAT: covered})
     info = {"golden": int(golden.sum()), "runs": int(iv.shape[0]), "readings": hits,
-            "run_s": run_s, "rms_residual_w": float(np.sqrt(np.mean((A @ sol - y) ** 2)))}
+            "run_s": run_s, "rms_residual_w": float(np.sqrt(np.mean(resid ** 2)))}
     return prof, base, info
