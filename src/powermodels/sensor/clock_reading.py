@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ClockReadingSensor", "characterize_clock_reading", "reading_clock_uncertainty_mhz"]
+__all__ = ["ClockReadingSensor", "characterize_clock_reading", "held_mean", "reading_clock_uncertainty_mhz"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,16 @@ class ClockReadingSensor:
     updates_scored: int
 
 
-def _reference_mean(ref_t: np.ndarray, ref_f: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """Mean of a piecewise-constant reference (value ``ref_f[i]`` from ``ref_t[i]``) over [t0, t1]."""
+def held_mean(ref_t: np.ndarray, ref_f: np.ndarray, t0, t1) -> np.ndarray:
+    """Time-weighted mean over each ``[t0, t1]`` of a reading held from one sample to the next
+    (value ``ref_f[i]`` from ``ref_t[i]``); the value at ``t0`` where the window is empty.
+
+    The same whether the trace kept every poll or only the rows where the reading changed.
+    """
+    ref_t = np.asarray(ref_t, float)
+    ref_f = np.asarray(ref_f, float)
+    t0 = np.asarray(t0, float)
+    t1 = np.asarray(t1, float)
     seg = np.diff(ref_t, append=ref_t[-1])
     cum = np.concatenate([[0.0], np.cumsum(ref_f * seg)])
 
@@ -129,7 +137,7 @@ def characterize_clock_reading(reading_t_s, reading_mhz, ref_t_s, ref_mhz, *, ma
             ok = moving & dense
             if ok.sum() < 5:
                 continue
-            err = np.abs(_reference_mean(rt, rf, t0[ok], t1[ok]) - uv[ok])
+            err = np.abs(held_mean(rt, rf, t0[ok], t1[ok]) - uv[ok])
             score = float(np.median(err))
             if best is None or score < best[0]:
                 best = (score, float(np.percentile(err, 95)), d, w, int(ok.sum()))

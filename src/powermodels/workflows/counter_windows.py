@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import schema
 from ..harness.runner import merge_intervals
+from ..sensor.clock_reading import held_mean
 from .launch_clocks import DEFAULT_CLOCK_STEP_MHZ
 
 __all__ = ["counter_blocks", "counter_updates", "counter_windows"]
@@ -108,7 +109,6 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
     trace = recording.trace
     tt = trace[schema.T_S].to_numpy(float)
     temp = trace[schema.TEMPERATURE_C].to_numpy(float)
-    csum = np.concatenate([[0.0], np.cumsum(temp)])
     rows = []
     for w, g in clocks.groupby(schema.WORKLOAD, sort=False):
         g = g.sort_values(schema.START_S)
@@ -130,11 +130,10 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
                 part[schema.START_S].to_numpy(float), w0[i])
             # the stretch this window belongs to began at the start of its merged interval
             k = np.searchsorted(iv[:, 0], w0[i], side="right") - 1
-            a, b = np.searchsorted(tt, [w0[i], w1[i]])
             rows.append({schema.WORKLOAD: w, WINDOW_START_S: w0[i], WINDOW_END_S: w1[i],
                          schema.POWER_W: power[i], schema.SM_CLOCK_MHZ: float(np.average(f, weights=dur)),
-                         schema.TEMPERATURE_C: ((csum[b] - csum[a]) / (b - a) if b > a else
-                                                temp[max(a - 1, 0)] if len(temp) else np.nan),
+                         schema.TEMPERATURE_C: (float(held_mean(tt, temp, w0[i], w1[i])) if len(temp)
+                                                else np.nan),
                          SINCE_START_S: w0[i] - iv[k, 0], STRETCH: int(k),
                          schema.RECORDING_PHASE: str(part[schema.RECORDING_PHASE].iloc[0])})
     return pd.DataFrame(rows, columns=cols)

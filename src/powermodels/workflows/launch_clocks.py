@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..sensor.clock_reading import held_mean
 
 __all__ = ["attribute_clocks", "find_clock_reference", "launch_clock_summary", "reading_update_period_s",
            "stable_reading"]
@@ -86,18 +87,10 @@ def stable_reading(trace: pd.DataFrame, start_s, end_s, margin_s: float,
 
 
 def _mean_reading(trace: pd.DataFrame, column: str, start, end) -> np.ndarray:
-    """Mean of a reading over each ``[start, end]`` (the last reading before it when none inside)."""
+    """Time-weighted mean of a held reading over each ``[start, end]`` (NaN without a trace)."""
     if column not in trace or len(trace) == 0:
         return np.full(len(start), np.nan)
-    t = trace[schema.T_S].to_numpy(float)
-    v = trace[column].to_numpy(float)
-    csum = np.concatenate([[0.0], np.cumsum(v)])
-    i0 = np.searchsorted(t, start, side="left")
-    i1 = np.searchsorted(t, end, side="right")
-    n = i1 - i0
-    last = v[np.clip(i0 - 1, 0, len(v) - 1)]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, (csum[i1] - csum[i0]) / np.maximum(n, 1), last)
+    return held_mean(trace[schema.T_S].to_numpy(float), trace[column].to_numpy(float), start, end)
 
 
 def find_clock_reference(recording, margin_s: float | None = None, max_spread: float = 0.003,
