@@ -147,6 +147,16 @@ def main(argv=None) -> int:
     rec = replace(rec, trace=downsample_trace(rec.trace), provenance={
         **rec.provenance, "trace": f"downsampled from {len(rec.trace)} polls to the rows where a reading changes"})
     rec_dir = write_recording(rec, out / "recording")
+    # the recording must refit to the same calibration without the GPU (`calibrate --from`)
+    from powermodels.workflows.recording_calibration import calibrate_from
+
+    again = calibrate_from(rec_dir)
+    a, b = run.calibration.validation, again.calibration.validation
+    same_time = bool(len(a) == len(b) and np.allclose(a["time_mape_rational_pct"], b["time_mape_rational_pct"],
+                                                       equal_nan=True, rtol=1e-6))
+    ta, tb = run.calibration.temperature, again.calibration.temperature
+    same_alpha = (ta is None and tb is None) or (ta is not None and tb is not None and
+                                                  abs(ta.alpha_w_per_c_ - tb.alpha_w_per_c_) <= 0.01 * abs(ta.alpha_w_per_c_))
     with tarfile.open(out / "recording.tar.gz", "w:gz") as tar:
         tar.add(rec_dir, arcname="recording")
     for f in rec_dir.iterdir():
@@ -161,13 +171,15 @@ def main(argv=None) -> int:
         "command": "PYTHONPATH=src python benchmarks/gpu_natural_dvfs.py " + " ".join(argv or sys.argv[1:]),
         "settings_changed": False, "clock_probe": bool(run.recording.provenance.get("clock_probe"))}, indent=2))
     result = checks(run, f_max)
+    result["from_recording_reproduces"] = {"time_band": same_time, "alpha": bool(same_alpha)}
     (out / "checks.json").write_text(json.dumps(result, indent=2, default=float))
     print(json.dumps(result["targets"], indent=2))
     print(f"probe vs fp32 time: {result['probe_vs_fp32_time']}")
     for g, v in result["time_band"].items():
         print(f"  {g[:40]:<40} time MAPE {v['mape_pct']:.3g} % at {v['band_mhz'][0]:.0f}–{v['band_mhz'][1]:.0f} MHz "
               f"({v['test_rows']} batches); power {result['power_band'][g]}")
-    print(f"alpha: {result['alpha']}; wall {wall:.0f} s; results in {out}")
+    print(f"alpha: {result['alpha']}; calibrate --from reproduces: {result['from_recording_reproduces']}; "
+          f"wall {wall:.0f} s; results in {out}")
     return 0
 
 
