@@ -27,7 +27,6 @@ from powermodels.models import (
     FrequencyCorrection,
     FrequencyPowerModel,
     RationalTimeModel,
-    TemperatureCorrection,
 )
 from powermodels.models.dvfs_targets import kernel_parameters
 from powermodels.utils import all_estimators
@@ -210,12 +209,6 @@ def test_bad_parameters_are_refused_by_name(est):
     bad = next(k for k, v in est.get_params(deep=False).items() if v != type(est)().get_params(deep=False)[k])
     with pytest.raises(InvalidParameterError, match=rf"The '{bad}' parameter of {type(est).__name__}"):
         est.fit(df, df[schema.POWER_W])
-
-
-def test_temperature_correction_follows_the_convention():
-    params = inspect.signature(TemperatureCorrection.__init__).parameters
-    assert params["power_column"].default == schema.POWER_W
-    assert params["temperature_column"].default == schema.TEMPERATURE_C
 
 
 # ------------------------------------------------------------ files saved before the rename
