@@ -121,3 +121,26 @@ def test_reads_the_shared_h100_recording(shared_data):
     assert rec.provenance["power_limit_w"] == 700.0
     assert set(rec.workloads) == {"cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB",
                                   "torch_bf16_matmul_8192"}
+
+
+def test_recording_without_trace_reads_only_when_allowed(tmp_path):
+    from powermodels.recording import RecordingError, read_recording, write_recording
+    from powermodels.twin import load_preset
+    from powermodels.twin.compare import compare_recordings
+    from powermodels.twin.metrics import reading_series
+    from powermodels.twin.replay import replay
+    import pandas as pd
+    phases = pd.DataFrame({"phase": ["thermal"] * 2, "workload": ["-", "cupy_fma_loop"], "repeat": [-1, 0],
+                           "kind": ["idle", "series"], "t0_s": [0.0, 1.0], "t1_s": [1.0, 3.2]})
+    rec = replay(phases, load_preset("h100-sxm"), poll_s=5e-3, start_temperature_c=40.0)
+    folder = write_recording(rec, tmp_path / "rec")
+    (folder / "trace.parquet").unlink()
+    with pytest.raises(RecordingError, match="missing file.*trace.parquet"):
+        read_recording(folder)
+    bare = read_recording(folder, trace_optional=True)
+    assert not bare.has_trace
+    with pytest.raises(RecordingError, match="has no trace.parquet.*temperature"):
+        reading_series(bare, "temperature_c", [1.0])
+    table = compare_recordings(bare, rec)
+    assert list(table["metric"]) == ["warm-up energy per launch, worst second"]
+    assert "cooling temperature" in table.attrs["not_compared"][0]

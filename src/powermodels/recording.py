@@ -165,6 +165,18 @@ class Recording:
     path: Path | None = None
 
     @property
+    def has_trace(self) -> bool:
+        """Whether the recording has NVML readings (a folder read with ``trace_optional`` may not)."""
+        return len(self.trace) > 0
+
+    def require_trace(self, what: str) -> pd.DataFrame:
+        """The trace; a one-line :class:`RecordingError` saying ``what`` needs it when there is none."""
+        if not self.has_trace:
+            raise RecordingError(f"recording {self.name}: has no trace.parquet (no NVML readings), "
+                                 f"so {what} cannot be measured")
+        return self.trace
+
+    @property
     def name(self) -> str:
         """A short name: the folder's name, else the GPU's."""
         return self.path.name if self.path is not None else str(self.provenance.get("gpu", "recording"))

@@ -16,6 +16,7 @@ from powermodels.recording import read_recording, write_recording
 from powermodels.twin import load_preset, preset_names, save_preset
 from powermodels.twin import metrics
 from powermodels.twin.fit import fit_twin
+from powermodels.twin.fit_controller import fit_cap_gains
 from powermodels.twin.fit_thermal import fit_foster, simulate_foster
 from powermodels.twin.preset import TwinPreset, TwinWorkload
 from powermodels.twin.replay import replay
@@ -26,8 +27,9 @@ KNOWN_POLES = ((0.025, 0.1), (0.025, 20.0))
 def known_preset() -> TwinPreset:
     """A twin with H100-like physics whose parameters the fit must find again."""
     ph = GPUPhysics(thermal_poles=KNOWN_POLES, cap_window_s=1.0, cap_headroom_w=60.0, cap_gain_per_s=4.0,
-                    clock_period_s=0.015, clock_recovery_mhz_per_s=5000.0, voltage_knee_mhz=1100.0,
-                    leakage_per_c=0.012, core_w_per_ghz=230.0)
+                    cap_proportional=30.0, clock_period_s=0.015, clock_recovery_mhz_per_s=5000.0,
+                    clock_recovery_delay_s=0.03, voltage_knee_mhz=1100.0, leakage_per_c=0.012,
+                    core_w_per_ghz=230.0)
     sensor = replace(PRESETS["hopper"], name="known", clock_period_s=0.1, clock_delay_s=0.02, noise_w=0.0,
                      energy_read_s=3e-3)
     w = {
@@ -77,7 +79,7 @@ def test_replay_writes_a_readable_recording(made, tmp_path):
 
 def test_fit_recovers_known_parameters(made):
     preset, rec = made
-    fit = fit_twin(rec, name="refit", clock_workload="fma",
+    fit = fit_twin(rec, name="refit", clock_workload="fma", search_cap_gains=False,
                    workload_times={"bf16": {"t_fast_s": 1.5e-3, "clock_share": 1.0}})
     true_alpha = preset.physics.leakage_slope_w_per_c(1980.0)
     assert fit.fit["leakage"]["alpha_w_per_c"] == pytest.approx(true_alpha, rel=0.35)
@@ -85,6 +87,7 @@ def test_fit_recovers_known_parameters(made):
     assert fit.sensor.update_period_s == pytest.approx(0.1, rel=0.05)
     assert fit.physics.clock_period_s == pytest.approx(0.015, abs=0.006)
     assert fit.physics.clock_recovery_mhz_per_s == pytest.approx(5000.0, rel=0.3)
+    assert fit.physics.clock_recovery_delay_s == pytest.approx(0.03, abs=0.015)
     fast = min(fit.physics.thermal_poles, key=lambda p: p[1])
     assert fast[0] == pytest.approx(KNOWN_POLES[0][0], rel=0.4) and fast[1] < 1.0
     gemm = fit.workload("gemm").workload
@@ -94,6 +97,19 @@ def test_fit_recovers_known_parameters(made):
     again = replay(schedule(), fit, seed=3, poll_s=2e-3, start_temperature_c=40.0)
     a, b = metrics.warmup_energy_per_launch(rec, "gemm", 6), metrics.warmup_energy_per_launch(again, "gemm", 6)
     assert np.max(np.abs(b[schema.ENERGY_J] / a[schema.ENERGY_J] - 1)) < 0.05
+
+
+def test_cap_gains_found_by_replaying_the_capped_spans(made):
+    preset, rec = made
+    wrong = replace(preset, physics=replace(preset.physics, cap_proportional=0.0))
+    report = {}
+    fit = fit_cap_gains(wrong, rec, grid=((0.0, 4.0), (30.0, 4.0)), report=report)
+    assert fit.physics.cap_proportional == 30.0
+    assert len(report["cap_gains"]["candidates"]) == 2
+    # a held-out span is never scored: holding out every pressure entry leaves nothing to fit
+    pressure = rec.phase_rows(kind="pressure")
+    everything = [(float(pressure[schema.T0_S].min()) - 5.0, float(pressure[schema.T1_S].max()) + 5.0)]
+    assert fit_cap_gains(wrong, rec, everything, report=report) is wrong
 
 
 def test_foster_fit_recovers_poles():

@@ -110,6 +110,16 @@ class GPUPhysics:
         The controller changes the clock only every this many seconds (the
         H100 steps every 10–20 ms); rises are limited by
         ``clock_recovery_mhz_per_s``. 0: every control step.
+    cap_proportional : float, default=0
+        Proportional gain on the window error: the budget the clock is set
+        to is ``budget + cap_proportional · (limit − window mean)`` (same
+        bounds). With the integral gain it sets how fast a capped start is
+        pulled back and how the power swings around the limit (the H100's
+        ~1 s swings of ±100 W while its 1 s mean holds 700 W).
+    clock_recovery_delay_s : float, default=0
+        How long the power must have allowed a higher clock before the
+        controller starts raising it (the onset of the recovery after a cap
+        load; the climb then runs at ``clock_recovery_mhz_per_s``).
     """
 
     sm_clock_min_mhz: float = 345.0
@@ -140,6 +150,8 @@ class GPUPhysics:
     cap_headroom_w: float = 0.0
     cap_gain_per_s: float = 0.0
     clock_period_s: float = 0.0
+    cap_proportional: float = 0.0
+    clock_recovery_delay_s: float = 0.0
 
     def __post_init__(self):
         clocks = self.mem_clocks_mhz
@@ -149,7 +161,8 @@ class GPUPhysics:
                         nonneg=("voltage_knee_width_mhz", "idle_activity", "mem_idle_activity",
                                 "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
-                                "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s"))
+                                "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s",
+                                "cap_proportional", "clock_recovery_delay_s"))
         poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
         if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):
             raise ValueError(f"GPUPhysics: thermal_poles must be (R_k_per_w, tau_s) pairs of positive "

@@ -79,7 +79,9 @@ class SimulationEngine:
         self._leak_arr = ph.leakage_w * v
         self._core_arr = ph.core_w_per_ghz * self._clocks / 1000.0 * v * v
         period_s = self._dc * (max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1)
-        self._recovery_steps = max(1, int(ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz))
+        self._recovery_steps = max(1, round(ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz))
+        self._rise_delay_steps = round(ph.clock_recovery_delay_s / self._dc)
+        self._rise_steps = 0
 
         # per control step
         self._fi = _Buffer(np.int64)        # SM clock index into self._clocks
@@ -231,10 +233,8 @@ class SimulationEngine:
         limit = self._limit_w()
         if ph.cap_window_s > 0:
             limit = self._cap_budget(power, limit)
-        if (k + 1) % self._clock_period:  # the controller changes the clock on its own period only
-            fi = min(fi_prev, target)
-        else:
-            fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
+        # the clock it would move to: down at once, up by the recovery rate
+        fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
         # the controller predicts the next step's power from this step's activity
         leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
         a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a
@@ -243,6 +243,13 @@ class SimulationEngine:
         if ph.p0_w + self._leak_c[fi] * leak_scale + self._core_c[fi] * a_eff + mem > limit:
             predicted = ph.p0_w + self._leak_arr * leak_scale + self._core_arr * a_eff + mem
             fi = min(fi, max(int(np.searchsorted(predicted, limit, side="right")) - 1, 0))
+        if fi > fi_prev:
+            # a rise happens on the controller's period only, once the power has allowed it for the onset delay
+            self._rise_steps += 1
+            if (k + 1) % self._clock_period or self._rise_steps < self._rise_delay_steps:
+                fi = fi_prev
+        else:
+            self._rise_steps = 0
         if fi < target:
             thr = THROTTLE_SW_POWER_CAP
         self._set_step(k + 1, fi, fm, temp_next, thr)
@@ -256,8 +263,9 @@ class SimulationEngine:
         self._cap_pos = (pos + 1) % self._cap_ring.size
         mean = self._cap_sum / self._cap_ring.size
         budget = self._budget + ph.cap_gain_per_s * (limit - mean) * self._dc
-        self._budget = min(max(budget, limit - 4.0 * ph.cap_headroom_w), limit + ph.cap_headroom_w)
-        return self._budget
+        lo, hi = limit - 4.0 * ph.cap_headroom_w, limit + ph.cap_headroom_w
+        self._budget = min(max(budget, lo), hi)
+        return min(max(self._budget + ph.cap_proportional * (limit - mean), lo), hi)
 
     def _idle_to(self, tick: int) -> None:
         r = self._r

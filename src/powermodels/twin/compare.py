@@ -17,9 +17,9 @@ import pandas as pd
 from .. import schema
 from ..recording import Recording, write_recording
 from . import metrics
-from .replay import replay
+from .replay import adapt_workloads, replay
 
-__all__ = ["compare_recordings", "plot_overlays", "twin_compare"]
+__all__ = ["compare_recordings", "markdown_table", "plot_overlays", "twin_compare"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -48,6 +48,12 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         Workloads whose series and cooling are compared (default: all with a series).
     """
     rows = []
+    not_compared = []
+    has_trace = real.has_trace
+    if not has_trace:
+        not_compared.append(f"{real.name} has no trace.parquet: cooling temperature, the NVML clock reading "
+                            "(lag, update period) and which series ran power-capped (cap overshoot, settling) "
+                            "cannot be compared")
     series = real.phase_rows(kind="series")
     names = list(workloads) if workloads is not None else list(series[schema.WORKLOAD])
     ph = real.phases.reset_index(drop=True)
@@ -58,7 +64,7 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         rows.append(_row("warm-up energy per launch, worst second", w, float(a[schema.ENERGY_J].iloc[worst]),
                          float(b[schema.ENERGY_J].iloc[worst]), float(err[worst]), TARGETS["warmup_pct"], "% (J)"))
         i = int(ph.index[(ph[schema.WORKLOAD] == w) & (ph[schema.PHASE_KIND] == "series")][0])
-        if i + 1 < len(ph) and ph[schema.PHASE_KIND].iloc[i + 1] == "idle":
+        if has_trace and i + 1 < len(ph) and ph[schema.PHASE_KIND].iloc[i + 1] == "idle":
             t0 = float(ph[schema.T0_S].iloc[i + 1])
             n = int(min(30, float(ph[schema.T1_S].iloc[i + 1]) - t0))
             s = t0 + np.arange(1, n + 1)
@@ -74,13 +80,20 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
             a, b = float(ra["real_s"].median()), float(rb["real_s"].median())
             rows.append(_row("clock recovery to 1950 MHz after the cap load (median)", clock_workload, a, b,
                              b / a - 1.0, TARGETS["recovery_rel"], "s (relative error)"))
-            a, b = float(ra["lag_s"].median()), float(rb["lag_s"].median())
-            rows.append(_row("NVML clock reading lag behind the real clock (median)", clock_workload, a, b,
-                             (b - a) / max(abs(a), 1e-9), np.inf, "s (relative error, reported)"))
-    a, b = metrics.update_period(real, schema.SM_CLOCK_MHZ), metrics.update_period(twin, schema.SM_CLOCK_MHZ)
-    rows.append(_row("NVML clock reading update period", "", a, b, b / a - 1.0, TARGETS["period_rel"],
-                     "s (relative error)"))
-    for w in names:
+            if real.probes is not None and len(real.probes):
+                rp = metrics.probe_clock_recovery(real, clock_workload)
+                a = float(rp["real_s"].median())
+                rows.append(_row("clock recovery to 1950 MHz, real from the clock probes (median)",
+                                 clock_workload, a, b, b / a - 1.0, TARGETS["recovery_rel"], "s (relative error)"))
+            if has_trace:
+                a, b = float(ra["lag_s"].median()), float(rb["lag_s"].median())
+                rows.append(_row("NVML clock reading lag behind the real clock (median)", clock_workload, a, b,
+                                 (b - a) / max(abs(a), 1e-9), np.inf, "s (relative error, reported)"))
+    if has_trace:
+        a, b = metrics.update_period(real, schema.SM_CLOCK_MHZ), metrics.update_period(twin, schema.SM_CLOCK_MHZ)
+        rows.append(_row("NVML clock reading update period", "", a, b, b / a - 1.0, TARGETS["period_rel"],
+                         "s (relative error)"))
+    for w in names if has_trace else ():
         row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
         inside = real.trace.loc[(real.trace[schema.T_S] >= row[schema.T0_S])
                                 & (real.trace[schema.T_S] <= row[schema.T1_S])]
@@ -93,7 +106,9 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         rows.append(_row("cap settling time (1 s mean within 1 %)", w, ca["settling_s"], cb["settling_s"],
                          cb["settling_s"] / max(ca["settling_s"], 1e-9) - 1.0, TARGETS["cap_rel"],
                          "s (relative error)"))
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    table.attrs["not_compared"] = not_compared
+    return table
 
 
 def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
@@ -123,7 +138,8 @@ def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
 
     fig, ax = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
     for rec, style, name in ((real, "-", "real"), (twin, "--", label)):
-        ax[0].plot(rec.trace[schema.T_S], rec.trace[schema.TEMPERATURE_C], style, lw=0.8, label=name)
+        if rec.has_trace:
+            ax[0].plot(rec.trace[schema.T_S], rec.trace[schema.TEMPERATURE_C], style, lw=0.8, label=name)
         t, e = metrics.counter_updates(rec)
         ax[1].plot(t[1:], np.diff(e) / np.diff(t), style, lw=0.5, label=name)
     ax[0].set_ylabel("temperature, °C")
@@ -150,6 +166,8 @@ def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
                         color=color, label=f"{name}: clock from launch time" if rep == rows[schema.REPEAT].iloc[0]
                         else None)
                 tr = rec.trace
+                if not rec.has_trace:
+                    continue
                 s2 = (tr[schema.T_S] >= t0 - 0.05) & (tr[schema.T_S] < t0 + 0.4)
                 ax.step((tr.loc[s2, schema.T_S] - t0) * 1e3, tr.loc[s2, schema.SM_CLOCK_MHZ], where="post",
                         color=color, lw=0.5, alpha=0.5,
@@ -168,19 +186,28 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
-    one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs.
+    one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs. Workloads
+    whose time per launch or host gap differ from the preset's are first
+    adapted to the recording (:func:`~powermodels.twin.replay.adapt_workloads`,
+    listed in the twin's provenance and the table's notes).
     """
     out = Path(out_dir)
+    preset, adapted = adapt_workloads(preset, real)
     twin = replay(real, preset, seed=seed, progress=progress)
+    twin.provenance["workloads_adapted"] = adapted
     write_recording(twin, out / "twin")
     table = compare_recordings(real, twin)
+    table.attrs["not_compared"] += [f"workload {k} adapted to this recording: time per launch × "
+                                    f"{v['time_ratio']:.3f}, host gap {v['gap_s'] * 1e6:.0f} µs"
+                                    for k, v in adapted.items()]
     table.to_csv(out / "comparison.csv", index=False)
-    (out / "comparison.md").write_text(_markdown(table) + "\n")
+    notes = "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
+    (out / "comparison.md").write_text(markdown_table(table) + "\n" + notes)
     plot_overlays(real, twin, out)
     return table
 
 
-def _markdown(table: pd.DataFrame) -> str:
+def markdown_table(table: pd.DataFrame) -> str:
     def fmt(v):
         return f"{v:.4g}" if isinstance(v, float) else str(v)
     cols = list(table.columns)

@@ -39,6 +39,7 @@ from ..devices.sensor_emulation import PRESETS
 from ..devices.simulated_workload import SimulatedWorkload
 from ..recording import Recording
 from . import metrics
+from .fit_controller import fit_cap_gains, fit_recovery
 from .fit_thermal import fit_foster
 from .preset import TwinPreset, TwinWorkload
 
@@ -46,6 +47,9 @@ __all__ = ["fit_twin", "power_intervals", "series_holdout"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
+#: memory activity given to a power-capped load that set the core coefficient (the capped
+#: equilibrium cannot split core from memory power; the fit and the workload must agree on it)
+CAPPED_MEM_ACTIVITY = 0.5
 
 
 def power_intervals(rec: Recording) -> pd.DataFrame:
@@ -76,7 +80,8 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
 
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
-             n_poles: int = 2, holdout=(), provenance: dict | None = None) -> TwinPreset:
+             n_poles: int = 2, holdout=(), provenance: dict | None = None,
+             search_cap_gains: bool = True) -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -105,6 +110,11 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         through them by their power, as the board was).
     provenance : dict, optional
         Added to the preset's provenance.
+    search_cap_gains : bool, default=True
+        Choose the cap controller's gains by replaying the first recording's
+        capped spans (:func:`~powermodels.twin.fit_controller.fit_cap_gains`,
+        ~1 s of compute per candidate and capped second); False keeps the
+        defaults (integral gain 4/s, no proportional term).
     """
     recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
     if not recs:
@@ -145,7 +155,11 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         "fitted_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "method": "powermodels.twin.fit.fit_twin", "clock_workload": clock_workload, "knee_mhz": knee_mhz,
         **(provenance or {})}
-    return TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
+    preset = TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
+    if search_cap_gains:
+        preset = fit_cap_gains(preset, recs[0], holdout, report=report)
+        report["controller"].update({k: getattr(preset.physics, k) for k in ("cap_proportional", "cap_gain_per_s")})
+    return preset
 
 
 def series_holdout(rec: Recording, workload: str) -> list[tuple[float, float]]:
@@ -295,9 +309,9 @@ def _since_burst(rec: Recording, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
-    """Power-cap controller: clock period, recovery rate, budget headroom, window, gain."""
+    """Power-cap controller: clock period, recovery onset and rate, budget headroom, window."""
     rec = recs[0]
-    period, rate = 0.015, 5000.0
+    period, rate, delay = 0.015, 5000.0, 0.0
     if clock_workload is not None:
         c = _since_burst(rec, metrics.implied_clock(rec, clock_workload))
         c = c.loc[c["since_s"] < 0.3]
@@ -308,22 +322,14 @@ def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
         d = d[(d > 0.004) & (d < 0.05)]
         if d.size:
             period = float(np.median(d))
-        # the climb's slope, per burst, over the launches between its start clock and 1,950 MHz
-        slopes = []
-        burst = np.searchsorted(np.r_[np.flatnonzero(np.diff(c["since_s"].to_numpy()) < 0) + 1, len(c)],
-                                np.arange(len(c)), side="right")
-        for b in np.unique(burst):
-            fb, tb = f[burst == b], t[burst == b]
-            climb = (fb > fb[0] + 20.0) & (fb < 1950.0)
-            if climb.sum() >= 3 and np.ptp(tb[climb]) > 0.02:
-                slopes.append(np.polyfit(tb[climb], fb[climb], 1)[0])
-        if slopes:
-            rate = float(np.median(slopes))
+        delay, fitted_rate = fit_recovery(c, f_max, period_s=period, report=report)
+        if np.isfinite(fitted_rate):
+            rate = fitted_rate
     press = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] < 0.6) & (iv["since_s"] > 0.05)]
     peak = press.groupby(press[schema.T_S].round(0))[schema.POWER_W].max() if len(press) else pd.Series([limit])
     headroom = float(max(np.median(peak) - limit, 0.0))
-    out = {"clock_period_s": period, "clock_recovery_mhz_per_s": rate, "cap_window_s": 1.0,
-           "cap_headroom_w": headroom, "cap_gain_per_s": 4.0}
+    out = {"clock_period_s": period, "clock_recovery_mhz_per_s": rate, "clock_recovery_delay_s": delay,
+           "cap_window_s": 1.0, "cap_headroom_w": headroom, "cap_gain_per_s": 4.0, "cap_proportional": 0.0}
     report["controller"] = dict(out)
     return out
 
@@ -342,10 +348,10 @@ def _fit_core(physics: GPUPhysics, iv: pd.DataFrame, p_idle_ref: float, limit: f
     f_eq = float(np.median(capped[schema.SM_CLOCK_MHZ]))
     t_eq = float(np.median(capped[schema.TEMPERATURE_C]))
     p_eq = float(np.mean(capped[schema.POWER_W]))
-    # P = A + Bc·1 + Bm·1 at f_eq; Bc ∝ core_w_per_ghz
+    # P = A + Bc·1 + Bm·m at f_eq (m = CAPPED_MEM_ACTIVITY, as the workload gets); Bc ∝ core_w_per_ghz
     a0, bc, bm = (float(x) for x in ph.power_terms(f_eq, fm, t_eq))
     idle_core = ph.core_w_per_ghz * f_eq / 1000.0 * float(ph.relative_voltage(f_eq)) ** 2 * ph.idle_activity
-    scale = (p_eq - (a0 - idle_core) - bm) / (bc + idle_core)
+    scale = (p_eq - (a0 - idle_core) - bm * CAPPED_MEM_ACTIVITY) / (bc + idle_core)
     core = float(ph.core_w_per_ghz * max(scale, 0.1))
     ph = replace(ph, core_w_per_ghz=core)
     rest = float(ph.power_w(ph.sm_clock_max_mhz, fm, ph.t_ref_c)) - ph.p0_w
@@ -370,7 +376,7 @@ def _fit_activities(ph: GPUPhysics, loads: dict, times: dict, alpha: float, repo
             dyn = loads[w] - idle_at0
             act = float(np.clip((dyn - bm * mem) / bc, 0.0, 1.0))
         else:  # a capped pressure load: full activity (it set the core coefficient)
-            act, mem = 1.0, max(mem, 0.5)
+            act, mem = 1.0, CAPPED_MEM_ACTIVITY
         t_fast = float(spec["t_fast_s"])
         wl = SimulatedWorkload(w, core_work=share * t_fast * f, t0_s=(1.0 - share) * t_fast,
                                activity=act, mem_activity=float(np.clip(mem, 0.0, 1.0)))

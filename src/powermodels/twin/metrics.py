@@ -28,8 +28,9 @@ import pandas as pd
 from .. import schema
 from ..recording import Recording
 
-__all__ = ["cap_overshoot", "clock_recovery", "counter_updates", "energy_between", "implied_clock",
-           "reading_at_seconds", "reading_series", "update_period", "warmup_energy_per_launch"]
+__all__ = ["bursts_after_pressure", "cap_overshoot", "clock_recovery", "counter_updates", "energy_between", "implied_clock",
+           "probe_clock_recovery", "reading_at_seconds", "reading_series", "update_period",
+           "warmup_energy_per_launch"]
 
 
 def counter_updates(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
@@ -79,14 +80,14 @@ def warmup_energy_per_launch(rec: Recording, workload: str, seconds: int = 25,
     a = t0 + np.arange(n)
     energy = energy_between(rec, a, a + 1.0)
     counts = np.array([launches_between(rec, x, x + 1.0, workload) for x in a])
-    temp = reading_series(rec, schema.TEMPERATURE_C, a + 1.0)
+    temp = reading_series(rec, schema.TEMPERATURE_C, a + 1.0) if rec.has_trace else np.full(n, np.nan)
     return pd.DataFrame({"second": np.arange(n), schema.ENERGY_J: energy / np.maximum(counts, 1e-12),
                          schema.TEMPERATURE_C: temp})
 
 
 def reading_series(rec: Recording, column: str, t) -> np.ndarray:
     """The last value of a trace column at or before each time (what a poller saw then)."""
-    tr = rec.trace
+    tr = rec.require_trace(f"the {column} reading")
     i = np.searchsorted(tr[schema.T_S].to_numpy(float), np.asarray(t, float), side="right") - 1
     return tr[column].to_numpy(float)[np.clip(i, 0, len(tr) - 1)]
 
@@ -119,6 +120,14 @@ def implied_clock(rec: Recording, workload: str, max_clock_mhz: float | None = N
     return out.reset_index(drop=True)
 
 
+def bursts_after_pressure(rec: Recording, workload: str) -> list[tuple[int, float, float]]:
+    """``(repeat, t0_s, t1_s)`` of every ``burst`` of ``workload`` that directly follows a ``pressure`` entry."""
+    ph = rec.phases.reset_index(drop=True)
+    kind, name = ph[schema.PHASE_KIND].to_numpy(), ph[schema.WORKLOAD].to_numpy()
+    return [(int(ph[schema.REPEAT].iloc[i]), float(ph[schema.T0_S].iloc[i]), float(ph[schema.T1_S].iloc[i]))
+            for i in range(1, len(ph)) if name[i] == workload and kind[i] == "burst" and kind[i - 1] == "pressure"]
+
+
 def clock_recovery(rec: Recording, clock_workload: str, *, target_mhz: float = 1950.0,
                    repeats=None) -> pd.DataFrame:
     """How long the clock takes to recover after each pressure (power-capped) entry.
@@ -137,18 +146,13 @@ def clock_recovery(rec: Recording, clock_workload: str, *, target_mhz: float = 1
         within the burst), ``lag_s`` (= reading_s − real_s).
     """
     clocks = implied_clock(rec, clock_workload)
-    ph = rec.phases.reset_index(drop=True)
-    tr_t = rec.trace[schema.T_S].to_numpy(float)
-    tr_f = rec.trace[schema.SM_CLOCK_MHZ].to_numpy(float)
+    # without NVML readings (a recording without trace.parquet) the reading's times are NaN
+    tr_t = rec.trace[schema.T_S].to_numpy(float) if rec.has_trace else np.empty(0)
+    tr_f = rec.trace[schema.SM_CLOCK_MHZ].to_numpy(float) if rec.has_trace else np.empty(0)
     rows = []
-    for i in range(1, len(ph)):
-        cur, prev = ph.iloc[i], ph.iloc[i - 1]
-        if cur[schema.WORKLOAD] != clock_workload or cur[schema.PHASE_KIND] != "burst" \
-                or prev[schema.PHASE_KIND] != "pressure":
+    for rep, t0, t1 in bursts_after_pressure(rec, clock_workload):
+        if repeats is not None and rep not in set(repeats):
             continue
-        if repeats is not None and int(cur[schema.REPEAT]) not in set(repeats):
-            continue
-        t0, t1 = float(cur[schema.T0_S]), float(cur[schema.T1_S])
         c = clocks.loc[(clocks[schema.START_S] >= t0) & (clocks[schema.END_S] <= t1)]
         if c.empty:
             continue
@@ -156,9 +160,35 @@ def clock_recovery(rec: Recording, clock_workload: str, *, target_mhz: float = 1
         real = float(up[schema.END_S].iloc[0] - t0) if len(up) else np.nan
         sel = (tr_t >= t0) & (tr_t <= t1) & (tr_f >= target_mhz)
         reading = float(tr_t[sel][0] - t0) if sel.any() else np.nan
-        rows.append({schema.REPEAT: int(cur[schema.REPEAT]), "start_mhz": float(c[schema.SM_CLOCK_MHZ].iloc[0]),
+        rows.append({schema.REPEAT: rep, "start_mhz": float(c[schema.SM_CLOCK_MHZ].iloc[0]),
                      "real_s": real, "reading_s": reading, "lag_s": reading - real})
     return pd.DataFrame(rows, columns=[schema.REPEAT, "start_mhz", "real_s", "reading_s", "lag_s"])
+
+
+def probe_clock_recovery(rec: Recording, clock_workload: str, *, target_mhz: float = 1950.0) -> pd.DataFrame:
+    """Clock recovery after each pressure entry from the on-GPU clock probes (``probes.parquet``).
+
+    Like :func:`clock_recovery`, from the probes instead of launch times:
+    for every ``burst`` of ``clock_workload`` right after a ``pressure``
+    entry, the probed clock at its start (``start_mhz``, the first probe)
+    and the time from the burst's start to the first probe at or above
+    ``target_mhz`` (``real_s``).
+    """
+    if rec.probes is None or rec.probes.empty:
+        raise ValueError(f"recording {rec.name}: has no probes.parquet, so the probed clock recovery "
+                         "cannot be measured")
+    pr = rec.probes.loc[rec.probes[schema.WORKLOAD] == clock_workload]
+    t = pr[schema.T_S].to_numpy(float)
+    f = pr[schema.PROBE_CLOCK_MHZ].to_numpy(float)
+    rows = []
+    for rep, t0, t1 in bursts_after_pressure(rec, clock_workload):
+        inside = (t >= t0) & (t <= t1)
+        if not inside.any():
+            continue
+        up = inside & (f >= target_mhz)
+        rows.append({schema.REPEAT: rep, "start_mhz": float(f[inside][0]),
+                     "real_s": float(t[up][0] - t0) if up.any() else np.nan})
+    return pd.DataFrame(rows, columns=[schema.REPEAT, "start_mhz", "real_s"])
 
 
 def update_period(rec: Recording, column: str, t0: float = -np.inf, t1: float = np.inf) -> float:
@@ -167,7 +197,7 @@ def update_period(rec: Recording, column: str, t0: float = -np.inf, t1: float = 
     Readings that repeat a value hide an update; an interval near ``k``
     times the shortest common interval counts as ``k`` periods.
     """
-    tr = rec.trace
+    tr = rec.require_trace(f"the update period of the {column} reading")
     sel = (tr[schema.T_S] >= t0) & (tr[schema.T_S] <= t1)
     t = tr.loc[sel, schema.T_S].to_numpy(float)
     v = tr.loc[sel, column].to_numpy(float)

@@ -1,0 +1,192 @@
+"""Fit the twin's power-cap controller: clock recovery and the gains of the windowed-mean cap.
+
+Two parts of :func:`~powermodels.twin.fit.fit_twin`:
+
+* :func:`fit_recovery` — after a power-capped load stops, the clock climbs
+  back. A clock-reference workload (time ∝ 1/clock) gives the real clock of
+  every launch in the bursts after cap loads; their median trajectory is an
+  onset delay ``d`` and a climb at rate ``r`` up to the top clock.
+* :func:`fit_cap_gains` — the capped load's power swings around the limit
+  while its 1 s mean holds it (the H100's ±100 W swings with a ~1 s period).
+  For each candidate (proportional and integral gain on the 1 s window
+  error), the twin replays the recording's capped spans (the longest
+  ``pressure`` entries and capped ``series``, with the 1.5 s before each);
+  the score is the RMS difference of the 1 s mean power (every 0.1 s) plus
+  the difference of the spread of the 100 ms power, real vs twin. The
+  candidate with the lowest score wins. Held-out spans are never scored.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..recording import Recording
+from . import metrics
+from .replay import replay
+
+__all__ = ["CAP_GAIN_GRID", "fit_cap_gains", "fit_recovery"]
+
+#: candidates of (cap_proportional, cap_gain_per_s) tried by :func:`fit_cap_gains`
+CAP_GAIN_GRID = (tuple(itertools.product((0.0, 10.0, 30.0, 100.0, 300.0), (0.0, 4.0))))
+#: seconds replayed before each capped span (the window fills with what ran before it)
+LEAD_S = 1.5
+#: seconds of each capped span scored (the start, where the controller acts)
+SPAN_S = 5.0
+
+
+def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0,
+                 report: dict | None = None) -> tuple[float, float]:
+    """Onset delay (s) and climb rate (MHz/s) of the clock's recovery after cap loads.
+
+    Parameters
+    ----------
+    clocks : DataFrame
+        The clock-reference workload's launches in the bursts right after a
+        cap load: ``since_s`` (launch start from the burst's start) and
+        ``sm_clock_mhz`` (:func:`~powermodels.twin.metrics.implied_clock`).
+    f_max : float
+        Top clock (MHz).
+    period_s : float, default=0
+        The controller's clock period: half of it (the mean wait for the
+        first step, which the twin has too) is taken off the onset.
+    report : dict, optional
+        Gets ``recovery`` (bins used, onset, delay, rate, residual).
+
+    Returns
+    -------
+    (delay_s, rate_mhz_per_s)
+        The median clock in 10 ms bins of ``since_s`` (first 0.3 s) is
+        fitted with ``f(t) = min(f_top, f_0 + r·max(t − d, 0))`` (``f_0`` the
+        first bin, ``f_top`` the median of the last 0.1 s, ``d`` on a 1 ms
+        grid, ``r`` by least squares). ``(0, nan)`` with fewer than 5 bins.
+    """
+    c = clocks.loc[clocks["since_s"] < 0.3]
+    k = np.floor(c["since_s"].to_numpy(float) / 0.01).astype(int)
+    med = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy(float)).groupby(k).median()
+    if len(med) < 5:
+        return 0.0, float("nan")
+    t = (med.index.to_numpy(float) + 0.5) * 0.01
+    f = med.to_numpy(float)
+    f0 = float(f[0])
+    f_top = float(min(np.median(f[t >= 0.2]) if (t >= 0.2).any() else f_max, f_max))
+    best = None
+    for d in np.arange(0.0, 0.1, 0.001):
+        x = np.clip(t - d, 0.0, None)
+        climbing = f0 + 1.0 < f_top
+        if not climbing:
+            break
+        rise = f < f_top - 1.0
+        if rise.sum() < 2 or not np.any(x[rise] > 0):
+            continue
+        r = float(np.sum(x[rise] * (f[rise] - f0)) / np.sum(x[rise] ** 2))
+        if r <= 0:
+            continue
+        resid = np.minimum(f_top, f0 + r * x) - f
+        sse = float(np.sum(resid ** 2))
+        if best is None or sse < best[0]:
+            best = (sse, float(d), r)
+    if best is None:
+        return 0.0, float("nan")
+    sse, d, rate = best
+    delay = float(max(d - period_s / 2.0, 0.0))
+    if report is not None:
+        report["recovery"] = {"bins": int(t.size), "launches": int(len(c)), "start_mhz": f0, "top_mhz": f_top,
+                              "onset_s": d, "delay_s": delay, "rate_mhz_per_s": rate,
+                              "rmse_mhz": float(np.sqrt(sse / t.size))}
+    return delay, rate
+
+
+def capped_spans(rec: Recording, holdout=(), *, limit: int = 8) -> list[tuple[float, float]]:
+    """The recording's capped spans to score: the longest ``pressure`` entries, capped ``series``.
+
+    A span is ``(t0, t0 + min(duration, SPAN_S))``; spans whose replay
+    window touches a held-out span are left out.
+    """
+    ph = rec.phases
+    dur = ph[schema.T1_S] - ph[schema.T0_S]
+    capped_series = [w for w in ph.loc[ph[schema.PHASE_KIND] == "series", schema.WORKLOAD]
+                     if w in set(ph.loc[ph[schema.PHASE_KIND] == "pressure", schema.WORKLOAD])]
+    sel = ((ph[schema.PHASE_KIND] == "pressure") & (dur >= 1.5)) \
+        | ((ph[schema.PHASE_KIND] == "series") & ph[schema.WORKLOAD].isin(capped_series))
+    rows = ph.loc[sel].assign(dur=dur[sel]).sort_values("dur", ascending=False)
+    spans = []
+    for t0, d in zip(rows[schema.T0_S], rows["dur"]):
+        a, b = float(t0) - LEAD_S, float(t0) + min(float(d), SPAN_S)
+        if all(b <= lo or a >= hi for lo, hi in holdout):
+            spans.append((float(t0), b))
+        if len(spans) >= limit:
+            break
+    return sorted(spans)
+
+
+def _segment(rec: Recording, t0: float, t1: float) -> pd.DataFrame:
+    """The schedule in ``[t0 − LEAD_S, t1]``, cut to it and shifted to start at 0.2 s."""
+    ph = rec.phases
+    a = t0 - LEAD_S
+    seg = ph.loc[(ph[schema.T1_S] > a) & (ph[schema.T0_S] < t1)].copy()
+    seg[schema.T0_S] = seg[schema.T0_S].clip(lower=a) - a + 0.2
+    seg[schema.T1_S] = seg[schema.T1_S].clip(upper=t1) - a + 0.2
+    return seg.reset_index(drop=True)
+
+
+def _span_powers(rec: Recording, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """1 s mean power every 0.1 s from ``t0`` (over [t − 1, t]), and the 100 ms powers, to ``t1``."""
+    g = t0 + np.arange(0.0, t1 - t0 - 0.1 + 1e-9, 0.1)
+    p100 = metrics.energy_between(rec, g, g + 0.1) / 0.1
+    gm = g[g >= t0 + 0.3]
+    p1s = metrics.energy_between(rec, gm - 1.0, gm)
+    return p1s, p100
+
+
+def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, report: dict | None = None):
+    """The preset with the cap gains that best reproduce the recording's capped spans.
+
+    Parameters
+    ----------
+    preset : TwinPreset
+        Everything else fitted (workloads, thermal network, headroom).
+    rec : Recording
+    holdout : sequence of (t0_s, t1_s)
+        Spans that are not scored.
+    grid : sequence of (cap_proportional, cap_gain_per_s)
+    report : dict, optional
+        Gets ``cap_gains`` (each candidate's score, the spans, the choice).
+
+    Returns
+    -------
+    TwinPreset
+        ``preset`` unchanged when the recording has no capped span to score.
+    """
+    spans = capped_spans(rec, holdout)
+    if not spans or preset.physics.cap_window_s <= 0:
+        if report is not None:
+            report["cap_gains"] = {"spans": 0, "chosen": None, "why": "no capped span outside the held-out data"}
+        return preset
+    real = [_span_powers(rec, a, b) for a, b in spans]
+    temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
+    scores = []
+    for kp, ki in grid:
+        twin = replace(preset, physics=replace(preset.physics, cap_proportional=float(kp),
+                                               cap_gain_per_s=float(ki)))
+        m_err, s_err = [], []
+        for (a, b), (p1s, p100), temp in zip(spans, real, temps):
+            rep = replay(_segment(rec, a, b), twin, start_temperature_c=temp)
+            q1s, q100 = _span_powers(rep, 0.2 + LEAD_S, 0.2 + LEAD_S + (b - a))
+            n = min(p1s.size, q1s.size)
+            m_err.append(q1s[:n] - p1s[:n])
+            s_err.append(float(np.std(q100)) - float(np.std(p100)))
+        score = float(np.sqrt(np.mean(np.concatenate(m_err) ** 2)) + abs(np.mean(s_err)))
+        scores.append({"cap_proportional": kp, "cap_gain_per_s": ki, "score_w": score,
+                       "mean_rmse_w": float(np.sqrt(np.mean(np.concatenate(m_err) ** 2))),
+                       "spread_error_w": float(np.mean(s_err))})
+    best = min(scores, key=lambda s: s["score_w"])
+    if report is not None:
+        report["cap_gains"] = {"spans": [[round(a, 3), round(b, 3)] for a, b in spans], "candidates": scores,
+                               "chosen": {k: best[k] for k in ("cap_proportional", "cap_gain_per_s")}}
+    return replace(preset, physics=replace(preset.physics, cap_proportional=float(best["cap_proportional"]),
+                                           cap_gain_per_s=float(best["cap_gain_per_s"])))
