@@ -59,7 +59,7 @@ def spec_for(n: int, protocol: str) -> dict:
 
 def _campaign_module(impl: str, rev: str):
     if impl == "store":
-        import powermodels.harness.campaign as module
+        import powermodels.campaigns as module
 
         return module
     source = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:src/powermodels/harness/campaign.py"],
@@ -92,7 +92,7 @@ def child(impl: str, rev: str, n: int, protocol: str, out: str, max_runs: int | 
     plan_s = time.perf_counter() - t0
     store_s = math.nan
     if impl == "store":
-        from powermodels.harness.campaign_store import CampaignStore
+        from powermodels.campaigns.store import CampaignStore
 
         t0 = time.perf_counter()
         store = CampaignStore(out)

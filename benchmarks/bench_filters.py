@@ -31,9 +31,9 @@ import platform
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
-import numba
 from filterpy.gh import GHFilter as FPGHFilter
 from filterpy.kalman import KalmanFilter as FPKalmanFilter
 

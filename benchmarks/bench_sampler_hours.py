@@ -3,7 +3,7 @@
 An hour of real time is too long for a benchmark, so the hour is *simulated*
 (honestly, in two parts):
 
-1. **Real time, empty buffer** — the real :class:`~powermodels.harness.sampler.Sampler`
+1. **Real time, empty buffer** — the real :class:`~powermodels.measuring.sampler.Sampler`
    samples a fake device at its default 2 kHz for ``--realtime`` seconds while
    the main thread asks for a 1 s window every 50 ms (what a runner does).
 2. **The hour, accelerated** — the same sampler thread (the same fast loop,
@@ -40,12 +40,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import write_report
 
 from powermodels.devices.base import Device, DeviceInfo, Reading, Settings
-from powermodels.harness.sampler import Sampler
+from powermodels.measuring.sampler import Sampler
 from powermodels.reporting import markdown_table
-
-from _common import write_report
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sampler_hours.md"
 PERIOD_S = 5e-4

@@ -30,7 +30,7 @@ import pandas as pd
 from _common import write_report
 
 from powermodels import schema
-from powermodels.harness.profiling import read_nv_dvfs_benchmark
+from powermodels.microbench.profiling import read_nv_dvfs_benchmark
 from powermodels.models.dvfs_optimizer import eta_for_slowdown
 from powermodels.models.dvfs_regimes import DVFSRegimeWarning
 from powermodels.models.dvfs_targets import kernel_parameters

@@ -34,7 +34,7 @@ from _common import write_report
 from powermodels import schema
 from powermodels.devices.physics import GPUPhysics
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.profiling import read_nv_dvfs_benchmark
+from powermodels.microbench.profiling import read_nv_dvfs_benchmark
 from powermodels.models.dvfs_optimizer import optimize_clocks
 from powermodels.models.dvfs_regimes import DVFSRegimeWarning
 from powermodels.models.dvfs_targets import kernel_parameters

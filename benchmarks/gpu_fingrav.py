@@ -131,7 +131,7 @@ def run_spans(launches: pd.DataFrame, kind: str) -> np.ndarray:
 def record(args, log):
     """Run the session on the device; write and return the recording."""
     from powermodels.devices import open_device
-    from powermodels.harness.runner import make_runner
+    from powermodels.measuring.runner import make_runner
 
     if args.device == "simulated":
         dev = open_device("simulated", seed=args.seed, preset="hopper")

@@ -91,7 +91,7 @@ def time_launches(pk, n, in_flight=32):
     """Per-launch times (s) of ``n`` back-to-back launches, from CUDA events."""
     import cupy as cp
 
-    from powermodels.harness.runner import back_to_back
+    from powermodels.measuring.runner import back_to_back
 
     events = back_to_back(pk, n, in_flight, cp.cuda.get_current_stream())
     return np.array([cp.cuda.get_elapsed_time(a, b) * 1e-3 for a, b in itertools.pairwise(events)])
@@ -100,9 +100,8 @@ def time_launches(pk, n, in_flight=32):
 def section_bench(runner, res, out):
     import cupy as cp
 
-    from powermodels import schema
-    from powermodels.harness import workloads
-    from powermodels.harness.sampler import EventClock, Sampler
+    from powermodels import schema, workloads
+    from powermodels.measuring.sampler import EventClock, Sampler
 
     dev = runner.device
     # correctness
@@ -233,7 +232,7 @@ def section_steady(runner, res, out):
     import pandas as pd
 
     from powermodels import schema
-    from powermodels.harness.protocols import SteadyState
+    from powermodels.measuring.protocols import SteadyState
 
     p = SteadyState(idle_s=5.0, chunk_s=1.0, settle_power_rel=0.002, settle_temp_c=0.1, settle_chunks=3,
                     max_duration_s=60.0, measure_s=3.0)
@@ -255,7 +254,7 @@ def section_protocols(runner, res, out, repeats=2):
     import pandas as pd
 
     from powermodels import schema
-    from powermodels.harness.protocols import Continuous, GoodPractice, Naive, SteadyState
+    from powermodels.measuring.protocols import Continuous, GoodPractice, Naive, SteadyState
 
     kernels = [("fp32", {}), ("fp32", {"block_size_x": 1024, "nr_outer": 8, "nr_inner": 256}),
                ("sgemm", {}), ("stream_triad", {}), ("stream_copy", {})]
@@ -279,9 +278,8 @@ def section_protocols(runner, res, out, repeats=2):
 def section_sgemm(runner, res, out, n_configs=120, repeats=3):
     import random
 
-    from powermodels import schema
-    from powermodels.harness import workloads
-    from powermodels.harness.campaign import run_campaign
+    from powermodels import schema, workloads
+    from powermodels.campaigns import run_campaign
 
     configs = random.Random(0).sample(workloads.search_space("sgemm"), n_configs)
     errors = {}
@@ -316,7 +314,7 @@ def main(argv=None) -> int:
     import pandas as pd
 
     from powermodels.devices.nvml import NVMLDevice
-    from powermodels.harness.runner import CupyRunner
+    from powermodels.measuring.runner import CupyRunner
 
     device = NVMLDevice(0)
     info = device.info

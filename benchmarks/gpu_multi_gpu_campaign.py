@@ -3,7 +3,7 @@
 For a lent ``nvidia-h200-x2`` (``pip install 'powermodels[cuda-cluster]'`` first;
 the script says so if it is missing; ran on 2026-11-24, ``datasets/h200x2/``). Three parts, one call:
 
-1. **1 GPU** — ``run_campaign(spec, cluster=client)`` on a ``LocalCUDACluster``
+1. **1 GPU** — ``run_campaign(spec, executor=DaskExecutor(client))`` on a ``LocalCUDACluster``
    restricted to GPU 0 (one worker): the campaign's wall time.
 2. **2 GPUs** — the same spec (≥ 40 runs) into a fresh folder on a
    ``LocalCUDACluster`` of GPUs 0 and 1: wall time and its ratio to part 1
@@ -41,7 +41,7 @@ from _common import write_report
 
 from powermodels import schema
 from powermodels.boards import board_spread, fit_board_normalisation, leave_one_config_out
-from powermodels.harness.campaign import run_campaign
+from powermodels.campaigns import run_campaign
 
 HERE = Path(__file__).resolve().parent
 
@@ -80,11 +80,13 @@ def start_cluster(kind: str, gpus: int):
 
 
 def timed_campaign(args, gpus: int, the_spec: dict, out: Path, per_gpu: bool = False) -> dict:
+    from powermodels.integrations.dask_cluster import DaskExecutor
+
     shutil.rmtree(out, ignore_errors=True)
     client, close, start_s = start_cluster(args.cluster, gpus)
     try:
         t0 = time.perf_counter()
-        runs = run_campaign(the_spec, out, cluster=client, per_gpu=per_gpu, progress=False)
+        runs = run_campaign(the_spec, out, executor=DaskExecutor(client, per_gpu=per_gpu), progress=False)
         wall = time.perf_counter() - t0
     finally:
         close()

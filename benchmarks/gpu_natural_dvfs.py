@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from powermodels.devices import nvml_available, open_device
-    from powermodels.harness.workloads.pressure import pressure_gemm
+    from powermodels.workloads.pressure import pressure_gemm
     from powermodels.recording import write_recording
     from powermodels.workflows.calibrate import calibrate, save
     from powermodels.workflows.calibration_report import write_report

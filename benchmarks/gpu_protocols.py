@@ -8,7 +8,7 @@ Workloads: every registry kernel, several configurations, launch times from
 simulated GPU a twin of the same length). Protocols: ``naive``,
 ``continuous``, ``good_practice``, ``steady_state`` (``--steady-max-s``) and
 the default ``counter`` (``--counter-repeats`` runs, for the median and worst
-wall time). Reference: :func:`powermodels.harness.reference.reference_energy`
+wall time). Reference: :func:`powermodels.measuring.reference.reference_energy`
 (the same work back to back for ``--reference-s`` = 12 s, energy-counter
 difference from ``--skip-s`` = 2 s to the end, divided by the repetitions).
 
@@ -70,13 +70,13 @@ PROTOCOLS = ("naive", "continuous", "good_practice", "steady_state", "counter", 
 
 def square_wave_workload(launch_s: float, runner=None):
     """The registry's square-wave FMA chain as a workload of ``launch_s`` per launch (all SMs)."""
-    from powermodels.harness.workloads import CallableWorkload, SimulatedTwin
+    from powermodels.workloads import CallableWorkload, SimulatedTwin
 
     name = f"square_wave[{launch_s * 1e3:g}ms]"
     twin = SimulatedTwin(time_s=launch_s, activity=0.95, mem_activity=0.02)
     if runner is None or not hasattr(runner, "calibrate_square_wave"):
         return CallableWorkload(lambda: None, name=name, simulated=twin)
-    from powermodels.harness.workloads import square_wave_kernel
+    from powermodels.workloads import square_wave_kernel
 
     if 1.0 not in runner._square:
         runner.calibrate_square_wave(1.0, target_s=0.01)
@@ -86,7 +86,7 @@ def square_wave_workload(launch_s: float, runner=None):
 
 
 def _protocol(name: str, args, seed: int):
-    from powermodels.harness.protocols import make_protocol
+    from powermodels.measuring.protocols import make_protocol
 
     params = {"good_practice": {"random_state": seed}, "steady_state": {"max_duration_s": args.steady_max_s}}
     return make_protocol(name, **params.get(name, {}))
@@ -94,7 +94,7 @@ def _protocol(name: str, args, seed: int):
 
 def _sim_runner(args, seed: int, preset: str | None = None):
     from powermodels.devices.simulated import PRESETS, SimulatedGPU
-    from powermodels.harness.runner import SimulatedRunner
+    from powermodels.measuring.runner import SimulatedRunner
 
     p = PRESETS[preset or args.preset]
     p = dataclasses.replace(p, energy_jitter_s=min(args.jitter_ms * 1e-3, 0.3 * p.energy_period_s))
@@ -126,7 +126,7 @@ def _measure(runner, protocol, workload, config, simulated: bool) -> dict:
 
 
 def _reference(runner, workload, config, args, simulated: bool) -> dict:
-    from powermodels.harness.reference import reference_energy
+    from powermodels.measuring.reference import reference_energy
 
     t0 = runner.now()
     ref = reference_energy(runner, workload, None if config == "default" else config,
@@ -346,7 +346,7 @@ def main(argv=None) -> int:
     else:
         env["nvml_setters_blocked"] = len(forbid_nvml_setters())
         from powermodels.devices import open_device
-        from powermodels.harness.runner import CupyRunner
+        from powermodels.measuring.runner import CupyRunner
 
         dev = open_device("nvml")
         device = dev.info.name

@@ -124,7 +124,7 @@ def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: flo
     import dataclasses
 
     from powermodels.devices.simulated import PRESETS, SimulatedGPU
-    from powermodels.harness.runner import SimulatedRunner
+    from powermodels.measuring.runner import SimulatedRunner
 
     rows = []
     for w in windows_ms:
@@ -174,7 +174,7 @@ def compare(seconds: float, seeds: int, windows_ms, sync_s: float, timing_s: flo
 def measure(device: str, runs: int, design: str, seconds: float, out: Path, preset: str,
             step_seconds: float = 3.0) -> str:
     from powermodels.devices import open_device
-    from powermodels.harness.runner import make_runner
+    from powermodels.measuring.runner import make_runner
 
     if device == "simulated":
         from powermodels.devices.simulated import PRESETS

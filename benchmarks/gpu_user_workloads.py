@@ -5,8 +5,8 @@ protocol, ``powermodels.measure`` / a campaign / ``measure_program``) and
 compares it with the independent reference method: the same work back to
 back for ``--reference-s`` (≥ 10 s), energy from the total-energy counter
 between ``--skip-s`` (2 s) and the end, divided by the repetitions
-(:func:`powermodels.harness.reference.reference_energy`; for a program
-:func:`powermodels.harness.program.program_reference`). Target: within 2 %.
+(:func:`powermodels.measuring.reference.reference_energy`; for a program
+:func:`powermodels.measuring.program.program_reference`). Target: within 2 %.
 
 Parts (``--parts``, comma-separated; all by default):
 
@@ -116,7 +116,7 @@ def _ref_dict(ref) -> dict:
 
 def cupy_matmul_workload(simulated: bool):
     """A CuPy float32 4096² matmul callable (arrays made once in setup)."""
-    from powermodels.harness.workloads import CallableWorkload, SimulatedTwin
+    from powermodels.workloads import CallableWorkload, SimulatedTwin
 
     n = 4096
 
@@ -139,7 +139,7 @@ def cupy_matmul_workload(simulated: bool):
 
 def torch_matmul_workload(simulated: bool):
     """A PyTorch bf16 8192² matmul callable (tensor cores; on PyTorch's current stream)."""
-    from powermodels.harness.workloads import CallableWorkload, SimulatedTwin
+    from powermodels.workloads import CallableWorkload, SimulatedTwin
 
     n = 8192
 
@@ -163,7 +163,7 @@ def torch_matmul_workload(simulated: bool):
 
 def source_entry(configs: int = 20) -> dict:
     """The campaign entry of the user's tiled matmul (as in kernels/examples/matmul_campaign.toml)."""
-    from powermodels.harness.campaign import load_spec
+    from powermodels.campaigns import load_spec
 
     entry = dict(load_spec(EXAMPLES / "matmul_campaign.toml").workloads[0])
     entry["configs"] = {"sample": int(configs), "seed": 0}
@@ -184,10 +184,10 @@ print(float(c[0, 0]))
 
 def program_workload(simulated: bool, folder: Path, gpu_seconds: float = 5.0):
     """An external program with ~``gpu_seconds`` of CuPy matmuls (a fixed count, calibrated once here)."""
-    from powermodels.harness.program import ProgramWorkload
+    from powermodels.measuring.program import ProgramWorkload
 
     if simulated:  # the process sleeps; its twin is 0.45 s of GPU work, the GPU idles the rest
-        from powermodels.harness.workloads import SimulatedTwin
+        from powermodels.workloads import SimulatedTwin
 
         argv = [sys.executable, "-c", "import time; time.sleep(0.5)"]
         twin = SimulatedTwin(time_s=0.45, activity=0.9, mem_activity=0.3)
@@ -217,7 +217,7 @@ def program_workload(simulated: bool, folder: Path, gpu_seconds: float = 5.0):
 
 def part_callables(runner, args, simulated):
     import powermodels
-    from powermodels.harness.reference import reference_energy
+    from powermodels.measuring.reference import reference_energy
 
     rows = []
     for make in (cupy_matmul_workload, torch_matmul_workload):
@@ -272,9 +272,9 @@ def meter_rows(runner, w, ref: dict, simulated: bool, seconds: float = 3.0) -> l
 
 def part_source(runner, args, simulated, folder: Path):
     from powermodels import schema
-    from powermodels.harness.campaign import run_campaign
-    from powermodels.harness.reference import reference_energy
-    from powermodels.harness.workloads.spec import workload_from_entry
+    from powermodels.campaigns import run_campaign
+    from powermodels.measuring.reference import reference_energy
+    from powermodels.workloads.spec import workload_from_entry
 
     entry = source_entry(args.configs)
     spec = {"workloads": [entry], "repeats": 1, "base_dir": str(EXAMPLES)}
@@ -292,7 +292,7 @@ def part_source(runner, args, simulated, folder: Path):
 
 def part_program(device, args, simulated, folder: Path):
     from powermodels import schema
-    from powermodels.harness.program import measure_program, program_reference
+    from powermodels.measuring.program import measure_program, program_reference
 
     w, reps = program_workload(simulated, folder)
     t0 = time.perf_counter()
@@ -323,7 +323,7 @@ def c_stand_in(kernel: str, twin, configs: list[dict]) -> str:
     builder, restrictions, observers), and the observer runs the twin's
     launches on the simulated GPU inside its window.
     """
-    from powermodels.harness.workloads.twins import NOMINAL_MEM_MHZ, NOMINAL_SM_MHZ
+    from powermodels.workloads.twins import NOMINAL_MEM_MHZ, NOMINAL_SM_MHZ
 
     lines = [f'extern "C" float {kernel}(float *c, float *a, float *b) {{']
     for config in configs:
@@ -347,8 +347,8 @@ def part_tuner(runner, args, comparison: list, simulated: bool, folder: Path):
 
     from kernel_tuner import tune_kernel
 
-    from powermodels.harness.reference import reference_energy
-    from powermodels.harness.workloads.spec import make_argument, select_configs, workload_from_entry
+    from powermodels.measuring.reference import reference_energy
+    from powermodels.workloads.spec import make_argument, select_configs, workload_from_entry
     from powermodels.integrations.kernel_tuner import PowerModelsObserver, kernel_tuner_restrictions
 
     device = runner.device
@@ -462,7 +462,7 @@ def main(argv=None) -> int:
     blocked = forbid_nvml_setters()
 
     from powermodels.devices import open_device
-    from powermodels.harness.runner import make_runner
+    from powermodels.measuring.runner import make_runner
 
     device = open_device(args.device)
     simulated = device.info.kind == "simulated"

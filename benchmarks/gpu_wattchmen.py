@@ -5,7 +5,7 @@ calibrate-instructions`` is the user's command); this script keeps the dataset's
 file names and prints the comparison tables of ``benchmarks/results/wattchmen*.md``.
 
 ``measure``  (GPU) steady-state power of every microbenchmark and of the
-    held-out workloads (:mod:`powermodels.harness.validation_workloads`), then
+    held-out workloads (:mod:`powermodels.microbench.validation_workloads`), then
     both ncu passes (``--clock-control none``) and the instruction tables
     (``wattchmen_microbench.parquet``, ``wattchmen_workloads.parquet``).
     ``--set fresh``: the second held-out set plus NANOSLEEP for this run's
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from powermodels import schema  # noqa: E402
-from powermodels.harness.validation_workloads import WORKLOAD_SETS  # noqa: E402
+from powermodels.microbench.validation_workloads import WORKLOAD_SETS  # noqa: E402
 from powermodels.models.instruction import InstructionEnergyModel  # noqa: E402
 from powermodels.workflows.instruction_calibration import (  # noqa: E402
     evaluate_instruction_model,
@@ -58,8 +58,8 @@ BREAKDOWN = {"heldout": "cublas_sgemm_4096,stream_triad_64M",
 
 def cmd_measure(args) -> int:
     """Energy phase, both ncu passes and the tables, in one call (the workflow's steps 1-3)."""
-    from powermodels.harness.microbench import MICROBENCHMARKS
-    from powermodels.harness.microbench_gpu import CupyNcuBackend
+    from powermodels.microbench.catalog import MICROBENCHMARKS
+    from powermodels.microbench.gpu import CupyNcuBackend
     from powermodels.workflows.instruction_calibration import logged
 
     out = Path(args.out)

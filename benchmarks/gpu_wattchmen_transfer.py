@@ -68,8 +68,8 @@ WATTCHMEN_FIG14 = "Wattchmen Fig. 14 (air- → water-cooled V100): 10 % 13 %, fu
 
 
 def cmd_measure(args) -> int:
-    from powermodels.harness.microbench import MICROBENCHMARKS
-    from powermodels.harness.microbench_gpu import CupyNcuBackend
+    from powermodels.microbench.catalog import MICROBENCHMARKS
+    from powermodels.microbench.gpu import CupyNcuBackend
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_simulated(args) -> int:
-    from powermodels.harness.microbench_sim import SimulatedInstructionBackend
+    from powermodels.microbench.simulated import SimulatedInstructionBackend
     from powermodels.workflows.instruction_calibration import calibrate_instructions
 
     with tempfile.TemporaryDirectory() as tmp:

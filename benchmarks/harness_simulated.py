@@ -20,8 +20,8 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.protocols import make_protocol
-from powermodels.harness.runner import SimulatedRunner
+from powermodels.measuring.protocols import make_protocol
+from powermodels.measuring.runner import SimulatedRunner
 from powermodels.reporting import markdown_table
 
 KERNELS = [("fp32", "default"), ("fp32", "nr_outer=8,nr_inner=256"), ("sgemm", "default"),

@@ -424,7 +424,7 @@ def main(argv=None) -> int:
         return 0
 
     from powermodels.devices import open_device
-    from powermodels.harness.runner import make_runner
+    from powermodels.measuring.runner import make_runner
 
     def log(m):
         print(m, file=sys.stderr, flush=True)

@@ -10,13 +10,14 @@ import pytest
 import powermodels
 from powermodels import schema
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.protocols import GoodPractice
-from powermodels.harness.runner import SimulatedRunner
-from powermodels.harness.workloads import CallableWorkload, SimulatedTwin
+from powermodels.measuring.protocols import GoodPractice
+from powermodels.measuring.runner import SimulatedRunner
+from powermodels.workloads import CallableWorkload, SimulatedTwin
 
 
 def test_import_stays_light():
-    code = "import sys, powermodels; print(any(m.startswith('powermodels.harness') for m in sys.modules))"
+    code = ("import sys, powermodels; print(any(m.startswith(('powermodels.harness', 'powermodels.measuring', "
+            "'powermodels.workloads', 'powermodels.campaigns', 'powermodels.microbench')) for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert "measure" in dir(powermodels) and powermodels.SimulatedTwin is SimulatedTwin

@@ -134,7 +134,7 @@ class _CounterOnlyRunner:
     """A simulated runner that knows no truth, like a real GPU: the counter becomes the reference."""
 
     def __new__(cls, gpu):
-        from powermodels.harness.runner import SimulatedRunner
+        from powermodels.measuring.runner import SimulatedRunner
 
         class Runner(SimulatedRunner):
             def reference_energy_j(self, intervals):

@@ -11,7 +11,7 @@ import pytest
 
 from powermodels.devices.base import Device, DeviceInfo, Reading, Settings
 from powermodels.devices.simulated import EXAMPLE_WORKLOADS, SimulatedGPU
-from powermodels.harness.counter_log import anchored_energy, energy_bounds
+from powermodels.measuring.counter_log import anchored_energy, energy_bounds
 from powermodels.meter import EnergyMeter
 
 

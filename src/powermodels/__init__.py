@@ -16,15 +16,15 @@ from .utils import all_estimators
 # name -> (module, attribute).
 _LAZY = {
     "measure": (".api", "measure"),
-    "Measurement": (".harness.protocols", "Measurement"),
-    "Workload": (".harness.workloads", "Workload"),
-    "SourceKernel": (".harness.workloads", "SourceKernel"),
-    "CallableWorkload": (".harness.workloads", "CallableWorkload"),
-    "SimulatedTwin": (".harness.workloads", "SimulatedTwin"),
+    "Measurement": (".measuring.protocols", "Measurement"),
+    "Workload": (".workloads", "Workload"),
+    "SourceKernel": (".workloads", "SourceKernel"),
+    "CallableWorkload": (".workloads", "CallableWorkload"),
+    "SimulatedTwin": (".workloads", "SimulatedTwin"),
     "EnergyMeter": (".meter", "EnergyMeter"),
     "WindowMeasurement": (".meter", "WindowMeasurement"),
-    "ProgramWorkload": (".harness.program", "ProgramWorkload"),
-    "measure_program": (".harness.program", "measure_program"),
+    "ProgramWorkload": (".workloads.program", "ProgramWorkload"),
+    "measure_program": (".measuring.program", "measure_program"),
 }
 
 __all__ = ["__version__", "all_estimators", "open_device", *_LAZY]

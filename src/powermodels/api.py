@@ -1,7 +1,7 @@
 """Public one-liners: ``powermodels.measure(workload)``.
 
 >>> import powermodels
->>> from powermodels.harness.workloads import SimulatedTwin
+>>> from powermodels.workloads import SimulatedTwin
 >>> def step():  # on a real GPU: enqueue the work (CuPy, PyTorch, ...)
 ...     pass
 >>> m = powermodels.measure(step, device="simulated", simulated=SimulatedTwin(time_s=2e-3))  # doctest: +SKIP
@@ -15,7 +15,7 @@ __all__ = ["measure"]
 
 
 def _protocol(protocol, runner, params: dict):
-    from .harness.protocols import Protocol, default_protocol, make_protocol
+    from .measuring.protocols import Protocol, default_protocol, make_protocol
 
     if protocol is None:
         return default_protocol(runner, **params)
@@ -32,7 +32,7 @@ def _protocol(protocol, runner, params: dict):
 def _runner(device):
     """``(runner, owned)`` for a Runner, a Device or a device kind."""
     from .devices.base import Device
-    from .harness.runner import Runner, make_runner
+    from .measuring.runner import Runner, make_runner
 
     if isinstance(device, Runner):
         return device, False
@@ -50,15 +50,15 @@ def measure(workload, *, protocol=None, device="auto", config: Mapping | str | N
     ----------
     workload : callable, Workload, str or list of str
         A Python callable that enqueues GPU work (called with no arguments;
-        bind arguments with :class:`~powermodels.harness.workloads.CallableWorkload`),
-        a :class:`~powermodels.harness.workloads.SourceKernel` or any other
-        :class:`~powermodels.harness.workloads.Workload`, a registry kernel name
+        bind arguments with :class:`~powermodels.workloads.CallableWorkload`),
+        a :class:`~powermodels.workloads.SourceKernel` or any other
+        :class:`~powermodels.workloads.Workload`, a registry kernel name
         (``"sgemm"``), ``"module:function"``, or a program's argv list.
     protocol : str or Protocol, optional
-        ``None`` (default): :func:`~powermodels.harness.protocols.default_protocol`
+        ``None`` (default): :func:`~powermodels.measuring.protocols.default_protocol`
         for the device (the energy-counter protocol where the GPU has the
         counter, else ``good_practice``). A name from
-        :data:`~powermodels.harness.protocols.PROTOCOLS` or a Protocol object.
+        :data:`~powermodels.measuring.protocols.PROTOCOLS` or a Protocol object.
     device : {"auto", "nvml", "simulated"}, Device or Runner, default="auto"
         Where to measure: "auto" picks the NVIDIA GPU when there is one,
         else the simulated GPU (which runs the workload's simulated twin).
@@ -89,9 +89,9 @@ def measure(workload, *, protocol=None, device="auto", config: Mapping | str | N
     ValueError
         Naming the problem: a workload that cannot be converted, a bad
         configuration, a workload without a twin on the simulated GPU, a
-        callable that raises (:class:`~powermodels.harness.workloads.WorkloadError`).
+        callable that raises (:class:`~powermodels.workloads.WorkloadError`).
     """
-    from .harness.workloads import CallableWorkload, as_workload
+    from .workloads import CallableWorkload, as_workload
 
     if simulated is not None:
         if isinstance(workload, CallableWorkload) or not callable(workload):

@@ -11,10 +11,10 @@ or ``with meter.window("step") as w: ...`` and read ``w.result`` afterwards.
 How a window is measured
 ------------------------
 Where the GPU has a total-energy counter (Volta and newer), the meter polls
-it on a background thread (:class:`~powermodels.harness.counter_log.PolledCounterLog`:
+it on a background thread (:class:`~powermodels.measuring.counter_log.PolledCounterLog`:
 a read every ~5 ms, a read costs ~4 ms on Hopper) and takes the energy at the
 window's two ends from the reads around them
-(:func:`~powermodels.harness.counter_log.energy_bounds`):
+(:func:`~powermodels.measuring.counter_log.energy_bounds`):
 
 * the counter is exact but published only at its updates (~100 ms apart on
   Hopper), so the energy at an arbitrary instant is *bounded* by the values
@@ -221,7 +221,7 @@ class EnergyMeter:
 
     def __init__(self, device="auto", *, index: int = 0, sync="auto", delay_s: float = 0.0,
                  wait_timeout_s: float = 2.0):
-        from .harness.counter_log import open_counter_log
+        from .measuring.counter_log import open_counter_log
 
         if not (sync is None or sync == "auto" or callable(sync)):
             raise ValueError(f"EnergyMeter: sync must be 'auto', a callable or None, got {sync!r}")
@@ -286,7 +286,7 @@ class EnergyMeter:
             False the call returns at once — for a window per training step,
             where a 0.1 s stall per step would cost more than it tells — and
             the end is extrapolated at the last update interval's power
-            (:func:`~powermodels.harness.counter_log.extrapolated_energy`):
+            (:func:`~powermodels.measuring.counter_log.extrapolated_energy`):
             the upper bound is then unknown (``inf``) and the uncertainty
             includes the unseen time since the last update.
         steady : bool, default=False
@@ -294,7 +294,7 @@ class EnergyMeter:
             launches of one kernel, as Kernel Tuner's continuous benchmark): the
             power is taken between the first and last counter updates inside
             the window and multiplied by its time, so nothing is interpolated
-            across its edges (:func:`~powermodels.harness.counter_log.steady_power`);
+            across its edges (:func:`~powermodels.measuring.counter_log.steady_power`);
             needs two updates inside (a window of ≥ ~2 update periods), else the
             default estimate is used and a note says so.
         idle_power_w : float, optional
@@ -303,7 +303,7 @@ class EnergyMeter:
             (as around a whole program run): each end is then anchored to the
             update outside the window instead of interpolated across the
             load change, which leaves only the update instants' brackets as
-            error (:func:`~powermodels.harness.counter_log.anchored_energy`).
+            error (:func:`~powermodels.measuring.counter_log.anchored_energy`).
         """
         if idle_power_w is not None and not (isinstance(idle_power_w, (int, float))
                                              and math.isfinite(idle_power_w) and idle_power_w >= 0):
@@ -397,7 +397,7 @@ class EnergyMeter:
                  wait: bool = True, steady: bool = False, held=None) -> WindowMeasurement:
         if not self._log.has_counter:
             return self._integrate(name, start, end, held)
-        from .harness.counter_log import anchored_energy, energy_bounds, merge_reads
+        from .measuring.counter_log import anchored_energy, energy_bounds, merge_reads
 
         period = self._log.update_period_s()
         margin = 3.0 * (period if math.isfinite(period) else 0.1)
@@ -421,7 +421,7 @@ class EnergyMeter:
         bounds = (max(e.lower - b.upper, 0.0), e.upper - b.lower)
         sigma = math.hypot(b.upper - b.lower, e.upper - e.lower) / math.sqrt(12.0)
         if not wait and not math.isfinite(e.estimate):
-            from .harness.counter_log import extrapolated_energy
+            from .measuring.counter_log import extrapolated_energy
 
             ee, se = extrapolated_energy(t0, t1, j, end, self.delay_s)
             eb, sb = b.estimate, (b.upper - b.lower) / math.sqrt(12.0)
@@ -431,7 +431,7 @@ class EnergyMeter:
             energy = ee - eb
             sigma = math.hypot(sb, se)
         if steady:
-            from .harness.counter_log import steady_power
+            from .measuring.counter_log import steady_power
 
             power, sigma_p, updates = steady_power(t0, t1, j, start, end, self.delay_s)
             if math.isfinite(power):

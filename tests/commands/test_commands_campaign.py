@@ -33,7 +33,7 @@ def test_campaign_prints_a_summary_of_the_run_table(tmp_path, capsys):
 
 
 def test_campaign_interrupted_says_how_to_resume_and_resumes(tmp_path, monkeypatch, capsys):
-    import powermodels.harness.campaign as hc
+    import powermodels.campaigns as hc
 
     real = hc.run_campaign
 

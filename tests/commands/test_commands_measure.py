@@ -63,7 +63,7 @@ def test_measure_bad_input_is_one_line(argv, message, capsys):
 
 
 def test_measure_a_user_source_kernel_routes_tunables_and_protocol_params(tmp_path, capsys):
-    from powermodels.harness.workloads import kernels_dir
+    from powermodels.workloads import kernels_dir
 
     out = tmp_path / "row.csv"
     assert main(["measure", "--device", "simulated", "--protocol", "good_practice",
@@ -82,7 +82,7 @@ def test_measure_a_user_source_kernel_routes_tunables_and_protocol_params(tmp_pa
 
 def test_measure_a_callable_workload_object_to_json(tmp_path, capsys, monkeypatch):
     (tmp_path / "my_steps.py").write_text(
-        "from powermodels.harness.workloads import CallableWorkload, SimulatedTwin\n"
+        "from powermodels.workloads import CallableWorkload, SimulatedTwin\n"
         "step = CallableWorkload(lambda: None, name='train_step', simulated=SimulatedTwin(time_s=0.01))\n")
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "row.json"

@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.cli import main
-from powermodels.harness.campaign import (
+from powermodels.campaigns import (
     CampaignSpec,
     finished_keys,
     load_campaign,
@@ -23,6 +22,7 @@ from powermodels.harness.campaign import (
     plan,
     run_campaign,
 )
+from powermodels.cli import main
 
 pytest.importorskip("powermodels.devices.simulated")
 
@@ -76,7 +76,7 @@ def test_campaign_clock_sweep_needs_opt_in_and_restores(tmp_path):
     with pytest.raises(ValueError, match="allow_clock_changes"):
         CampaignSpec.from_dict(spec)
     from powermodels.devices.simulated import SimulatedGPU
-    from powermodels.harness.runner import SimulatedRunner
+    from powermodels.measuring.runner import SimulatedRunner
 
     gpu = SimulatedGPU(seed=0)
     runs = run_campaign(dict(spec, allow_clock_changes=True), tmp_path, progress=False,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.harness.campaign import (
+from powermodels.campaigns import (
     CampaignSpec,
     finished_keys,
     load_campaign,
@@ -17,7 +17,7 @@ from powermodels.harness.campaign import (
     plan,
     run_campaign,
 )
-from powermodels.harness.campaign_store import CampaignStore
+from powermodels.campaigns.store import CampaignStore
 
 SPEC = {
     "kernels": {"fp32": ["nr_outer=8", "nr_outer=16"], "stream_triad": "default"},
@@ -47,7 +47,7 @@ def test_rows_are_small_json_commit_markers_and_traces_a_dataset(tmp_path):
 
 
 def test_resume_reads_no_trace_and_no_finished_run(tmp_path, monkeypatch):
-    from powermodels.harness import campaign_store
+    from powermodels.campaigns import store as campaign_store
 
     monkeypatch.setattr(campaign_store, "INDEX_AFTER", 1)
     run_campaign(SPEC, tmp_path, progress=False, max_runs=5)
@@ -113,7 +113,7 @@ def test_folders_of_the_old_layout_load_and_resume(tmp_path):
 
 
 def test_index_is_a_cache_of_the_rows(tmp_path, monkeypatch):
-    from powermodels.harness import campaign_store
+    from powermodels.campaigns import store as campaign_store
 
     monkeypatch.setattr(campaign_store, "INDEX_AFTER", 1)
     run_campaign(SPEC, tmp_path, progress=False, max_runs=4)

@@ -18,14 +18,14 @@ import pytest
 
 from powermodels import schema
 from powermodels.devices.simulated import PRESETS, SimulatedGPU
-from powermodels.harness.counter_protocol import (
+from powermodels.measuring.protocols import PROTOCOLS, default_protocol, make_protocol
+from powermodels.measuring.protocols.counter import (
     Counter,
     aligned_window,
     counter_updates,
     launches_inside,
 )
-from powermodels.harness.protocols import PROTOCOLS, default_protocol, make_protocol
-from powermodels.harness.runner import SimulatedRunner
+from powermodels.measuring.runner import SimulatedRunner
 
 
 def _preset(name, jitter=True):
@@ -120,7 +120,7 @@ def test_launches_inside_counts_fractions_at_the_edges():
 
 
 def test_uncertainty_grows_with_the_bracket_and_the_quantum():
-    from powermodels.harness.counter_protocol import CounterWindow
+    from powermodels.measuring.protocols.counter import CounterWindow
 
     w = CounterWindow(0.0, 1.0, 0.002, 0.002, 300.0, 1000.0, 10, 1e-3)
     wide = dataclasses.replace(w, start_half_s=0.02, end_half_s=0.02)

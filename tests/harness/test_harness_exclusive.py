@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
+from powermodels.campaigns import CampaignSpec, run_campaign
 from powermodels.cli import main
-from powermodels.harness import exclusive
-from powermodels.harness.campaign import CampaignSpec, run_campaign
-from powermodels.harness.protocols import make_protocol
-from powermodels.harness.runner import make_runner
+from powermodels.measuring import exclusive
+from powermodels.measuring.protocols import make_protocol
+from powermodels.measuring.runner import make_runner
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 TESTS = SRC.parent / "tests"
@@ -57,7 +57,7 @@ def nvml_device(fake_nvml):
 
 HOLDER = """
 import os, sys, time
-from powermodels.harness.exclusive import campaign_lock
+from powermodels.measuring.exclusive import campaign_lock
 with campaign_lock(sys.argv[1]):
     open(sys.argv[2], "w").close()
     time.sleep(float(sys.argv[3]))

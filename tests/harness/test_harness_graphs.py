@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from powermodels.harness.graphs import Batch, batch_size, batch_sizes, spread
+from powermodels.measuring.graphs import Batch, batch_size, batch_sizes, spread
 
 
 def test_batch_size_only_for_short_launches():
@@ -94,8 +94,8 @@ def test_uncapturable_work_falls_back_to_a_loop_and_ends_the_capture():
 @pytest.mark.gpu
 def test_run_batched_captures_a_registry_kernel_on_a_gpu():
     from powermodels.devices import open_device
-    from powermodels.harness.graphs import run_batched
-    from powermodels.harness.runner import CupyRunner
+    from powermodels.measuring.graphs import run_batched
+    from powermodels.measuring.runner import CupyRunner
 
     config = "block_size_x=1024,nr_outer=8,nr_inner=256"  # ~70 µs per launch on Hopper
     with CupyRunner(open_device("nvml")) as runner:

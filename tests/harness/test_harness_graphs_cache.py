@@ -7,7 +7,7 @@ import types
 
 import numpy as np
 
-from powermodels.harness.graphs import run_batched
+from powermodels.measuring.graphs import run_batched
 
 
 class _Stream:

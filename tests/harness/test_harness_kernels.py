@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from powermodels.harness import workloads
+from powermodels import workloads
 
 pytestmark = pytest.mark.gpu
 
@@ -36,7 +36,7 @@ def test_square_wave_matches_closed_form(amplitude):
 
 
 def test_event_clock_bounds_the_offset():
-    from powermodels.harness.sampler import EventClock
+    from powermodels.measuring.sampler import EventClock
 
     clock = EventClock()
     est = clock.calibrate(20)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from powermodels import schema
-from powermodels.harness.profiling import (
+from powermodels.microbench.profiling import (
     NCU_METRICS,
     PTX_DATA_TYPES,
     PTX_STATE_SPACES,

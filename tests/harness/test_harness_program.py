@@ -10,9 +10,9 @@ import pytest
 
 from powermodels import schema
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.program import ProgramFailed, ProgramWorkload, measure_program
-from powermodels.harness.program_kernels import kernel_breakdown_command, parse_kernel_breakdown
-from powermodels.harness.workloads import Workload, as_workload
+from powermodels.measuring.program import ProgramFailed, ProgramWorkload, measure_program
+from powermodels.microbench.program_kernels import kernel_breakdown_command, parse_kernel_breakdown
+from powermodels.workloads import Workload, as_workload
 
 PY = sys.executable
 SLEEP = [PY, "-c", "import time; time.sleep(0.2)"]
@@ -158,7 +158,7 @@ def test_ncu_breakdown_runs_the_program_under_ncu(tmp_path):
     broken = tmp_path / "ncu_broken"
     broken.write_text("#!/bin/sh\necho '==ERROR== no GPU' >&2\nexit 1\n")
     broken.chmod(0o755)
-    from powermodels.harness.program_kernels import kernel_breakdown
+    from powermodels.microbench.program_kernels import kernel_breakdown
 
     with pytest.raises(ValueError, match="failed with code 1: ==ERROR== no GPU"):
         kernel_breakdown(ProgramWorkload(SLEEP), ncu=str(broken))
@@ -174,7 +174,7 @@ def test_a_twin_table_lets_the_protocols_run_a_program_on_the_simulated_gpu():
 
 
 def test_a_twin_with_time_is_gpu_work_then_idle_for_the_rest_of_the_wall_time():
-    from powermodels.harness.workloads import SimulatedTwin
+    from powermodels.workloads import SimulatedTwin
 
     gpu = SimulatedGPU(seed=6)
     w = ProgramWorkload([PY, "-c", "import time; time.sleep(0.3)"],

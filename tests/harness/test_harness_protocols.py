@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powermodels import schema
-from powermodels.harness import protocols
-from powermodels.harness.protocols import make_protocol, sensor_updates
-from powermodels.harness.runner import SimulatedRunner
+from powermodels import schema, workloads
+from powermodels.measuring import protocols
+from powermodels.measuring.protocols import make_protocol, sensor_updates
+from powermodels.measuring.runner import SimulatedRunner
 
 simulated = pytest.importorskip("powermodels.devices.simulated")
 
@@ -39,7 +39,7 @@ def _check_row(m, kernel, protocol):
     assert (m.trace[schema.RUN_ID] == row[schema.RUN_ID]).all()
     assert row[schema.LAUNCHES] == len(m.launches)
     assert row[schema.TIME_S] == pytest.approx(np.mean(m.launches[:, 1] - m.launches[:, 0]))
-    for param, value in protocols.workloads.parse_config(kernel, row[schema.CONFIG]).items():
+    for param, value in workloads.parse_config(kernel, row[schema.CONFIG]).items():
         assert row[param] == value
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from powermodels import schema
 from powermodels.devices.simulated import PRESETS, SimulatedGPU
-from powermodels.harness.protocols import make_protocol
-from powermodels.harness.reference import reference_energy
-from powermodels.harness.runner import SimulatedRunner
+from powermodels.measuring.protocols import make_protocol
+from powermodels.measuring.reference import reference_energy
+from powermodels.measuring.runner import SimulatedRunner
 
 
 def _runner(seed=0):

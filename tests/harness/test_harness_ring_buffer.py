@@ -7,12 +7,11 @@ import time
 
 import numpy as np
 import pytest
+from test_harness_sampler import FakeFastDevice
 
 from powermodels import schema
-from powermodels.harness.ring_buffer import ChunkedColumns
-from powermodels.harness.sampler import Sampler
-
-from test_harness_sampler import FakeFastDevice
+from powermodels.measuring.ring_buffer import ChunkedColumns
+from powermodels.measuring.sampler import Sampler
 
 
 def _filled(n, chunk=64, retention=math.inf, max_rows=None, dt=1e-3):

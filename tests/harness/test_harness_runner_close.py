@@ -8,8 +8,8 @@ import pytest
 
 import powermodels
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.runner import make_runner
-from powermodels.harness.workloads import SimulatedTwin
+from powermodels.measuring.runner import make_runner
+from powermodels.workloads import SimulatedTwin
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_measure_closes_the_device_it_opened(closed):
 
 
 def test_program_reference_closes_the_device_it_opened(closed):
-    from powermodels.harness.program import ProgramWorkload, program_reference
+    from powermodels.measuring.program import ProgramWorkload, program_reference
 
     prog = ProgramWorkload([sys.executable, "-c", "pass"], simulated={"activity": 0.8})
     ref = program_reference(prog, "simulated", duration_s=1.0, skip_s=0.2)

@@ -10,7 +10,7 @@ import pytest
 
 from powermodels import schema
 from powermodels.devices.base import Device, DeviceInfo, Reading, Settings
-from powermodels.harness.sampler import Sampler, readings_to_trace
+from powermodels.measuring.sampler import Sampler, readings_to_trace
 
 
 class FakeFastDevice(Device):

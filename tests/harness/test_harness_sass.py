@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from powermodels.harness import sass
-from powermodels.harness.microbench import MICROBENCHMARKS, microbenchmark
+from powermodels.microbench import sass
+from powermodels.microbench.catalog import MICROBENCHMARKS, microbenchmark
 
 SAMPLE = Path(__file__).parent / "data" / "ncu_sample.csv"
 

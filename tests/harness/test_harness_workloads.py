@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from powermodels.harness import workloads
+from powermodels import workloads
 
 
 def test_sgemm_search_space_has_at_least_100_valid_configs():

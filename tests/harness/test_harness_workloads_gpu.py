@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from powermodels.harness.workloads import CallableWorkload, SourceKernel, WorkloadError, kernels_dir
+from powermodels.workloads import CallableWorkload, SourceKernel, WorkloadError, kernels_dir
 
 pytestmark = pytest.mark.gpu
 
@@ -56,7 +56,7 @@ def test_a_configuration_the_gpu_cannot_launch_is_a_workload_error():
 def test_cupy_runner_launches_a_source_kernel_and_a_callable():
     import cupy as cp
 
-    from powermodels.harness.runner import make_runner
+    from powermodels.measuring.runner import make_runner
 
     a = cp.ones((2048, 2048), cp.float32)
     with make_runner("nvml") as runner:

@@ -8,8 +8,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from powermodels.harness import workloads as W
-from powermodels.harness.workloads import (
+from powermodels import workloads as W
+from powermodels.workloads import (
     CallableWorkload,
     Expression,
     SimulatedTwin,
@@ -144,7 +144,7 @@ def test_callable_that_raises_is_a_one_line_workload_error():
 def test_as_workload_converts_names_callables_and_files(tmp_path):
     assert as_workload("sgemm") is as_workload("sgemm") and as_workload("sgemm").kind == "registry"
     (tmp_path / "user_mod.py").write_text(textwrap.dedent("""
-        from powermodels.harness.workloads import CallableWorkload, SimulatedTwin
+        from powermodels.workloads import CallableWorkload, SimulatedTwin
 
         def step():
             pass
@@ -180,7 +180,7 @@ def test_twins_from_tables_and_bad_twins():
 
 
 def test_cupy_runner_keeps_the_last_prepared_configurations_and_closes_the_rest():
-    from powermodels.harness.runner import CupyRunner
+    from powermodels.measuring.runner import CupyRunner
 
     closed = []
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from powermodels import schema
+from powermodels.campaigns import load_runs, load_spec, plan, run_campaign
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.campaign import load_runs, load_spec, plan, run_campaign
-from powermodels.harness.protocols import PROTOCOLS, make_protocol
-from powermodels.harness.runner import SimulatedRunner
-from powermodels.harness.workloads import CallableWorkload, SimulatedTwin, SourceKernel, kernels_dir
+from powermodels.measuring.protocols import PROTOCOLS, make_protocol
+from powermodels.measuring.runner import SimulatedRunner
+from powermodels.workloads import CallableWorkload, SimulatedTwin, SourceKernel, kernels_dir
 
 EXAMPLE = kernels_dir() / "examples" / "matmul_tiled.cu"
 

@@ -14,9 +14,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from powermodels import schema  # noqa: E402
+from powermodels.campaigns import CampaignSpec, finished_keys, load_campaign, plan, run_campaign  # noqa: E402
 from powermodels.cli import main  # noqa: E402
-from powermodels.harness.campaign import CampaignSpec, finished_keys, load_campaign, plan, run_campaign  # noqa: E402
-from powermodels.integrations.dask_cluster import _per_gpu_run, check_same_gpu  # noqa: E402
+from powermodels.integrations.dask_cluster import DaskExecutor, _per_gpu_run, check_same_gpu  # noqa: E402
 
 SPEC = {
     "kernels": {"fp32": {"sample": 8, "seed": 0}, "stream_copy": "default"},
@@ -44,7 +44,7 @@ def client():
 
 def test_cluster_rows_equal_serial_and_resume_is_shared(client, tmp_path):
     serial = run_campaign(SPEC, tmp_path / "serial", progress=False)
-    spread = run_campaign(SPEC, tmp_path / "cluster", cluster=client, progress=False)
+    spread = run_campaign(SPEC, tmp_path / "cluster", executor=DaskExecutor(client), progress=False)
     assert _rows(spread) == _rows(serial) and len(spread) == len(plan(CampaignSpec.from_dict(SPEC)))
     assert set(spread[schema.RUN_ID]) == set(serial[schema.RUN_ID])  # the same keys: one resume scheme
     # one simulated GPU per worker, each with its own seed and UUID; the host is recorded
@@ -56,24 +56,24 @@ def test_cluster_rows_equal_serial_and_resume_is_shared(client, tmp_path):
     assert set(traces[schema.RUN_ID]) == set(runs[schema.RUN_ID])
     # a serial folder resumed on the cluster (and back) has nothing left to do
     mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "serial" / "runs").iterdir()}
-    assert len(run_campaign(SPEC, tmp_path / "serial", cluster=client, progress=False)) == len(serial)
+    assert len(run_campaign(SPEC, tmp_path / "serial", executor=DaskExecutor(client), progress=False)) == len(serial)
     assert len(run_campaign(SPEC, tmp_path / "cluster", progress=False)) == len(spread)
     assert all(p.stat().st_mtime_ns == m for p, m in mtimes.items())
 
 
 def test_per_gpu_measures_every_run_on_every_board(client, tmp_path):
     spec = dict(SPEC, kernels={"fp32": ["nr_outer=8", "nr_outer=16"]})
-    runs = run_campaign(spec, tmp_path, cluster=client, per_gpu=True, progress=False)
+    runs = run_campaign(spec, tmp_path, executor=DaskExecutor(client, per_gpu=True), progress=False)
     base = plan(CampaignSpec.from_dict(spec))
     assert len(runs) == 2 * len(base) and runs[schema.RUN_ID].is_unique
     per_board = {uuid: _rows(part) for uuid, part in runs.groupby(schema.DEVICE_UUID)}
     assert sorted(per_board) == ["SIM-hopper-0", "SIM-hopper-1"]
     assert per_board["SIM-hopper-0"] == per_board["SIM-hopper-1"] and len(per_board["SIM-hopper-0"]) == len(base)
-    assert len(run_campaign(spec, tmp_path, cluster=client, per_gpu=True, progress=False)) == len(runs)
+    assert len(run_campaign(spec, tmp_path, executor=DaskExecutor(client, per_gpu=True), progress=False)) == len(runs)
 
 
 def test_ctrl_c_cancels_and_resume_finishes(client, tmp_path, monkeypatch):
-    from powermodels.harness import campaign_store
+    from powermodels.campaigns import store as campaign_store
 
     real, calls = campaign_store.CampaignStore.write_run, []
 
@@ -85,11 +85,11 @@ def test_ctrl_c_cancels_and_resume_finishes(client, tmp_path, monkeypatch):
 
     monkeypatch.setattr(campaign_store.CampaignStore, "write_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_campaign(SPEC, tmp_path, cluster=client, progress=False)
+        run_campaign(SPEC, tmp_path, executor=DaskExecutor(client), progress=False)
     assert finished_keys(tmp_path) == set(calls)
     monkeypatch.setattr(campaign_store.CampaignStore, "write_run", real)
     time.sleep(0.2)  # let the cancelled tasks drain
-    runs = run_campaign(SPEC, tmp_path, cluster=client, progress=False)
+    runs = run_campaign(SPEC, tmp_path, executor=DaskExecutor(client), progress=False)
     assert len(runs) == len(plan(CampaignSpec.from_dict(SPEC))) and runs[schema.RUN_ID].is_unique
 
 
@@ -107,7 +107,7 @@ def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_pa
                     for u in ("SIM-hopper-0", "SIM-hopper-1")}
     result: dict = {}
     thread = threading.Thread(target=lambda: result.setdefault(
-        "runs", run_campaign(spec, tmp_path, cluster=client, per_gpu=per_gpu, progress=False)))
+        "runs", run_campaign(spec, tmp_path, executor=DaskExecutor(client, per_gpu=per_gpu), progress=False)))
     thread.start()
     deadline = time.monotonic() + 60
     while len(finished_keys(tmp_path)) < 6 and time.monotonic() < deadline:
@@ -122,7 +122,7 @@ def test_worker_sigkill_mid_campaign_loses_and_duplicates_nothing(client, tmp_pa
     runs = result["runs"]  # Dask ran the dead worker's runs again elsewhere
     assert set(runs[schema.RUN_ID]) == expected and runs[schema.RUN_ID].is_unique
     mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").iterdir()}
-    again = run_campaign(spec, tmp_path, cluster=client, per_gpu=per_gpu, progress=False)  # nothing to do
+    again = run_campaign(spec, tmp_path, executor=DaskExecutor(client, per_gpu=per_gpu), progress=False)  # nothing to do
     assert len(again) == len(expected) and all(p.stat().st_mtime_ns == m for p, m in mtimes.items())
     assert not list(tmp_path.rglob("*.tmp"))
 
@@ -146,9 +146,9 @@ def test_cli_cluster_address_and_errors(client, tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
     with pytest.raises(ValueError, match="not both"):
-        from powermodels.harness.runner import make_runner
+        from powermodels.measuring.runner import make_runner
 
-        run_campaign(SPEC, tmp_path / "x", cluster=client, runner=make_runner("simulated"))
+        run_campaign(SPEC, tmp_path / "x", executor=DaskExecutor(client), runner=make_runner("simulated"))
 
 
 def test_a_worker_whose_sensor_is_another_gpu_is_refused():

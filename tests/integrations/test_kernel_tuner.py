@@ -20,8 +20,8 @@ pytest.importorskip("kernel_tuner")
 from kernel_tuner.observers.observer import BenchmarkObserver, ContinuousObserver
 
 from powermodels.devices.simulated import SimulatedGPU, SimulatedWorkload
-from powermodels.harness.workloads import SimulatedTwin
 from powermodels.integrations.kernel_tuner import OBSERVABLES, PowerModelsObserver
+from powermodels.workloads import SimulatedTwin
 
 TWIN = SimulatedTwin(time_s="1e-3 * 64 / block_size_x + 2e-4 * tile", activity="0.5 + 0.1 * tile")
 

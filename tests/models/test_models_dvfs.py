@@ -203,7 +203,7 @@ def test_kernel_parameters_and_predictor_on_synthetic_data():
 
 @pytest.mark.shared_data
 def test_rtx8000_per_application_fit(shared_data):
-    from powermodels.harness.profiling import read_nv_dvfs_benchmark
+    from powermodels.microbench.profiling import read_nv_dvfs_benchmark
 
     real = read_nv_dvfs_benchmark(shared_data / "nv-dvfs-benchmark-rtx8000" / "rtx8000-dvfs-real.csv")
     assert real[schema.KERNEL].nunique() == 20

@@ -13,7 +13,8 @@ MODELS = Path(powermodels.models.__file__).parent
 ALLOWED = {"__future__", "numpy", "scipy", "pandas", "sklearn", "joblib", "powermodels", "collections",
            "copy", "dataclasses", "math", "numbers", "typing", "warnings", "functools", "itertools", "re",
            "abc", "os", "sys"}  # os/sys: pointing deprecation warnings at the caller's line (_columns.py)
-FORBIDDEN = ("powermodels.devices", "powermodels.harness", "powermodels.commands", "powermodels.sensor",
+FORBIDDEN = ("powermodels.devices", "powermodels.harness", "powermodels.measuring", "powermodels.workloads",
+             "powermodels.campaigns", "powermodels.microbench", "powermodels.commands", "powermodels.sensor",
              "cupy", "pynvml")
 
 
@@ -40,6 +41,7 @@ def test_models_import_no_hardware_or_harness_code():
 def test_importing_models_loads_neither_cupy_nor_pynvml():
     code = ("import sys, powermodels.models; "
             "print([m for m in sys.modules if m.split('.')[0] in ('cupy', 'pynvml') "
-            "or m.startswith(('powermodels.harness', 'powermodels.sensor'))])")
+            "or m.startswith(('powermodels.harness', 'powermodels.measuring', 'powermodels.workloads', "
+            "'powermodels.campaigns', 'powermodels.microbench', 'powermodels.sensor'))])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -31,7 +31,7 @@ def test_rtx8000_regime_detection_excludes_few_points_and_names_them(shared_data
     import numpy as np
 
     from powermodels import schema
-    from powermodels.harness.profiling import read_nv_dvfs_benchmark
+    from powermodels.microbench.profiling import read_nv_dvfs_benchmark
     from powermodels.models.dvfs_regimes import DVFSRegimeWarning
     from powermodels.models.dvfs_targets import kernel_parameters
 

@@ -194,7 +194,7 @@ def test_counter_power_is_mean_power_between_changes():
 
 def _record(preset, seed=3, reference=False, seconds=3.0):
     from powermodels.commands.characterize import record
-    from powermodels.harness.runner import SimulatedRunner
+    from powermodels.measuring.runner import SimulatedRunner
 
     gpu = simulated.SimulatedGPU(preset=preset, seed=seed, reference_meter=reference)
     sample = min(1e-3, gpu.sensor.update_period_s / 50)

@@ -8,7 +8,7 @@ import pytest
 
 from powermodels import schema
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.runner import SimulatedRunner
+from powermodels.measuring.runner import SimulatedRunner
 from powermodels.sensor.fingrav_window import window_profile
 
 CONFIG = {"block_size_x": 1024, "nr_outer": 64, "nr_inner": 1024}

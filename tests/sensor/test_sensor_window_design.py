@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from powermodels.devices.simulated import PRESETS, SimulatedGPU
-from powermodels.harness.runner import SimulatedRunner
+from powermodels.measuring.runner import SimulatedRunner
 from powermodels.sensor.window_design import (
     DESIGNS,
     ShapedLoadRunner,

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from powermodels.cli import main
-from powermodels.harness import sass
+from powermodels.microbench import sass
 from powermodels.workflows.dvfs_features import runtime_table, static_features
 
 REPO = Path(__file__).resolve().parents[2]

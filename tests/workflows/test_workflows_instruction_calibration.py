@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.harness.microbench_sim import PRESETS, SimulatedInstructionBackend
 from powermodels.io import load_calibration
+from powermodels.microbench.simulated import PRESETS, SimulatedInstructionBackend
 from powermodels.workflows.instruction_calibration import (
     calibrate_instructions,
     evaluate_instruction_model,
@@ -117,8 +117,8 @@ def test_bad_input_names_the_problem(tmp_path):
 
 
 def test_hopper_extra_hgmma_benchmark_compiles_to_hgmma_and_is_fitted(tmp_path):
-    from powermodels.harness import sass
-    from powermodels.harness.microbench import HOPPER_MICROBENCHMARKS
+    from powermodels.microbench import sass
+    from powermodels.microbench.catalog import HOPPER_MICROBENCHMARKS
 
     m = HOPPER_MICROBENCHMARKS["hgmma_f32"]
     if all(sass.find_tool(t) for t in ("nvcc", "cuobjdump", "nvdisasm")):
@@ -136,7 +136,7 @@ def test_real_backend_runs_ncu_with_clock_control_none(tmp_path):
     """The real backend's ncu calls leave clocks alone (checked with a stand-in ncu)."""
     import stat
 
-    from powermodels.harness.microbench_gpu import CupyNcuBackend, MeasureSettings, counter_slope
+    from powermodels.microbench.gpu import CupyNcuBackend, MeasureSettings, counter_slope
 
     log = tmp_path / "calls.txt"
     fake = tmp_path / "ncu"
@@ -147,7 +147,7 @@ def test_real_backend_runs_ncu_with_clock_control_none(tmp_path):
     CupyNcuBackend._run_ncu(str(fake), ["m1", "m2"], plan, True, lambda m: None, instances=True)
     first, second = log.read_text().splitlines()
     assert first.startswith("--clock-control none --nvtx --nvtx-include pm/ --metrics m1,m2")
-    assert "-m powermodels.harness.microbench_gpu --plan" in first
+    assert "-m powermodels.microbench.gpu --plan" in first
     assert second.startswith("-i ") and "--print-metric-instances details" in second
     with pytest.raises(ValueError, match="window_s"):
         MeasureSettings(window_s=0)

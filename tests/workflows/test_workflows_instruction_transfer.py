@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from powermodels.harness.microbench import MICROBENCHMARKS
-from powermodels.harness.microbench_sim import SimulatedInstructionBackend
 from powermodels.io import load_calibration, read_metadata
+from powermodels.microbench.catalog import MICROBENCHMARKS
+from powermodels.microbench.simulated import SimulatedInstructionBackend
 from powermodels.models.instruction_transfer import affine_transfer
 from powermodels.workflows.instruction_calibration import calibrate_instructions, prediction_table
 from powermodels.workflows.instruction_transfer import (

@@ -79,8 +79,8 @@ def summary_lines(m, device_name: str) -> list[str]:
 
 
 def run_program(args) -> int:
-    """Measure the program after ``--`` with :func:`powermodels.harness.program.measure_program`."""
-    from ..harness.program import ProgramWorkload, measure_program
+    """Measure the program after ``--`` with :func:`powermodels.measuring.program.measure_program`."""
+    from ..measuring.program import ProgramWorkload, measure_program
     from .measure import check_writable, open_any
 
     argv = program_argv(args)

@@ -111,7 +111,7 @@ def _twin(text: str | None):
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"--simulated: invalid JSON ({err.msg})") from None
-    from ..harness.workloads import SimulatedTwin
+    from ..workloads import SimulatedTwin
 
     if not isinstance(data, dict):
         raise ValueError(f"--simulated: expected a JSON object such as {{\"time_s\": 0.002}}, got {text!r}")
@@ -139,7 +139,7 @@ def _check_kind(args) -> str:
 
 def workload_from_args(args, protocol_fields, default_kernel: str = "fp32"):
     """``(workload, config, protocol params)`` from the parsed options; ValueError naming the problem."""
-    from ..harness.workloads import SourceKernel, as_workload, make_argument
+    from ..workloads import SourceKernel, as_workload, make_argument
 
     kind = _check_kind(args)
     if kind == "source":
@@ -162,7 +162,7 @@ def workload_from_args(args, protocol_fields, default_kernel: str = "fp32"):
     if kind == "callable":
         w = as_workload(args.callable)
         if args.simulated is not None:
-            from ..harness.workloads import CallableWorkload
+            from ..workloads import CallableWorkload
 
             if not isinstance(w, CallableWorkload) or w.twin is not None:
                 raise ValueError(f"--simulated: {args.callable!r} carries its own twin (or is not a callable)")
@@ -178,7 +178,7 @@ def workload_from_args(args, protocol_fields, default_kernel: str = "fp32"):
                              "measure; see `powermodels characterize` and `powermodels demo`")
         if args.simulated is not None:
             raise ValueError("--simulated: registry kernels have their own twins")
-        from ..harness.workloads import registry_kernel
+        from ..workloads import registry_kernel
 
         w = registry_kernel(name)
     protocol, tune = split_params(args, protocol_fields, list(w.tune_params))
@@ -202,7 +202,7 @@ def check_table_path(path: str | None, option: str) -> None:
 
 def protocol_fields(name: str) -> set[str]:
     """Parameter names of protocol ``name`` (ValueError for an unknown protocol)."""
-    from ..harness.protocols import PROTOCOLS
+    from ..measuring.protocols import PROTOCOLS
 
     if name not in PROTOCOLS:
         raise ValueError(f"protocol: unknown protocol {name!r}; known: {sorted(PROTOCOLS)}")

@@ -75,7 +75,7 @@ def _read_table(path: str, per_kernel: bool = True, option: str = "--counts"):
 
     import pandas as pd
 
-    from ..harness.sass import instruction_table_from_ncu
+    from ..microbench.sass import instruction_table_from_ncu
 
     p = Path(path)
     if not p.is_file():
@@ -95,7 +95,7 @@ def _read_table(path: str, per_kernel: bool = True, option: str = "--counts"):
 
 
 def _profile(cmd: list[str]) -> str:
-    from ..harness.sass import NCU_TABLE_METRICS, find_tool
+    from ..microbench.sass import NCU_TABLE_METRICS, find_tool
 
     ncu = find_tool("ncu")
     if ncu is None:
@@ -145,7 +145,7 @@ def run(args) -> int:
     import numpy as np
 
     from .. import schema
-    from ..harness.sass import instruction_table_from_ncu
+    from ..microbench.sass import instruction_table_from_ncu
 
     cmd = ncu_command(args)
     if args.top < 0:

@@ -53,7 +53,7 @@ def add_arguments(parser) -> None:
 
 def _workload_arg(text: str):
     """``NAME`` or ``NAME:p=v,...`` (registry) or ``module:function`` (a callable)."""
-    from ..harness import workloads
+    from .. import workloads
 
     if ":" in text:
         head, tail = text.split(":", 1)

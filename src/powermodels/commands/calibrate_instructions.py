@@ -60,11 +60,11 @@ def add_arguments(parser) -> None:
 
 def _backend(args):
     if args.device == "simulated":
-        from ..harness.microbench_sim import SimulatedInstructionBackend
+        from ..microbench.simulated import SimulatedInstructionBackend
 
         return SimulatedInstructionBackend(args.preset, noise=args.noise, seed=args.seed,
                                            hopper_extras=args.hopper_extras)
-    from ..harness.microbench_gpu import CupyNcuBackend
+    from ..microbench.gpu import CupyNcuBackend
 
     return CupyNcuBackend(ncu=args.ncu, hopper_extras=args.hopper_extras)
 

@@ -9,7 +9,7 @@ Example config (JSON)::
 Your own workloads go in a ``workloads`` list — a CUDA source with its
 tunables and restrictions, a ``module:function`` callable, a program — each
 with its ``configs`` (``kernels/examples/matmul_campaign.toml``;
-:mod:`powermodels.harness.workloads.spec`, ``docs/workloads.md``)::
+:mod:`powermodels.workloads.spec`, ``docs/workloads.md``)::
 
     {"workloads": [{"source": "vec.cu", "kernel": "vector_add", "configs": "all",
                     "tune_params": {"block_size_x": [128, 256, 512]},
@@ -31,7 +31,7 @@ HELP = "Run (or resume) a measurement campaign described by a JSON or TOML file.
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("config", help="campaign file (.json or .toml); see powermodels.harness.campaign")
+    parser.add_argument("config", help="campaign file (.json or .toml); see powermodels.campaigns")
     parser.add_argument("--out", required=True, help="output folder (an existing one is resumed)")
     parser.add_argument("--device", choices=("auto", "nvml", "simulated"),
                         help="override the file's device")
@@ -106,7 +106,7 @@ def _print_summary(runs, total: int, out_dir: str, per_board: bool = False) -> N
 
 
 def run(args) -> int:
-    from ..harness.campaign import load_runs, load_spec, plan, run_campaign
+    from ..campaigns import load_runs, load_spec, plan, run_campaign
     from .measure import check_protocol_params
 
     if args.max_runs is not None and args.max_runs < 0:
@@ -126,11 +126,14 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers must be >= 1, got {args.workers}")
     total = len(plan(spec))
-    cluster_args = ({"cluster": args.cluster, "per_gpu": args.per_gpu, "workers": args.workers}
-                    if args.cluster else {})
+    executor = None
+    if args.cluster:  # the Dask executor (the [distributed] extra); campaigns never import it themselves
+        from ..integrations.dask_cluster import DaskExecutor
+
+        executor = DaskExecutor(args.cluster, per_gpu=args.per_gpu, workers=args.workers)
     try:
         runs = run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs,
-                            lock_wait_s=args.wait, **cluster_args)
+                            lock_wait_s=args.wait, executor=executor)
     except KeyboardInterrupt:
         runs = load_runs(args.out)  # the run table only: no trace is read
         print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "

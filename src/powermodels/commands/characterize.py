@@ -98,7 +98,7 @@ def record(runner, *, seconds: float = 9.0, step_seconds: float = 3.0, log=print
 def run(args) -> int:
     from .. import schema
     from ..devices import nvml_available, open_device
-    from ..harness.runner import make_runner
+    from ..measuring.runner import make_runner
     from ..sensor.report import characterize_traces, write_report
 
     if args.seconds < 1.0:  # shorter runs hold too few sensor updates to fit a window

@@ -8,7 +8,7 @@ mean power from the instant, average and usage readings, energy from naive
 integration of the instant reading and from the energy counter.
 
 On a real GPU it runs the same two loads through the harness
-(:mod:`powermodels.harness.runner`: CuPy launches timed with CUDA events, a
+(:mod:`powermodels.measuring.runner`: CuPy launches timed with CUDA events, a
 background NVML sampler; the square wave is ``kernels/square_wave.cu``) and
 compares three ways of getting their energy — naive integration of the instant
 reading, the average reading × time, and the energy counter — with the counter
@@ -183,7 +183,7 @@ _H_STEADY_S = 3.0
 def _harness_segment(runner, start: float, end: float, run_id: str) -> dict:
     """Energy of one load from the three readings a user has, and the reference where known."""
     from .. import schema
-    from ..harness.protocols import counter_power_w
+    from ..measuring.protocols import counter_power_w
 
     trace = runner.trace(start, end, run_id=run_id)
     t = trace[schema.T_S].to_numpy(dtype=float)
@@ -238,12 +238,12 @@ def _harness_table(sq: dict, st: dict, reference: str) -> list[str]:
 def _run_harness(runner, out) -> int:
     """Square wave and steady FP32 through a harness runner; energy three ways vs the reference.
 
-    Works on any :class:`~powermodels.harness.runner.Runner`: on a real GPU
-    (:class:`~powermodels.harness.runner.CupyRunner`) the energy counter is the
+    Works on any :class:`~powermodels.measuring.runner.Runner`: on a real GPU
+    (:class:`~powermodels.measuring.runner.CupyRunner`) the energy counter is the
     reference; on the simulated runner its truth is, and the counter is one of
     the methods compared. Never changes any GPU setting.
     """
-    from ..harness import workloads
+    from .. import workloads
 
     wall0 = time.perf_counter()
     config = workloads.parse_config("fp32", None)
@@ -283,7 +283,7 @@ def _run_harness(runner, out) -> int:
 
 def _make_runner(device):
     """The harness runner for a real device (a seam for the tests)."""
-    from ..harness.runner import make_runner
+    from ..measuring.runner import make_runner
 
     return make_runner(device)
 
@@ -351,7 +351,7 @@ def run(args) -> int:
     try:
         if isinstance(device, SimulatedGPU):
             if args.harness:
-                from ..harness.runner import SimulatedRunner
+                from ..measuring.runner import SimulatedRunner
 
                 with SimulatedRunner(device) as runner:
                     return _run_harness(runner, out)

@@ -35,7 +35,7 @@ def check_protocol_params(protocol: str, params: dict, what: str = "--param") ->
 
     Raises ValueError naming the parameter (unknown names, ``duration_s=abc``).
     """
-    from ..harness.protocols import PROTOCOLS
+    from ..measuring.protocols import PROTOCOLS
 
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol: unknown protocol {protocol!r}; known: {sorted(PROTOCOLS)}")
@@ -140,8 +140,8 @@ def summary(row: dict) -> list[str]:
 def run(args) -> int:
     import pandas as pd
 
-    from ..harness.protocols import make_protocol
-    from ..harness.runner import make_runner
+    from ..measuring.protocols import make_protocol
+    from ..measuring.runner import make_runner
     from ._measure_program import program_argv, run_program, write_table
     from ._workload_args import check_table_path, protocol_fields, workload_from_args
 

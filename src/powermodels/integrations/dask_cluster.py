@@ -1,7 +1,9 @@
 """Campaigns on a Dask cluster: every run a task, every worker one GPU.
 
-``run_campaign(spec, out, cluster=...)`` and ``powermodels campaign SPEC --out
-DIR --cluster local|local-cuda|tcp://ADDRESS`` come here. Dask does the
+``run_campaign(spec, out, executor=DaskExecutor(cluster))`` and ``powermodels
+campaign SPEC --out DIR --cluster local|local-cuda|tcp://ADDRESS`` come here
+(:class:`DaskExecutor` is the campaigns' executor interface,
+:class:`~powermodels.campaigns.executor.CampaignExecutor`, on Dask). Dask does the
 scheduling, the rescheduling of a dead worker's tasks and the cluster set-up
 (``dask.distributed``; ``dask-cuda``'s ``LocalCUDACluster`` for one worker per
 GPU of a host; ``dask-jobqueue`` for Slurm/PBS — start the cluster there and
@@ -15,7 +17,7 @@ pass its address). powermodels adds three things:
   worker measures one run at a time even with several threads; two workers
   reporting the same GPU UUID are refused.
 * **the same store** — the client writes every finished run with
-  :class:`~powermodels.harness.campaign_store.CampaignStore` (trace, then row;
+  :class:`~powermodels.campaigns.store.CampaignStore` (trace, then row;
   atomic renames) as its task completes, so resume is identical serially or
   on a cluster and the workers need no shared file system. A task that a
   dead worker never returned is run again by Dask; a run is written once,
@@ -49,20 +51,13 @@ except ImportError as err:  # pragma: no cover - the extra is missing
 
 import pandas as pd
 
-from ..harness.campaign import (
-    CampaignSpec,
-    PlannedRun,
-    campaign_metadata,
-    device_metadata,
-    finish_campaign,
-    measure_planned,
-    plan,
-    progress_bar,
-)
-from ..harness.campaign_store import CampaignStore, atomic_json
-from ..harness.protocols import make_protocol
+from ..campaigns.executor import CampaignExecutor
+from ..campaigns.plan import CampaignSpec, PlannedRun, plan
+from ..campaigns.run import campaign_metadata, device_metadata, finish_campaign, measure_planned, progress_bar
+from ..campaigns.store import CampaignStore, atomic_json
+from ..measuring.protocols import make_protocol
 
-__all__ = ["GPUWorkerPlugin", "connect", "run_on_cluster"]
+__all__ = ["DaskExecutor", "GPUWorkerPlugin", "connect", "run_on_cluster"]
 
 PLUGIN_NAME = "powermodels-gpu"
 GPU_RESOURCE = "powermodels-gpu"
@@ -141,7 +136,7 @@ class GPUWorkerPlugin(WorkerPlugin):
         self.campaign: tuple = (None, {}, None)  # (token, workloads by name, protocol) of the last campaign
 
     async def setup(self, worker) -> None:
-        from ..harness.runner import make_runner
+        from ..measuring.runner import make_runner
 
         kind = _device_kind(self.device)
         kwargs = dict(self.device_kwargs)
@@ -283,7 +278,8 @@ def run_on_cluster(spec: CampaignSpec, out_dir, cluster, *, per_gpu: bool = Fals
                    workers: int | None = None) -> pd.DataFrame:
     """Run (or resume) ``spec`` into ``out_dir`` on a Dask cluster; the run table of the finished runs.
 
-    See :func:`powermodels.harness.campaign.run_campaign` for the parameters.
+    ``cluster``, ``per_gpu`` and ``workers`` are :class:`DaskExecutor`'s; ``progress`` and
+    ``max_runs`` those of :func:`powermodels.campaigns.run_campaign`.
     Ctrl-C cancels the pending tasks (finished runs stay written) and raises
     ``KeyboardInterrupt``; running the same call again resumes.
     """
@@ -331,3 +327,33 @@ def run_on_cluster(spec: CampaignSpec, out_dir, cluster, *, per_gpu: bool = Fals
         if futures:  # interrupted or failed: stop the rest, keep what is written
             client.cancel(list(futures))
         close()
+
+
+class DaskExecutor(CampaignExecutor):
+    """Campaign runs as tasks on a Dask cluster, one worker per GPU (:func:`run_on_cluster`).
+
+    Parameters
+    ----------
+    cluster : str or dask Client or Cluster
+        ``"local"`` (simulated GPUs only), ``"local-cuda"``, ``"tcp://host:port"``,
+        a ``Client`` or a cluster object (see :func:`connect`).
+    per_gpu : bool, default=False
+        Every run on every GPU of the cluster (to compare boards).
+    workers : int, optional
+        With ``cluster="local"``: number of workers (default: CPU cores).
+
+    Examples
+    --------
+    >>> from powermodels.campaigns import run_campaign
+    >>> runs = run_campaign(spec, "out", executor=DaskExecutor("local-cuda"))  # doctest: +SKIP
+    """
+
+    def __init__(self, cluster, *, per_gpu: bool = False, workers: int | None = None):
+        self.cluster = cluster
+        self.per_gpu = per_gpu
+        self.workers = workers
+
+    def run(self, spec: CampaignSpec, out_dir, *, progress: bool = True,
+            max_runs: int | None = None) -> pd.DataFrame:
+        return run_on_cluster(spec, out_dir, self.cluster, per_gpu=self.per_gpu, progress=progress,
+                              max_runs=max_runs, workers=self.workers)

@@ -210,7 +210,7 @@ class PowerModelsObserver(BenchmarkObserver):
         return self.meter
 
     def _twin(self):
-        from ..harness.workloads.twins import as_twin, twin_workload
+        from ..workloads.twins import as_twin, twin_workload
 
         name = "kernel[" + ",".join(f"{k}={v}" for k, v in self.params.items()) + "]"
         return twin_workload(as_twin(self.simulated), name, self.params)

@@ -216,7 +216,7 @@ class ShapedLoadRunner:
     while the recorded interval says full load from start to end: the H200's
     kernel power ramps within a launch and its reading between kernels sits
     above idle ("active idle", docs/sensor.md), which a fit from activity
-    cannot know. Wraps a :class:`~powermodels.harness.runner.SimulatedRunner`;
+    cannot know. Wraps a :class:`~powermodels.measuring.runner.SimulatedRunner`;
     for testing a design, never for measuring.
     """
 

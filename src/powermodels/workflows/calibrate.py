@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness.protocols import _launches_for, counter_power_w
-from ..harness.runner import Runner, make_runner
+from ..measuring.protocols.launches import counter_power_w, launches_for
+from ..measuring.runner import Runner, make_runner
 from .calibration_fit import Calibration, fit_calibration
 
 __all__ = ["CalibrationRun", "calibrate", "collect_locked_clocks", "default_pressure_workload", "save"]
@@ -83,7 +83,7 @@ class CalibrationRun:
 
 
 def _workload(obj):
-    from ..harness.workloads import as_workload
+    from ..workloads import as_workload
 
     return as_workload(obj)
 
@@ -105,8 +105,8 @@ def _items(workloads) -> list[tuple[object, dict]]:
 def _point(runner: Runner, workload, config: dict, seconds: float, warmup_s: float) -> dict:
     t1 = runner.launch_time_s(workload, config)
     if warmup_s > 0:
-        runner.run(workload, config, _launches_for(warmup_s, t1))
-    iv = runner.run(workload, config, _launches_for(seconds, t1))
+        runner.run(workload, config, launches_for(warmup_s, t1))
+    iv = runner.run(workload, config, launches_for(seconds, t1))
     start, end = float(iv[0, 0]), float(iv[-1, 1])
     trace = runner.trace(start, end, run_id="calibrate")
     power = counter_power_w(trace, start, end)
@@ -171,7 +171,7 @@ def default_pressure_workload() -> object:
     On a Hopper GPU a large bf16 GEMM holds the software power cap, so the controller lowers
     the SM clock; the simulated twin draws full core and memory activity.
     """
-    from ..harness.workloads.pressure import pressure_gemm
+    from ..workloads.pressure import pressure_gemm
 
     return pressure_gemm()
 
@@ -214,7 +214,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
     Parameters
     ----------
     workloads : workload or list
-        Registry kernel names, user workloads (:func:`powermodels.harness.workloads.as_workload`)
+        Registry kernel names, user workloads (:func:`powermodels.workloads.as_workload`)
         or ``(workload, config)`` pairs.
     device : Device or str, default="auto"
         Where to measure.

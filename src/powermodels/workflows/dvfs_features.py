@@ -17,8 +17,8 @@
 Workload specs: ``"registry"`` (every registry kernel but ``square_wave``),
 ``"microbench"`` (the Wattchmen microbenchmarks at 16 iterations),
 ``"heldout"`` / ``"fresh"`` (the validation sets of
-:mod:`powermodels.harness.validation_workloads`), or any
-:func:`~powermodels.harness.workloads.as_workload` spec (a registry name,
+:mod:`powermodels.microbench.validation_workloads`), or any
+:func:`~powermodels.workloads.as_workload` spec (a registry name,
 ``"module:function"``, ``"file.py:name"``: the user's own code).
 The runtime pass runs this module under ncu (``python -m
 powermodels.workflows.dvfs_features --plan PLAN``), each workload after a
@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness import profiling
+from ..microbench import profiling
 
 __all__ = ["DEFAULT_WORKLOADS", "collect_dvfs_features", "runtime_table", "static_features"]
 
@@ -56,7 +56,7 @@ DEFAULT_WORKLOADS = ("registry", "microbench", "heldout")
 
 def _registry_macros() -> dict[str, list[str]]:
     """Default -D options per source file of the kernel registry."""
-    from ..harness import workloads
+    from .. import workloads
 
     out = {}
     for spec in workloads.KERNELS.values():
@@ -81,12 +81,12 @@ def static_features(sources=None, problems: list[str] | None = None, *, arch: st
     root : path, optional
         Paths are written relative to it (default: the repository root).
     """
-    from ..harness.microbench import kernel_dir
+    from ..microbench.catalog import kernel_dir
 
     problems = [] if problems is None else problems
     root = root or kernel_dir().parents[1]
     if sources is None:
-        from ..harness.validation_workloads import TILED_SGEMM
+        from ..microbench.validation_workloads import TILED_SGEMM
 
         sources = sorted((root / "kernels").rglob("*.cu"))
         tmp = Path(os.environ.get("TMPDIR", "/tmp")) / "pm_dvfs_ptx"
@@ -115,10 +115,10 @@ def _steps(specs) -> tuple[dict, list[str]]:
     """name → zero-argument step for every workload of ``specs`` that can be built here."""
     import cupy as cp
 
-    from ..harness import workloads
-    from ..harness.microbench import MICROBENCHMARKS
-    from ..harness.microbench_gpu import MicrobenchGpu
-    from ..harness.validation_workloads import WORKLOAD_SETS, build_workloads
+    from .. import workloads
+    from ..microbench.catalog import MICROBENCHMARKS
+    from ..microbench.gpu import MicrobenchGpu
+    from ..microbench.validation_workloads import WORKLOAD_SETS, build_workloads
 
     steps, problems = {}, []
     for spec in specs:

@@ -4,7 +4,7 @@ One call, :func:`calibrate_instructions`, does what ``benchmarks/gpu_wattchmen.p
 measure`` + ``analyze`` did for the H200 dataset:
 
 1. **energy** — idle power, then the steady-state power and time per launch of
-   every microbenchmark (:mod:`powermodels.harness.microbench`) and of any
+   every microbenchmark (:mod:`powermodels.microbench.catalog`) and of any
    validation workloads, written to ``measure.json`` after each item (a crash
    loses nothing; ``resume=True`` skips what is there);
 2. **counts** — ncu passes (``--clock-control none``: clocks are never locked)
@@ -17,8 +17,8 @@ measure`` + ``analyze`` did for the H200 dataset:
    the validation workloads' errors (:func:`evaluate_instruction_model`).
 
 Nothing GPU-specific is in this module: the backend measures (the real GPU:
-:class:`~powermodels.harness.microbench_gpu.CupyNcuBackend`; the simulated
-one: :class:`~powermodels.harness.microbench_sim.SimulatedInstructionBackend`),
+:class:`~powermodels.microbench.gpu.CupyNcuBackend`; the simulated
+one: :class:`~powermodels.microbench.simulated.SimulatedInstructionBackend`),
 and the power limit, clocks and static power come from the measurements.
 """
 
@@ -231,7 +231,7 @@ def calibrate_instructions(backend, out, *, micro=None, workloads=(), resume: bo
     workloads : sequence of str
         Validation workloads (backend-specific specs: ``"heldout"``,
         ``"fresh"``, registry names, ``"module:function"``; on the simulated
-        GPU ``"sim"`` or a :data:`~powermodels.harness.microbench_sim.SIM_WORKLOADS` name).
+        GPU ``"sim"`` or a :data:`~powermodels.microbench.simulated.SIM_WORKLOADS` name).
     resume : bool, default=False
         Keep the items of an existing ``measure.json`` in ``out``, measured
         on the same GPU (name and UUID; a simulated preset has its own): a

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness import sass
+from ..microbench import sass
 
 __all__ = ["MARKER_KERNEL", "PROFILE_ITERS", "SECTOR_METRICS", "STATIC_MICROBENCHMARK",
            "build_tables", "plan_of", "rebuild_tables", "record_row", "sector_columns",

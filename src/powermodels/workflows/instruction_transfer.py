@@ -27,8 +27,8 @@ from .. import schema
 from ..models.instruction_transfer import affine_transfer, subset_rows
 from .instruction_calibration import (
     STATIC_MICROBENCHMARK,
-    fit_instruction_model,
     finish_calibration,
+    fit_instruction_model,
     logged,
     measure_and_profile,
     prediction_table,

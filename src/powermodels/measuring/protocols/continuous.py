@@ -1,0 +1,43 @@
+"""The ``continuous`` protocol: Kernel Tuner's continuous mode (repeat ≥ 1 s, median power)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ... import schema
+from .base import Protocol
+from .launches import launches_for, observed_means, power_column
+
+__all__ = ["Continuous"]
+
+
+@dataclass
+class Continuous(Protocol):
+    """Kernel Tuner's continuous mode: repeat for ≥ ``duration_s``, ``E = median(P) × t``.
+
+    Parameters
+    ----------
+    duration_s : float, default=1.0
+        Least total run time of the repeated launches.
+    power_column : str, default=schema.POWER_USAGE_W
+        Kernel Tuner reads ``nvmlDeviceGetPowerUsage``.
+    """
+
+    duration_s: float = 1.0
+    power_column: str = schema.POWER_USAGE_W
+    name: ClassVar[str] = "continuous"
+
+    def _measure(self, runner, kernel, config, run_id):
+        if not self.duration_s > 0:
+            raise ValueError(f"continuous: duration_s must be > 0, got {self.duration_s}")
+        n = launches_for(self.duration_s, runner.launch_time_s(kernel, config))
+        iv = runner.run(kernel, config, n)
+        start, end = float(iv[0, 0]), float(iv[-1, 1])
+        trace = runner.trace(start, end, run_id=run_id)
+        column = power_column(trace, self.power_column)
+        power = float(np.nanmedian(trace[column].to_numpy(dtype=float)))
+        t = float(np.mean(iv[:, 1] - iv[:, 0]))
+        return {schema.POWER_W: power, schema.ENERGY_J: power * t, **observed_means(trace)}, trace, iv

@@ -1,0 +1,126 @@
+"""Runners: one interface for running workloads and reading traces, real GPU or simulated.
+
+The protocols (:mod:`powermodels.measuring.protocols`) are written once against
+:class:`Runner`; two implementations exist:
+
+* :class:`SimulatedRunner` — ``gpu.run`` / ``gpu.idle`` / ``gpu.square_wave``
+  advance the :class:`~powermodels.devices.simulated.SimulatedGPU`'s clock and
+  ``gpu.trace`` returns what a background sampler would have recorded;
+* :class:`CupyRunner` — CuPy launches timed with CUDA events mapped onto the
+  host clock (:class:`~powermodels.measuring.sampler.EventClock`) while a
+  :class:`~powermodels.measuring.sampler.Sampler` thread reads the sensor.
+
+Both take any :class:`~powermodels.workloads.Workload` (or what
+:func:`~powermodels.workloads.as_workload` converts, e.g. a registry
+name) with a configuration: the simulated runner runs the workload's twin,
+the CuPy runner what ``workload.prepare(config)`` returns.
+
+Times returned by every method are on the device's host clock (``device.now()``),
+the clock of the trace table's ``t_s``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..devices.base import Device
+from .cupy_runner import CupyRunner, back_to_back
+from .runner_base import HOPPER_SENSOR, Runner, SensorProfile, merge_intervals, resolve
+
+__all__ = [
+    "HOPPER_SENSOR",
+    "CupyRunner",
+    "Runner",
+    "SensorProfile",
+    "SimulatedRunner",
+    "back_to_back",
+    "make_runner",
+    "merge_intervals",
+    "resolve",
+]
+
+
+class SimulatedRunner(Runner):
+    """Runner over a :class:`~powermodels.devices.simulated.SimulatedGPU`.
+
+    Parameters
+    ----------
+    gpu : SimulatedGPU
+        The simulated device.
+    sample_period_s : float, default=1e-3
+        Period of the emulated background sampler (``gpu.trace``).
+    """
+
+    def __init__(self, gpu, sample_period_s: float = 1e-3):
+        self.device = gpu
+        self.gpu = gpu
+        self.sample_period_s = sample_period_s
+        s = gpu.sensor
+        self.sensor = SensorProfile(
+            update_period_s=s.update_period_s,
+            instant_window_s=s.instant_window_s,
+            average_window_s=s.average_window_s,
+            delay_s=getattr(s, "delay_s", 0.0),
+            rise_time_s=HOPPER_SENSOR.rise_time_s,
+        )
+        self._cache: dict = {}
+
+    def _workload(self, workload, config):
+        """The twin (:meth:`Workload.simulated <powermodels.workloads.Workload.simulated>`)."""
+        return self._per_config(self._cache, workload, config, lambda w, c: w.simulated(c))
+
+    def run(self, workload, config=None, launches=1, gap_s=0.0):
+        if launches < 1:
+            raise ValueError(f"run: launches must be >= 1, got {launches}")
+        return np.asarray(self.gpu.run(self._workload(workload, config), launches=int(launches), gap_s=gap_s))
+
+    def launch_time_s(self, workload, config=None, launches=3):
+        w = self._workload(workload, config)
+        r = self.gpu.read()
+        return float(w.time_s(r.sm_clock_mhz, r.mem_clock_mhz)) if np.isfinite(r.sm_clock_mhz) \
+            else super().launch_time_s(workload, config, launches)
+
+    def idle(self, seconds):
+        return tuple(self.gpu.idle(seconds))
+
+    def trace(self, start_s, end_s, run_id="run"):
+        # like waiting for a real sampler to pass end_s: the GPU idles meanwhile
+        if end_s > self.gpu.now():
+            self.gpu.idle(end_s - self.gpu.now())
+        start_s = max(start_s, 0.0)
+        return self.gpu.trace(start_s, end_s, sample_period_s=self.sample_period_s, run_id=run_id)
+
+    def square_wave(self, on_s, off_s, periods, amplitude=1.0):
+        return np.asarray(self.gpu.square_wave(on_s, off_s, periods, amplitude=amplitude))
+
+    def step(self, duration_s, amplitude=1.0):
+        return tuple(self.gpu.step(duration_s, amplitude=amplitude))
+
+    def reference_energy_j(self, intervals):
+        return float(sum(self.gpu.true_energy_j(s, e) for s, e in merge_intervals(intervals)))
+
+    def close(self):
+        self._close_owned_device()
+
+
+def make_runner(device: Device | str = "auto", **kwargs) -> Runner:
+    """A runner for ``device`` (a Device, or a kind for :func:`~powermodels.devices.open_device`).
+
+    Simulated devices get a :class:`SimulatedRunner`, NVML devices a :class:`CupyRunner`.
+    A device opened here from a kind is closed by the runner's ``close``; a
+    Device passed in stays open (its owner closes it).
+    """
+    owns = isinstance(device, str)
+    if owns:
+        from ..devices import open_device
+
+        device = open_device(device, **kwargs.pop("device_kwargs", {}))
+    try:
+        simulated = device.info.kind == "simulated"
+        runner = SimulatedRunner(device, **kwargs) if simulated else CupyRunner(device, **kwargs)
+    except BaseException:
+        if owns:
+            device.close()
+        raise
+    runner._owns_device = owns  # closing the runner closes the device it opened (NVML shutdown)
+    return runner

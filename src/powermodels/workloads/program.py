@@ -1,0 +1,202 @@
+"""External programs as workloads: :class:`ProgramWorkload` runs a command to its exit.
+
+What a program's energy, time and power are, and how they are measured, is
+:func:`powermodels.measuring.program.measure_program`. On the simulated GPU the
+process still really runs; its twin's load is put on the simulated GPU over
+the program's wall time (:meth:`ProgramWorkload.apply_twin`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+
+from .base import Prepared, Workload
+from .twins import SimulatedTwin
+
+__all__ = ["ProgramFailed", "ProgramWorkload"]
+
+
+class ProgramFailed(ChildProcessError):
+    """The program exited with a non-zero code (or timed out); an ``OSError``, one line at the CLI."""
+
+    def __init__(self, message: str, returncode: int | None):
+        super().__init__(message)
+        self.returncode = returncode
+
+
+def _resolve(argv0: str, cwd: str | None, env: Mapping | None) -> str:
+    """The executable ``argv0`` names, or FileNotFoundError in one line."""
+    if os.sep in argv0 or (os.altsep and os.altsep in argv0):
+        path = argv0 if os.path.isabs(argv0) or cwd is None else os.path.join(cwd, argv0)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"program not found: {argv0!r} (no such file)")
+        if not os.access(path, os.X_OK):
+            raise PermissionError(f"program {argv0!r} is not executable (chmod +x, or run it through "
+                                  "its interpreter)")
+        return path
+    search = (env or {}).get("PATH") if env is not None else None
+    found = shutil.which(argv0, path=search)
+    if found is None:
+        raise FileNotFoundError(f"program not found: {argv0!r} is not on PATH")
+    return found
+
+
+class _RunProgram(Prepared):
+    """One execution of the program per :meth:`launch` (timed on the host clock)."""
+
+    timing = "synchronize"
+
+    def __init__(self, workload: ProgramWorkload):
+        self.workload = workload
+        self.returncode: int | None = None
+
+    def launch(self, stream=None) -> None:
+        self.returncode = self.workload.run_once(check=True).returncode
+
+
+class ProgramWorkload(Workload):
+    """An external program: one execution is one run of the process to its exit.
+
+    Parameters
+    ----------
+    argv : list of str
+        The command and its arguments (no shell: quote nothing).
+    simulated : SimulatedTwin, dict, float or None, optional
+        The program's load on the simulated GPU: a
+        :class:`~powermodels.workloads.SimulatedTwin` (or its table,
+        ``{"time_s": ..., "activity": ...}``) is the program's GPU work — it
+        runs, and the GPU idles for the rest of the process's wall time; a
+        dict ``{"activity": a, "mem_activity": m}`` or a number (the core
+        activity, 0..1) keeps the GPU at that activity for the whole wall time.
+    env : mapping, optional
+        Environment of the process (default: this process's).
+    cwd : path, optional
+        Working folder of the process.
+    timeout_s : float, optional
+        Kill the program after this long (an error naming the timeout).
+    name : str, optional
+        The run table's ``kernel`` value (default: the program's file name).
+    capture_output : bool, default=False
+        Keep the program's stdout/stderr (in :attr:`last_output`) instead of
+        letting it print through.
+    """
+
+    kind = "program"
+    tune_params: dict  # {} per instance: a program has no tunable parameters
+
+    def __init__(self, argv: Sequence[str], *, simulated=None, env: Mapping | None = None,
+                 cwd: str | os.PathLike | None = None, timeout_s: float | None = None,
+                 name: str | None = None, capture_output: bool = False):
+        if isinstance(argv, str) or not isinstance(argv, Sequence) or not argv \
+                or not all(isinstance(a, str) for a in argv):
+            raise ValueError(f"program: argv must be a non-empty list of strings, got {argv!r}")
+        if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+            raise ValueError(f"program: timeout_s must be a number > 0, got {timeout_s!r}")
+        if cwd is not None and not os.path.isdir(cwd):
+            raise FileNotFoundError(f"program: cwd {str(cwd)!r} is not a folder")
+        self.argv = list(argv)
+        self.env = None if env is None else {str(k): str(v) for k, v in env.items()}
+        self.cwd = None if cwd is None else str(cwd)
+        self.timeout_s = timeout_s
+        self.capture_output = bool(capture_output)
+        self.executable = _resolve(self.argv[0], self.cwd, self.env)
+        self.name = name or os.path.basename(self.argv[0])
+        self.activity, self.mem_activity, self.twin = _load(simulated)
+        self.tune_params = {}
+        self.last_output: tuple[str, str] | None = None
+
+    @property
+    def command(self) -> str:
+        """The command line, shell-quoted (for tables and messages)."""
+        return shlex.join(self.argv)
+
+    def describe(self) -> str:
+        return f"program {self.command!r}"
+
+    def run_once(self, check: bool = True) -> subprocess.CompletedProcess:
+        """Run the program to its exit; ProgramFailed on a non-zero code (when ``check``) or a timeout."""
+        try:
+            done = subprocess.run([self.executable, *self.argv[1:]], env=self.env, cwd=self.cwd,
+                                  timeout=self.timeout_s, check=False, text=True,
+                                  capture_output=self.capture_output)
+        except subprocess.TimeoutExpired:
+            raise ProgramFailed(f"program {self.command!r} did not exit within {self.timeout_s:g} s "
+                                "(killed)", None) from None
+        if self.capture_output:
+            self.last_output = (done.stdout, done.stderr)
+        if check and done.returncode != 0:
+            tail = ""
+            if self.capture_output and done.stderr.strip():
+                tail = f": {done.stderr.strip().splitlines()[-1][:200]}"
+            raise ProgramFailed(f"program {self.command!r} exited with code {done.returncode}{tail} "
+                                "(check=False, or --no-check, records the code instead)", done.returncode)
+        return done
+
+    def prepare(self, config=None) -> Prepared:
+        """An object whose ``launch()`` runs the program once (host-timed)."""
+        self.validate_config(config or {})
+        return _RunProgram(self)
+
+    def simulated(self, config=None):
+        """A twin of one run for the protocols: needs a SimulatedTwin with ``time_s``."""
+        if isinstance(self.twin, SimulatedTwin):
+            return self.twin.workload(self.name, {})
+        return super().simulated(config)
+
+    def check_twin(self) -> None:
+        """ValueError unless the program has a twin to run on the simulated GPU."""
+        if self.activity is None:
+            raise ValueError(f"{self.describe()} has no simulated twin: pass simulated=<activity 0..1> "
+                             "or a SimulatedTwin to run it on the simulated GPU "
+                             "(CLI: --simulated-activity)")
+
+    def apply_twin(self, gpu, wall_s: float) -> None:
+        """Put one run's load on the simulated GPU, for a process that lived ``wall_s`` seconds.
+
+        A :class:`~powermodels.workloads.SimulatedTwin` with ``time_s``
+        is the program's GPU work: it runs (at the clocks in force), and the
+        rest of the wall time the GPU idles, as while a real program starts up
+        or works on the host. A bare activity keeps the GPU at that activity
+        for the whole wall time.
+        """
+        from ..devices.simulated import SimulatedWorkload
+
+        self.check_twin()
+        if isinstance(self.twin, SimulatedTwin):
+            start = gpu.now()
+            gpu.run(self.twin.workload(self.name, {}))
+            rest = wall_s - (gpu.now() - start)
+            if rest > 0:
+                gpu.idle(rest)
+            return
+        gpu.run(SimulatedWorkload(name=self.name, t0_s=max(wall_s, 1e-6), activity=self.activity,
+                                  mem_activity=self.mem_activity))
+
+
+def _load(simulated) -> tuple[float | None, float, object]:
+    """(core activity, memory activity, twin) of ``simulated``, or (None, 0, None) without one."""
+    if simulated is None:
+        return None, 0.0, None
+    if isinstance(simulated, bool):
+        raise ValueError(f"program: simulated must be an activity, a dict or a SimulatedTwin, got {simulated!r}")
+    if isinstance(simulated, (int, float)):
+        activity, mem = float(simulated), 0.1
+    elif isinstance(simulated, Mapping) and set(simulated) <= {"activity", "mem_activity"}:
+        activity, mem = float(simulated.get("activity", 0.9)), float(simulated.get("mem_activity", 0.1))
+    else:
+        if isinstance(simulated, Mapping):  # a campaign file's twin table (time_s, activity, ...)
+            simulated = SimulatedTwin.from_dict(simulated)
+        if not isinstance(simulated, SimulatedTwin):
+            raise ValueError(f"program: simulated must be an activity, a dict or a SimulatedTwin, "
+                             f"got {type(simulated).__name__}")
+        w = simulated.workload("program", {})
+        activity, mem = w.activity, w.mem_activity
+    for what, v in (("activity", activity), ("mem_activity", mem)):
+        if not (math.isfinite(v) and 0 <= v <= 1):
+            raise ValueError(f"program: simulated {what} must be within 0..1, got {v!r}")
+    return activity, mem, simulated
