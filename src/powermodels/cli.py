@@ -1,20 +1,33 @@
-"""The ``powermodels`` command line: sub-commands discovered in :mod:`powermodels.commands`."""
+"""The ``powermodels`` command line: the sub-commands of :data:`powermodels.commands.COMMANDS`.
+
+The parser is built from that table of names and one-line helps; a command's
+module (its options and its ``run``) is imported only when that command runs,
+so ``powermodels --help`` and every command start without importing the others.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
+from collections.abc import Iterable
 
-from . import __version__, commands
+from .commands import COMMANDS
 
 
-def _command_modules():
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            yield importlib.import_module(f"{commands.__name__}.{info.name}")
+class _Version(argparse.Action):
+    """``--version``: the package version, read (importlib.metadata, ~20 ms) only when asked."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__
+
+        print(f"powermodels {__version__}")
+        parser.exit()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,18 +37,33 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The ``powermodels`` parser; the options of ``commands`` only (default: of every command).
+
+    Every sub-command is listed with its help either way; the module of a
+    command not in ``commands`` is not imported (its options are unknown to
+    this parser).
+    """
     parser = _Parser(
         prog="powermodels",
         description="Trustworthy GPU energy from the built-in NVML power sensor.",
     )
-    parser.add_argument("--version", action="version", version=f"powermodels {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _command_modules():
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+    wanted = set(COMMANDS) if commands is None else set(commands)
+    for name, command in COMMANDS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        if name in wanted:
+            module = importlib.import_module(f"{__package__}.commands.{command.module}")
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
     return parser
+
+
+def _command_of(argv: list[str]) -> list[str]:
+    """The sub-command named in ``argv`` (its first word that is no option), as a list of 0 or 1."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return [first] if first in COMMANDS else []
 
 
 #: set to 1 to see the traceback of an unexpected error instead of one line
@@ -53,7 +81,8 @@ def _one_line(err: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
         parser.print_help()

@@ -11,6 +11,8 @@ import argparse
 import math
 import sys
 
+from ._common import check_writable, open_any, program_argv
+
 __all__ = ["add_program_arguments", "program_argv", "run_program", "write_table"]
 
 
@@ -29,14 +31,6 @@ def add_program_arguments(parser) -> None:
                        help="simulated GPU: the core activity (0..1) the program's twin applies")
     # `-- cmd ...`: argparse hands what follows `--` to this positional
     parser.add_argument("program", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-
-
-def program_argv(args) -> list[str]:
-    """The command after ``--`` (empty when none was given)."""
-    rest = list(getattr(args, "program", None) or [])
-    if rest and rest[0] == "--":
-        rest = rest[1:]
-    return rest
 
 
 def write_table(table, path: str) -> None:
@@ -81,7 +75,6 @@ def summary_lines(m, device_name: str) -> list[str]:
 def run_program(args) -> int:
     """Measure the program after ``--`` with :func:`powermodels.measuring.program.measure_program`."""
     from ..measuring.program import ProgramWorkload, measure_program
-    from .measure import check_writable, open_any
 
     argv = program_argv(args)
     if not argv:

@@ -119,7 +119,7 @@ def _twin(text: str | None):
 
 
 def _check_kind(args) -> str:
-    from ._measure_program import program_argv
+    from ._common import program_argv
 
     program = program_argv(args)
     kinds = [k for k, given in (("source", args.source), ("callable", args.callable), ("program", program))
@@ -168,7 +168,7 @@ def workload_from_args(args, protocol_fields, default_kernel: str = "fp32"):
                 raise ValueError(f"--simulated: {args.callable!r} carries its own twin (or is not a callable)")
             w.twin = _twin(args.simulated)
     elif kind == "program":
-        from ._measure_program import program_argv
+        from ._common import program_argv
 
         w = as_workload(program_argv(args))
     else:

@@ -29,8 +29,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import COMMANDS
+
 NAME = "attribute"
-HELP = "Energy breakdown of a kernel per opcode and component from its SASS counts (Wattchmen)."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:
@@ -151,7 +153,7 @@ def run(args) -> int:
     if args.top < 0:
         raise ValueError(f"--top must be >= 0, got {args.top}")
     if args.output:
-        from .measure import check_writable
+        from ._common import check_writable
 
         check_writable(args.output, "--output")
     if args.counts and not Path(args.counts).is_file():  # before fitting, not after

@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import COMMANDS
+
 NAME = "calibrate"
-HELP = ("Calibrate power and time vs clock and temperature (thesis ch. 4): natural DVFS by default, "
-        "locked clocks with --allow-clock-changes, or refit a recording with --from DIR.")
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:
@@ -64,7 +65,7 @@ def _workload_arg(text: str):
 
 
 def _open(args):
-    from .measure import open_any
+    from ._common import open_any
 
     simulated = {"seed": args.seed, "preset": args.preset}
     if args.simulated_power_limit is not None and args.device == "auto" and _has_gpu(args.index):

@@ -28,8 +28,10 @@ On the simulated GPU (no hardware)::
 
 from __future__ import annotations
 
+from . import COMMANDS
+
 NAME = "calibrate-instructions"
-HELP = "Measure microbenchmarks, profile with ncu and fit the per-instruction energy table."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:

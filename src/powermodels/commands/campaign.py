@@ -26,8 +26,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import COMMANDS
+
 NAME = "campaign"
-HELP = "Run (or resume) a measurement campaign described by a JSON or TOML file."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:
@@ -107,7 +109,7 @@ def _print_summary(runs, total: int, out_dir: str, per_board: bool = False) -> N
 
 def run(args) -> int:
     from ..campaigns import load_runs, load_spec, plan, run_campaign
-    from .measure import check_protocol_params
+    from ._common import check_protocol_params
 
     if args.max_runs is not None and args.max_runs < 0:
         raise ValueError(f"--max-runs must be >= 0, got {args.max_runs}")

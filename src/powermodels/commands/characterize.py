@@ -14,8 +14,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from . import COMMANDS
+
 NAME = "characterize"
-HELP = "Characterise the built-in power sensor (update period, window, delay, rise time, gain)."
+HELP = COMMANDS[NAME].help
 
 FRACTIONS = (2 / 3, 3 / 4, 4 / 5, 6 / 5, 5 / 4, 4 / 3)  # Yang §IV-C, artifact A4
 

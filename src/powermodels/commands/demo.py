@@ -25,8 +25,10 @@ import time
 
 import numpy as np
 
+from . import COMMANDS
+
 NAME = "demo"
-HELP = "Show what the power sensor reports vs the truth (simulated GPU without a GPU)."
+HELP = COMMANDS[NAME].help
 
 # square wave close to the 100 ms update period (DESIGN.md: aliasing on the lent H200)
 _ON_S, _OFF_S, _PERIODS = 0.050, 0.048, 60

@@ -17,8 +17,10 @@ PTX features only (no GPU; nvcc or CuPy's NVRTC)::
 
 from __future__ import annotations
 
+from . import COMMANDS
+
 NAME = "dvfs-features"
-HELP = "Collect static PTX and ncu runtime features of workloads (DSO Tables I-II)."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:

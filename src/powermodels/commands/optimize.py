@@ -40,8 +40,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import COMMANDS
+
 NAME = "optimize"
-HELP = "Recommend core/memory clocks for a kernel under a slowdown limit (DSO DVFS model)."
+HELP = COMMANDS[NAME].help
 
 _SIM_CORE_CLOCKS = 12
 _SETTLE_S = 0.3
@@ -308,7 +310,7 @@ def run(args) -> int:
     if args.eta is not None and not 0 <= args.eta <= 1:
         raise ValueError(f"--eta must be in [0, 1], got {args.eta}")
     if args.output:
-        from .measure import check_writable
+        from ._common import check_writable
 
         check_writable(args.output, "--output")
     if args.features:

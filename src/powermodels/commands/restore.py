@@ -13,8 +13,10 @@ aside as ``<name>.corrupt-<time>`` for a person to check.
 
 from __future__ import annotations
 
+from . import COMMANDS
+
 NAME = "restore"
-HELP = "Restore GPU clocks/power limits left changed by a killed powermodels process."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:

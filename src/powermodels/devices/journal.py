@@ -44,6 +44,7 @@ __all__ = [
     "Journal",
     "journal_dir",
     "entry_from_dict",
+    "safe_name",
     "pending_journals",
     "process_alive",
     "set_aside_journals",
@@ -69,7 +70,8 @@ def journal_dir() -> Path:
     return state_dir() / "restore"
 
 
-def _safe_name(key: str) -> str:
+def safe_name(key: str) -> str:
+    """``key`` as a file name: every character outside ``A-Za-z0-9._-`` becomes ``_``."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", key) or "unknown"
 
 
@@ -249,7 +251,7 @@ class Journal:
 
     def __init__(self, key: str, path: Path | None = None):
         self.key = key
-        self.path = Path(path) if path is not None else journal_dir() / f"{_safe_name(key)}.json"
+        self.path = Path(path) if path is not None else journal_dir() / f"{safe_name(key)}.json"
 
     @contextmanager
     def locked(self):
@@ -347,7 +349,7 @@ def pending_journals() -> list[Journal]:
         try:
             data = json.loads(path.read_text())
             if isinstance(data, dict) and isinstance(data.get("gpu"), str) and \
-                    _safe_name(data["gpu"]) == path.stem:
+                    safe_name(data["gpu"]) == path.stem:
                 key = data["gpu"]
         except (OSError, ValueError):
             pass

@@ -169,9 +169,9 @@ def gpu_lock(device, wait_s: float = 60.0):
     if info.kind != "nvml":
         yield
         return
-    from ..devices.journal import _safe_name, state_dir
+    from ..devices.journal import safe_name, state_dir
 
-    path = state_dir() / "locks" / f"{_safe_name(info.uuid or f'nvml-{info.index}')}.lock"
+    path = state_dir() / "locks" / f"{safe_name(info.uuid or f'nvml-{info.index}')}.lock"
     with _locked(path, wait_s, GPUBusy, f"GPU {info.name} ({info.uuid or info.index})",
                  "one measurement at a time on a GPU"):
         yield

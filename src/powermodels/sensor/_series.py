@@ -18,7 +18,8 @@ from .. import schema
 MIN_SAMPLES = 3
 
 
-def _column(X: pd.DataFrame, spec, what: str) -> pd.Series:
+def table_column(X: pd.DataFrame, spec, what: str) -> pd.Series:
+    """Column ``spec`` (a name or a position) of ``X``; ValueError naming ``what`` when it is not there."""
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
         if not -X.shape[1] <= spec < X.shape[1]:
             raise ValueError(f"{what}: position {spec} is out of range for {X.shape[1]} column(s)")
@@ -56,15 +57,15 @@ def series_from_input(estimator, X, y, *, time_column, load_column, power_column
     name = type(estimator).__name__
     groups = None
     if isinstance(X, pd.DataFrame):
-        cols = {"time": _column(X, time_column, f"{name}: time_column")}
+        cols = {"time": table_column(X, time_column, f"{name}: time_column")}
         if need_load:
-            cols["load"] = _column(X, load_column, f"{name}: load_column")
+            cols["load"] = table_column(X, load_column, f"{name}: load_column")
         if y is None:
-            cols["reading"] = _column(X, power_column, f"{name}: power_column")
+            cols["reading"] = table_column(X, power_column, f"{name}: power_column")
         if group_column is not None and (
             isinstance(group_column, (int, np.integer)) or group_column in X.columns
         ):
-            groups = pd.factorize(_column(X, group_column, f"{name}: group_column"))[0]
+            groups = pd.factorize(table_column(X, group_column, f"{name}: group_column"))[0]
         names = [str(s.name) for s in cols.values()]
         if len(set(names)) == len(names):
             sel = pd.DataFrame({n: s.to_numpy() for n, s in zip(names, cols.values(), strict=True)})

@@ -7,7 +7,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from .. import schema
-from ._series import _column, robust_update_period, series_from_input, update_points
+from ._series import robust_update_period, series_from_input, table_column, update_points
 
 __all__ = ["RESPONSE_KINDS", "StepResponse", "rise_time"]
 
@@ -182,11 +182,11 @@ class StepResponse(BaseEstimator):
             return None
         if not isinstance(X, pd.DataFrame):
             raise ValueError("reference_column needs a trace table (DataFrame) X")
-        s = _column(X, self.reference_column, "StepResponse: reference_column")
+        s = table_column(X, self.reference_column, "StepResponse: reference_column")
         v = s.to_numpy(dtype=float)
         if not np.all(np.isfinite(v)):
             raise ValueError(f"StepResponse: column {self.reference_column!r} has NaN values")
-        t = _column(X, self.time_column, "StepResponse: time_column").to_numpy(dtype=float)
+        t = table_column(X, self.time_column, "StepResponse: time_column").to_numpy(dtype=float)
         return v[np.lexsort((t, groups))]
 
     def _classify(self) -> int:

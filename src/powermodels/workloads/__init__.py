@@ -45,22 +45,18 @@ from .registry import (
     kernel_source,
     kernels_dir,
     parse_config,
+    prepare,
     registry_kernel,
     search_space,
-    validate_config,
-)
-from .registry_gpu import PreparedKernel, prepare, square_wave_kernel
-from .source import BLOCK_SIZE_NAMES, PreparedSource, SourceKernel, global_functions
-from .spec import make_argument, select_configs, workload_from_entry
-from .twins import (
-    NOMINAL_MEM_MHZ,
-    NOMINAL_SM_MHZ,
-    SimulatedTwin,
-    as_twin,
     simulated_workload,
-    twin_workload,
+    square_wave_kernel,
+    validate_config,
     workload_cost,
 )
+from .registry_gpu import PreparedKernel
+from .source import BLOCK_SIZE_NAMES, PreparedSource, SourceKernel, global_functions
+from .spec import make_argument, select_configs, workload_from_entry
+from .twins import NOMINAL_MEM_MHZ, NOMINAL_SM_MHZ, SimulatedTwin, as_twin, twin_workload
 
 __all__ = [
     "BLOCK_SIZE_NAMES",

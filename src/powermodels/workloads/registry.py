@@ -28,6 +28,8 @@ from importlib import resources
 from pathlib import Path
 
 from .base import Workload
+from .registry_cost import FP32_FLOP_PER_CYCLE, MEM_BYTES_PER_MHZ_S, N_SM, kernel_cost, kernel_twin
+from .registry_gpu import PreparedKernel, prepare_registry_kernel, prepare_square_wave
 
 __all__ = [
     "FP32_FLOP_PER_CYCLE",
@@ -42,16 +44,14 @@ __all__ = [
     "kernel_source",
     "kernels_dir",
     "parse_config",
+    "prepare",
     "registry_kernel",
     "search_space",
+    "simulated_workload",
+    "square_wave_kernel",
     "validate_config",
+    "workload_cost",
 ]
-
-# Hopper-class throughput used by the simulated twins (H100 SXM: 132 SMs x 128 FP32
-# lanes x 2 FLOP per FMA per cycle; HBM3 ~3.35 TB/s at a 2619 MHz memory clock).
-N_SM = 132
-FP32_FLOP_PER_CYCLE = N_SM * 128 * 2
-MEM_BYTES_PER_MHZ_S = 3.35e12 / 2619.0
 
 
 def kernels_dir() -> Path:
@@ -255,14 +255,10 @@ class RegistryKernel(Workload):
         return kernel_source(self.name)
 
     def prepare(self, config=None):
-        from .registry_gpu import prepare
-
-        return prepare(self.name, config)
+        return prepare_registry_kernel(self, config)
 
     def simulated(self, config=None):
-        from .twins import simulated_workload
-
-        return simulated_workload(self.name, config)
+        return kernel_twin(self, config)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, RegistryKernel) and other.name == self.name
@@ -310,3 +306,41 @@ def validate_config(name: str, config: Mapping[str, int]) -> dict[str, int]:
 def search_space(name: str, *, restrict: bool = True) -> list[dict[str, int]]:
     """Every configuration of kernel ``name`` (only the valid ones when ``restrict``)."""
     return registry_kernel(name).search_space(restrict=restrict)
+
+
+def prepare(name: str, config: Mapping[str, int] | None = None, *, seed: int = 0) -> PreparedKernel:
+    """Compile kernel ``name`` with ``config`` on the current CUDA device and bind its arguments.
+
+    See :func:`~powermodels.workloads.registry_gpu.prepare_registry_kernel`.
+
+    Raises
+    ------
+    ValueError
+        If the configuration breaks a restriction (named in the message).
+    """
+    return prepare_registry_kernel(registry_kernel(name), config, seed=seed)
+
+
+def square_wave_kernel(amplitude: float, iterations: int, n_sm: int | None = None) -> PreparedKernel:
+    """The square-wave load: one 1024-thread block on ``round(amplitude · n_sm)`` SMs.
+
+    ``iterations`` sets the length of the FMA chain, hence the on-time; see
+    :meth:`powermodels.measuring.cupy_runner.CupyRunner.calibrate_square_wave`.
+    """
+    return prepare_square_wave(registry_kernel("square_wave"), amplitude, iterations, n_sm)
+
+
+def workload_cost(name: str, config: Mapping[str, int] | None = None) -> dict[str, float]:
+    """FLOPs, bytes moved and modelled efficiency of one launch (what the simulated twin uses)."""
+    return kernel_cost(registry_kernel(name), config)
+
+
+def simulated_workload(name: str, config: Mapping[str, int] | None = None):
+    """The :class:`~powermodels.devices.simulated.SimulatedWorkload` twin of a kernel configuration.
+
+    Core-bound time ``β / f_core`` with ``β = FLOPs / (FLOP per cycle · efficiency)``
+    and memory-bound time ``α / f_mem`` with ``α = bytes / (bytes per MHz·s · efficiency)``
+    (DSO eq. 2 shape); activity follows the fraction of the launch each unit is busy
+    (:func:`~powermodels.workloads.registry_cost.kernel_twin`).
+    """
+    return kernel_twin(registry_kernel(name), config)

@@ -1,6 +1,8 @@
 """The registry kernels on a real GPU: compiled with ``cupy.RawModule`` (imported lazily), arguments bound.
 
-:func:`prepare` compiles a kernel with its configuration as ``-D`` macros,
+:func:`prepare_registry_kernel` compiles a registry kernel (the
+:class:`~powermodels.workloads.registry.RegistryKernel` itself: its spec, its
+validated configurations) with its configuration as ``-D`` macros,
 allocates its inputs and returns a :class:`PreparedKernel` whose
 :meth:`~PreparedKernel.launch` enqueues one launch and whose
 :meth:`~PreparedKernel.check` compares the result with a NumPy/CuPy reference.
@@ -9,28 +11,26 @@ allocates its inputs and returns a :class:`PreparedKernel` whose
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .base import PreparedRaw
-from .registry import N_SM, config_id, get_kernel, kernel_source, validate_config
-from .twins import workload_cost
+from .registry_cost import N_SM, kernel_cost
 
-__all__ = ["PreparedKernel", "prepare", "square_wave_kernel"]
+__all__ = ["PreparedKernel", "prepare_registry_kernel", "prepare_square_wave"]
 
 _MODULE_CACHE: dict[tuple[str, str], object] = {}
 
 
-def _compile(name: str, config: Mapping[str, int]):
+def _compile(kernel, config: Mapping[str, int]):
     import cupy as cp
 
-    spec = get_kernel(name)
-    key = (spec.source, config_id(name, config))
+    key = (kernel.spec.source, kernel.config_id(config))
     module = _MODULE_CACHE.get(key)
     if module is None:
         options = ("-std=c++17", *(f"-D{k}={v}" for k, v in config.items()))
-        module = cp.RawModule(code=kernel_source(name), options=options)
+        module = cp.RawModule(code=kernel.source_text(), options=options)
         _MODULE_CACHE[key] = module
     return module
 
@@ -47,6 +47,8 @@ class PreparedKernel(PreparedRaw):
         Launch shape.
     flops, bytes : float
         Work per launch (for reporting).
+    workload : RegistryKernel
+        The kernel (names the configuration).
     """
 
     name: str
@@ -58,6 +60,7 @@ class PreparedKernel(PreparedRaw):
     flops: float
     bytes: float
     _check: Callable[[], float]
+    workload: object = field(default=None, repr=False, compare=False)
 
     def check(self) -> float:
         """Run once and return the largest relative error against the reference."""
@@ -65,11 +68,11 @@ class PreparedKernel(PreparedRaw):
 
     @property
     def config_id(self) -> str:
-        return config_id(self.name, self.config)
+        return self.workload.config_id(self.config)
 
 
-def prepare(name: str, config: Mapping[str, int] | None = None, *, seed: int = 0) -> PreparedKernel:
-    """Compile ``name`` with ``config`` (``cupy.RawModule``, ``-D`` macros) and bind its arguments.
+def prepare_registry_kernel(kernel, config: Mapping[str, int] | None = None, *, seed: int = 0) -> PreparedKernel:
+    """Compile ``kernel`` with ``config`` (``cupy.RawModule``, ``-D`` macros) and bind its arguments.
 
     Raises
     ------
@@ -78,11 +81,11 @@ def prepare(name: str, config: Mapping[str, int] | None = None, *, seed: int = 0
     """
     import cupy as cp
 
-    c = validate_config(name, config or {})
-    spec = get_kernel(name)
-    fn = _compile(name, c).get_function(spec.function)
+    name, spec = kernel.name, kernel.spec
+    c = kernel.validate_config(config or {})
+    fn = _compile(kernel, c).get_function(spec.function)
     rng = np.random.default_rng(seed)
-    cost = workload_cost(name, c) if name != "square_wave" else {"flops": 0.0, "bytes": 0.0}
+    cost = kernel_cost(kernel, c) if name != "square_wave" else {"flops": 0.0, "bytes": 0.0}
 
     if name == "fp32":
         n = spec.problem["n"]
@@ -100,7 +103,7 @@ def prepare(name: str, config: Mapping[str, int] | None = None, *, seed: int = 0
             return float(np.max(np.abs(cp.asnumpy(out) - ref) / np.abs(ref)))
 
         return PreparedKernel(name, c, fn, (n // c["block_size_x"],), (c["block_size_x"],),
-                              (out, x, a, b, np.int32(n)), cost["flops"], cost["bytes"], check)
+                              (out, x, a, b, np.int32(n)), cost["flops"], cost["bytes"], check, kernel)
 
     if name == "sgemm":
         m, n, k = spec.problem["m"], spec.problem["n"], spec.problem["k"]
@@ -117,7 +120,7 @@ def prepare(name: str, config: Mapping[str, int] | None = None, *, seed: int = 0
             ref = A.astype(cp.float64) @ B.astype(cp.float64)
             return float(cp.max(cp.abs(C - ref)) / cp.max(cp.abs(ref)))
 
-        return PreparedKernel(name, c, fn, grid, block, args, cost["flops"], cost["bytes"], check)
+        return PreparedKernel(name, c, fn, grid, block, args, cost["flops"], cost["bytes"], check, kernel)
 
     if name in ("stream_copy", "stream_triad"):
         n = spec.problem["n"]
@@ -138,15 +141,16 @@ def prepare(name: str, config: Mapping[str, int] | None = None, *, seed: int = 0
             ref = a if name == "stream_copy" else a + s * b
             return float(cp.max(cp.abs(out - ref)) / cp.max(cp.abs(ref)))
 
-        return PreparedKernel(name, c, fn, (blocks,), (bs,), args, cost["flops"], cost["bytes"], check)
+        return PreparedKernel(name, c, fn, (blocks,), (bs,), args, cost["flops"], cost["bytes"], check, kernel)
 
     if name == "square_wave":
-        return square_wave_kernel(1.0, 1000)
+        return prepare_square_wave(kernel, 1.0, 1000)
     raise ValueError(f"kernel: {name!r} cannot be prepared")
 
 
-def square_wave_kernel(amplitude: float, iterations: int, n_sm: int | None = None) -> PreparedKernel:
-    """The square-wave load: one 1024-thread block on ``round(amplitude · n_sm)`` SMs.
+def prepare_square_wave(kernel, amplitude: float, iterations: int, n_sm: int | None = None) -> PreparedKernel:
+    """The square-wave load (``kernel``: the registry's ``square_wave``): one 1024-thread block on
+    ``round(amplitude · n_sm)`` SMs.
 
     ``iterations`` sets the length of the FMA chain, hence the on-time; see
     :func:`powermodels.measuring.runner.calibrate_square_wave`.
@@ -160,8 +164,8 @@ def square_wave_kernel(amplitude: float, iterations: int, n_sm: int | None = Non
     if n_sm is None:
         n_sm = cp.cuda.Device().attributes["MultiProcessorCount"]
     blocks = max(1, round(amplitude * n_sm))
-    block = get_kernel("square_wave").default["BLOCK"]
-    fn = _compile("square_wave", {"BLOCK": block}).get_function("square_wave")
+    block = kernel.spec.default["BLOCK"]
+    fn = _compile(kernel, {"BLOCK": block}).get_function("square_wave")
     out = cp.empty(blocks * block, dtype=cp.float32)
     a, b = np.float32(0.999), np.float32(0.001)
     args = (out, a, b, np.int64(iterations))
@@ -175,4 +179,4 @@ def square_wave_kernel(amplitude: float, iterations: int, n_sm: int | None = Non
         return float(np.max(np.abs(cp.asnumpy(out) - ref) / np.abs(ref)))
 
     return PreparedKernel("square_wave", {"BLOCK": block}, fn, (blocks,), (block,), args,
-                          8.0 * blocks * block * iterations, 0.0, check)
+                          8.0 * blocks * block * iterations, 0.0, check, kernel)
