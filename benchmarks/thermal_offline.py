@@ -264,8 +264,8 @@ def plot_rows(rows: pd.DataFrame, path: Path, title: str) -> None:
 
 def simulated_table(seconds: float = 25.0) -> pd.DataFrame:
     """The same analysis on simulated warm-ups (idle 30 s, then ``seconds`` back to back)."""
-    from powermodels.harness.counter_protocol import run_launches
-    from powermodels.harness.runner import make_runner
+    from powermodels.measuring.protocols.counter import run_launches
+    from powermodels.measuring.runner import make_runner
 
     tables = []
     for w in ("sgemm", "stream_triad"):

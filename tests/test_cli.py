@@ -19,3 +19,37 @@ def test_version():
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0
     assert proc.stdout.startswith("powermodels ")
+
+
+def test_the_command_table_lists_every_command_module():
+    import importlib
+    import pkgutil
+
+    from powermodels import commands
+
+    modules = {i.name for i in pkgutil.iter_modules(commands.__path__) if not i.name.startswith("_")}
+    assert {c.module for c in commands.COMMANDS.values()} == modules
+    for name, command in commands.COMMANDS.items():
+        module = importlib.import_module(f"powermodels.commands.{command.module}")
+        assert module.NAME == name and module.HELP == command.help
+        assert callable(module.add_arguments) and callable(module.run)
+
+
+def test_help_imports_no_command_module_and_a_command_only_its_own():
+    code = ("import sys; from powermodels.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('powermodels.commands.')))\n"
+            "print(any(m.split('.')[0] in ('pandas', 'numpy') for m in sys.modules))")
+    help_ = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, check=True)
+    lines = help_.stdout.strip().splitlines()
+    assert all(f" {name} " in help_.stdout for name in ("measure", "campaign", "demo", "restore"))
+    assert lines[-2:] == ["[]", "False"], lines[-2:]
+    restore = subprocess.run([sys.executable, "-c", code, "restore", "--help"], capture_output=True,
+                             text=True, check=True)
+    assert restore.stdout.strip().splitlines()[-2] == "['powermodels.commands.restore']"
+
+
+def test_build_parser_still_knows_every_command():
+    parser = cli.build_parser()
+    args = parser.parse_args(["measure", "--kernel", "fp32", "--device", "simulated"])
+    assert args.command == "measure" and callable(args._run)

@@ -366,7 +366,7 @@ def test_window_longer_than_the_simulated_history_keeps_its_energy():
 
 def test_window_longer_than_the_polled_history_keeps_its_energy():
     """Issue 25 #8: reads older than the history were dropped (by count), so long windows got NaN."""
-    from powermodels.harness.counter_log import PolledCounterLog
+    from powermodels.measuring.counter_log import PolledCounterLog
 
     dev = _CountingDevice()
     with EnergyMeter(dev, sync=None) as meter:

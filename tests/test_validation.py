@@ -9,7 +9,7 @@ import pytest
 
 from powermodels import validation as v
 from powermodels.devices.sensor_emulation import PRESETS
-from powermodels.harness.protocols import PROTOCOLS
+from powermodels.measuring.protocols import PROTOCOLS
 
 
 def spec_error(data):

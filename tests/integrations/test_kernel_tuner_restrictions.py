@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from kernel_tuner.searchspace import Searchspace
 
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.workloads import Expression, SimulatedTwin
+from powermodels.workloads import Expression, SimulatedTwin
 from powermodels.integrations.kernel_tuner import PowerModelsObserver
 from powermodels.integrations.kernel_tuner_restrictions import kernel_tuner_restrictions, native_string
 

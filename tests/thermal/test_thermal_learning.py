@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from powermodels.harness.runner import make_runner
+from powermodels.measuring.runner import make_runner
 from powermodels.thermal.alpha_cache import AlphaCache, AlphaCacheWarning
 from powermodels.thermal.learning import AlphaAssumedWarning, alpha_for, learn_alpha, pooled_alpha
 from powermodels.thermal.normalise import AlphaEstimate

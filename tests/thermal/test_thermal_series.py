@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.harness.counter_protocol import run_launches
-from powermodels.harness.runner import make_runner
+from powermodels.measuring.protocols.counter import run_launches
+from powermodels.measuring.runner import make_runner
 from powermodels.thermal.series import series_states, settled_window
 
 

@@ -23,7 +23,7 @@ treats a restriction depends on its form (``kernel_tuner/searchspace.py`` and
   ValueError.
 
 :func:`kernel_tuner_restrictions` takes restrictions as powermodels accepts
-them (:func:`powermodels.harness.workloads.make_restrictions`: expression
+them (:func:`powermodels.workloads.make_restrictions`: expression
 strings, callables of the configuration dict, ``(description, predicate)``
 pairs) and returns a list Kernel Tuner 1.5 evaluates exactly as powermodels
 does: strings in the subset python-constraint2 parses correctly stay strings
@@ -42,7 +42,7 @@ import ast
 import inspect
 from collections.abc import Callable, Mapping
 
-from ..harness.workloads import Expression, make_restrictions
+from ..workloads import Expression, make_restrictions
 
 __all__ = ["kernel_tuner_restrictions", "native_string"]
 
@@ -69,7 +69,7 @@ def native_string(text: str, names) -> bool:
     Parameters
     ----------
     text : str
-        The restriction, already valid as an :class:`~powermodels.harness.workloads.Expression`.
+        The restriction, already valid as an :class:`~powermodels.workloads.Expression`.
     names : iterable of str
         The tunable parameter names.
     """
@@ -111,7 +111,7 @@ def kernel_tuner_restrictions(restrictions, tune_params: Mapping) -> list:
     Parameters
     ----------
     restrictions : str, callable, (description, callable), or a list of them, or None
-        As :func:`~powermodels.harness.workloads.make_restrictions` accepts
+        As :func:`~powermodels.workloads.make_restrictions` accepts
         them: expression strings over the tunable parameters, callables taking
         the configuration dict (lambdas with captured variables included), or
         ``(description, predicate)`` pairs.

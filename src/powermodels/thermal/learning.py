@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness.counter_protocol import run_launches
-from ..harness.graphs import batch_size
-from ..harness.runner import resolve
+from ..measuring.protocols.counter import run_launches
+from ..measuring.graphs import batch_size
+from ..measuring.runner import resolve
 from .alpha import AlphaNotIdentified, fit_alpha, usable_spans
 from .alpha_cache import AlphaCache
 from .normalise import (
@@ -105,7 +105,7 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
     runner : Runner
         Real or simulated; its device must have an energy counter.
     workload, config
-        What to run (see :func:`~powermodels.harness.runner.resolve`).
+        What to run (see :func:`~powermodels.measuring.runner.resolve`).
     max_s : float, default=10.0
         Longest warm-up (its load; the wall time adds the trace reads).
     min_s : float, default=3.0

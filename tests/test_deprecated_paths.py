@@ -1,0 +1,69 @@
+"""The old ``powermodels.harness.*`` paths (issue 23): one release of DeprecationWarnings, same objects."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from powermodels.harness import MOVED
+
+#: old modules that re-export (not alias): they kept names that moved elsewhere
+REEXPORTS = {"powermodels.harness.campaign", "powermodels.harness.workloads",
+             "powermodels.harness.workloads.twins", "powermodels.harness.workloads.registry_gpu"}
+
+
+@pytest.mark.parametrize("old", sorted(MOVED))
+def test_an_old_path_warns_and_gives_the_new_module(old):
+    parent = old.rpartition(".")[0]
+    code = (f"import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n"
+            f"    import {parent}\n"  # its own warning (harness.workloads) is not the one tested here
+            f"warnings.simplefilter('error', DeprecationWarning)\n"
+            f"try:\n    import {old}\nexcept DeprecationWarning as w:\n    print('warned:', w)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith(f"warned: {old} moved to {MOVED[old]}"), out
+    _forget(old)
+    with pytest.warns(DeprecationWarning):
+        module = importlib.import_module(old)
+    new = importlib.import_module(MOVED[old])
+    if old in REEXPORTS:  # every old name is there; those that did not change are the new objects
+        for name in module.__all__:
+            assert hasattr(module, name), name
+            if name != "run_campaign":  # harness.campaign's keeps cluster= (below)
+                assert getattr(module, name) is getattr(new, name, None) or old.endswith(("twins", "registry_gpu"))
+    else:
+        assert module is new
+
+
+def _forget(*old):
+    """Drop the old modules from ``sys.modules`` so that importing them runs (and warns) again."""
+    for name in old:
+        sys.modules.pop(name, None)
+
+
+def test_old_names_that_moved_between_modules_are_kept():
+    _forget("powermodels.harness.workloads.registry_gpu", "powermodels.harness.workloads.twins")
+    with pytest.warns(DeprecationWarning):
+        from powermodels.harness.workloads.registry_gpu import prepare, square_wave_kernel  # noqa: F401
+        from powermodels.harness.workloads.twins import simulated_workload, workload_cost
+    from powermodels import workloads
+
+    assert workload_cost("fp32") == workloads.workload_cost("fp32")
+    assert simulated_workload("sgemm") == workloads.simulated_workload("sgemm")
+
+
+def test_old_run_campaign_keeps_cluster_with_a_warning(tmp_path):
+    _forget("powermodels.harness.campaign")
+    with pytest.warns(DeprecationWarning):
+        from powermodels.harness.campaign import run_campaign
+    from powermodels.measuring.runner import make_runner
+
+    spec = {"kernels": {"fp32": "default"}, "protocol": "naive", "repeats": 1, "device": "simulated"}
+    with pytest.raises(ValueError, match="per_gpu needs a cluster"):
+        run_campaign(spec, tmp_path / "a", per_gpu=True, progress=False)
+    with pytest.warns(DeprecationWarning, match="executor=DaskExecutor"), \
+            pytest.raises(ValueError, match="not both"):
+        run_campaign(spec, tmp_path / "b", cluster="local", runner=make_runner("simulated"), progress=False)
+    assert len(run_campaign(spec, tmp_path / "c", progress=False)) == 1  # no cluster: serial, no warning
