@@ -57,7 +57,7 @@ PRIVATE_IMPORTS = {
 }
 
 
-def _modules() -> dict[str, tuple[Path, bool]]:
+def all_modules() -> dict[str, tuple[Path, bool]]:
     """Dotted name -> (file, is a package ``__init__``) of every module of the package."""
     out = {}
     for path in sorted((SRC / PACKAGE).rglob("*.py")):
@@ -67,7 +67,7 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
-MODULES = _modules()
+MODULES = all_modules()
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -96,7 +96,7 @@ def _owner(name: str) -> str | None:
     return name or None
 
 
-def _imports(module: str) -> list[tuple[str, str | None]]:
+def module_imports(module: str) -> list[tuple[str, str | None]]:
     """(imported module, imported name or None) of every import in ``module``, resolved."""
     path, is_package = MODULES[module]
     found = []
@@ -118,10 +118,10 @@ def _imports(module: str) -> list[tuple[str, str | None]]:
     return [(t, n) for t, n in found if t == PACKAGE or t.startswith(PACKAGE + ".")]
 
 
-def _graph() -> dict[str, set[str]]:
+def module_graph() -> dict[str, set[str]]:
     graph = {m: set() for m in MODULES}
     for module in MODULES:
-        for target, _ in _imports(module):
+        for target, _ in module_imports(module):
             owner = _owner(target)
             if owner is None:
                 continue
@@ -133,7 +133,7 @@ def _graph() -> dict[str, set[str]]:
     return graph
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan, iterative)."""
     index, low, on_stack, stack, out, counter = {}, {}, set(), [], [], [0]
     for root in graph:
@@ -173,7 +173,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def _loop_in(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+def loop_in(component: list[str], graph: dict[str, set[str]]) -> list[str]:
     """One closed path through a cycle's modules, for the failure message."""
     members = set(component)
     path, seen = [component[0]], {component[0]}
@@ -187,7 +187,7 @@ def _loop_in(component: list[str], graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_the_walk_sees_the_package():
-    graph = _graph()
+    graph = module_graph()
     assert len(MODULES) > 100 and sum(map(len, graph.values())) > 200
     # a function-level import and an ``if TYPE_CHECKING`` one, both in campaigns/
     assert "powermodels.campaigns.plan" not in graph["powermodels.campaigns.executor"]
@@ -195,24 +195,24 @@ def test_the_walk_sees_the_package():
 
 
 def test_no_import_cycles():
-    graph = _graph()
-    loops = [" -> ".join(_loop_in(c, graph)) for c in _cycles(graph)]
+    graph = module_graph()
+    loops = [" -> ".join(loop_in(c, graph)) for c in import_cycles(graph)]
     assert not loops, "import cycles inside powermodels:\n" + "\n".join(loops)
 
 
 def test_a_cycle_is_found_when_there_is_one():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert _cycles(graph) == [["a", "b", "c"]]
-    assert _loop_in(["a", "b", "c"], graph) == ["a", "b", "c", "a"]
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert loop_in(["a", "b", "c"], graph) == ["a", "b", "c", "a"]
 
 
-def _lines(path: Path) -> int:
+def line_count(path: Path) -> int:
     return len(path.read_text().splitlines())
 
 
 def test_no_module_over_450_lines():
-    long = {str(p.relative_to(SRC / PACKAGE)): _lines(p) for p, _ in MODULES.values()
-            if _lines(p) > MAX_MODULE_LINES}
+    long = {str(p.relative_to(SRC / PACKAGE)): line_count(p) for p, _ in MODULES.values()
+            if line_count(p) > MAX_MODULE_LINES}
     assert set(long) <= set(LONG_MODULES), (
         f"modules over {MAX_MODULE_LINES} lines (split them along their jobs): "
         f"{ {k: v for k, v in long.items() if k not in LONG_MODULES} }")
@@ -222,7 +222,7 @@ def test_no_module_over_450_lines():
 
 def test_no_package_over_4000_lines():
     root = SRC / PACKAGE
-    sizes = {str(d.relative_to(root)): sum(_lines(p) for p in d.rglob("*.py"))
+    sizes = {str(d.relative_to(root)): sum(line_count(p) for p in d.rglob("*.py"))
              for d in root.iterdir() if d.is_dir() and (d / "__init__.py").exists()}
     large = {d: n for d, n in sizes.items() if n > MAX_PACKAGE_LINES}
     assert set(large) <= set(LARGE_PACKAGES), f"packages over {MAX_PACKAGE_LINES} lines: {large}"
@@ -233,7 +233,7 @@ def test_no_package_over_4000_lines():
 def test_no_private_name_imported_across_modules():
     found = set()
     for module in MODULES:
-        for target, name in _imports(module):
+        for target, name in module_imports(module):
             if name and name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
                 owner = _owner(target)
                 if owner != module:

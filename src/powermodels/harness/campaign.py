@@ -12,37 +12,20 @@ from __future__ import annotations
 import warnings
 
 from powermodels import campaigns as _new
-from powermodels.campaigns.plan import CampaignSpec, PlannedRun, load_spec, plan
-from powermodels.campaigns.run import (
+from powermodels.campaigns import *  # noqa: F403 - the old module's names, from their new home
+from powermodels.campaigns import __all__ as _new_names
+from powermodels.campaigns.run import (  # noqa: F401 - public names of the old module
     GPU_LOCK_WAIT_S,
     campaign_metadata,
     device_metadata,
     finish_campaign,
-    finished_keys,
-    load_campaign,
-    load_runs,
-    measure_planned,
     progress_bar,
 )
-from powermodels.campaigns.store import CampaignStore
 from powermodels.harness import warn_moved
 
 warn_moved(__name__)
 
-__all__ = [
-    "CampaignSpec",
-    "finished_keys",
-    "load_campaign",
-    "load_runs",
-    "load_spec",
-    "measure_planned",
-    "plan",
-    "run_campaign",
-]
-
-# named here for code written against the old module
-_KEPT = (GPU_LOCK_WAIT_S, CampaignStore, PlannedRun, campaign_metadata, device_metadata,
-         finish_campaign, progress_bar)
+__all__ = list(_new_names)
 
 
 def run_campaign(spec, out_dir, *, cluster=None, per_gpu: bool = False, workers: int | None = None, **kwargs):

@@ -1,24 +1,10 @@
 """Energy-counter readings kept over time, and what they bound about the energy at any instant.
 
-The total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``) is the exact
-integral of the GPU's power, but it is *published* only at its updates (~100 ms
-apart on Hopper, with jitter) and one read costs ~4 ms (DESIGN.md). So the
-energy at an arbitrary host instant ``t`` is never read directly; it is
-bracketed by counter values:
-
-* a read that *ended* at or before ``t + delay`` returned a value published
-  before then, so ``E(t) >=`` that value (the **lower** bound);
-* a value that first appears after a read which *started* at or after
-  ``t + delay`` was published after ``t + delay``, so ``E(t) <=`` that value
-  (the **upper** bound);
-* between the two, ``E(t)`` is estimated by linear interpolation between the
-  observed updates, each placed at the middle of the pair of reads that saw
-  it change (an update's instant jitters on real GPUs, so every update is
-  bracketed on its own rather than fitted to a regular grid).
-
-The bounds hold whatever the power did; the interpolation is exact when the
-power is constant over the update interval that contains ``t``. The bounds
-themselves are computed in :mod:`.counter_bounds` (named here too).
+The total-energy counter is published only at its updates (~100 ms apart on
+Hopper) and one read costs ~4 ms, so the energy at an arbitrary host instant is
+never read directly: it is bracketed by the reads around it
+(:mod:`.counter_bounds`, whose functions are named here too). A log keeps those
+reads, and the condition readings beside them, for as long as a window needs.
 
 Two logs provide the reads: :class:`PolledCounterLog` polls a real device on
 a background thread (the counter on its own ~5 ms cadence, the cheap fast
