@@ -38,7 +38,6 @@ LONG_MODULES = {
     "devices/simulated.py": "the SimulatedGPU; devices/simulated* is being reworked by the twin work",
     "meter.py": "EnergyMeter grew with issue 25's threads and long windows (landed the same day); "
                 "its split (window bookkeeping vs the public meter) is the next step",
-    "models/dvfs.py": "models/ is reworked by issue 23's column-convention work (another change)",
     "models/instruction.py": "models/ is reworked by issue 23's column-convention work",
     "models/smoothing.py": "models/ is reworked by issue 23's column-convention work",
 }
@@ -48,8 +47,6 @@ LARGE_PACKAGES = {
 }
 #: (importing module, imported module, name) -> why the private import stays for now
 PRIVATE_IMPORTS = {
-    ("powermodels.models._clock_curve", "powermodels.models._columns", "_all_nonnegative"):
-        "models/ is reworked by issue 23's column-convention work",
     ("powermodels.models.frequency", "powermodels.models._clock_curve", "_ClockCurveRegressor"):
         "models/ is reworked by issue 23's column-convention work",
     ("powermodels.models.runtime", "powermodels.models._clock_curve", "_ClockCurveRegressor"):

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
-from powermodels.harness.runner import CupyRunner
+from powermodels.measuring.runner import CupyRunner
 
 ORDER: list = []
 

@@ -58,6 +58,10 @@ COMMANDS: dict[str, Command] = {
         "dvfs_features",
         "Collect static PTX and ncu runtime features of workloads (DSO Tables I-II).",
     ),
+    "fit-twin": Command(
+        "fit_twin",
+        "Fit a simulated GPU (twin preset JSON) to raw recordings.",
+    ),
     "measure": Command(
         "measure",
         "Measure a workload — a registry kernel, your CUDA source, a Python callable "
@@ -68,6 +72,10 @@ COMMANDS: dict[str, Command] = {
         "optimize",
         "Recommend core/memory clocks for a kernel under a slowdown limit (DSO DVFS "
         "model).",
+    ),
+    "twin-compare": Command(
+        "twin_compare",
+        "Replay a raw recording on a twin preset; table and plots real vs twin.",
     ),
     "restore": Command(
         "restore",

@@ -9,8 +9,10 @@ the cooling after it out of the fit, to validate on them.
 
 from __future__ import annotations
 
+from . import COMMANDS
+
 NAME = "fit-twin"
-HELP = "Fit a simulated GPU (twin preset JSON) to raw recordings."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:

@@ -11,8 +11,10 @@ what it cannot compare is listed.
 
 from __future__ import annotations
 
+from . import COMMANDS
+
 NAME = "twin-compare"
-HELP = "Replay a raw recording on a twin preset; table and plots real vs twin."
+HELP = COMMANDS[NAME].help
 
 
 def add_arguments(parser) -> None:

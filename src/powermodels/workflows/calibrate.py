@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -34,47 +33,10 @@ import pandas as pd
 from .. import schema
 from ..measuring.protocols.launches import counter_power_w, launches_for
 from ..measuring.runner import Runner, make_runner
-from .calibration_fit import Calibration, fit_calibration
+from .calibration_fit import fit_calibration
+from .calibration_run import CalibrationRun
 
 __all__ = ["CalibrationRun", "calibrate", "collect_locked_clocks", "default_pressure_workload", "save"]
-
-
-@dataclass
-class CalibrationRun:
-    """What :func:`calibrate` measured and fitted.
-
-    Attributes
-    ----------
-    points : DataFrame
-        Sweep and ramp points (locked clocks); empty on the natural path.
-    launches : DataFrame
-        Natural-DVFS launches kept for the fit (time, clock, its source and spread, temperature
-        per batch); empty on the locked path.
-    samples : DataFrame
-        Natural-DVFS power: energy-counter blocks of one workload at one known clock.
-    calibration : Calibration
-        The fitted models and what they could identify.
-    device : dict
-        Name, UUID and driver of the device measured.
-    clocks : DataFrame
-        Per workload and clock source: batches kept and dropped for the fits, and why
-        (:func:`~powermodels.workflows.launch_clocks.launch_clock_summary`); empty when the
-        run was not fitted from a recording.
-    findings : list of str
-        What the data can and cannot identify, in words (for the report).
-    recording : Recording or None
-        Natural DVFS: everything measured (:mod:`powermodels.recording`), to write with
-        :func:`powermodels.recording.write_recording` and refit with ``calibrate --from``.
-    """
-
-    points: pd.DataFrame
-    launches: pd.DataFrame
-    samples: pd.DataFrame
-    calibration: Calibration
-    device: dict
-    clocks: pd.DataFrame = field(default_factory=pd.DataFrame)
-    findings: list = field(default_factory=list)
-    recording: object = None
 
 
 # --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..harness.runner import merge_intervals
+from ..measuring.runner import merge_intervals
 from ..sensor.clock_reading import held_mean
 from .launch_clocks import DEFAULT_CLOCK_STEP_MHZ
 

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from .calibrate import CalibrationRun
 from .calibration_fit import fit_calibration
+from .calibration_run import CalibrationRun
 from .counter_windows import counter_blocks, counter_updates, counter_windows
 from .launch_clocks import (
     DEFAULT_CLOCK_STEP_MHZ,
