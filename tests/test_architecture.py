@@ -46,12 +46,7 @@ LARGE_PACKAGES = {
     "models": "twenty estimators; its split follows the column-convention work on models/",
 }
 #: (importing module, imported module, name) -> why the private import stays for now
-PRIVATE_IMPORTS = {
-    ("powermodels.models.frequency", "powermodels.models._clock_curve", "_ClockCurveRegressor"):
-        "models/ is reworked by issue 23's column-convention work",
-    ("powermodels.models.runtime", "powermodels.models._clock_curve", "_ClockCurveRegressor"):
-        "models/ is reworked by issue 23's column-convention work",
-}
+PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {}
 
 
 def all_modules() -> dict[str, tuple[Path, bool]]:

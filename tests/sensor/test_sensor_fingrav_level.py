@@ -8,7 +8,7 @@ import pytest
 
 from powermodels import schema
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.harness.runner import SimulatedRunner
+from powermodels.measuring.runner import SimulatedRunner
 from powermodels.sensor.fingrav_level import counter_baseline, counter_run_energy, inside_level
 from powermodels.sensor.fingrav_window import window_profile
 
