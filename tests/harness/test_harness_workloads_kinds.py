@@ -51,6 +51,38 @@ def test_expressions_allow_arithmetic_and_refuse_code():
         Expression("bz > 1", names=["bx"])
 
 
+def fits(block_size_x, tile_size_x):
+    """Kernel Tuner 1.5's style: the parameters are tunable names, called with their values."""
+    return block_size_x * tile_size_x <= 128
+
+
+@pytest.mark.parametrize("form", [
+    lambda p: p["block_size_x"] * p["tile_size_x"] <= 128,                      # the configuration dict
+    fits,                                                                        # tunables by name
+    (lambda bx, tx: bx * tx <= 128, ["block_size_x", "tile_size_x"]),            # Kernel Tuner's tuple
+    (lambda bx, tx: bx * tx <= 128, ("block_size_x", "tile_size_x"), "bx*tx<=128"),  # ... with its source
+    lambda *values: values[0] * values[2] <= 128,                               # every value, in order
+    ("fits in 128", lambda p: p["block_size_x"] * p["tile_size_x"] <= 128),      # powermodels' pair
+])
+def test_restrictions_in_every_form_kernel_tuner_users_write(form):
+    k = matmul(restrictions=[*RESTRICT, form])
+    want = [c for c in matmul().search_space() if c["block_size_x"] * c["tile_size_x"] <= 128]
+    assert k.search_space() == want and 0 < len(want) < 36
+    alone = matmul(restrictions=form)                       # a single restriction, not in a list
+    assert alone.search_space() == matmul(restrictions="block_size_x * tile_size_x <= 128").search_space()
+    assert len(alone.search_space()) == 9 * 6 * 4          # (bx, tx) pairs within 128, every by and ty
+
+
+def test_a_callable_of_unknown_parameters_is_named():
+    def odd(a, b):
+        return a < b
+
+    with pytest.raises(ValueError, match=r"restriction 0 \('odd'\): its parameters \['a', 'b'\]"):
+        W.make_restrictions([odd], TUNE)
+    with pytest.raises(ValueError, match=r"names \['bz'\] are not tunable parameters"):
+        W.make_restrictions([(lambda x: x, ["bz"])], TUNE)
+
+
 # -- source kernels without a GPU ----------------------------------------------------------------
 
 

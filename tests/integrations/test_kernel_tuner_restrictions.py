@@ -100,10 +100,18 @@ def test_strings_python_constraint2_misreads_are_evaluated_by_us(text):
     assert kt_space(restrictions) == enumerated(expression(text), expression(MATMUL[0]))
 
 
-@pytest.mark.parametrize("form", ["single", "list", "beside strings", "pair", "lambda alone"])
+def in_sample_by_name(block_size_x, block_size_y, tile_size_x, tile_size_y):
+    """Kernel Tuner 1.5's own style: parameters named after the tunables."""
+    return (block_size_x, block_size_y, tile_size_x, tile_size_y) in CHOSEN
+
+
+@pytest.mark.parametrize("form", ["single", "list", "beside strings", "pair", "lambda alone", "by name",
+                                  "kernel tuner tuple"])
 def test_callable_forms(form):
     restrictions = {"single": in_sample, "list": [in_sample], "beside strings": [*MATMUL, in_sample],
                     "pair": [("in the sample", in_sample)], "lambda alone": lambda p: chosen_key(p) in CHOSEN,
+                    "by name": [MATMUL[1], in_sample_by_name],
+                    "kernel tuner tuple": (lambda x, y, tx, ty: (x, y, tx, ty) in CHOSEN, list(TUNE)),
                     }[form]
     extra = [expression(t) for t in MATMUL] if form == "beside strings" else []
     assert kt_space(kernel_tuner_restrictions(restrictions, TUNE)) == enumerated(in_sample, *extra)

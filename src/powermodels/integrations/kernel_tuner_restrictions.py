@@ -110,10 +110,11 @@ def kernel_tuner_restrictions(restrictions, tune_params: Mapping) -> list:
 
     Parameters
     ----------
-    restrictions : str, callable, (description, callable), or a list of them, or None
+    restrictions : str, callable, tuple, or a list of them, or None
         As :func:`~powermodels.workloads.make_restrictions` accepts
         them: expression strings over the tunable parameters, callables taking
-        the configuration dict (lambdas with captured variables included), or
+        the configuration dict (lambdas with captured variables included) or
+        named after tunables, Kernel Tuner's ``(callable, [names])`` tuples, or
         ``(description, predicate)`` pairs.
     tune_params : mapping of str to sequence
         The tunable parameters, in the order given to ``tune_kernel``.
@@ -147,8 +148,11 @@ def kernel_tuner_restrictions(restrictions, tune_params: Mapping) -> list:
         raise ValueError("kernel_tuner_restrictions: tune_params has no parameters")
     if restrictions is None:
         return []
+    # one restriction, not a list: a string, a callable, a (description, predicate) pair or
+    # Kernel Tuner's (callable, [names]) tuple
     single = isinstance(restrictions, str) or callable(restrictions) or (
-        isinstance(restrictions, tuple) and len(restrictions) == 2 and isinstance(restrictions[0], str))
+        isinstance(restrictions, tuple) and len(restrictions) in (2, 3)
+        and (isinstance(restrictions[0], str) or callable(restrictions[0])))
     items = [restrictions] if single else list(restrictions)
     strings: list[str] = []
     functions: list[Callable] = []

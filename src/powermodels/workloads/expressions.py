@@ -12,6 +12,7 @@ attribute access, subscripts, other calls or ``eval``.
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import operator
 from collections.abc import Callable, Iterable, Mapping
@@ -159,24 +160,39 @@ Restriction = tuple[str, Callable[[Mapping[str, object]], bool]]
 
 
 def make_restrictions(restrictions, names: Iterable[str]) -> tuple[Restriction, ...]:
-    """Restrictions from Kernel Tuner style input.
+    """Restrictions from Kernel Tuner style input, in every form Kernel Tuner 1.5 users write.
 
     Parameters
     ----------
-    restrictions : str, callable, or iterable of them, or None
-        Expression strings (:class:`Expression`) over the parameter ``names``,
-        callables taking the configuration dict and returning a bool, or
-        ``(description, callable)`` pairs.
+    restrictions : str, callable, tuple, or an iterable of them, or None
+        * expression strings (:class:`Expression`) over the parameter ``names``;
+        * a callable of the configuration dict (one parameter that is not a
+          tunable's name), the form Kernel Tuner's documentation shows:
+          ``lambda p: p["block_size_x"] * p["tile_x"] <= 1024``;
+        * a callable whose parameters are tunable names, called with those
+          values (Kernel Tuner 1.5 calls restrictions with the values:
+          ``def fits(block_size_x, tile_x): ...``), or of ``*values``, called
+          with every tunable's value in ``names`` order;
+        * Kernel Tuner's ``(callable, ["name", ...])`` (a third element, its
+          source text, is ignored): called with the listed tunables' values;
+        * ``(description, predicate)`` pairs, the predicate taking the dict.
     names : iterable of str
-        Tunable parameter names an expression may use.
+        Tunable parameter names, in order.
 
     Returns
     -------
     tuple of (description, predicate)
+        Every predicate takes the configuration dict.
+
+    Raises
+    ------
+    ValueError
+        An entry that is none of these, naming it (its position and name).
     """
     if restrictions is None:
         return ()
-    if isinstance(restrictions, str) or callable(restrictions):
+    if isinstance(restrictions, str) or callable(restrictions) or _is_pair(restrictions) \
+            or _is_kernel_tuner_tuple(restrictions):
         restrictions = [restrictions]
     names = list(names)
     out: list[Restriction] = []
@@ -184,11 +200,49 @@ def make_restrictions(restrictions, names: Iterable[str]) -> tuple[Restriction, 
         if isinstance(r, str):
             expr = Expression(r, names)
             out.append((expr.text, lambda c, e=expr: bool(e(c))))
-        elif isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str) and callable(r[1]):
+        elif _is_pair(r):
             out.append((r[0], r[1]))
+        elif _is_kernel_tuner_tuple(r):
+            selected = [str(n) for n in r[1]]
+            unknown = [n for n in selected if n not in names]
+            if unknown:
+                raise ValueError(f"restriction {i}: names {unknown} are not tunable parameters {names}")
+            label = f"{getattr(r[0], '__name__', 'restriction')}({', '.join(selected)})"
+            out.append((label, lambda c, f=r[0], s=tuple(selected): bool(f(*(c[n] for n in s)))))
         elif callable(r):
-            label = getattr(r, "__name__", None) or f"restriction {i}"
-            out.append((label, lambda c, f=r: bool(f(dict(c)))))
+            out.append(_from_callable(r, i, names))
         else:
-            raise ValueError(f"restriction {i}: expected an expression string or a callable, got {r!r}")
+            raise ValueError(f"restriction {i}: expected an expression string, a callable or a "
+                             f"(callable, [names]) tuple, got {r!r}")
     return tuple(out)
+
+
+def _is_pair(r) -> bool:
+    return isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], str) and callable(r[1])
+
+
+def _is_kernel_tuner_tuple(r) -> bool:
+    return (isinstance(r, tuple) and len(r) in (2, 3) and callable(r[0])
+            and isinstance(r[1], (list, tuple)) and all(isinstance(n, str) for n in r[1]))
+
+
+def _from_callable(f, i: int, names: list[str]) -> Restriction:
+    """(label, predicate of the dict) for a callable restriction, by how its parameters are named."""
+    label = getattr(f, "__name__", None) or f"restriction {i}"
+    try:
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # a builtin or C callable: the documented dict form
+        return label, lambda c: bool(f(dict(c)))
+    variadic = [p for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL]
+    named = [p for p in parameters if p.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                     inspect.Parameter.VAR_KEYWORD)]
+    required = [p for p in named if p.default is inspect.Parameter.empty]
+    if variadic and not required:  # def r(*values): every value, in the tunables' order
+        return label, lambda c: bool(f(*(c[n] for n in names)))
+    if named and all(p.name in names for p in named):  # def r(block_size_x, tile_x)
+        chosen = [p.name for p in named]
+        return label, lambda c: bool(f(**{n: c[n] for n in chosen}))
+    if len(required) == 1:  # lambda p: p["block_size_x"] < 64
+        return label, lambda c: bool(f(dict(c)))
+    raise ValueError(f"restriction {i} ({label!r}): its parameters {[p.name for p in parameters]} are "
+                     f"neither one configuration dict nor tunable names {names}")

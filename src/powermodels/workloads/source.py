@@ -74,10 +74,11 @@ class SourceKernel(Workload):
         The ``__global__`` function to launch (``name<T>`` for a template).
     tune_params : dict of str to sequence
         Values of each tunable parameter (passed as ``-Dname=value``).
-    restrictions : str, callable or list of them, optional
+    restrictions : str, callable, tuple or list of them, optional
         Kernel Tuner restrictions: expressions over the parameters such as
         ``"block_size_x*tile_x <= 1024"`` (parsed safely, never ``eval``), or
-        callables taking the configuration dict.
+        callables of the configuration dict or named after tunables, or Kernel
+        Tuner's ``(callable, [names])`` tuples (:func:`~.expressions.make_restrictions`).
     arguments : list of numpy arrays and numpy scalars
         The kernel's arguments, in order.
     problem_size : int, str, tuple or callable
