@@ -1,8 +1,10 @@
 """Start-up time of the CLI: ``powermodels --help`` and ``powermodels demo``, median of N runs.
 
 Each run is a fresh interpreter (``python -c "from powermodels.cli import main; ..."``, what the
-``powermodels`` console script does), timed from the parent with ``time.perf_counter`` around
-``subprocess.run``; stdout is discarded. Several source trees can be compared in one table
+``powermodels`` console script does), timed from the parent: wall time (``time.perf_counter``
+around ``subprocess.run``) and the child's CPU time (user + system, ``getrusage`` of the waited
+child). Start-up is single-threaded, so on an idle machine wall ≈ CPU; on a loaded shared one the
+CPU time is the steadier figure. stdout is discarded. Several source trees can be compared in one table
 (``--tree before=/path/to/old/src --tree after=src``): the runs alternate between the trees, so
 a load that comes and goes on a shared machine hits both alike.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,17 +31,20 @@ COMMANDS = {"--help": ["--help"], "demo": ["demo"], "import powermodels": None}
 GOALS_S = {"--help": 0.1, "demo": 0.4}
 
 
-def one_run(src: str, argv: list[str] | None) -> float:
-    """Seconds from starting the interpreter to its exit, for ``powermodels *argv`` (None: bare import)."""
+def one_run(src: str, argv: list[str] | None) -> tuple[float, float]:
+    """(wall, CPU) seconds of one interpreter running ``powermodels *argv`` (None: a bare import)."""
     env = {**os.environ, "PYTHONPATH": src, "POWERMODELS_TRACEBACK": "1"}
     code = ["-c", "import powermodels"] if argv is None else ["-c", ENTRY, *argv]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, *code], env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, check=False)
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         raise RuntimeError(f"{argv} with PYTHONPATH={src} exited {proc.returncode}: {proc.stderr[-500:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, src in trees.items():
         if not (Path(src) / "powermodels" / "cli.py").is_file():
             parser.error(f"--tree {label}={src}: no powermodels/cli.py there")
-    times: dict[tuple[str, str], list[float]] = {(c, t): [] for c in COMMANDS for t in trees}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {(c, t): [] for c in COMMANDS for t in trees}
     for label, src in trees.items():  # warm the file cache and the .pyc files once
         for command in COMMANDS.values():
             one_run(src, command)
@@ -62,18 +68,20 @@ def main(argv: list[str] | None = None) -> int:
         for name, command in COMMANDS.items():
             for label, src in trees.items():
                 times[name, label].append(one_run(src, command))
-    print(f"median of {args.runs} runs (min–max), seconds; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}")
-    head = f"{'command':20s}" + "".join(f"{label:>22s}" for label in trees) + f"{'goal':>8s}"
+    print(f"median of {args.runs} runs, seconds: wall (min–max) and the child's CPU time; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; python {sys.version.split()[0]}")
+    head = f"{'command':20s}" + "".join(f"{label + ' wall':>20s}{label + ' CPU':>12s}" for label in trees)
+    head += f"{'goal':>7s}"
     print(head)
     print("-" * len(head))
     for name in COMMANDS:
         cells = ""
         for label in trees:
-            t = times[name, label]
-            cells += f"{statistics.median(t):>10.3f} ({min(t):.2f}–{max(t):.2f})"
+            wall = [w for w, _ in times[name, label]]
+            cpu = [c for _, c in times[name, label]]
+            cells += f"{statistics.median(wall):>8.3f} ({min(wall):.2f}–{max(wall):.2f}){statistics.median(cpu):>12.3f}"
         goal = f"{GOALS_S[name]:.1f}" if name in GOALS_S else ""
-        print(f"{name:20s}{cells}{goal:>8s}")
+        print(f"{name:20s}{cells}{goal:>7s}")
     return 0
 
 

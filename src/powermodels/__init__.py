@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("powermodels")
-except PackageNotFoundError:  # running from a source tree (PYTHONPATH=src)
-    __version__ = "0.1.0+src"
-
-from .devices import open_device
-from .utils import all_estimators
-
-# Heavier public names, imported on first use so ``import powermodels`` stays light:
-# name -> (module, attribute).
+# Public names, imported on first use so ``import powermodels`` (and so every CLI command's
+# start-up) imports nothing it does not need: name -> (module, attribute).
 _LAZY = {
+    "open_device": (".devices", "open_device"),
+    "all_estimators": (".utils", "all_estimators"),
     "measure": (".api", "measure"),
     "Measurement": (".measuring.protocols", "Measurement"),
     "Workload": (".workloads", "Workload"),
@@ -27,10 +19,23 @@ _LAZY = {
     "measure_program": (".measuring.program", "measure_program"),
 }
 
-__all__ = ["__version__", "all_estimators", "open_device", *_LAZY]
+__all__ = ["__version__", *_LAZY]
+
+
+def _version() -> str:
+    """The installed package's version (importlib.metadata: ~20 ms, so read on first use)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("powermodels")
+    except PackageNotFoundError:  # running from a source tree (PYTHONPATH=src)
+        return "0.1.0+src"
 
 
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()["__version__"] = value = _version()
+        return value
     if name in _LAZY:
         from importlib import import_module
 
@@ -42,4 +47,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "__version__"})

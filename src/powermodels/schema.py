@@ -24,9 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # annotations only; the functions that need pandas import it
+    import pandas as pd
 
 __all__ = [
     "INSTRUCTION_TABLE",
@@ -432,15 +435,19 @@ INSTRUCTION_TABLE = TableSpec(
 # Validation.
 # --------------------------------------------------------------------------
 
-_KIND_CHECK = {
-    "float": lambda s: pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-    and not pd.api.types.is_complex_dtype(s),
-    "int": lambda s: (pd.api.types.is_integer_dtype(s) and not pd.api.types.is_bool_dtype(s))
-    or (pd.api.types.is_float_dtype(s) and bool(np.all(np.mod(s.dropna(), 1) == 0))),
-    "str": lambda s: pd.api.types.is_string_dtype(s) or pd.api.types.is_object_dtype(s)
-    or isinstance(s.dtype, pd.CategoricalDtype),
-    "bool": pd.api.types.is_bool_dtype,
-}
+def _kind_ok(kind: str, s: pd.Series) -> bool:
+    """Whether column ``s`` holds values of ``kind`` (``float``, ``int``, ``str`` or ``bool``)."""
+    import pandas as pd  # here: importing the column names must not import pandas (start-up)
+
+    types = pd.api.types
+    if kind == "float":
+        return types.is_numeric_dtype(s) and not types.is_bool_dtype(s) and not types.is_complex_dtype(s)
+    if kind == "int":
+        return (types.is_integer_dtype(s) and not types.is_bool_dtype(s)) \
+            or (types.is_float_dtype(s) and bool(np.all(np.mod(s.dropna(), 1) == 0)))
+    if kind == "str":
+        return types.is_string_dtype(s) or types.is_object_dtype(s) or isinstance(s.dtype, pd.CategoricalDtype)
+    return types.is_bool_dtype(s)
 
 
 def _fail(table: str, column: str, problem: str) -> None:
@@ -448,7 +455,7 @@ def _fail(table: str, column: str, problem: str) -> None:
 
 
 def _check_column(table: str, col: Column, s: pd.Series) -> None:
-    if not _KIND_CHECK[col.kind](s):
+    if not _kind_ok(col.kind, s):
         _fail(table, col.name, f"has dtype {s.dtype}, expected {col.kind}")
     if col.kind not in ("float", "int"):
         if s.isna().any() and not col.nullable:
@@ -488,6 +495,8 @@ def validate_table(df: pd.DataFrame, spec: TableSpec, required: Iterable[str] = 
         Naming the column and the problem: missing, wrong dtype, NaN/inf,
         negative or out-of-range, unsorted or duplicate time, too few rows.
     """
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise ValueError(f"{spec.name}: expected a pandas DataFrame, got {type(df).__name__}")
     known = spec.columns
@@ -563,6 +572,8 @@ def validate_trace_matrix(X, *, min_columns: int = 2) -> np.ndarray:
         If ``X`` is not 2-D, has too few time points, or holds NaN/inf or
         negative power; for a DataFrame the offending column is named.
     """
+    import pandas as pd
+
     columns: Sequence = X.columns if isinstance(X, pd.DataFrame) else None
     arr = _matrix_as_float(X)
     if arr.ndim != 2:
@@ -599,6 +610,8 @@ _MAX_POWER_W = 1e5  # the plausible maximum of every power column (_power)
 
 def _matrix_as_float(X) -> np.ndarray:
     """``X`` as a float array; ValueError naming a column that does not hold numbers."""
+    import pandas as pd
+
     def refuse(what, detail):
         raise ValueError(f"trace matrix: {what} holds {detail}, expected numbers (power in W)")
 

@@ -73,38 +73,50 @@ def _open(args):
     return device, f"using the NVIDIA GPU through NVML: {device.info.name}"
 
 
+def _mean_skipna(values: np.ndarray) -> float:
+    """Mean of the values that are not NaN (NaN when none is), as pandas' ``mean`` does."""
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else float("nan")
+
+
 def _segment(gpu, start: float, end: float) -> dict:
-    """Sensor vs truth over one load, as a 1 kHz sampler would have seen it."""
+    """Sensor vs truth over one load, as a 1 kHz sampler would have seen it.
+
+    Works on the trace's columns as arrays (``trace_columns``): no pandas, so the
+    demo starts fast.
+    """
     from .. import schema
 
-    trace = gpu.trace(start, end, sample_period_s=_SAMPLE_S, run_id="demo")
-    t = trace[schema.T_S].to_numpy()
+    trace = gpu.trace_columns(start, end, sample_period_s=_SAMPLE_S, run_id="demo")
+    t = trace[schema.T_S]
     true_e = gpu.true_energy_j(start, end)
     duration = end - start
-    counter = trace[schema.ENERGY_COUNTER_J].dropna()
-    changed = np.flatnonzero(np.diff(counter.to_numpy()) > 0) + 1
-    counted = counter.to_numpy()[changed]
-    counted_t = t[counter.index[changed]]
-    inst = trace[schema.POWER_INSTANT_W].to_numpy()
+    read = np.flatnonzero(~np.isnan(trace[schema.ENERGY_COUNTER_J]))  # rows where the counter was read
+    counter = trace[schema.ENERGY_COUNTER_J][read]
+    changed = np.flatnonzero(np.diff(counter) > 0) + 1
+    counted = counter[changed]
+    counted_t = t[read[changed]]
+    inst = trace[schema.POWER_INSTANT_W]
+    clock = trace[schema.SM_CLOCK_MHZ]
     return {
         "duration": duration,
         "true_power": true_e / duration,
         "instant": float(np.mean(inst)),
-        "average": float(trace[schema.POWER_AVERAGE_W].mean()),
-        "usage": float(trace[schema.POWER_USAGE_W].mean()),
+        "average": _mean_skipna(trace[schema.POWER_AVERAGE_W]),
+        "usage": _mean_skipna(trace[schema.POWER_USAGE_W]),
         "true_energy": true_e,
         # naive: integrate the instant reading over the samples (trapezoid rule)
         "naive_energy": float(np.sum(0.5 * (inst[1:] + inst[:-1]) * np.diff(t))),
         # counter read at the load's start and end: off by up to one update at each end
-        "counter_energy": float(counter.iloc[-1] - counter.iloc[0]),
+        "counter_energy": float(counter[-1] - counter[0]),
         # counter dated by its own updates (the first read showing a new value)
         "counter_updates_energy": float(counted[-1] - counted[0]),
         "counter_updates_true": gpu.true_energy_j(float(counted_t[0]), float(counted_t[-1])),
         "inst_range": (float(inst.min()), float(inst.max())),
-        "temperature": (float(trace[schema.TEMPERATURE_C].iloc[0]),
-                        float(trace[schema.TEMPERATURE_C].iloc[-1])),
-        "sm_clock": float(trace[schema.SM_CLOCK_MHZ].median()),
-        "truth": gpu.truth(start, end),
+        "temperature": (float(trace[schema.TEMPERATURE_C][0]),
+                        float(trace[schema.TEMPERATURE_C][-1])),
+        "sm_clock": float(np.median(clock[~np.isnan(clock)])),
+        "truth": gpu.truth_columns(start, end),
     }
 
 
@@ -162,7 +174,7 @@ def _run_simulated(gpu, out) -> int:
     for line in _table(sq, st):
         print(line, file=out)
     print("", file=out)
-    p = sq["truth"]["reference_power_w"].to_numpy()
+    p = sq["truth"]["reference_power_w"]
     lo, hi = np.percentile(p, 2), np.percentile(p, 98)
     print(f"square wave: true power switches between {lo:.0f} W and {hi:.0f} W; the instant reading "
           f"ranged {sq['inst_range'][0]:.0f}–{sq['inst_range'][1]:.0f} W, drifting through low, middle "

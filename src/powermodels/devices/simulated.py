@@ -47,9 +47,9 @@ import math
 import os
 import threading
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .. import schema
 from ._checks import finite
@@ -65,6 +65,9 @@ from .sensor_emulation import (
 )
 from .simulated_engine import THROTTLE_SW_POWER_CAP, SimulationEngine
 from .simulated_workload import EXAMPLE_WORKLOADS, SimulatedWorkload
+
+if TYPE_CHECKING:  # annotations only: pandas is imported when a table is asked for
+    import pandas as pd
 
 __all__ = [
     "EXAMPLE_WORKLOADS",
@@ -337,7 +340,16 @@ class SimulatedGPU(SimulationEngine, Device):
     # ------------------------------------------------------------------
 
     def trace(self, start_s, end_s, sample_period_s=1e-3, run_id="run") -> pd.DataFrame:
-        """What a background sampler would have recorded over ``[start_s, end_s]``.
+        """What a background sampler would have recorded over ``[start_s, end_s]``, as a trace table.
+
+        The columns of :meth:`trace_columns` as a :class:`pandas.DataFrame`.
+        """
+        import pandas as pd  # here, not at import: the simulated GPU's users without tables start faster
+
+        return pd.DataFrame(self.trace_columns(start_s, end_s, sample_period_s, run_id))
+
+    def trace_columns(self, start_s, end_s, sample_period_s=1e-3, run_id="run") -> dict[str, np.ndarray]:
+        """What a background sampler would have recorded over ``[start_s, end_s]``: column -> array.
 
         Parameters
         ----------
@@ -350,8 +362,8 @@ class SimulatedGPU(SimulationEngine, Device):
 
         Returns
         -------
-        pandas.DataFrame
-            A trace table (:data:`powermodels.schema.TRACE_TABLE`). The energy
+        dict of str to ndarray
+            The columns of a trace table (:data:`powermodels.schema.TRACE_TABLE`). The energy
             counter is NaN except every ``sensor.energy_read_s`` (its reads are
             slow); ``reference_power_w`` only with ``reference_meter=True``.
         """
@@ -389,14 +401,21 @@ class SimulatedGPU(SimulationEngine, Device):
             if self.reference_meter:
                 columns[schema.REFERENCE_POWER_W] = self._meter_at(t)
             columns[schema.LOAD_ACTIVITY] = np.clip(activity, 0.0, 1.0)
-            return pd.DataFrame(columns)
+            return columns
 
     def truth(self, start_s, end_s) -> pd.DataFrame:
         """The physical ground truth on the internal 0.2 ms grid over ``[start_s, end_s]``.
 
         One row per grid step overlapping the interval; ``t_s`` is the step's
         start and the true power (``reference_power_w``) is constant over it.
+        The columns of :meth:`truth_columns` as a :class:`pandas.DataFrame`.
         """
+        import pandas as pd
+
+        return pd.DataFrame(self.truth_columns(start_s, end_s))
+
+    def truth_columns(self, start_s, end_s) -> dict[str, np.ndarray]:
+        """The ground truth of :meth:`truth` as column -> array."""
         start_s, end_s = self._interval("truth", start_s, end_s)
         with self._lock:
             self._update_cumulative()
@@ -408,7 +427,7 @@ class SimulatedGPU(SimulationEngine, Device):
             k = j // self._r - self._k0
             b0, b1 = j0 - self._j0, j1 - self._j0  # rows of the kept fine-step buffers
             power = np.diff(self._ecum.data[b0 : b1 + 1]) / self._df
-            return pd.DataFrame({
+            return {
                 schema.T_S: j * self._df,
                 schema.REFERENCE_POWER_W: power,
                 schema.TEMPERATURE_C: self._temp.data[k].copy(),
@@ -416,7 +435,7 @@ class SimulatedGPU(SimulationEngine, Device):
                 schema.MEM_CLOCK_MHZ: self._fm.data[k].copy(),
                 schema.THROTTLE_REASONS: self._thr.data[k].astype(np.int64),
                 schema.LOAD_ACTIVITY: np.clip(self._act.data[b0:b1], 0.0, 1.0),
-            })
+            }
 
     def true_energy_j(self, start_s, end_s) -> float:
         """Exact integral of the true power over ``[start_s, end_s]`` (J)."""

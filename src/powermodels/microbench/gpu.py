@@ -35,14 +35,22 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import schema
 from . import sass
 from .catalog import HOPPER_MICROBENCHMARKS, MICROBENCHMARKS, microbenchmark
 
-__all__ = ["CupyNcuBackend", "MeasureSettings", "MicrobenchGpu", "counter_slope"]
+__all__ = ["SECTOR_METRICS", "CupyNcuBackend", "MeasureSettings", "MicrobenchGpu", "counter_slope"]
 
 MARKER = r'extern "C" __global__ void pm_marker(int* p) { if (p[0] == 12345) p[1] = 1; }'
 #: Metrics of the opcode pass besides the opcode metric itself.
 NCU_METRICS = ["l1tex__t_sector_hit_rate.pct", "lts__t_sector_hit_rate.pct", "gpu__time_duration.sum"]
+#: Memory traffic per launch (32-byte sectors), profiled in a separate ncu pass.
+SECTOR_METRICS = {
+    schema.L1_SECTORS: ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+    schema.L2_SECTORS: ("lts__t_sectors_srcunit_tex.sum",),
+    schema.DRAM_SECTORS: ("dram__sectors_read.sum", "dram__sectors_write.sum"),
+}
 
 
 @dataclass(frozen=True)
@@ -313,8 +321,6 @@ class CupyNcuBackend:
                     break
             if not opcode_csv:
                 raise RuntimeError("no usable ncu opcode profile (see the log)")
-            from ..workflows.instruction_tables import SECTOR_METRICS
-
             sector_metrics = [m for names in SECTOR_METRICS.values() for m in names]
             sector_csv = self._run_ncu(ncu, sector_metrics, plan_path, True, say, instances=False)
         return {"opcode_csv": opcode_csv, "sector_csv": sector_csv, "metric": metric}

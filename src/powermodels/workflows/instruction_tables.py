@@ -30,6 +30,7 @@ import pandas as pd
 
 from .. import schema
 from ..microbench import sass
+from ..microbench.gpu import SECTOR_METRICS  # named here too (where the tables use it)
 
 __all__ = ["MARKER_KERNEL", "PROFILE_ITERS", "SECTOR_METRICS", "STATIC_MICROBENCHMARK",
            "build_tables", "plan_of", "rebuild_tables", "record_row", "sector_columns",
@@ -41,13 +42,6 @@ PROFILE_ITERS = (8, 16)
 MARKER_KERNEL = "pm_marker"
 #: Microbenchmark whose power is the constant + static power (Wattchmen §3.3.1).
 STATIC_MICROBENCHMARK = "nanosleep"
-#: Memory traffic per launch (32-byte sectors), profiled in a separate ncu pass.
-SECTOR_METRICS = {
-    schema.L1_SECTORS: ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-                        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
-    schema.L2_SECTORS: ("lts__t_sectors_srcunit_tex.sum",),
-    schema.DRAM_SECTORS: ("dram__sectors_read.sum", "dram__sectors_write.sum"),
-}
 
 
 def plan_of(record: dict) -> dict:
