@@ -67,3 +67,25 @@ def test_old_run_campaign_keeps_cluster_with_a_warning(tmp_path):
             pytest.raises(ValueError, match="not both"):
         run_campaign(spec, tmp_path / "b", cluster="local", runner=make_runner("simulated"), progress=False)
     assert len(run_campaign(spec, tmp_path / "c", progress=False)) == 1  # no cluster: serial, no warning
+
+
+def test_run_launches_takes_the_old_kernel_keyword_with_a_warning():
+    from powermodels.measuring.protocols.launches import run_launches
+    from powermodels.measuring.runner import make_runner
+
+    with make_runner("simulated", device_kwargs={"seed": 0}) as runner:
+        with pytest.warns(DeprecationWarning, match=r"run_launches\(kernel=\.\.\.\) is deprecated: use workload="):
+            old = run_launches(runner, kernel="fp32", config=None, launches=2)
+        new = run_launches(runner, workload="fp32", config=None, launches=2)
+        assert old.shape == new.shape == (2, 2)
+        with pytest.raises(TypeError, match="both kernel="):
+            run_launches(runner, kernel="fp32", workload="fp32", config=None, launches=1)
+
+
+def test_the_renamed_keywords_example_runs():
+    import doctest
+
+    import powermodels.deprecation
+
+    result = doctest.testmod(powermodels.deprecation)
+    assert result.attempted > 0 and result.failed == 0

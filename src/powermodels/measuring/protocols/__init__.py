@@ -7,7 +7,7 @@ run-table row (:data:`schema.RUN_TABLE`):
 =================  ==========================================================
 ``naive``          one launch, one reading right after it (the practice Yang
                    §V-B criticises): ``energy = P_reading × t_kernel``.
-``continuous``     Kernel Tuner style: repeat the kernel for ≥ ``duration_s``
+``continuous``     Kernel Tuner style: repeat the workload for ≥ ``duration_s``
                    (1 s) and take ``median(power) × t_kernel``.
 ``good_practice``  Yang §V-A: ≥ 32 repetitions or ≥ ``min_duration_s``,
                    several trials separated by random delays, readings during
@@ -25,7 +25,7 @@ run-table row (:data:`schema.RUN_TABLE`):
                    (:func:`default_protocol`).
 =================  ==========================================================
 
-Every row carries the per-launch kernel time (CUDA events, or the simulated
+Every row carries the per-launch time (CUDA events, or the simulated
 launch times), power, energy per launch, mean temperature and observed clocks,
 and — where the runner knows it (simulated truth, external meter) — the
 reference energy over exactly the same launches.

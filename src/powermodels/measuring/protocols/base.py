@@ -33,7 +33,7 @@ class Measurement:
     ----------
     row : dict
         One run-table row (keys are :mod:`powermodels.schema` constants, plus
-        one key per tunable parameter of the kernel).
+        one key per tunable parameter of the workload).
     trace : pandas.DataFrame
         The trace table of the run (``run_id`` = ``row[schema.RUN_ID]``).
     launches : ndarray of shape (n, 2)
@@ -58,9 +58,9 @@ class Protocol(ABC):
         return asdict(self)
 
     @abstractmethod
-    def _measure(self, runner: Runner, kernel: workloads.Workload, config: dict,
+    def _measure(self, runner: Runner, workload: workloads.Workload, config: dict,
                  run_id: str) -> tuple[dict, pd.DataFrame, np.ndarray]:
-        """Run ``kernel`` (a Workload, its full valid ``config``) and return
+        """Run ``workload`` (a Workload, its full valid ``config``) and return
         (protocol-specific row fields, trace, launch intervals)."""
 
     def measure(self, runner: Runner, workload, config: dict | str | None = None, *,

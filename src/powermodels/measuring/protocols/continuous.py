@@ -30,11 +30,11 @@ class Continuous(Protocol):
     power_column: str = schema.POWER_USAGE_W
     name: ClassVar[str] = "continuous"
 
-    def _measure(self, runner, kernel, config, run_id):
+    def _measure(self, runner, workload, config, run_id):
         if not self.duration_s > 0:
             raise ValueError(f"continuous: duration_s must be > 0, got {self.duration_s}")
-        n = launches_for(self.duration_s, runner.launch_time_s(kernel, config))
-        iv = runner.run(kernel, config, n)
+        n = launches_for(self.duration_s, runner.launch_time_s(workload, config))
+        iv = runner.run(workload, config, n)
         start, end = float(iv[0, 0]), float(iv[-1, 1])
         trace = runner.trace(start, end, run_id=run_id)
         column = power_column(trace, self.power_column)

@@ -153,32 +153,32 @@ class Counter(Protocol):
         if (self.alpha_w_per_c is None) != (self.reference_temperature_c is None):
             raise ValueError("counter: give alpha_w_per_c and reference_temperature_c together (or neither)")
 
-    def _measure(self, runner, kernel, config, run_id):
+    def _measure(self, runner, workload, config, run_id):
         self._check()
         sampler = getattr(runner, "sampler", None)
         old = getattr(sampler, "energy_period_s", None)
         if old:  # a real sampler: bracket updates to a few ms while we measure
             sampler.energy_period_s = min(old, self.counter_read_s)
         try:
-            return self._measure_counter(runner, kernel, config, run_id)
+            return self._measure_counter(runner, workload, config, run_id)
         finally:
             if old:
                 sampler.energy_period_s = old
 
-    def _measure_counter(self, runner, kernel, config, run_id):
+    def _measure_counter(self, runner, workload, config, run_id):
         if not has_energy_counter(runner):
-            return self._fallback(runner, kernel, config, run_id)
+            return self._fallback(runner, workload, config, run_id)
         period = float(runner.sensor.update_period_s)
-        first = run_launches(runner, kernel, config, 1)  # warm-up, and a first time per launch
+        first = run_launches(runner, workload, config, 1)  # warm-up, and a first time per launch
         t1 = float(first[0, 1] - first[0, 0])
         batch = batch_size(max(t1, 1e-9), below_s=self.batch_below_s, target_s=self.batch_s)
         ivs = [first]
         if self.settle_s - t1 > 0.5 * t1:  # the first launch may already be the settling
             # (the tolerance keeps 0.2 s of 0.1 s launches at 2, not 3, launches)
-            ivs.append(run_launches(runner, kernel, config, launches_for(self.settle_s - t1 - 1e-9, t1), batch))
+            ivs.append(run_launches(runner, workload, config, launches_for(self.settle_s - t1 - 1e-9, t1), batch))
             t1 = float(np.median(np.diff(ivs[-1], axis=1)))
         n = launches_for(max(self.window_s, self.min_updates * period) + 1.5 * period, t1)
-        measured = [run_launches(runner, kernel, config, n, batch)]
+        measured = [run_launches(runner, workload, config, n, batch)]
         start = float(measured[0][0, 0])
         while True:
             iv = np.vstack(measured)
@@ -188,12 +188,12 @@ class Counter(Protocol):
             if window is not None and window.updates >= self.min_updates:
                 break
             if not np.isfinite(trace.get(schema.ENERGY_COUNTER_J, pd.Series([np.nan])).to_numpy(float)).any():
-                return self._fallback(runner, kernel, config, run_id)
+                return self._fallback(runner, workload, config, run_id)
             if end - start >= self.max_duration_s:
                 got = 0 if window is None else window.updates
                 raise RuntimeError(f"counter: only {got} energy-counter update(s) seen in {end - start:.1f} s "
                                    f"of load (need {self.min_updates}); is the counter frozen?")
-            measured.append(run_launches(runner, kernel, config, launches_for(period, t1), batch))
+            measured.append(run_launches(runner, workload, config, launches_for(period, t1), batch))
         # the launches the window saw (the row's time per launch and reference are over these)
         keep = (iv[:, 1] > window.start_s) & (iv[:, 0] < window.end_s)
         steady = trace_window(trace, window.start_s, window.end_s)
@@ -211,10 +211,10 @@ class Counter(Protocol):
                   schema.ENERGY_UNCERTAINTY_J: window.uncertainty_j, **observed}
         return fields, trace, iv[keep]
 
-    def _fallback(self, runner, kernel, config, run_id):
+    def _fallback(self, runner, workload, config, run_id):
         warnings.warn(f"counter: {runner.device_name} reports no energy counter; measuring with "
                       "good_practice instead", RuntimeWarning, stacklevel=4)
         gp = GoodPractice()
-        fields, trace, iv = gp._measure(runner, kernel, config, run_id)
+        fields, trace, iv = gp._measure(runner, workload, config, run_id)
         fields[schema.PROTOCOL] = gp.name
         return fields, trace, iv

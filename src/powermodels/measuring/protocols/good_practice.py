@@ -49,14 +49,14 @@ class GoodPractice(Protocol):
         s = runner.sensor
         return s.average_window_s if self.power_column == schema.POWER_AVERAGE_W else s.instant_window_s
 
-    def _measure(self, runner, kernel, config, run_id):
+    def _measure(self, runner, workload, config, run_id):
         if self.min_reps < 1 or self.trials < 1:
             raise ValueError(f"good_practice: min_reps and trials must be >= 1, got {self.min_reps}, {self.trials}")
         rng = np.random.default_rng(self.random_state)
         sensor = runner.sensor
         window = self._window_s(runner)
         shifts = self.n_shifts if window < sensor.update_period_s else 0
-        n = launches_for(self.min_duration_s, runner.launch_time_s(kernel, config), self.min_reps)
+        n = launches_for(self.min_duration_s, runner.launch_time_s(workload, config), self.min_reps)
         chunks = np.array_split(np.arange(n), shifts + 1) if shifts else [np.arange(n)]
         chunks = [c for c in chunks if c.size]
         powers, traces, all_iv, times = [], [], [], []
@@ -64,7 +64,7 @@ class GoodPractice(Protocol):
             runner.idle(float(rng.uniform(0.0, self.max_delay_s)))
             ivs, gaps = [], []
             for k, chunk in enumerate(chunks):
-                ivs.append(runner.run(kernel, config, int(chunk.size)))
+                ivs.append(runner.run(workload, config, int(chunk.size)))
                 if k + 1 < len(chunks):
                     gaps.append(runner.idle(window))
             iv = np.vstack(ivs)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ... import schema
+from ...deprecation import renamed_keywords
 
 __all__ = [
     "CounterWindow",
@@ -265,18 +266,20 @@ def has_energy_counter(runner) -> bool:
         return False
 
 
-def run_launches(runner, kernel, config, launches: int, batch: int = 1) -> np.ndarray:
+@renamed_keywords(kernel="workload")
+def run_launches(runner, workload, config, launches: int, batch: int = 1) -> np.ndarray:
     """``runner.run`` back to back; on a real GPU, batches of ``batch`` launches as CUDA graphs.
 
     Batching (:func:`~powermodels.measuring.graphs.run_batched`) needs a runner
     with prepared workloads and a CUDA-event clock (``CupyRunner``); the
     simulated GPU has no launch overhead, so it simply runs the launches.
+    ``kernel=`` (the old name of ``workload``) still works, with a DeprecationWarning.
     """
     if batch > 1 and hasattr(runner, "prepared") and hasattr(runner, "clock") \
-            and getattr(runner.prepared(kernel, config), "timing", "events") != "synchronize":
+            and getattr(runner.prepared(workload, config), "timing", "events") != "synchronize":
         # (work on its framework's own streams is timed by synchronising, launch by launch)
         from ..graphs import run_batched
 
-        return run_batched(runner, kernel, config, int(launches), int(batch))
-    return np.asarray(runner.run(kernel, config, int(launches)))
+        return run_batched(runner, workload, config, int(launches), int(batch))
+    return np.asarray(runner.run(workload, config, int(launches)))
 

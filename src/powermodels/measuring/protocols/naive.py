@@ -25,8 +25,8 @@ class Naive(Protocol):
     power_column: str = schema.POWER_USAGE_W
     name: ClassVar[str] = "naive"
 
-    def _measure(self, runner, kernel, config, run_id):
-        iv = runner.run(kernel, config, 1)
+    def _measure(self, runner, workload, config, run_id):
+        iv = runner.run(workload, config, 1)
         start, end = float(iv[0, 0]), float(iv[-1, 1])
         trace = runner.trace(start - 0.01, end + 0.05, run_id=run_id)
         column = power_column(trace, self.power_column)

@@ -25,7 +25,7 @@ __all__ = ["SteadyState"]
 class SteadyState(Protocol):
     """Wattchmen §3.3 steady-state measurement.
 
-    Measures the idle power for ``idle_s``, runs the kernel in chunks of
+    Measures the idle power for ``idle_s``, runs the workload in chunks of
     ``chunk_s`` until chunk-mean power changes by less than
     ``settle_power_rel`` and temperature by less than ``settle_temp_c`` for
     ``settle_chunks`` consecutive chunks (or ``max_duration_s`` passes), then
@@ -44,15 +44,15 @@ class SteadyState(Protocol):
     power_column: str = schema.POWER_INSTANT_W
     name: ClassVar[str] = "steady_state"
 
-    def _measure(self, runner, kernel, config, run_id):
+    def _measure(self, runner, workload, config, run_id):
         if not (self.chunk_s > 0 and self.measure_s > 0 and self.idle_s >= 0):
             raise ValueError("steady_state: chunk_s and measure_s must be > 0 and idle_s >= 0")
         idle0, idle1 = runner.idle(self.idle_s) if self.idle_s > 0 else (runner.now(), runner.now())
-        t1 = runner.launch_time_s(kernel, config)
+        t1 = runner.launch_time_s(workload, config)
         per_chunk = launches_for(self.chunk_s, t1)
         previous, settled, started = None, 0, None
         while True:
-            iv = runner.run(kernel, config, per_chunk)
+            iv = runner.run(workload, config, per_chunk)
             started = float(iv[0, 0]) if started is None else started
             chunk = runner.trace(float(iv[0, 0]), float(iv[-1, 1]), run_id=run_id)
             column = power_column(chunk, self.power_column)
@@ -65,7 +65,7 @@ class SteadyState(Protocol):
             if settled >= self.settle_chunks or float(iv[-1, 1]) - started >= self.max_duration_s:
                 break
         n = launches_for(self.measure_s, t1)
-        iv = runner.run(kernel, config, n)
+        iv = runner.run(workload, config, n)
         start, end = float(iv[0, 0]), float(iv[-1, 1])
         trace = runner.trace(idle0, end, run_id=run_id)
         column = power_column(trace, self.power_column)

@@ -1,0 +1,48 @@
+"""Old keyword names that keep working for one release, with a :class:`DeprecationWarning`.
+
+Used where a public function's parameter was renamed (issue 23: ``kernel`` →
+``workload`` where a workload is meant); the old name still works for one
+release and the warning names the new one.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+
+__all__ = ["renamed_keywords"]
+
+
+def renamed_keywords(**old_to_new: str) -> Callable:
+    """Decorator: accept each ``old=`` keyword as its ``new`` name, with a DeprecationWarning.
+
+    Passing both names is a :class:`TypeError` naming them.
+
+    Examples
+    --------
+    >>> @renamed_keywords(kernel="workload")
+    ... def run(workload, config=None):
+    ...     return workload
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     run(kernel="fp32"), str(caught[0].message)
+    ('fp32', 'run(kernel=...) is deprecated: use workload=...')
+    """
+
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{function.__name__}() got both {old}= (deprecated) and {new}=")
+                    warnings.warn(f"{function.__name__}({old}=...) is deprecated: use {new}=...",
+                                  DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
