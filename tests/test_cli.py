@@ -53,3 +53,12 @@ def test_build_parser_still_knows_every_command():
     parser = cli.build_parser()
     args = parser.parse_args(["measure", "--kernel", "fp32", "--device", "simulated"])
     assert args.command == "measure" and callable(args._run)
+
+
+def test_the_simulated_demo_never_imports_pandas():
+    # the demo's start-up budget (issue 23: <= 0.4 s on 2 cores) has no room for pandas (~0.15 s)
+    code = ("import io, sys, contextlib; from powermodels.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    rc = main(['demo', '--device', 'simulated'])\n"
+            "print(rc, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False"], out

@@ -25,11 +25,14 @@ stream is serial), so the probes before and after a launch bracket the clock it 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .. import schema
+
+if TYPE_CHECKING:  # annotations only: pandas is imported where a probe table is built
+    import pandas as pd
 
 __all__ = [
     "PROBE_SOURCE",
@@ -94,6 +97,8 @@ def probe_table(cycles, elapsed_ns, gpu_time_ns=None) -> pd.DataFrame:
     """The results of a batch of probes as a table (``cycles``, ``elapsed_ns``, ``clock_mhz``)."""
     cycles = np.asarray(cycles, dtype=float)
     elapsed_ns = np.asarray(elapsed_ns, dtype=float)
+    import pandas as pd  # here: importing the simulated GPU must not import pandas (start-up)
+
     out = pd.DataFrame({schema.PROBE_CYCLES: cycles, schema.PROBE_ELAPSED_NS: elapsed_ns,
                         schema.PROBE_CLOCK_MHZ: clock_from_counts(cycles, elapsed_ns)})
     if gpu_time_ns is not None:
