@@ -62,3 +62,9 @@ def test_the_simulated_demo_never_imports_pandas():
             "print(rc, 'pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "False"], out
+
+
+def test_help_lists_the_commands_in_alphabetical_order():
+    from powermodels.commands import COMMANDS
+
+    assert list(COMMANDS) == sorted(COMMANDS)

@@ -73,13 +73,13 @@ COMMANDS: dict[str, Command] = {
         "Recommend core/memory clocks for a kernel under a slowdown limit (DSO DVFS "
         "model).",
     ),
-    "twin-compare": Command(
-        "twin_compare",
-        "Replay a raw recording on a twin preset; table and plots real vs twin.",
-    ),
     "restore": Command(
         "restore",
         "Restore GPU clocks/power limits left changed by a killed powermodels "
         "process.",
+    ),
+    "twin-compare": Command(
+        "twin_compare",
+        "Replay a raw recording on a twin preset; table and plots real vs twin.",
     ),
 }
