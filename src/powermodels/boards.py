@@ -41,6 +41,7 @@ import pandas as pd
 from . import schema
 
 __all__ = [
+    "MODELS",
     "BoardNormalisation",
     "BoardSpreadWarning",
     "board_spread",
@@ -54,6 +55,7 @@ __all__ = [
 
 # the standard error of a median of n normal samples is ~sqrt(pi/2) x that of their mean
 _MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
+#: Normalisation models: a gain per board, or a gain and a power offset.
 MODELS = ("scale", "affine")
 
 

@@ -60,6 +60,29 @@ def test_campaign_writes_run_and_trace_tables_with_metadata(tmp_path):
     assert "settings_at_start" in meta
 
 
+def test_board_probe_on_one_board_and_bad_probes(tmp_path):
+    from powermodels.campaigns.boards import PROBE_DIR, load_normalised_runs
+
+    with pytest.raises(ValueError, match="no board normalisation: add a 'board_probe'"):
+        run_campaign(dict(SMALL, kernels={"fp32": "default"}, repeats=1), tmp_path / "plain", progress=False)
+        load_normalised_runs(tmp_path / "plain")
+    spec = dict(SMALL, kernels={"fp32": "default"}, repeats=1,
+                board_probe={"kernels": {"stream_triad": "default"}, "repeats": 2})
+    runs = run_campaign(spec, tmp_path / "c", progress=False)
+    meta = json.loads((tmp_path / "c" / "metadata.json").read_text())
+    assert "boards" not in meta                       # one board: no spread to report
+    fit = meta["board_normalisation"]                 # one board: its own reference, gain 1
+    assert list(fit["gain"].values()) == [1.0] and fit["probe"] == ["block_size_x=256,vector_width=4"]
+    assert len(load_campaign(tmp_path / "c" / PROBE_DIR)[0]) == 2 and len(runs) == 1
+    assert load_normalised_runs(tmp_path / "c")[schema.NORMALISED_ENERGY_J].tolist() == runs[schema.ENERGY_J].tolist()
+    for probe, match in [("sgemm", "must be a table"), ({"kernel": {}}, r"unknown key\(s\) \['kernel'\]"),
+                         ({"repeats": 2}, "nothing to measure"),
+                         ({"kernels": {"fp32": "default"}, "repeats": 0}, "'repeats' must be an integer >= 1"),
+                         ({"kernels": {"fp32": "default"}, "model": "linear"}, "'model' must be one of")]:
+        with pytest.raises(ValueError, match=match):
+            CampaignSpec.from_dict(dict(SMALL, board_probe=probe))
+
+
 def test_campaign_resumes_and_skips_finished_runs(tmp_path):
     run_campaign(SMALL, tmp_path, progress=False, max_runs=2)
     first = {k: (tmp_path / "runs" / f"{k}.json").stat().st_mtime_ns for k in finished_keys(tmp_path)}

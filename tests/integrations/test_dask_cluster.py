@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -168,3 +169,56 @@ def test_local_cuda_without_dask_cuda_is_one_line_naming_the_extra(tmp_path, cap
     assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--cluster", "local-cuda"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'powermodels[cuda-cluster]'" in err[0], err
+
+
+def test_a_campaign_on_two_boards_reports_their_spread_and_maps_them_with_a_probe(client, tmp_path, capsys):
+    from powermodels.boards import BoardSpreadWarning
+    from powermodels.campaigns.boards import PROBE_DIR, load_normalised_runs
+
+    spec = dict(SPEC, kernels={"fp32": {"sample": 3, "seed": 0}}, repeats=2,
+                board_probe={"kernels": {"stream_copy": "default", "fp32": "default"}, "repeats": 2})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BoardSpreadWarning)  # whether the simulated boards differ is seed luck
+        runs = run_campaign(spec, tmp_path / "c", executor=DaskExecutor(client, per_gpu=True), progress=False)
+    meta = json.loads((tmp_path / "c" / "metadata.json").read_text())
+    boards = meta["boards"]
+    assert boards["devices"] == ["SIM-hopper-0", "SIM-hopper-1"] and boards["configurations_on_several_boards"] == 3
+    fit = meta["board_normalisation"]
+    assert fit["model"] == "scale" and set(fit["gain"]) == set(boards["devices"])
+    assert fit["gain"][fit["reference"]] == 1.0 and len(fit["probe"]) == 2
+    # the probe is a campaign of its own: every probe run on both boards, resumable
+    probe_runs = load_campaign(tmp_path / "c" / PROBE_DIR)[0]
+    assert len(probe_runs) == 2 * 2 * 2 and probe_runs[schema.DEVICE_UUID].nunique() == 2
+    normalised = load_normalised_runs(tmp_path / "c")
+    other = [u for u in boards["devices"] if u != fit["reference"]][0]
+    row = normalised[normalised[schema.DEVICE_UUID] == other].iloc[0]
+    assert row[schema.NORMALISED_ENERGY_J] == pytest.approx(row[schema.ENERGY_J] / fit["gain"][other])
+    assert len(runs) == 3 * 2 * 2
+    # the command prints the medians per board and what was recorded
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(json.dumps(spec))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BoardSpreadWarning)
+        assert main(["campaign", str(spec_file), "--out", str(tmp_path / "c"), "--no-progress",
+                     "--cluster", client.scheduler.address, "--per-gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "boards: 2; 3 configuration(s) measured on several" in out and "board probe (scale, 2" in out
+    assert out.count("SIM-hopper-") >= 6   # one line per configuration and board
+
+
+def test_board_spread_is_warned_when_boards_differ(client, tmp_path, monkeypatch):
+    from powermodels import boards as board_analysis
+
+    # the simulated boards as measured, then one of them read 5 % high: beyond any 2σ of the naive protocol
+    real = board_analysis.board_spread
+
+    def one_board_high(runs, **kw):
+        runs = runs.copy()
+        high = runs[schema.DEVICE_UUID] == "SIM-hopper-1"
+        runs.loc[high, schema.ENERGY_J] *= 1.05
+        return real(runs, **kw)
+
+    monkeypatch.setattr("powermodels.campaigns.boards.board_spread", one_board_high)
+    spec = dict(SPEC, kernels={"fp32": "default"}, repeats=3)
+    with pytest.warns(board_analysis.BoardSpreadWarning, match="differ by more than 2σ"):
+        run_campaign(spec, tmp_path / "w", executor=DaskExecutor(client, per_gpu=True), progress=False)

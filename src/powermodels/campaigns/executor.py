@@ -38,3 +38,10 @@ class CampaignExecutor(ABC):
     def run(self, spec: CampaignSpec, out_dir: str | os.PathLike, *, progress: bool = True,
             max_runs: int | None = None) -> pd.DataFrame:
         """Run (or resume) ``spec`` into ``out_dir``; stop after ``max_runs`` new runs when given."""
+
+    def per_board(self) -> CampaignExecutor:
+        """An executor that measures every run on every board this one has (a campaign's board probe).
+
+        One device (the default): this executor itself.
+        """
+        return self

@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import workloads
+from ..boards import MODELS
 from ..measuring.protocols import make_protocol
 
-__all__ = ["CampaignSpec", "PlannedRun", "load_spec", "plan"]
+__all__ = ["CampaignSpec", "PlannedRun", "check_board_probe", "load_spec", "plan"]
+
+_PROBE_KEYS = ("kernels", "workloads", "repeats", "model")
 
 
 @dataclass
@@ -61,6 +64,11 @@ class CampaignSpec:
         Another compute process on the GPU before or after a run is an error
         (:class:`~powermodels.measuring.exclusive.OtherProcessError`) instead of
         a warning and a count in the row's ``other_gpu_processes``.
+    board_probe : dict, optional
+        A short workload every board runs before the campaign —
+        ``{"kernels": {"sgemm": "default"}, "repeats": 3, "model": "scale"}``
+        (``workloads`` too) — to map every board onto one
+        (:mod:`powermodels.campaigns.boards`; recorded in ``metadata.json``).
     """
 
     kernels: dict = field(default_factory=lambda: {"fp32": "default"})
@@ -74,6 +82,7 @@ class CampaignSpec:
     workloads: list = field(default_factory=list)
     base_dir: str | None = None
     exclusive: bool = False
+    board_probe: dict | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping) -> CampaignSpec:
@@ -131,12 +140,31 @@ class CampaignSpec:
         if int(self.repeats) < 1:
             raise ValueError(f"campaign spec: 'repeats' must be >= 1, got {self.repeats}")
         make_protocol(self.protocol, **self.protocol_params)
+        if self.board_probe is not None:
+            check_board_probe(self.board_probe)
         clocks = [c for c in (self.sm_clocks_mhz or []) if c is not None]
         if clocks and not self.allow_clock_changes:
             raise ValueError(
                 "campaign spec: 'sm_clocks_mhz' needs 'allow_clock_changes': true "
                 "(clock changes are opt-in and restored afterwards)"
             )
+
+
+def check_board_probe(probe) -> None:
+    """A one-line ValueError naming what is wrong with a spec's ``board_probe``."""
+    if not isinstance(probe, Mapping):
+        raise ValueError(f"campaign spec: 'board_probe' must be a table like "
+                         f"{{\"kernels\": {{\"sgemm\": \"default\"}}, \"repeats\": 3}}, got {probe!r}")
+    unknown = sorted(set(probe) - set(_PROBE_KEYS))
+    if unknown:
+        raise ValueError(f"campaign spec: board_probe: unknown key(s) {unknown}; known: {list(_PROBE_KEYS)}")
+    if not probe.get("kernels") and not probe.get("workloads"):
+        raise ValueError("campaign spec: board_probe: nothing to measure: give 'kernels' or 'workloads'")
+    repeats = probe.get("repeats", 3)
+    if not (isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 1):
+        raise ValueError(f"campaign spec: board_probe: 'repeats' must be an integer >= 1, got {repeats!r}")
+    if probe.get("model", "scale") not in MODELS:
+        raise ValueError(f"campaign spec: board_probe: 'model' must be one of {MODELS}, got {probe.get('model')!r}")
 
 
 def load_spec(path: str | os.PathLike) -> CampaignSpec:

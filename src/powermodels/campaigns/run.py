@@ -238,6 +238,12 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         (this process); e.g.
         ``DaskExecutor("local-cuda")`` (:mod:`powermodels.integrations.dask_cluster`)
         for a Dask cluster, one worker per GPU.
+
+    Runs measured on several boards: the spread of the configurations seen on
+    more than one is recorded in ``metadata.json`` (``"boards"``) and warned
+    about when it exceeds 2σ of the measurement; a spec's ``board_probe`` is
+    measured on every board first and the per-board normalisation recorded
+    (``"board_normalisation"``; :mod:`powermodels.campaigns.boards`).
     lock_wait_s : float, default=0
         How long to wait for another campaign holding ``out_dir``
         (:func:`~powermodels.measuring.exclusive.campaign_lock`); then a
@@ -251,7 +257,14 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
     elif runner is not None:
         raise ValueError(f"run_campaign: pass a runner or an executor ({type(executor).__name__}), not both "
                          "(an executor opens its own devices)")
-    return executor.run(spec, out_dir, progress=progress, max_runs=max_runs)
+    from .boards import record_boards, run_board_probe
+
+    normalisation = None
+    if spec.board_probe is not None:  # measured on every board first: a folder of its own, resumable
+        normalisation = run_board_probe(spec, out_dir, executor, progress=progress)
+    runs = executor.run(spec, out_dir, progress=progress, max_runs=max_runs)
+    record_boards(out_dir, runs, normalisation)  # several boards: their spread (warned) in metadata.json
+    return runs
 
 
 def load_runs(out_dir: str | os.PathLike) -> pd.DataFrame:

@@ -105,6 +105,26 @@ def _print_summary(runs, total: int, out_dir: str, per_board: bool = False) -> N
            "vs_reference_%": "{:+.1f}".format, schema.SM_CLOCK_REQUESTED_MHZ: "{:.0f}".format}
     print("medians over repeats:")
     print(text_table(table, fmt, left=(schema.KERNEL, schema.CONFIG, schema.PROTOCOL)))
+    _print_boards(out_dir)
+
+
+def _print_boards(out_dir: str) -> None:
+    """What the campaign recorded about its boards (several GPUs, or a board probe), in two lines."""
+    import json
+
+    meta_path = Path(out_dir) / "metadata.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    boards = meta.get("boards")
+    if boards and boards["configurations_on_several_boards"]:
+        print(f"boards: {len(boards['devices'])}; {boards['configurations_on_several_boards']} configuration(s) "
+              f"measured on several: spread median {boards['board_spread_pct_median']:.2f} %, max "
+              f"{boards['board_spread_pct_max']:.2f} % ({boards['beyond_k_sigma']} beyond "
+              f"{boards['k']:g}σ of the measurement)")
+    fit = meta.get("board_normalisation")
+    if fit:
+        gains = ", ".join(f"{uuid} {gain:.4f}" for uuid, gain in fit["gain"].items() if uuid != fit["reference"])
+        print(f"board probe ({fit['model']}, {len(fit['probe'])} configuration(s)): gains vs {fit['reference']}: "
+              f"{gains or 'one board only'}; powermodels.campaigns.boards.load_normalised_runs(out) applies them")
 
 
 def run(args) -> int:
@@ -141,9 +161,11 @@ def run(args) -> int:
         print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "
               "command again to resume", file=sys.stderr)
         return 130
-    if args.per_gpu and len(runs):
-        from .. import schema
+    from .. import schema
 
-        total *= runs[schema.DEVICE_UUID].nunique()  # every run on every GPU
-    _print_summary(runs, total, args.out, per_board=args.per_gpu)
+    boards = runs[schema.DEVICE_UUID].nunique() if len(runs) and schema.DEVICE_UUID in runs else 1
+    if args.per_gpu:
+        total *= boards  # every run on every GPU
+    several = boards > 1
+    _print_summary(runs, total, args.out, per_board=bool(args.per_gpu or several))  # medians per board
     return 0

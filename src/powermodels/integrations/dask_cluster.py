@@ -357,3 +357,7 @@ class DaskExecutor(CampaignExecutor):
             max_runs: int | None = None) -> pd.DataFrame:
         return run_on_cluster(spec, out_dir, self.cluster, per_gpu=self.per_gpu, progress=progress,
                               max_runs=max_runs, workers=self.workers)
+
+    def per_board(self) -> DaskExecutor:
+        """The same cluster, every run on every GPU (``per_gpu=True``): a campaign's board probe."""
+        return DaskExecutor(self.cluster, per_gpu=True, workers=self.workers)
