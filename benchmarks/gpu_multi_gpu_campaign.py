@@ -129,8 +129,10 @@ def main(argv=None) -> int:
     p.add_argument("--device", choices=("nvml", "simulated"), default="nvml")
     p.add_argument("--cluster", choices=("local-cuda", "local"), default="local-cuda")
     p.add_argument("--work", type=Path, default=HERE / "results" / "multi_gpu_campaign_work")
-    p.add_argument("--tag", default="h200x2")
+    p.add_argument("--tag", default=None, help="names the outputs; default h200x2 on NVML, simulated otherwise")
     args = p.parse_args(argv)
+    if args.tag is None:  # a simulated run must never be filed under a real machine's name
+        args.tag = "h200x2" if args.device == "nvml" else "simulated"
     if args.configs * args.repeats < 40:
         p.error("the comparison needs >= 40 runs (--configs x --repeats)")
     main_spec = spec(args, args.configs, args.repeats)
