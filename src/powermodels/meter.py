@@ -88,6 +88,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import schema
+from .devices.clock_probe import CLOCK_STEP_MHZ
 
 __all__ = ["EnergyMeter", "WindowMeasurement"]
 
@@ -153,6 +154,11 @@ class WindowMeasurement:
                 schema.START_S: self.start_s, schema.END_S: self.end_s,
                 schema.THROTTLE_REASONS: int(self.throttle_reasons),
                 schema.SM_CLOCK_MHZ: 0.5 * (self.sm_clock_min_mhz + self.sm_clock_max_mhz),
+                # no probe runs inside someone else's code: NVML's reading, a lagging ~100 ms sensor
+                # that can show a clock one step off for seconds (docs/recordings.md)
+                schema.CLOCK_SOURCE: "nvml",
+                schema.CLOCK_RANGE_MHZ: self.sm_clock_max_mhz - self.sm_clock_min_mhz,
+                schema.CLOCK_UNCERTAINTY_MHZ: 0.5 * (self.sm_clock_max_mhz - self.sm_clock_min_mhz) + CLOCK_STEP_MHZ,
                 schema.TEMPERATURE_C: self.temperature_max_c}
 
 

@@ -72,7 +72,10 @@ def summary(row: dict) -> list[str]:
                  + _vs(energy, get(schema.REFERENCE_ENERGY_J), "J"))
     if math.isfinite(get(schema.IDLE_POWER_W)):
         lines.append(f"  {schema.IDLE_POWER_W:14s} {get(schema.IDLE_POWER_W):.1f} W")
-    lines.append(f"  {'conditions':14s} {get(schema.TEMPERATURE_C):.1f} °C, SM {get(schema.SM_CLOCK_MHZ):.0f} MHz, "
+    source = row.get(schema.CLOCK_SOURCE)
+    how = ("" if source is None else f" ({'probed on the GPU' if source == 'probe' else 'NVML reading'}"
+           f" ± {get(schema.CLOCK_UNCERTAINTY_MHZ):.0f})")
+    lines.append(f"  {'conditions':14s} {get(schema.TEMPERATURE_C):.1f} °C, SM {get(schema.SM_CLOCK_MHZ):.0f} MHz{how}, "
                  f"memory {get(schema.MEM_CLOCK_MHZ):.0f} MHz")
     if schema.CORRECTED_ENERGY_J in row:
         lines.append(f"  {'calibrated':14s} {get(schema.CORRECTED_POWER_W):.1f} W, "

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where a probe table is
     import pandas as pd
 
 __all__ = [
+    "CLOCK_STEP_MHZ",
     "PROBE_SOURCE",
     "PROBE_SPIN_NS",
     "TIMER_TICK_NS",
@@ -46,6 +47,9 @@ __all__ = [
     "probe_times_s",
 ]
 
+#: Hopper's SM-clock step (supported graphics clocks 15 MHz apart): two readings closer than half
+#: of it are one clock, and the NVML reading can show a clock one step off for seconds.
+CLOCK_STEP_MHZ = 15.0
 #: Tick of ``%globaltimer`` on an H100 (measured: 1,979.9 MHz at a steady 1,980 MHz).
 TIMER_TICK_NS = 32.0
 #: Global-timer span a probe spins for: one tick is then ≤ 0.16 % of it.

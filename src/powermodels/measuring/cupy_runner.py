@@ -91,7 +91,20 @@ class CupyRunner(Runner):
         return pk
 
     def run(self, workload, config=None, launches=1, gap_s=0.0):
-        return self._launch(self.prepared(workload, config), launches, gap_s)
+        pk = self.prepared(workload, config)
+        if self.clock_probe is None:
+            return self._launch(pk, launches, gap_s)
+        import cupy as cp
+
+        # on the workload's stream; work timed by synchronizes runs on its framework's streams,
+        # which the legacy default stream waits for
+        stream = cp.cuda.Stream.null if getattr(pk, "timing", "events") == "synchronize" \
+            else cp.cuda.get_current_stream()
+        self.clock_probe.enqueue(stream)
+        iv = self._launch(pk, launches, gap_s)
+        self.clock_probe.enqueue(stream)
+        self._record_probes(iv)
+        return iv
 
     def _launch(self, pk, launches, gap_s=0.0, at=None):
         import cupy as cp

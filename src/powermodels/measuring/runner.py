@@ -72,7 +72,14 @@ class SimulatedRunner(Runner):
     def run(self, workload, config=None, launches=1, gap_s=0.0):
         if launches < 1:
             raise ValueError(f"run: launches must be >= 1, got {launches}")
-        return np.asarray(self.gpu.run(self._workload(workload, config), launches=int(launches), gap_s=gap_s))
+        twin = self._workload(workload, config)
+        if self.clock_probe is None:
+            return np.asarray(self.gpu.run(twin, launches=int(launches), gap_s=gap_s))
+        self.clock_probe.enqueue()
+        iv = np.asarray(self.gpu.run(twin, launches=int(launches), gap_s=gap_s))
+        self.clock_probe.enqueue()
+        self._record_probes(iv)
+        return iv
 
     def launch_time_s(self, workload, config=None, launches=3):
         w = self._workload(workload, config)
@@ -123,4 +130,5 @@ def make_runner(device: Device | str = "auto", **kwargs) -> Runner:
             device.close()
         raise
     runner._owns_device = owns  # closing the runner closes the device it opened (NVML shutdown)
+    runner.probe_clocks(True)  # every row then says the clock its launches ran at, probed on the GPU
     return runner

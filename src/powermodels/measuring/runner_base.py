@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import workloads
+from .. import schema
 from ..devices.base import Device
 
 __all__ = ["HOPPER_SENSOR", "Runner", "SensorProfile", "merge_intervals", "resolve"]
@@ -115,6 +116,48 @@ class Runner(ABC):
     @abstractmethod
     def step(self, duration_s: float, amplitude: float = 1.0) -> tuple[float, float]:
         """One continuous load of ``duration_s``; (start, end)."""
+
+    # -- the clock the launches ran at, measured on the GPU -----------------------
+
+    #: The on-GPU clock probe run before and after every :meth:`run` (None: no probes).
+    clock_probe = None
+    #: Probes kept for :meth:`probed_clocks` (the oldest half is dropped beyond this).
+    max_probes = 200_000
+
+    def probe_clocks(self, on: bool = True) -> bool:
+        """Probe the SM clock on the GPU before and after every :meth:`run` call (where the
+        device can: :meth:`~powermodels.devices.base.Device.clock_probe`); True when on."""
+        self.clock_probe = self.device.clock_probe() if on else None
+        self._probe_t: list = []
+        self._probe_f: list = []
+        return self.clock_probe is not None
+
+    def _record_probes(self, intervals: np.ndarray) -> None:
+        """Collect the probe before and after one ``run`` (at its first start and last end)."""
+        got = self.clock_probe.collect()
+        f = got[schema.PROBE_CLOCK_MHZ].to_numpy(float)
+        t = np.array([intervals[0, 0], intervals[-1, 1]])[: f.size]
+        self._probe_t.extend(t.tolist())
+        self._probe_f.extend(f[: t.size].tolist())
+        if len(self._probe_t) > self.max_probes:
+            del self._probe_t[: self.max_probes // 2], self._probe_f[: self.max_probes // 2]
+
+    def probed_clocks(self, start_s: float, end_s: float) -> np.ndarray:
+        """SM clocks (MHz) of the probes that describe ``[start_s, end_s]``: those inside it and the
+        nearest before and after where there are some (a span inside one ``run`` call has probes
+        only at its ends). Empty without probes, or when none lies inside or on both sides."""
+        if self.clock_probe is None or not self._probe_t:
+            return np.empty(0)
+        t = np.asarray(self._probe_t)
+        f = np.asarray(self._probe_f)
+        order = np.argsort(t, kind="stable")
+        t, f = t[order], f[order]
+        lo = np.searchsorted(t, start_s + 1e-9, side="right") - 1  # last probe at or before the start
+        hi = np.searchsorted(t, end_s - 1e-9, side="left")         # first probe at or after the end
+        inside = (t >= start_s - 1e-9) & (t <= end_s + 1e-9)
+        if not inside.any() and (lo < 0 or hi >= t.size):
+            return np.empty(0)
+        return f[max(lo, 0):min(hi, t.size - 1) + 1]
 
     def reference_energy_j(self, intervals: np.ndarray) -> float:
         """True (or externally metered) energy over the intervals; NaN when unknown."""

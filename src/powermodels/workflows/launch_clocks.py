@@ -34,13 +34,14 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..devices.clock_probe import CLOCK_STEP_MHZ
 from ..sensor.clock_reading import held_mean
 
 __all__ = ["attribute_clocks", "find_clock_reference", "launch_clock_summary", "reading_update_period_s",
            "stable_reading"]
 
 #: Hopper's SM-clock step (supported graphics clocks are 15 MHz apart).
-DEFAULT_CLOCK_STEP_MHZ = 15.0
+DEFAULT_CLOCK_STEP_MHZ = CLOCK_STEP_MHZ
 
 
 def reading_update_period_s(trace: pd.DataFrame, column: str = schema.POWER_INSTANT_W) -> float:

@@ -40,4 +40,4 @@ class Continuous(Protocol):
         column = power_column(trace, self.power_column)
         power = float(np.nanmedian(trace[column].to_numpy(dtype=float)))
         t = float(np.mean(iv[:, 1] - iv[:, 0]))
-        return {schema.POWER_W: power, schema.ENERGY_J: power * t, **observed_means(trace)}, trace, iv
+        return {schema.POWER_W: power, schema.ENERGY_J: power * t, **observed_means(trace, runner)}, trace, iv

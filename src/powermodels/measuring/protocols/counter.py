@@ -197,7 +197,7 @@ class Counter(Protocol):
         # the launches the window saw (the row's time per launch and reference are over these)
         keep = (iv[:, 1] > window.start_s) & (iv[:, 0] < window.end_s)
         steady = trace_window(trace, window.start_s, window.end_s)
-        observed = observed_means(steady)
+        observed = observed_means(steady, runner)
         energy = window.energy_per_launch_j
         t = float(np.mean(iv[keep, 1] - iv[keep, 0]))
         power = energy / t  # mean power while a launch runs (launch gaps charged to the launch)

@@ -95,5 +95,5 @@ class GoodPractice(Protocol):
         energies = np.array(powers) * np.array(times)
         sem = float(energies.std(ddof=1) / math.sqrt(len(energies))) if len(energies) > 1 else math.nan
         return ({schema.POWER_W: float(np.mean(powers)), schema.ENERGY_J: float(energies.mean()),
-                 schema.ENERGY_UNCERTAINTY_J: sem, **observed_means(trace)},
+                 schema.ENERGY_UNCERTAINTY_J: sem, **observed_means(trace, runner)},
                 trace.reset_index(drop=True), iv)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ... import schema
 from ...deprecation import renamed_keywords
+from ...devices.clock_probe import CLOCK_STEP_MHZ, PROBE_SPIN_NS, TIMER_TICK_NS
 
 __all__ = [
     "CounterWindow",
@@ -32,6 +33,7 @@ __all__ = [
     "launches_for",
     "launches_inside",
     "new_run_id",
+    "observed_clock",
     "observed_means",
     "power_column",
     "require_columns",
@@ -118,12 +120,38 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
-def observed_means(trace: pd.DataFrame) -> dict:
+def observed_means(trace: pd.DataFrame, runner=None) -> dict:
+    """Mean temperature, SM and memory clock over ``trace``, and where the SM clock came from
+    (:func:`observed_clock`)."""
     return {
         schema.TEMPERATURE_C: column_mean(trace, schema.TEMPERATURE_C),
         schema.SM_CLOCK_MHZ: column_mean(trace, schema.SM_CLOCK_MHZ),
         schema.MEM_CLOCK_MHZ: column_mean(trace, schema.MEM_CLOCK_MHZ),
+        **observed_clock(trace, runner),
     }
+
+
+def observed_clock(trace: pd.DataFrame, runner=None) -> dict:
+    """The SM clock of the launches in ``trace``'s span: probed on the GPU, else NVML's reading.
+
+    With the runner's probes (:meth:`Runner.probed_clocks`) in the span: their mean, their
+    range and ``clock_source = "probe"``. Otherwise the reading's mean with
+    ``clock_source = "nvml"`` and an uncertainty of half the range it spanned plus one clock
+    step: the reading is a ~100 ms sensor that lags the clock and can show a clock one step
+    off for seconds (``docs/recordings.md``).
+    """
+    t = trace[schema.T_S].to_numpy(float) if schema.T_S in trace else np.empty(0)
+    probed = runner.probed_clocks(t.min(), t.max()) if runner is not None and t.size else np.empty(0)
+    if probed.size:
+        spread = float(np.ptp(probed))
+        return {schema.SM_CLOCK_MHZ: float(np.mean(probed)), schema.CLOCK_RANGE_MHZ: spread,
+                schema.CLOCK_UNCERTAINTY_MHZ: spread / 2 + float(np.max(probed)) * TIMER_TICK_NS / PROBE_SPIN_NS,
+                schema.CLOCK_SOURCE: "probe"}
+    f = trace[schema.SM_CLOCK_MHZ].to_numpy(float) if schema.SM_CLOCK_MHZ in trace else np.empty(0)
+    f = f[np.isfinite(f)]
+    spread = float(np.ptp(f)) if f.size else math.nan
+    return {schema.CLOCK_RANGE_MHZ: spread, schema.CLOCK_UNCERTAINTY_MHZ: spread / 2 + CLOCK_STEP_MHZ,
+            schema.CLOCK_SOURCE: "nvml"}
 
 
 

@@ -34,4 +34,4 @@ class Naive(Protocol):
         power = float(after.iloc[0]) if len(after) else float(trace[column].dropna().iloc[-1])
         t = end - start
         return ({schema.POWER_W: power, schema.ENERGY_J: power * t,
-                 **observed_means(trace_window(trace, start, end + 0.05))}, trace, iv)
+                 **observed_means(trace_window(trace, start, end + 0.05), runner)}, trace, iv)

@@ -76,4 +76,4 @@ class SteadyState(Protocol):
         t = float(np.mean(iv[:, 1] - iv[:, 0]))
         steady = trace_window(trace, start, end)
         return ({schema.POWER_W: power, schema.ENERGY_J: power * t,
-                 schema.IDLE_POWER_W: column_mean(idle_trace, column), **observed_means(steady)}, trace, iv)
+                 schema.IDLE_POWER_W: column_mean(idle_trace, column), **observed_means(steady, runner)}, trace, iv)
