@@ -125,6 +125,10 @@ class ClockProbe(ABC):
     def collect(self) -> pd.DataFrame:
         """Rows ``cycles``, ``elapsed_ns``, ``clock_mhz`` of the probes since the last collect."""
 
+    def collect_clocks(self) -> np.ndarray:
+        """Only the clocks (MHz) of the probes since the last collect (no table: cheap per call)."""
+        return self.collect()[schema.PROBE_CLOCK_MHZ].to_numpy(float)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the probe's GPU memory."""
 
@@ -204,3 +208,8 @@ class SimulatedClockProbe(ClockProbe):
         rows = np.array(self._rows, dtype=float).reshape(-1, 3)
         self._rows = []
         return probe_table(rows[:, 0], rows[:, 1], rows[:, 2])
+
+    def collect_clocks(self) -> np.ndarray:
+        rows = np.array(self._rows, dtype=float).reshape(-1, 3)
+        self._rows = []
+        return clock_from_counts(rows[:, 0], rows[:, 1])

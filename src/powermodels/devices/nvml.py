@@ -313,12 +313,13 @@ class NVMLDevice(Device):
 
     def clock_probe(self):
         """The on-GPU clock probe (:class:`~powermodels.devices.clock_probe.CupyClockProbe`)
-        on CuPy's current device; None when CuPy or its CUDA runtime is missing."""
+        on CuPy's current device; None when CuPy, its CUDA runtime or the device's memory is
+        missing (rows then say their clock is NVML's reading)."""
         try:
             from .clock_probe import CupyClockProbe
 
             return CupyClockProbe()
-        except ImportError:
+        except Exception:  # no CuPy, no CUDA runtime or no device memory: the reading stands in
             return None
 
     def current_settings(self) -> Settings:

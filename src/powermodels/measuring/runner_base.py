@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from .. import workloads
-from .. import schema
 from ..devices.base import Device
 
 __all__ = ["HOPPER_SENSOR", "Runner", "SensorProfile", "merge_intervals", "resolve"]
@@ -134,8 +133,7 @@ class Runner(ABC):
 
     def _record_probes(self, intervals: np.ndarray) -> None:
         """Collect the probe before and after one ``run`` (at its first start and last end)."""
-        got = self.clock_probe.collect()
-        f = got[schema.PROBE_CLOCK_MHZ].to_numpy(float)
+        f = self.clock_probe.collect_clocks()
         t = np.array([intervals[0, 0], intervals[-1, 1]])[: f.size]
         self._probe_t.extend(t.tolist())
         self._probe_f.extend(f[: t.size].tolist())
