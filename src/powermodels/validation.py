@@ -308,7 +308,8 @@ def check_device_kwargs(where: str, device: str, kwargs, presets=None) -> dict:
 
 
 _SPEC_KEYS = ("kernels", "protocol", "protocol_params", "repeats", "sm_clocks_mhz",
-              "allow_clock_changes", "device", "device_kwargs", "workloads", "base_dir", "exclusive")
+              "allow_clock_changes", "device", "device_kwargs", "workloads", "base_dir", "exclusive",
+              "board_probe")  # board_probe: checked by campaigns.plan.check_board_probe
 _ENTRY_KINDS = ("source", "callable", "program", "registry")
 
 

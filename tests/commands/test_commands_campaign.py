@@ -53,9 +53,9 @@ def test_campaign_interrupted_says_how_to_resume_and_resumes(tmp_path, monkeypat
 
 @pytest.mark.parametrize("changes, message", [
     ({"kernels": {"nope": "default"}}, "unknown kernel 'nope'"),
-    ({"protocol_params": {"trials": "two"}}, "protocol_params: trials: expected a number"),
-    ({"protocol_params": {"nosuch": 1}}, "unexpected keyword argument 'nosuch'"),
-    ({"repeats": 0}, "'repeats' must be >= 1"),
+    ({"protocol_params": {"trials": "two"}}, "'protocol_params'['trials'] must be an integer, got 'two'"),
+    ({"protocol_params": {"nosuch": 1}}, "unknown parameter(s) ['nosuch']"),
+    ({"repeats": 0}, "'repeats' must be an integer >= 1 and <= 10000, got 0"),
 ])
 def test_campaign_bad_spec_is_one_line(tmp_path, capsys, changes, message):
     assert main(["campaign", str(_spec(tmp_path, **changes)), "--out", str(tmp_path / "c")]) == 1

@@ -20,7 +20,8 @@ from .. import workloads
 from ..boards import MODELS
 from ..measuring.protocols import make_protocol
 
-__all__ = ["CampaignSpec", "PlannedRun", "check_board_probe", "load_spec", "plan"]
+__all__ = ["RUN_KEY_VERSION", "CampaignSpec", "PlannedRun", "check_board_probe", "load_spec", "plan",
+           "run_identity", "spec_changes"]
 
 _PROBE_KEYS = ("kernels", "workloads", "repeats", "model")
 
@@ -86,11 +87,12 @@ class CampaignSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> CampaignSpec:
-        known = set(cls.__dataclass_fields__)
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"campaign spec: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
-        data = dict(data)
+        """A spec from its table, every field checked strictly (:func:`powermodels.validation.check_campaign_spec`)."""
+        from ..devices.sensor_emulation import PRESETS
+        from ..measuring.protocols import PROTOCOLS
+        from ..validation import check_campaign_spec
+
+        data = check_campaign_spec(data, protocols=PROTOCOLS, presets=list(PRESETS))
         if not data.get("kernels") and not data.get("workloads"):
             # an empty spec ({}) used to run a default fp32 campaign without a word
             raise ValueError("campaign spec: nothing to measure: give 'kernels' (registry kernel -> "
@@ -137,8 +139,9 @@ class CampaignSpec:
         if not self.entries():
             raise ValueError("campaign spec: nothing to measure: give 'kernels' (registry kernel -> configs) "
                              "or 'workloads' (user sources, callables, programs)")
-        if int(self.repeats) < 1:
-            raise ValueError(f"campaign spec: 'repeats' must be >= 1, got {self.repeats}")
+        from ..validation import MAX_REPEATS, check_integer
+
+        check_integer("campaign spec: 'repeats'", self.repeats, minimum=1, maximum=MAX_REPEATS)
         make_protocol(self.protocol, **self.protocol_params)
         if self.board_probe is not None:
             check_board_probe(self.board_probe)
@@ -182,10 +185,9 @@ def load_spec(path: str | os.PathLike) -> CampaignSpec:
                 raise ValueError("campaign config: TOML needs Python >= 3.11 or 'tomli'; use JSON") from None
         data = tomllib.loads(path.read_text())
     else:
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise ValueError(f"campaign config {str(path)!r}: invalid JSON: {err}") from None
+        from ..validation import parse_json
+
+        data = parse_json(path.read_text(), f"campaign config {str(path)!r}")
     if isinstance(data, Mapping) and "base_dir" not in data:
         data = {**data, "base_dir": str(path.resolve().parent)}  # workloads' paths: next to the file
     return CampaignSpec.from_dict(data)
@@ -202,10 +204,46 @@ class PlannedRun:
     sm_clock_mhz: float | None
 
 
-def plan(spec: CampaignSpec) -> list[PlannedRun]:
-    """Every run of the campaign, in the order they are measured (clock outermost)."""
+#: 2: the run key also covers the device, its settings (preset, seed) and the protocol's
+#: parameters; 1: workload, config, clock, repeat and protocol only (folders before it).
+RUN_KEY_VERSION = 2
+
+#: Spec fields that do not change what a run measures (a resume may differ in them).
+NOT_IDENTITY = ("base_dir", "exclusive")
+
+
+def run_identity(spec: CampaignSpec) -> str:
+    """What besides workload, config, clock and repeat changes a run's result, as canonical JSON."""
+    return json.dumps({"device": spec.device, "device_kwargs": spec.device_kwargs,
+                       "protocol_params": spec.protocol_params}, sort_keys=True)
+
+
+def spec_changes(old: Mapping, new: Mapping) -> list[str]:
+    """The fields in which two specs (as dicts) differ, as ``"field: old -> new"`` lines."""
+    out = []
+    for name in sorted(set(old) | set(new)):
+        if name in NOT_IDENTITY:
+            continue
+        a, b = old.get(name), new.get(name)
+        if json.dumps(a, sort_keys=True, default=str) != json.dumps(b, sort_keys=True, default=str):
+            if isinstance(a, Mapping) and isinstance(b, Mapping):
+                out.extend(f"{name}.{line}" for line in spec_changes(a, b))
+            else:
+                out.append(f"{name}: {json.dumps(a, default=str)} -> {json.dumps(b, default=str)}")
+    return out
+
+
+def plan(spec: CampaignSpec, key_version: int = RUN_KEY_VERSION) -> list[PlannedRun]:
+    """Every run of the campaign, in the order they are measured (clock outermost).
+
+    Each run's key hashes the workload, its configuration, the clock, the
+    repeat and the protocol and — from key version 2 on — the device, its
+    settings (a simulated GPU's preset and seed) and the protocol's
+    parameters: two runs whose results can differ never share a key.
+    """
     runs = []
     entries = spec.entries()
+    identity = run_identity(spec) if key_version >= 2 else ""
     for clock in spec.sm_clocks_mhz or [None]:
         for workload, what in entries:
             kernel = workload.name
@@ -213,6 +251,8 @@ def plan(spec: CampaignSpec) -> list[PlannedRun]:
                 cid = workload.config_id(config)
                 for repeat in range(int(spec.repeats)):
                     text = f"{kernel}|{cid}|{clock}|{repeat}|{spec.protocol}"
+                    if identity:
+                        text += f"|{identity}"
                     key = hashlib.sha1(text.encode()).hexdigest()[:20]
                     runs.append(PlannedRun(key, kernel, config, repeat, clock))
     keys = [r.key for r in runs]

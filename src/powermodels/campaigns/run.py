@@ -14,7 +14,11 @@ commit marker:
       traces/<key>.parquet    its trace table (traces/ reads as one parquet dataset)
       runs.parquet            the whole run table, written once every run is finished
 
-``key`` is a hash of (kernel, config, clock setting, repeat). On restart,
+``key`` is a hash of (kernel, config, clock setting, repeat, protocol, device
+and its settings, protocol parameters). A folder is resumed only with the
+spec that measured it (:mod:`.resume`; ``restart=True`` sets its runs aside
+and starts anew). An unreadable row file is moved to ``runs/_corrupt/`` with
+a warning and its run measured again. On restart,
 runs whose row exists are skipped — found from the file names alone, so a
 resume costs the same however large the campaign; a run killed half-way
 (trace without row) is measured again and its trace overwritten, so a
@@ -52,7 +56,8 @@ from ..measuring.exclusive import gpu_lock, holds_campaign_lock, measured_alone
 from ..measuring.protocols import make_protocol
 from ..measuring.runner import Runner, make_runner
 from .executor import CampaignExecutor
-from .plan import CampaignSpec, PlannedRun, plan
+from .plan import RUN_KEY_VERSION, CampaignSpec, PlannedRun
+from .resume import check_resume, folder_plan
 from .store import CampaignStore, atomic_json
 
 __all__ = [
@@ -96,6 +101,7 @@ def campaign_metadata(spec: CampaignSpec, device_meta: dict, **more) -> dict:
 
     return {
         "powermodels_version": __version__,
+        "run_key_version": RUN_KEY_VERSION,
         **device_meta,
         **more,
         "spec": asdict(spec),
@@ -192,7 +198,8 @@ class SerialExecutor(CampaignExecutor):
             if not meta_path.exists():
                 atomic_json(campaign_metadata(spec, device_metadata(runner.device)), meta_path, default=str)
             protocol = make_protocol(spec.protocol, **spec.protocol_params)
-            todo_all = plan(spec)
+            todo_all = folder_plan(spec, store.out)
+            store.run_table()  # sets unreadable row files aside (warning): those runs are measured again
             done = store.finished_keys()
             todo = [r for r in todo_all if r.key not in done]
             initial = len(todo_all) - len(todo)
@@ -217,7 +224,8 @@ class SerialExecutor(CampaignExecutor):
 @holds_campaign_lock
 def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
                  runner: Runner | None = None, progress: bool = True,
-                 max_runs: int | None = None, executor: CampaignExecutor | None = None) -> pd.DataFrame:
+                 max_runs: int | None = None, executor: CampaignExecutor | None = None,
+                 restart: bool = False) -> pd.DataFrame:
     """Run (or resume) a campaign into ``out_dir``; return the run table of the finished runs.
 
     Parameters
@@ -238,6 +246,10 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         (this process); e.g.
         ``DaskExecutor("local-cuda")`` (:mod:`powermodels.integrations.dask_cluster`)
         for a Dask cluster, one worker per GPU.
+    restart : bool, default=False
+        The folder holds runs of another spec: move them into
+        ``previous-<time>/`` and start anew, instead of refusing
+        (:func:`~powermodels.campaigns.resume.check_resume`).
 
     Runs measured on several boards: the spread of the configurations seen on
     more than one is recorded in ``metadata.json`` (``"boards"``) and warned
@@ -257,6 +269,11 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
     elif runner is not None:
         raise ValueError(f"run_campaign: pass a runner or an executor ({type(executor).__name__}), not both "
                          "(an executor opens its own devices)")
+    aside = check_resume(spec, out_dir, restart=restart)
+    if aside is not None:
+        import sys
+
+        print(f"campaign: earlier runs of {out_dir} moved to {aside}", file=sys.stderr)
     from .boards import record_boards, run_board_probe
 
     normalisation = None

@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..files import atomic_open, write_json
+
 __all__ = ["CampaignStore"]
 
 RUNS = "runs"
@@ -46,6 +48,8 @@ TRACES = "traces"
 RUN_TABLE_FILE = "runs.parquet"
 INDEX = "_index.parquet"  # in runs/: the rows gathered so far (a cache; "_": never a run key)
 KEY = "__key__"  # the run key, as a column of the index
+STAMP = "__stamp__"  # the row file's modification time (ns) when indexed: a newer file wins
+CORRUPT = "_corrupt"  # in runs/: unreadable row files set aside (never a run key: "_")
 INDEX_AFTER = 64  # rows not in the index before it is rewritten (reading 64 rows: ~3 ms)
 
 
@@ -58,29 +62,15 @@ def _json_value(value):
     raise TypeError(f"run row: cannot store a value of type {type(value).__name__}: {value!r}")
 
 
-def _fsync_replace(tmp: Path, path: Path) -> None:
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _tmp_name(path: Path) -> Path:
-    # leading "." — pyarrow datasets and pd.read_parquet(dir) skip such files
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def atomic_parquet(df: pd.DataFrame, path: Path) -> None:
-    """Write ``df`` to ``path`` through a temporary file and an atomic rename."""
-    tmp = _tmp_name(path)
-    df.to_parquet(tmp, index=False)
-    _fsync_replace(tmp, path)
+    """Write ``df`` to ``path`` atomically and durably (:func:`powermodels.files.atomic_open`)."""
+    with atomic_open(path) as fh:
+        df.to_parquet(fh, index=False)
 
 
 def atomic_json(data: Mapping, path: Path, *, indent: int | None = 2, default=_json_value) -> None:
-    """Write ``data`` as JSON to ``path`` through a temporary file and an atomic rename."""
-    tmp = _tmp_name(path)
-    tmp.write_text(json.dumps(dict(data), indent=indent, default=default))
-    _fsync_replace(tmp, path)
+    """Write ``data`` as JSON to ``path`` atomically and durably (:func:`powermodels.files.write_json`)."""
+    write_json(path, dict(data), indent=indent, default=default)
 
 
 class CampaignStore:
@@ -109,6 +99,7 @@ class CampaignStore:
         self.out = Path(out_dir)
         self.runs_dir = self.out / RUNS
         self.traces_dir = self.out / TRACES
+        self.create = bool(create)
         if create:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
             self.traces_dir.mkdir(parents=True, exist_ok=True)
@@ -127,12 +118,15 @@ class CampaignStore:
         atomic_json(row, self.runs_dir / f"{key}.json", indent=None)
 
     # ------------------------------------------------------------------- read
-    def _row_files(self) -> dict[str, str]:
-        """key → row file name; new ``.json`` rows win over old one-row ``.parquet`` parts."""
+    def _row_files(self, stamps: dict | None = None) -> dict[str, str]:
+        """key → row file name; new ``.json`` rows win over old one-row ``.parquet`` parts.
+
+        With ``stamps`` (a dict), also fills key → the file's modification time in ns.
+        """
         if not self.runs_dir.is_dir():
             return {}
         files: dict[str, str] = {}
-        with os.scandir(self.runs_dir) as entries:  # names only: nothing is opened or stat'ed
+        with os.scandir(self.runs_dir) as entries:  # names only, unless stamps are asked for
             for entry in entries:
                 name = entry.name
                 if name.startswith((".", "_")):
@@ -140,6 +134,11 @@ class CampaignStore:
                 stem, dot, ext = name.rpartition(".")
                 if dot and ext == "json" or (ext == "parquet" and stem not in files):
                     files[stem] = name
+                    if stamps is not None:
+                        try:
+                            stamps[stem] = entry.stat().st_mtime_ns
+                        except OSError:  # removed meanwhile: stamp -1 never matches the index
+                            stamps[stem] = -1
         return files
 
     def finished_keys(self) -> set[str]:
@@ -148,32 +147,79 @@ class CampaignStore:
 
     def _read_index(self) -> pd.DataFrame | None:
         path = self.runs_dir / INDEX
-        if not path.exists():
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
             return None
+        cached = getattr(self, "_index_cache", None)
+        if cached is not None and cached[0] == stamp:  # read once per store while unchanged
+            return cached[1]
         try:
             table = pd.read_parquet(path)
         except Exception:  # only a cache: the row files are the truth
             return None
-        return table if KEY in table.columns else None
+        self._index_cache = (stamp, table)
+        # an index without the files' stamps (older versions) cannot tell a re-measured run
+        return table if KEY in table.columns and STAMP in table.columns else None
+
+    def _read_row(self, key: str, name: str) -> pd.DataFrame | dict | None:
+        """One row file: a dict (JSON) or a one-row frame (old layout); None if unreadable.
+
+        An unreadable file (truncated, empty, not a JSON object) is reported
+        with a warning naming it; the campaign's own process (``create=True``)
+        also moves it to ``runs/_corrupt/``, so the run counts as not
+        finished and is measured again.
+        """
+        path = self.runs_dir / name
+        try:
+            if name.endswith(".json"):
+                with open(path) as fh:
+                    row = json.load(fh)
+                if isinstance(row, dict):
+                    return row
+                raise ValueError(f"a run row must be a JSON object, got {type(row).__name__}")
+            return pd.read_parquet(path)
+        except FileNotFoundError:
+            return None
+        except Exception as err:  # noqa: BLE001 - any unreadable file is set aside the same way
+            import warnings
+
+            what = f"{type(err).__name__}: {str(err)[:200]}"
+            if self.create:
+                import datetime as _dt
+
+                aside = self.runs_dir / CORRUPT / f"{name}.{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S%fZ}"
+                aside.parent.mkdir(exist_ok=True)
+                os.replace(path, aside)
+                warnings.warn(f"campaign store: run file {path} is unreadable ({what}); moved to {aside}, "
+                              "the run will be measured again", RuntimeWarning, stacklevel=3)
+            else:
+                warnings.warn(f"campaign store: run file {path} is unreadable ({what}); left out "
+                              "(resuming the campaign measures it again)", RuntimeWarning, stacklevel=3)
+            return None
 
     def run_table(self, keys: Iterable[str] | None = None, *, update_index: bool = False) -> pd.DataFrame:
         """The run table of the finished runs (of ``keys`` only if given), sorted by key.
 
         Reads no trace. Rows already gathered in the index (``runs/_index.parquet``,
-        a cache of the immutable row files) come from it in one read; only rows
-        committed since are opened one by one. An empty DataFrame when nothing is
-        finished.
+        a cache of the row files) come from it in one read, as long as the
+        file's modification time is the one indexed; rows committed or
+        rewritten since (a run deleted and measured again) are opened one by
+        one, so the index never returns a stale row. An unreadable row file
+        is left out with a warning (:meth:`_read_row`). An empty DataFrame
+        when nothing is finished.
 
         Parameters
         ----------
         keys : iterable of str, optional
             Only these runs.
         update_index : bool, default=False
-            Rewrite the index when at least ``INDEX_AFTER`` rows were added
-            since (the campaign's process asks at the end of every
+            Rewrite the index when at least ``INDEX_AFTER`` rows were added or
+            changed since (the campaign's process asks at the end of every
             invocation; fewer rows cost less to read than the rewrite).
         """
-        files = self._row_files()
+        stamps: dict[str, int] = {}
+        files = self._row_files(stamps)
         wanted = set(files) if keys is None else set(keys) & set(files)
         if not wanted:
             return pd.DataFrame()
@@ -182,24 +228,30 @@ class CampaignStore:
         if index is not None:
             # plain set lookups: Series.isin on arrow strings takes ~0.2 s for 10,000 keys
             indexed = index[KEY].tolist()
-            keep = np.fromiter((k in wanted for k in indexed), dtype=bool, count=len(indexed))
+            indexed_stamps = index[STAMP].tolist()
+            keep = np.fromiter((k in wanted and stamps.get(k) == st
+                                for k, st in zip(indexed, indexed_stamps, strict=True)),
+                               dtype=bool, count=len(indexed))
             index = index.loc[keep]
             have = {k for k, kept in zip(indexed, keep, strict=True) if kept}
             if len(index):
                 frames.append(index)
         new = sorted(wanted - have)
-        folder = str(self.runs_dir)
         records, record_keys = [], []
         for key in new:
-            path = os.path.join(folder, files[key])
-            if path.endswith(".json"):
-                with open(path) as fh:
-                    records.append(json.load(fh))
+            row = self._read_row(key, files[key])
+            if row is None:
+                continue
+            if isinstance(row, dict):
+                records.append(row)
                 record_keys.append(key)
             else:  # a one-row part of the old layout
-                frames.append(pd.read_parquet(path).assign(**{KEY: key}))
+                frames.append(row.assign(**{KEY: key, STAMP: stamps[key]}))
         if records:
-            frames.append(pd.DataFrame.from_records(records).assign(**{KEY: record_keys}))
+            frames.append(pd.DataFrame.from_records(records).assign(
+                **{KEY: record_keys, STAMP: [stamps[k] for k in record_keys]}))
+        if not frames:
+            return pd.DataFrame()
         if len(frames) == 1 and not new:
             table = frames[0].reset_index(drop=True)  # the index alone: written in key order
         else:
@@ -207,7 +259,7 @@ class CampaignStore:
             table = table.sort_values(KEY, kind="stable").reset_index(drop=True)
         if update_index and keys is None and len(new) >= INDEX_AFTER:
             atomic_parquet(table, self.runs_dir / INDEX)
-        return table.drop(columns=KEY)
+        return table.drop(columns=[KEY, STAMP])
 
     def trace_path(self, key: str) -> Path:
         return self.traces_dir / f"{key}.parquet"

@@ -52,7 +52,8 @@ except ImportError as err:  # pragma: no cover - the extra is missing
 import pandas as pd
 
 from ..campaigns.executor import CampaignExecutor
-from ..campaigns.plan import CampaignSpec, PlannedRun, plan
+from ..campaigns.plan import CampaignSpec, PlannedRun
+from ..campaigns.resume import folder_plan
 from ..campaigns.run import campaign_metadata, device_metadata, finish_campaign, measure_planned, progress_bar
 from ..campaigns.store import CampaignStore, atomic_json
 from ..measuring.protocols import make_protocol
@@ -296,7 +297,8 @@ def run_on_cluster(spec: CampaignSpec, out_dir, cluster, *, per_gpu: bool = Fals
             devices = [g["metadata"]["device"] for _, g in sorted(gpus.items())]
             atomic_json(campaign_metadata(spec, first, devices=devices, cluster=str(client.scheduler.address),
                                           per_gpu=bool(per_gpu)), meta_path, default=str)
-        base = plan(spec)
+        base = folder_plan(spec, store.out)
+        store.run_table()  # sets unreadable row files aside: those runs are measured again
         if per_gpu:
             uuids = sorted({g["uuid"] for g in gpus.values()})
             todo_all = [(_per_gpu_run(p, u), u) for u in uuids for p in base]

@@ -88,6 +88,13 @@ class Protocol(ABC):
         workload = workloads.as_workload(workload)
         config = workload.validate_config(workload.parse_config(config))
         run_id = run_id or new_run_id()
+        limit = getattr(self, "max_duration_s", None)
+        if limit is not None and getattr(runner.device.info, "kind", "") == "simulated":
+            # a twin's launch time is known without running it: refuse one longer than the bound
+            launch_s = runner.launch_time_s(workload, config)
+            if not launch_s <= limit:
+                raise ValueError(f"{self.name}: one launch of {workload.name!r} takes {launch_s:.3g} s, "
+                                 f"more than max_duration_s={limit:g}")
         wall0 = time.perf_counter()
         fields, trace, launches = self._measure(runner, workload, config, run_id)
         launches = np.asarray(launches, dtype=float).reshape(-1, 2)

@@ -71,6 +71,7 @@ from ..graphs import batch_size
 from .base import Protocol
 from .good_practice import GoodPractice
 from .launches import (
+    check_duration,
     CounterWindow,
     aligned_window,
     counter_updates,
@@ -116,7 +117,9 @@ class Counter(Protocol):
         Least counter updates the window spans; fewer observed: the run is
         extended by one update period at a time (up to ``max_duration_s``).
     max_duration_s : float, default=5.0
-        Longest measuring run before giving up.
+        Longest load of one measurement (settling and measuring run): a
+        ``window_s``/``min_updates`` that cannot fit is refused up front, and
+        a run that still sees too few updates gives up at this length.
     counter_read_s : float, default=0.002
         Counter-read cadence asked of a real runner's sampler during the
         run (its default, 20 ms, would make each bracket 20 ms wide).
@@ -169,6 +172,10 @@ class Counter(Protocol):
         if not has_energy_counter(runner):
             return self._fallback(runner, workload, config, run_id)
         period = float(runner.sensor.update_period_s)
+        check_duration(self.name, self.settle_s + max(self.window_s, self.min_updates * period)
+                       + 1.5 * period, self.max_duration_s,
+                       f"settle_s={self.settle_s:g}, window_s={self.window_s:g} and min_updates="
+                       f"{self.min_updates} at a {period:g} s update period")
         first = run_launches(runner, workload, config, 1)  # warm-up, and a first time per launch
         t1 = float(first[0, 1] - first[0, 0])
         batch = batch_size(max(t1, 1e-9), below_s=self.batch_below_s, target_s=self.batch_s)

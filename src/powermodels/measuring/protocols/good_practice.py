@@ -11,7 +11,7 @@ import pandas as pd
 
 from ... import schema
 from .base import Protocol
-from .launches import launches_for, observed_means, power_column, sensor_updates
+from .launches import check_duration, launches_for, observed_means, power_column, sensor_updates
 
 __all__ = ["GoodPractice"]
 
@@ -33,7 +33,9 @@ class GoodPractice(Protocol):
        after the last launch, or overlaps a controlled delay are discarded.
 
     The row's power and energy are the means over trials; the uncertainty is
-    their standard error.
+    their standard error. The whole plan (trials × (delay + launches +
+    controlled delays)) must fit ``max_duration_s`` (default 120 s), or it is
+    refused before the first trial.
     """
 
     min_reps: int = 32
@@ -42,6 +44,7 @@ class GoodPractice(Protocol):
     max_delay_s: float = 0.5
     n_shifts: int = 8
     power_column: str = schema.POWER_INSTANT_W
+    max_duration_s: float = 120.0
     random_state: int | None = None
     name: ClassVar[str] = "good_practice"
 
@@ -56,7 +59,11 @@ class GoodPractice(Protocol):
         sensor = runner.sensor
         window = self._window_s(runner)
         shifts = self.n_shifts if window < sensor.update_period_s else 0
-        n = launches_for(self.min_duration_s, runner.launch_time_s(workload, config), self.min_reps)
+        t1 = runner.launch_time_s(workload, config)
+        n = launches_for(self.min_duration_s, t1, self.min_reps)
+        check_duration(self.name, self.trials * (self.max_delay_s + n * t1 + shifts * window
+                                                 + sensor.delay_s + sensor.update_period_s),
+                       self.max_duration_s, f"{self.trials} trial(s) of {n} launches")
         chunks = np.array_split(np.arange(n), shifts + 1) if shifts else [np.arange(n)]
         chunks = [c for c in chunks if c.size]
         powers, traces, all_iv, times = [], [], [], []

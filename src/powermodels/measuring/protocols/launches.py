@@ -51,9 +51,32 @@ def power_column(trace: pd.DataFrame, preferred: str) -> str:
     raise ValueError(f"trace table: no finite power values in column {preferred!r} or any other power column")
 
 
+#: Most launches one measurement may plan: their [start, end] times alone take 16 bytes each.
+MAX_LAUNCHES = 1_000_000
+
+
 def launches_for(seconds: float, launch_s: float, at_least: int = 1) -> int:
-    """Launches of ``launch_s`` each that fill ``seconds`` (at least ``at_least``)."""
-    return max(at_least, math.ceil(seconds / max(launch_s, 1e-9)))
+    """Launches of ``launch_s`` each that fill ``seconds`` (at least ``at_least``).
+
+    Raises
+    ------
+    ValueError
+        More than :data:`MAX_LAUNCHES` would be needed (a launch far shorter
+        than the window: give each launch more work, or a shorter window).
+    """
+    n = max(at_least, math.ceil(seconds / max(launch_s, 1e-9)))
+    if n > MAX_LAUNCHES:
+        raise ValueError(f"a launch of {launch_s:.3g} s needs {n:,} launches to fill {seconds:.3g} s; "
+                         f"a measurement takes at most {MAX_LAUNCHES:,} (give each launch more work "
+                         "or ask for a shorter time)")
+    return n
+
+
+def check_duration(protocol: str, planned_s: float, max_duration_s: float, what: str) -> None:
+    """Refuse, before anything runs, a measurement planned to last longer than ``max_duration_s``."""
+    if not planned_s <= max_duration_s:
+        raise ValueError(f"{protocol}: {what} needs about {planned_s:.3g} s of load, more than "
+                         f"max_duration_s={max_duration_s:g} (raise max_duration_s or ask for less)")
 
 
 def require_columns(trace: pd.DataFrame, *columns: str) -> None:

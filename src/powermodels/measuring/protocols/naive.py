@@ -20,9 +20,12 @@ class Naive(Protocol):
     ----------
     power_column : str, default=schema.POWER_USAGE_W
         The reading a user would take (``nvmlDeviceGetPowerUsage`` / nvidia-smi).
+    max_duration_s : float, default=60
+        Longest launch (refused up front where its time is known: the simulated GPU).
     """
 
     power_column: str = schema.POWER_USAGE_W
+    max_duration_s: float = 60.0
     name: ClassVar[str] = "naive"
 
     def _measure(self, runner, workload, config, run_id):

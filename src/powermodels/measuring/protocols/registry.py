@@ -26,6 +26,12 @@ def make_protocol(name: str, **params) -> Protocol:
         cls = PROTOCOLS[name]
     except KeyError:
         raise ValueError(f"protocol: unknown protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
+    from ...validation import check_params
+
+    params = check_params(f"protocol {name!r}", cls, params)
+    for key in ("max_duration_s",):
+        if key in params and not params[key] > 0:
+            raise ValueError(f"protocol {name!r}[{key!r}] must be > 0, got {params[key]!r}")
     try:
         return cls(**params)
     except TypeError as err:

@@ -10,6 +10,7 @@ import numpy as np
 from ... import schema
 from .base import Protocol
 from .launches import (
+    check_duration,
     column_mean,
     counter_power_w,
     launches_for,
@@ -31,7 +32,9 @@ class SteadyState(Protocol):
     ``settle_chunks`` consecutive chunks (or ``max_duration_s`` passes), then
     runs a steady window of ``measure_s`` whose energy comes from the
     energy counter (slope of joules vs time; the power readings when the
-    device has no counter).
+    device has no counter). ``max_duration_s`` bounds the whole measurement
+    (idle, settling and the steady window): settling stops in time for the
+    steady window, and ``idle_s + chunk_s + measure_s`` beyond it is refused up front.
     """
 
     idle_s: float = 1.0
@@ -47,13 +50,14 @@ class SteadyState(Protocol):
     def _measure(self, runner, workload, config, run_id):
         if not (self.chunk_s > 0 and self.measure_s > 0 and self.idle_s >= 0):
             raise ValueError("steady_state: chunk_s and measure_s must be > 0 and idle_s >= 0")
+        check_duration(self.name, self.idle_s + self.chunk_s + self.measure_s, self.max_duration_s,
+                       f"idle_s={self.idle_s:g} + chunk_s={self.chunk_s:g} + measure_s={self.measure_s:g}")
         idle0, idle1 = runner.idle(self.idle_s) if self.idle_s > 0 else (runner.now(), runner.now())
         t1 = runner.launch_time_s(workload, config)
         per_chunk = launches_for(self.chunk_s, t1)
-        previous, settled, started = None, 0, None
+        previous, settled = None, 0
         while True:
             iv = runner.run(workload, config, per_chunk)
-            started = float(iv[0, 0]) if started is None else started
             chunk = runner.trace(float(iv[0, 0]), float(iv[-1, 1]), run_id=run_id)
             column = power_column(chunk, self.power_column)
             now = (column_mean(chunk, column), column_mean(chunk, schema.TEMPERATURE_C))
@@ -62,7 +66,8 @@ class SteadyState(Protocol):
                 dt = abs(now[1] - previous[1]) if np.isfinite(now[1]) and np.isfinite(previous[1]) else 0.0
                 settled = settled + 1 if dp < self.settle_power_rel and dt < self.settle_temp_c else 0
             previous = now
-            if settled >= self.settle_chunks or float(iv[-1, 1]) - started >= self.max_duration_s:
+            elapsed = float(iv[-1, 1]) - idle0
+            if settled >= self.settle_chunks or elapsed + self.chunk_s + self.measure_s > self.max_duration_s:
                 break
         n = launches_for(self.measure_s, t1)
         iv = runner.run(workload, config, n)
