@@ -38,6 +38,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", choices=("auto", "nvml", "simulated"),
                         help="override the file's device")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--restart", action="store_true",
+                        help="--out holds runs of another spec: move them to previous-<time>/ and "
+                             "measure anew (without it such a folder is refused)")
     parser.add_argument("--max-runs", type=int, help="stop after this many new runs")
     parser.add_argument("--cluster", metavar="local|local-cuda|tcp://ADDRESS",
                         help="run on a Dask cluster, one worker per GPU (needs the [distributed] extra; "
@@ -155,7 +158,7 @@ def run(args) -> int:
         executor = DaskExecutor(args.cluster, per_gpu=args.per_gpu, workers=args.workers)
     try:
         runs = run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs,
-                            lock_wait_s=args.wait, executor=executor)
+                            lock_wait_s=args.wait, executor=executor, restart=args.restart)
     except KeyboardInterrupt:
         runs = load_runs(args.out)  # the run table only: no trace is read
         print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "
