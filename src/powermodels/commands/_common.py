@@ -66,6 +66,8 @@ def open_any(kind: str, index: int = 0, **simulated):
         kind = "nvml" if nvml_available(index) else "simulated"
         what = "the NVIDIA GPU through NVML" if kind == "nvml" else "the simulated GPU (no NVIDIA GPU found)"
         print(f"powermodels: using {what}", file=sys.stderr)
+    if kind == "simulated" and index != 0:  # silently measured board 0 before
+        raise ValueError(f"--index {index}: the simulated GPU is one board, index 0")
     return open_device(kind, index=index, **(simulated if kind == "simulated" else {}))
 
 

@@ -11,6 +11,7 @@ import argparse
 import math
 import sys
 
+from ..validation import option_integer
 from ._common import check_writable, open_any, program_argv
 
 __all__ = ["add_program_arguments", "program_argv", "run_program", "write_table"]
@@ -19,7 +20,7 @@ __all__ = ["add_program_arguments", "program_argv", "run_program", "write_table"
 def add_program_arguments(parser) -> None:
     """The options of the program branch, and the command after ``--``."""
     group = parser.add_argument_group("external program (powermodels measure -- CMD ARGS...)")
-    group.add_argument("--repeats", type=int, default=3, help="runs of the program (default 3)")
+    group.add_argument("--repeats", type=option_integer(minimum=1, maximum=10_000), default=3, help="runs of the program (default 3)")
     group.add_argument("--idle-s", type=float, default=2.0,
                        help="idle gap before each run; gives the idle power (default 2 s)")
     group.add_argument("--no-check", action="store_true",

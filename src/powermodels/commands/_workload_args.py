@@ -55,7 +55,7 @@ def add_workload_arguments(parser, default_kernel: str | None = "fp32") -> None:
     s.add_argument("--arg", action="append", default=[], metavar="JSON",
                    help='a kernel argument, in order: {"random": "float32", "size": N}, {"zeros": ...}, '
                         '{"scalar": 5, "dtype": "int32"}, {"file": "a.npy"} (repeatable)')
-    s.add_argument("--problem-size", default="1", metavar="N[,N[,N]]",
+    s.add_argument("--problem-size", default=None, metavar="N[,N[,N]]",
                    help="threads to cover per dimension (ints or parameter expressions)")
     for axis in "xyz":
         s.add_argument(f"--grid-div-{axis}", metavar="P[,P]",
@@ -132,8 +132,11 @@ def _check_kind(args) -> str:
                          "not with --callable")
     if kinds == ["program"] and args.kernel:
         raise ValueError("--kernel cannot be combined with a program (-- CMD)")
-    if kinds and kinds != ["source"] and (args.arg or args.compiler_option):
-        raise ValueError("--arg and --compiler-option describe a --source kernel")
+    given = [o for o, v in (("--arg", args.arg), ("--compiler-option", args.compiler_option),
+                            ("--problem-size", args.problem_size), ("--grid-div-x", args.grid_div_x),
+                            ("--grid-div-y", args.grid_div_y), ("--grid-div-z", args.grid_div_z)) if v]
+    if kinds != ["source"] and given:  # silently ignored before: they describe a --source launch
+        raise ValueError(f"{given[0]} describes a --source kernel's launch; give --source FILE or drop it")
     return kinds[0] if kinds else "registry"
 
 
@@ -154,7 +157,7 @@ def workload_from_args(args, protocol_fields, default_kernel: str = "fp32"):
         config.update(tune)
         arguments = [make_argument(_json(a, "--arg"), Path.cwd(), f"--arg {i}") for i, a in enumerate(args.arg)]
         w = SourceKernel(args.source, args.kernel, {k: (v,) for k, v in config.items()},
-                         arguments=arguments, problem_size=_problem(args.problem_size),
+                         arguments=arguments, problem_size=_problem(args.problem_size or "1"),
                          grid_div_x=_list(args.grid_div_x), grid_div_y=_list(args.grid_div_y),
                          grid_div_z=_list(args.grid_div_z), compiler_options=args.compiler_option,
                          simulated=_twin(args.simulated))

@@ -29,6 +29,7 @@ On the simulated GPU (no hardware)::
 from __future__ import annotations
 
 from . import COMMANDS
+from ..validation import option_integer, option_number
 
 NAME = "calibrate-instructions"
 HELP = COMMANDS[NAME].help
@@ -39,8 +40,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", choices=("nvml", "simulated"), default="nvml",
                         help="nvml: CuPy + NVML + ncu on CUDA device 0; simulated: known table")
     parser.add_argument("--preset", default="sim-hopper-a", help="simulated GPU preset")
-    parser.add_argument("--noise", type=float, default=0.0, help="simulated power noise (relative)")
-    parser.add_argument("--seed", type=int, default=0, help="simulated noise / subset seed")
+    parser.add_argument("--noise", type=option_number(minimum=0), default=0.0, help="simulated power noise (relative)")
+    parser.add_argument("--seed", type=option_integer(minimum=0), default=0, help="simulated noise / subset seed")
     parser.add_argument("--only", default="", help="comma-separated microbenchmarks (default: all)")
     parser.add_argument("--workloads", default="",
                         help="comma-separated validation workloads: heldout, fresh, registry "
@@ -53,7 +54,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--transfer-from", metavar="CALIBRATION",
                         help="reference calibration of another GPU: measure a --fraction of the "
                              "microbenchmarks and transfer its table (Wattchmen §6)")
-    parser.add_argument("--fraction", type=float, default=0.1,
+    parser.add_argument("--fraction", type=option_number(above=0, maximum=1), default=0.1,
                         help="with --transfer-from: share of microbenchmarks measured (default 0.1)")
     parser.add_argument("--ncu", help="path of ncu (default: PATH or the CUDA toolkit)")
     parser.add_argument("--hopper-extras", action="store_true",

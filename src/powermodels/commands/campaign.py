@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from . import COMMANDS
+from ..validation import option_integer, option_number
 
 NAME = "campaign"
 HELP = COMMANDS[NAME].help
@@ -47,11 +48,11 @@ def add_arguments(parser) -> None:
                              "see docs/scale-out.md)")
     parser.add_argument("--per-gpu", action="store_true",
                         help="with --cluster: every run on every GPU of the cluster (compare boards)")
-    parser.add_argument("--workers", type=int,
+    parser.add_argument("--workers", type=option_integer(minimum=1),
                         help="with --cluster local: number of workers (default: CPU cores; simulated GPU only)")
     parser.add_argument("--exclusive", action="store_true",
                         help="stop when another process is on the GPU (default: warn and count it on the row)")
-    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    parser.add_argument("--wait", type=option_number(minimum=0), default=0.0, metavar="SECONDS",
                         help="wait this long for another campaign using --out (default: fail at once)")
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from . import COMMANDS
+from ..validation import option_integer, option_number
 
 NAME = "characterize"
 HELP = COMMANDS[NAME].help
@@ -24,15 +25,15 @@ FRACTIONS = (2 / 3, 3 / 4, 4 / 5, 6 / 5, 5 / 4, 4 / 3)  # Yang §IV-C, artifact 
 
 def add_arguments(parser) -> None:
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
-    parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
+    parser.add_argument("--index", type=option_integer(minimum=0), default=0, help="GPU index (nvml)")
     parser.add_argument("--preset", default="hopper",
                         help="simulated sensor preset (volta, turing, ga100, hopper, ada)")
-    parser.add_argument("--seed", type=int, default=0, help="simulated GPU seed")
+    parser.add_argument("--seed", type=option_integer(minimum=0), default=0, help="simulated GPU seed")
     parser.add_argument("--reference-meter", action="store_true",
                         help="simulated GPU: record its 5 kHz reference meter (gain/offset)")
     # Yang's 9 s: with per-run delays free, shorter runs leave the instant window
     # poorly identified (4 s: 17.5 ms on the simulated Hopper, 59.8 ms once on the H200).
-    parser.add_argument("--seconds", type=float, default=9.0,
+    parser.add_argument("--seconds", type=option_number(above=0, maximum=3600), default=9.0,
                         help="length of each square-wave run (default: Yang's 9 s)")
     parser.add_argument("--step-seconds", type=float, default=3.0, help="length of the step")
     # issue 15: Yang's periods phase-lock with the update period (3-6 load phases per run);
@@ -105,9 +106,9 @@ def run(args) -> int:
 
     if args.seconds < 1.0:  # shorter runs hold too few sensor updates to fit a window
         raise ValueError(f"--seconds must be >= 1, got {args.seconds:g}")
-    if not args.step_seconds >= 0.5:
-        raise ValueError(f"--step-seconds must be >= 0.5, got {args.step_seconds:g}")
-    if args.delay_spread is not None and args.delay_spread < 0:
+    if not 0.5 <= args.step_seconds <= 3600:  # NaN fails here too
+        raise ValueError(f"--step-seconds must be >= 0.5 and <= 3600, got {args.step_seconds:g}")
+    if args.delay_spread is not None and not args.delay_spread >= 0:
         raise ValueError(f"--delay-spread must be >= 0, got {args.delay_spread:g}")
     if args.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {args.seed}")

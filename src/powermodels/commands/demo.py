@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from . import COMMANDS
+from ..validation import option_integer
 
 NAME = "demo"
 HELP = COMMANDS[NAME].help
@@ -44,7 +45,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", default="hopper", choices=sorted(PRESETS),
                         help="sensor preset of the simulated GPU (Yang Fig. 14)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated GPU")
-    parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
+    parser.add_argument("--index", type=option_integer(minimum=0), default=0, help="GPU index (nvml)")
     parser.add_argument("--harness", action="store_true",
                         help="on the simulated GPU: run the real-GPU demo (the harness runner, the "
                              "energy counter compared with the truth) instead of the sensor-vs-truth table")

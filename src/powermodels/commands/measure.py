@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from . import COMMANDS
+from ..validation import option_integer
 from ._common import check_protocol_params, check_writable, open_any
 
 NAME = "measure"
@@ -31,7 +32,7 @@ def add_arguments(parser) -> None:
                         help="counter (default: energy counter, ~1 s; good_practice where the GPU has no "
                              "counter) | naive | continuous | good_practice | steady_state")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
-    parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
+    parser.add_argument("--index", type=option_integer(minimum=0), default=0, help="GPU index (nvml)")
     parser.add_argument("--seed", type=int, default=0, help="simulated GPU seed")
     parser.add_argument("--preset", default="hopper", help="simulated GPU sensor preset")
     parser.add_argument("--out", help="write the run-table row to this file (.parquet, .csv or .json)")

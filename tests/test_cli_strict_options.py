@@ -1,0 +1,51 @@
+"""Options checked before anything is measured (issue 25 findings 1, 10, 12): one line naming the option."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from powermodels import cli
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["characterize", "--device", "simulated", "--out", "X", "--seconds", "nan"],
+     "argument --seconds: must be a finite number > 0 and <= 3600, got 'nan'"),  # failed after its probe
+    (["characterize", "--device", "simulated", "--out", "X", "--seconds", "1e9"], "got '1e9'"),  # ran forever
+    (["calibrate-instructions", "--device", "simulated", "--out", "X", "--fraction", "5"],
+     "argument --fraction: must be a finite number > 0 and <= 1, got '5'"),
+    (["demo", "--device", "simulated", "--index", "-1"], "argument --index: must be an integer >= 0, got '-1'"),
+    (["measure", "--device", "simulated", "--index", "2.5"], "argument --index: must be an integer >= 0"),
+    (["campaign", "x.json", "--out", "X", "--workers", "0"], "argument --workers: must be an integer >= 1"),
+    (["campaign", "x.json", "--out", "X", "--wait", "nan"], "argument --wait: must be a finite number >= 0"),
+])
+def test_bad_numbers_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["measure", "--device", "simulated", "--index", "5"], "--index 5: the simulated GPU is one board, index 0"),
+    (["measure", "--device", "simulated", "--problem-size", "abc"],
+     "--problem-size describes a --source kernel's launch; give --source FILE or drop it"),
+    (["measure", "--device", "simulated", "--grid-div-x", "2"], "--grid-div-x describes a --source kernel"),
+    (["measure", "--device", "simulated", "--protocol-param", "window_s=1e9"], "more than max_duration_s=5"),
+    (["measure", "--device", "simulated", "--protocol-param", "window_s=abc"],
+     "window_s: expected a number, got 'abc'"),
+    (["measure", "--device", "simulated", "--protocol-param", "min_updates=1e9"],
+     "['min_updates'] must be an integer, got 1000000000.0"),
+    (["characterize", "--device", "simulated", "--out", "X", "--step-seconds", "nan"],
+     "--step-seconds must be >= 0.5 and <= 3600, got nan"),
+])
+def test_silently_accepted_options_are_refused(tmp_path, monkeypatch, capsys, argv, message):
+    """Issue 25 #12: these ran (measuring something else than asked) or hung."""
+    monkeypatch.chdir(tmp_path)
+    started = time.monotonic()
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert time.monotonic() - started < 20
