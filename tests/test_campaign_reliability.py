@@ -152,3 +152,30 @@ def test_corrupt_run_file_is_set_aside_named_and_measured_again(tmp_path, damage
     assert json.loads(path.read_text())[schema.RUN_ID] == key
     kept = list((tmp_path / "runs" / "_corrupt").iterdir())
     assert len(kept) == 1 and kept[0].read_text() == damage
+
+
+# ------------------------------------------------------------------ specs are code
+
+
+def test_a_callable_outside_the_specs_folder_needs_an_explicit_option(tmp_path, capsys):
+    """Issue 25: {"callable": "/abs/path/evil.py:f"} imported and ran that file, even on the simulated GPU."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    marker = tmp_path / "ran"
+    (elsewhere / "evil.py").write_text(f"open({str(marker)!r}, 'w').close()\ndef f():\n    pass\n")
+    folder = tmp_path / "spec"
+    folder.mkdir()
+    spec = folder / "spec.json"
+    entry = {"callable": str(elsewhere / "evil.py") + ":f", "simulated": {"time_s": 0.01}}
+    spec.write_text(json.dumps({"workloads": [entry], "device": "simulated", "repeats": 1, "protocol": "naive"}))
+    assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is outside the spec's folder" in err and "--allow-code-outside" in err
+    assert not marker.exists()
+    spec.write_text(json.dumps({"workloads": [{**entry, "callable": "../elsewhere/evil.py:f"}],
+                                "device": "simulated", "repeats": 1, "protocol": "naive"}))
+    assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--no-progress"]) == 1
+    assert not marker.exists()
+    assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--no-progress",
+                 "--allow-code-outside"]) == 0
+    assert marker.exists()

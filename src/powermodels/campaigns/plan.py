@@ -70,6 +70,10 @@ class CampaignSpec:
         ``{"kernels": {"sgemm": "default"}, "repeats": 3, "model": "scale"}``
         (``workloads`` too) — to map every board onto one
         (:mod:`powermodels.campaigns.boards`; recorded in ``metadata.json``).
+    allow_code_outside : bool, default=False
+        Not a key of the spec file (a spec cannot grant it to itself): the
+        user's permission for ``callable`` entries to import ``.py`` files
+        outside ``base_dir``. A spec is code — read one before running it.
     """
 
     kernels: dict = field(default_factory=lambda: {"fp32": "default"})
@@ -84,9 +88,10 @@ class CampaignSpec:
     base_dir: str | None = None
     exclusive: bool = False
     board_probe: dict | None = None
+    allow_code_outside: bool = False
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> CampaignSpec:
+    def from_dict(cls, data: Mapping, *, allow_code_outside: bool = False) -> CampaignSpec:
         """A spec from its table, every field checked strictly (:func:`powermodels.validation.check_campaign_spec`)."""
         from ..devices.sensor_emulation import PRESETS
         from ..measuring.protocols import PROTOCOLS
@@ -101,7 +106,7 @@ class CampaignSpec:
                                 else "; it is empty"))
         if data.get("workloads") and "kernels" not in data:
             data["kernels"] = {}  # only the user's workloads, not the default fp32
-        spec = cls(**data)
+        spec = cls(**data, allow_code_outside=bool(allow_code_outside))
         spec.validate()
         return spec
 
@@ -120,7 +125,8 @@ class CampaignSpec:
             raise ValueError("campaign spec: 'workloads' must be a list of tables")
         out = [(workloads.registry_kernel(name), what) for name, what in self.kernels.items()]
         for entry in self.workloads:
-            w = workloads.workload_from_entry(entry, self.base_dir)
+            w = workloads.workload_from_entry(entry, self.base_dir,
+                                              allow_code_outside=self.allow_code_outside)
             out.append((w, entry.get("configs", "default")))
         names = [w.name for w, _ in out]
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -170,8 +176,13 @@ def check_board_probe(probe) -> None:
         raise ValueError(f"campaign spec: board_probe: 'model' must be one of {MODELS}, got {probe.get('model')!r}")
 
 
-def load_spec(path: str | os.PathLike) -> CampaignSpec:
-    """Read a campaign spec from JSON or TOML (``tomllib``, or ``tomli`` on Python 3.10)."""
+def load_spec(path: str | os.PathLike, *, allow_code_outside: bool = False) -> CampaignSpec:
+    """Read a campaign spec from JSON or TOML (``tomllib``, or ``tomli`` on Python 3.10).
+
+    A spec is code: its ``callable`` workloads are imported and run, its
+    ``program`` workloads executed. Callables from ``.py`` files outside the
+    spec's folder need ``allow_code_outside=True``.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"campaign config {str(path)!r} does not exist")
@@ -190,7 +201,7 @@ def load_spec(path: str | os.PathLike) -> CampaignSpec:
         data = parse_json(path.read_text(), f"campaign config {str(path)!r}")
     if isinstance(data, Mapping) and "base_dir" not in data:
         data = {**data, "base_dir": str(path.resolve().parent)}  # workloads' paths: next to the file
-    return CampaignSpec.from_dict(data)
+    return CampaignSpec.from_dict(data, allow_code_outside=allow_code_outside)
 
 
 @dataclass(frozen=True)
@@ -209,7 +220,7 @@ class PlannedRun:
 RUN_KEY_VERSION = 2
 
 #: Spec fields that do not change what a run measures (a resume may differ in them).
-NOT_IDENTITY = ("base_dir", "exclusive")
+NOT_IDENTITY = ("base_dir", "exclusive", "allow_code_outside")
 
 
 def run_identity(spec: CampaignSpec) -> str:

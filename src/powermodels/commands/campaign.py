@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", choices=("auto", "nvml", "simulated"),
                         help="override the file's device")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--allow-code-outside", action="store_true",
+                        help="a spec is code: let its callables import .py files outside the spec's "
+                             "folder (refused without it)")
     parser.add_argument("--restart", action="store_true",
                         help="--out holds runs of another spec: move them to previous-<time>/ and "
                              "measure anew (without it such a folder is refused)")
@@ -139,7 +142,7 @@ def run(args) -> int:
         raise ValueError(f"--max-runs must be >= 0, got {args.max_runs}")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise ValueError(f"--out: {args.out!r} exists and is not a folder")
-    spec = load_spec(args.config)
+    spec = load_spec(args.config, allow_code_outside=args.allow_code_outside)
     check_protocol_params(spec.protocol, dict(spec.protocol_params), what="protocol_params:")
     if args.device:
         spec.device = args.device

@@ -106,16 +106,35 @@ def _resolve(path, base_dir) -> str:
     return str(p if p.is_absolute() or base_dir is None else Path(base_dir) / p)
 
 
-def workload_from_entry(entry: Mapping, base_dir: str | Path | None = None) -> Workload:
-    """The :class:`~.base.Workload` of one ``workloads`` entry of a campaign spec (built once, cached)."""
+def workload_from_entry(entry: Mapping, base_dir: str | Path | None = None, *,
+                        allow_code_outside: bool = False) -> Workload:
+    """The :class:`~.base.Workload` of one ``workloads`` entry of a campaign spec (built once, cached).
+
+    A campaign spec is code: a ``callable`` entry imports and runs its
+    module. A ``"file.py:name"`` outside the spec's folder (``base_dir``) is
+    refused unless ``allow_code_outside`` (``powermodels campaign
+    --allow-code-outside``): a spec from elsewhere cannot reach for any file
+    on the machine without the user saying so.
+    """
     if not isinstance(entry, Mapping):
         raise ValueError(f"campaign spec: a workloads entry must be a table, got {entry!r}")
     key = json.dumps(entry, sort_keys=True, default=str)
-    return _build(key, None if base_dir is None else str(base_dir))
+    return _build(key, None if base_dir is None else str(base_dir), bool(allow_code_outside))
+
+
+def _check_inside(target: str, base_dir: str | None) -> None:
+    module, _, _ = str(target).rpartition(":")
+    if base_dir is None or not module.endswith(".py"):
+        return
+    folder = Path(base_dir).resolve()
+    path = (folder / module).resolve()
+    if folder != path and folder not in path.parents:
+        raise ValueError(f"campaign spec: callable {target!r} is outside the spec's folder {str(folder)!r}; "
+                         "a spec is code: pass --allow-code-outside to run a file from elsewhere")
 
 
 @lru_cache(maxsize=64)
-def _build(key: str, base_dir: str | None) -> Workload:
+def _build(key: str, base_dir: str | None, allow_code_outside: bool = False) -> Workload:
     entry = json.loads(key)
     kinds = [k for k in ENTRY_KINDS if k in entry]
     if len(kinds) != 1:
@@ -147,6 +166,8 @@ def _build(key: str, base_dir: str | None) -> Workload:
     if kind == "callable":
         from .callables import CallableWorkload
 
+        if not allow_code_outside:
+            _check_inside(entry["callable"], base_dir)
         target = load_object(entry["callable"], base_dir)
         if isinstance(target, Workload):
             if any(k in entry for k in _CALLABLE) or twin is not None:
