@@ -49,3 +49,26 @@ def test_silently_accepted_options_are_refused(tmp_path, monkeypatch, capsys, ar
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert time.monotonic() - started < 20
+
+
+def test_dvfs_features_says_what_failed_in_its_exit_status(tmp_path, capsys):
+    """Issue 25 #12: `--source /etc/passwd --ptx-only` exited 0 after "nvcc failed"."""
+    rc = cli.main(["dvfs-features", "--out", str(tmp_path / "f"), "--source", "/etc/passwd", "--ptx-only"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "no PTX features collected" in err and err.count("\n") == 1
+
+
+def test_dvfs_features_names_an_unknown_workload_before_running(tmp_path, capsys):
+    """Issue 25 #12: `--workloads nope` reported "No such file or directory: 'ncu'"."""
+    assert cli.main(["dvfs-features", "--out", str(tmp_path / "f"), "--workloads", "nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--workloads: 'nope' is not a workload spec" in err
+    assert not (tmp_path / "f").exists()
+
+
+def test_optimize_names_missing_columns_before_asking_for_p_max(tmp_path, capsys):
+    """Issue 25 #12: `optimize --runs bad.csv` asked for --p-max-w before saying the columns are missing."""
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n")
+    assert cli.main(["optimize", "--runs", str(tmp_path / "bad.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "column(s) ['kernel'" in err and "--p-max-w" not in err

@@ -49,4 +49,15 @@ def run(args) -> int:
                                  timeout=args.timeout, runtime=not args.ptx_only)
     for p in meta["problems"]:
         print(f"  problem: {p[:300]}")
+    nothing = [what for what, failed in (
+        ("no PTX features", bool(args.source) and not meta["ptx_kernels"]),
+        ("no runtime features", not args.ptx_only and not (Path(args.out) / "runtime_features.csv").is_file()))
+        if failed]
+    if nothing:  # what was asked for was not collected at all: say so in the exit status too
+        import sys
+
+        print(f"powermodels dvfs-features: error: {' and '.join(nothing)} collected "
+              f"({len(meta['problems'])} problem(s) above; all in {Path(args.out) / 'meta.json'})",
+              file=sys.stderr)
+        return 1
     return 0

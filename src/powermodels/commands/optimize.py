@@ -152,6 +152,16 @@ def simulated_sweep(workload_name: str, *, seed: int = 0, run_s: float = 1.0):
     return pd.DataFrame(rows), gpu.power_limits_w()[1]
 
 
+def check_run_columns(runs, where: str = "run table") -> None:
+    """A swept run table has the columns a recommendation needs (checked before anything else)."""
+    from .. import schema
+
+    missing = [c for c in (schema.KERNEL, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ, schema.TIME_S,
+                           schema.POWER_W) if c not in runs.columns]
+    if missing:
+        raise ValueError(f"{where}: column(s) {missing} missing (have {list(runs.columns)[:12]})")
+
+
 def recommend(runs, *, max_slowdown: float, p_max_w: float, eta: float | None = None,
               voltage_knee_mhz: float | None = None, voltage_slope_per_ghz: float | None = None):
     """One recommendation per kernel of a swept run table (a DataFrame)."""
@@ -163,10 +173,7 @@ def recommend(runs, *, max_slowdown: float, p_max_w: float, eta: float | None = 
     from ..models.dvfs_optimizer import eta_for_slowdown, optimize_clocks
     from ..models.dvfs_predictor import kernel_parameters
 
-    for col in (schema.KERNEL, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ, schema.TIME_S,
-                schema.POWER_W):
-        if col not in runs.columns:
-            raise ValueError(f"run table: column {col!r} is missing")
+    check_run_columns(runs)
     if voltage_knee_mhz is None or voltage_slope_per_ghz is None:
         knee, slope = fit_voltage_curve(runs[schema.SM_CLOCK_MHZ], runs[schema.MEM_CLOCK_MHZ],
                                         runs[schema.POWER_W], runs[schema.KERNEL])
@@ -322,6 +329,7 @@ def run(args) -> int:
         from .. import schema
 
         runs = _read_runs(args.runs)
+        check_run_columns(runs, f"--runs {args.runs}")  # before asking for --p-max-w
         if args.kernel is not None:
             runs = runs[runs[schema.KERNEL] == args.kernel]
             if runs.empty:

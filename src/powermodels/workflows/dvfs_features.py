@@ -219,6 +219,27 @@ def _gpu_meta(problems: list[str]) -> dict:
         return {}
 
 
+GROUPS = ("registry", "microbench", "heldout", "fresh")
+
+
+def check_workload_specs(specs) -> list[str]:
+    """``specs`` if each is a group, a registry kernel or ``module:function``/``file.py:name``.
+
+    Checked before anything runs: an unknown name used to surface only as
+    the ncu pass's failure (or a missing ``ncu``), never naming the spec.
+    """
+    from ..workloads.registry import KERNELS
+
+    specs = list(specs)
+    if not specs:
+        raise ValueError("--workloads: give at least one workload spec")
+    for spec in specs:
+        if spec not in GROUPS and spec not in KERNELS and ":" not in spec:
+            raise ValueError(f"--workloads: {spec!r} is not a workload spec ({', '.join(GROUPS)}, a "
+                             f"registry kernel of {sorted(KERNELS)}, module:function or file.py:name)")
+    return specs
+
+
 def collect_dvfs_features(out, workloads=DEFAULT_WORKLOADS, *, sources=None, ncu: str = "ncu",
                           timeout: float = 480, runtime: bool = True, say=print) -> dict:
     """Both feature sets of ``workloads`` into ``out`` (module docstring); returns ``meta``.
@@ -237,6 +258,7 @@ def collect_dvfs_features(out, workloads=DEFAULT_WORKLOADS, *, sources=None, ncu
     runtime : bool, default=True
         False: PTX features only (no GPU needed when nvcc is installed).
     """
+    workloads = check_workload_specs(workloads) if runtime else list(workloads)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     problems: list[str] = []
@@ -271,7 +293,10 @@ def collect_dvfs_features(out, workloads=DEFAULT_WORKLOADS, *, sources=None, ncu
         except Exception:  # noqa: BLE001 - keep the raw output and say why
             problems.append("runtime table: " + traceback.format_exc()[-1500:])
     meta["problems"] = problems
-    (out / "meta.json").write_text(json.dumps(meta, indent=2))
+    meta["ptx_kernels"] = int(len(ptx))
+    from ..files import write_json
+
+    write_json(out / "meta.json", meta)
     say(f"{len(problems)} problem(s); see meta.json")
     return meta
 
