@@ -80,8 +80,23 @@ def _one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text} (unexpected; {DEBUG_ENV}=1 shows the traceback)"
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> str:
+    """A warning as one line: its kind and message (the library's source line means nothing here)."""
+    return f"powermodels: {category.__name__}: {' '.join(str(message).split())}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    import warnings
+
     argv = sys.argv[1:] if argv is None else list(argv)
+    previous, warnings.formatwarning = warnings.formatwarning, _warning_line
+    try:
+        return _main(argv)
+    finally:
+        warnings.formatwarning = previous
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if getattr(args, "_run", None) is None:
