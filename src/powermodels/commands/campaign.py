@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from . import COMMANDS
-from ..validation import option_integer, option_number
+from ..validation import option_number
 
 NAME = "campaign"
 HELP = COMMANDS[NAME].help
@@ -51,7 +51,7 @@ def add_arguments(parser) -> None:
                              "see docs/scale-out.md)")
     parser.add_argument("--per-gpu", action="store_true",
                         help="with --cluster: every run on every GPU of the cluster (compare boards)")
-    parser.add_argument("--workers", type=option_integer(minimum=1),
+    parser.add_argument("--workers", type=int,
                         help="with --cluster local: number of workers (default: CPU cores; simulated GPU only)")
     parser.add_argument("--exclusive", action="store_true",
                         help="stop when another process is on the GPU (default: warn and count it on the row)")
