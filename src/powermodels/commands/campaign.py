@@ -39,12 +39,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", choices=("auto", "nvml", "simulated"),
                         help="override the file's device")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--allow-code-outside", action="store_true",
-                        help="a spec is code: let its callables import .py files outside the spec's "
-                             "folder (refused without it)")
-    parser.add_argument("--restart", action="store_true",
-                        help="--out holds runs of another spec: move them to previous-<time>/ and "
-                             "measure anew (without it such a folder is refused)")
+    for flag, text in (
+            ("--allow-code-outside", "a spec is code: let its callables import .py files outside the "
+                                     "spec's folder (refused without it)"),
+            ("--restart", "--out holds runs of another spec: move them to previous-<time>/ and measure "
+                          "anew (without it such a folder is refused)")):
+        parser.add_argument(flag, action="store_true", help=text)
     parser.add_argument("--max-runs", type=int, help="stop after this many new runs")
     parser.add_argument("--cluster", metavar="local|local-cuda|tcp://ADDRESS",
                         help="run on a Dask cluster, one worker per GPU (needs the [distributed] extra; "
