@@ -179,3 +179,49 @@ def test_a_callable_outside_the_specs_folder_needs_an_explicit_option(tmp_path, 
     assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--no-progress",
                  "--allow-code-outside"]) == 0
     assert marker.exists()
+
+
+# ------------------------------------------------------------------ 4, 11, 12 through the command
+
+
+@pytest.mark.parametrize("text, named", [
+    # 4: a string never turns on clock changes or exclusive mode (both were true before)
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "sm_clocks_mhz": [1500], '
+     '"allow_clock_changes": "no"}', "'allow_clock_changes' must be true or false, got 'no'"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "exclusive": "false"}',
+     "'exclusive' must be true or false, got 'false'"),
+    # 11: each error names its field
+    ("null", "campaign spec must be a table (JSON object), got None"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "repeats": Infinity}',
+     "'repeats' must be a finite number, got inf"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "protocol": "good_practice", '
+     '"protocol_params": {"trials": NaN}}', "'protocol_params'['trials'] must be a finite number, got nan"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "protocol_params": [1]}',
+     "'protocol_params' must be a table"),
+    ('{"kernels": {"fp32": "default"}, "device": 1}', "'device' must be one of"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "device_kwargs": {"colour": 1}}',
+     "'device_kwargs': unknown key(s) ['colour']"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "device_kwargs": [1]}',
+     "'device_kwargs' must be a table"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "sm_clocks_mhz": "1000", '
+     '"allow_clock_changes": true}', "'sm_clocks_mhz' must be a list, got '1000'"),
+    ('{"kernels": {"fp32": {"sample": NaN}}, "device": "simulated"}', "['sample'] must be a finite number"),
+    ('{"kernels": {"fp32": {"sample": 2, "seed": "x"}}, "device": "simulated"}',
+     "'kernels'['fp32']['seed'] must be an integer >= 0, got 'x'"),
+    ("[" * 5000 + "]" * 5000, "nested deeper than 32 levels"),
+    # 12: nothing accepted silently
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "repeats": 2.9}', "got 2.9"),
+    ('{"kernels": {"fp32": {"sample": 2.5}}, "device": "simulated"}', "got 2.5"),
+    ('{"kernels": {"fp32": null}, "device": "simulated"}', "got None"),
+    ('{"kernels": {"fp32": {"sample": 2, "sead": 1}}, "device": "simulated"}', "unknown key(s) ['sead']"),
+    ('{"kernels": {"fp32": "default"}, "device": "simulated", "sm_clocks_mhz": [1500, 1500.0], '
+     '"allow_clock_changes": true}', "clock 1500.0 is listed twice"),
+])
+def test_campaign_command_refuses_bad_specs_in_one_line(tmp_path, capsys, text, named):
+    """Issue 25 #4, #11, #12 as a user meets them: `powermodels campaign spec.json`."""
+    spec = tmp_path / "spec.json"
+    spec.write_text(text)
+    assert main(["campaign", str(spec), "--out", str(tmp_path / "c"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and "unexpected" not in err, err
+    assert not (tmp_path / "c" / "runs").exists()  # refused before anything was measured

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_NESTING",
     "MAX_REPEATS",
     "InputError",
+    "check_all_finite",
     "check_boolean",
     "check_campaign_spec",
     "check_clocks",
@@ -178,22 +179,38 @@ def _nesting(value, limit: int) -> int:
     return deepest
 
 
-def _no_constant(name: str):
-    raise InputError(f"{name} is not a number JSON allows; write a finite number")
+def _field_path(keys) -> str:
+    return "".join(f"[{k!r}]" if i or isinstance(k, int) else repr(k) for i, k in enumerate(keys))
+
+
+def check_all_finite(where: str, data) -> None:
+    """Refuse the first NaN or infinity anywhere in ``data``, naming where it sits.
+
+    ``json`` (``NaN``, ``Infinity``) and TOML (``nan``, ``inf``) both read such
+    values; no field of a spec takes one.
+    """
+    stack = [((), data)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise InputError(f"{where}: {_field_path(path)} must be a finite number, got {item!r}")
+        if isinstance(item, Mapping):
+            stack.extend(((*path, k), v) for k, v in reversed(list(item.items())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(item))))
 
 
 def parse_json(text: str, where: str):
-    """JSON text as Python values; NaN/Infinity literals, broken or too deeply nested JSON are errors."""
+    """JSON text as Python values; NaN/Infinity (named by field), broken or too deeply nested JSON are errors."""
     try:
-        data = json.loads(text, parse_constant=_no_constant)
-    except InputError as err:
-        raise InputError(f"{where}: {err}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(f"{where}: invalid JSON: {err}") from None
     except RecursionError:
         raise InputError(f"{where}: nested deeper than {MAX_NESTING} levels") from None
     if _nesting(data, MAX_NESTING) > MAX_NESTING:
         raise InputError(f"{where}: nested deeper than {MAX_NESTING} levels")
+    check_all_finite(where, data)
     return data
 
 

@@ -194,7 +194,10 @@ def load_spec(path: str | os.PathLike, *, allow_code_outside: bool = False) -> C
                 import tomli as tomllib
             except ModuleNotFoundError:
                 raise ValueError("campaign config: TOML needs Python >= 3.11 or 'tomli'; use JSON") from None
+        from ..validation import check_all_finite
+
         data = tomllib.loads(path.read_text())
+        check_all_finite(f"campaign config {str(path)!r}", data)  # TOML reads nan and inf
     else:
         from ..validation import parse_json
 
