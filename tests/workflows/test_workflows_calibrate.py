@@ -154,7 +154,8 @@ def test_cli_simulated_power_limit_refused_when_auto_finds_a_gpu(tmp_path, capsy
     ("--reference-temperature", "nan", "reference_temperature_c must be a finite number >= -40 and <= 150, got nan"),
     ("--reference-clock", "-5", "reference_clock_mhz must be a finite number > 0, got -5.0"),
     ("--min-span", "-1", "min_span_mhz must be a finite number >= 0, got -1.0"),
-    ("--burst-s", "inf", "burst_s must be a finite number > 0, got inf"),
+    ("--burst-s", "inf", "burst_s must be a finite number > 0 and <= 600, got inf"),
+    ("--cycles", "1000000000", "cycles must be an integer >= 2 and <= 1000, got 1000000000"),
 ])
 def test_cli_calibrate_bad_options_refused_before_measuring(tmp_path, capsys, monkeypatch, option, value,
                                                             expect):

@@ -151,11 +151,12 @@ def _check_options(*, clocks, n_clocks, cycles, pressure_s, burst_s, point_s, re
     v.check_boolean("calibrate: allow_clock_changes", allow_clock_changes)
     if clocks is not None:
         v.check_clocks("calibrate: clocks", clocks)
-    v.check_integer("calibrate: n_clocks", n_clocks, minimum=2)
-    v.check_integer("calibrate: cycles", cycles, minimum=2)
-    v.check_number("calibrate: pressure_s", pressure_s, minimum=0)
-    v.check_number("calibrate: burst_s", burst_s, above=0)
-    v.check_number("calibrate: point_s", point_s, above=0)
+    # bounds: a calibration is minutes of load, not days (issue 25: every command bounded)
+    v.check_integer("calibrate: n_clocks", n_clocks, minimum=2, maximum=64)
+    v.check_integer("calibrate: cycles", cycles, minimum=2, maximum=1000)
+    v.check_number("calibrate: pressure_s", pressure_s, minimum=0, maximum=600)
+    v.check_number("calibrate: burst_s", burst_s, above=0, maximum=600)
+    v.check_number("calibrate: point_s", point_s, above=0, maximum=600)
     if reference_clock_mhz is not None:
         v.check_number("calibrate: reference_clock_mhz", reference_clock_mhz, above=0)
     if reference_temperature_c is not None:
