@@ -20,6 +20,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+if __name__ == "__main__":  # before powermodels is imported: no NVML setter can run
+    from _readonly_nvml import forbid_nvml_setters
+
+    forbid_nvml_setters()
+
 from powermodels.workflows.dvfs_features import (  # noqa: E402
     DEFAULT_WORKLOADS,
     collect_dvfs_features,

@@ -36,12 +36,17 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
-from _common import write_report
+from _readonly_nvml import forbid_nvml_setters
 
-from powermodels import schema
-from powermodels.boards import board_spread, fit_board_normalisation, leave_one_config_out
-from powermodels.campaigns import run_campaign
+if __name__ == "__main__":  # before powermodels is imported: no NVML setter can run
+    forbid_nvml_setters()
+
+import pandas as pd  # noqa: E402
+from _common import write_report  # noqa: E402
+
+from powermodels import schema  # noqa: E402
+from powermodels.boards import board_spread, fit_board_normalisation, leave_one_config_out  # noqa: E402
+from powermodels.campaigns import run_campaign  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -71,12 +76,26 @@ def start_cluster(kind: str, gpus: int):
                                dashboard_address=":0", silence_logs=logging.ERROR)
     client = Client(cluster)
     client.wait_for_workers(gpus)
+    forbid_on_workers(client)
 
     def close():
         client.close()
         cluster.close()
 
     return client, close, time.perf_counter() - t0
+
+
+def forbid_on_workers(client) -> None:
+    """Make NVML read-only in every worker too: they are other processes, and a restarted one runs setup again."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class ReadOnlyNVML(WorkerPlugin):
+        name = "powermodels-readonly-nvml"
+
+        def setup(self, worker):
+            forbid_nvml_setters()
+
+    client.register_plugin(ReadOnlyNVML())
 
 
 def timed_campaign(args, gpus: int, the_spec: dict, out: Path, per_gpu: bool = False) -> dict:

@@ -39,6 +39,11 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+if __name__ == "__main__":  # before powermodels is imported: no NVML setter can run
+    from _readonly_nvml import forbid_nvml_setters
+
+    forbid_nvml_setters()
+
 from powermodels import schema  # noqa: E402
 from powermodels.microbench.validation_workloads import WORKLOAD_SETS  # noqa: E402
 from powermodels.models.instruction import InstructionEnergyModel  # noqa: E402

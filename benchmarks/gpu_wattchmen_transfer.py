@@ -48,6 +48,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+if __name__ == "__main__":  # before powermodels is imported: no NVML setter can run
+    from _readonly_nvml import forbid_nvml_setters
+
+    forbid_nvml_setters()
+
 from _common import write_report  # noqa: E402
 
 from powermodels import schema  # noqa: E402
