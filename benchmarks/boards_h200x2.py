@@ -5,7 +5,8 @@ Prints the markdown of ``docs/scale-out.md``'s board section and draws
 (4 SGEMM configurations × 3 repeats on each board), the spread between the
 boards, the leave-one-configuration-out residual of the scale and affine
 normalisations (also on the 10 configurations of the two-GPU campaign, whose
-repeats alternated between the boards), and how much of the spread the
+repeats alternated between the boards, and on the host's three campaigns
+pooled), and how much of the spread the
 boards' temperature difference explains.
 
 Usage::
@@ -149,6 +150,11 @@ def main(argv=None) -> int:
     print("\n## Leave one configuration out (per-GPU campaign, 4 configurations)\n\n" + text)
     text2, loo2 = loo_markdown(two, names, "two-GPU")
     print("\n## Leave one configuration out (two-GPU campaign, 10 configurations, 2 runs per board)\n\n" + text2)
+    pooled = pd.concat([pd.read_parquet(args.data / "one_gpu_runs.parquet"), two, per_gpu], ignore_index=True)
+    runs_per_board = pooled.groupby([schema.CONFIG, schema.DEVICE_UUID]).size().groupby(schema.DEVICE_UUID).max()
+    text3, _ = loo_markdown(pooled, names, "pooled")
+    print("\n## Leave one configuration out (the host's three campaigns pooled, up to "
+          + ", ".join(f"{n} runs on {short(u)}" for u, n in runs_per_board.items()) + ")\n\n" + text3)
     print("\n## Temperature (per-GPU campaign)\n\n" + temperature_markdown(per_gpu))
     fit = boards.fit_board_normalisation(per_gpu)
     print("\n## Normalisation fitted on all 4 (campaign metadata)\n\n" + str(fit.as_dict()))

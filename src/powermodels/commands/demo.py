@@ -152,6 +152,7 @@ def _table(sq: dict, st: dict) -> list[str]:
 
 
 def _run_simulated(gpu, out) -> int:
+    from .. import schema
     from ..devices.simulated import EXAMPLE_WORKLOADS
 
     cpu0 = time.process_time()
@@ -175,7 +176,7 @@ def _run_simulated(gpu, out) -> int:
     for line in _table(sq, st):
         print(line, file=out)
     print("", file=out)
-    p = sq["truth"]["reference_power_w"]
+    p = sq["truth"][schema.REFERENCE_POWER_W]
     lo, hi = np.percentile(p, 2), np.percentile(p, 98)
     print(f"square wave: true power switches between {lo:.0f} W and {hi:.0f} W; the instant reading "
           f"ranged {sq['inst_range'][0]:.0f}–{sq['inst_range'][1]:.0f} W, drifting through low, middle "
