@@ -30,7 +30,7 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.reporting import markdown_table
-from powermodels.thermal.learning import pooled_alpha
+from powermodels.thermal.alpha import pooled_alpha
 from powermodels.thermal.normalise import AlphaEstimate, assumed_alpha, normalise
 from powermodels.thermal.series import series_states
 
@@ -264,7 +264,7 @@ def plot_rows(rows: pd.DataFrame, path: Path, title: str) -> None:
 
 def simulated_table(seconds: float = 25.0) -> pd.DataFrame:
     """The same analysis on simulated warm-ups (idle 30 s, then ``seconds`` back to back)."""
-    from powermodels.measuring.protocols.counter import run_launches
+    from powermodels.measuring.graphs import run_launches
     from powermodels.measuring.runner import make_runner
 
     tables = []

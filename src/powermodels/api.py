@@ -29,6 +29,20 @@ def _protocol(protocol, runner, params: dict):
     raise ValueError(f"measure: protocol must be None, a name or a Protocol, got {type(protocol).__name__}")
 
 
+def _calibration_alpha(cal, params: dict) -> dict:
+    """The counter protocol's α and T_ref from a calibration file (``alpha_source = file``),
+    unless the caller gave their own."""
+    from .thermal.row import alpha_from_calibration
+
+    alpha, t_ref = alpha_from_calibration(*cal)
+    if alpha is not None and "alpha_w_per_c" not in params:
+        params.update(alpha_w_per_c=alpha.alpha_w_per_c, alpha_uncertainty_w_per_c=alpha.uncertainty_w_per_c,
+                      alpha_source="file")
+    if t_ref is not None:
+        params.setdefault("reference_temperature_c", t_ref)
+    return params
+
+
 def _runner(device):
     """``(runner, owned)`` for a Runner, a Device or a device kind."""
     from .devices.base import Device
@@ -75,7 +89,13 @@ def measure(workload, *, protocol=None, device="auto", config: Mapping | str | N
     allow_other_device : bool, default=False
         Use ``calibration`` even if it was made on another GPU model.
     **params
-        Protocol parameters (e.g. ``trials=5`` for ``good_practice``).
+        Protocol parameters (e.g. ``trials=5`` for ``good_practice``). For the default
+        ``counter`` protocol: ``reference_temperature_c`` (the row's ``energy_at_ref_j`` and
+        ``power_at_ref_w`` refer to it; default the calibration's, else the learned α's),
+        ``launch="as_called"`` (measure the call as your program makes it, host gaps
+        included), ``learn_alpha=False`` (no first-time ≤ 10 s warm-up), ``alpha_w_per_c``
+        (your own α); see :class:`~powermodels.measuring.protocols.counter.Counter` and
+        ``docs/thermal.md``.
 
     Returns
     -------
@@ -107,7 +127,10 @@ def measure(workload, *, protocol=None, device="auto", config: Mapping | str | N
             from .workflows.calibration_apply import load_for_device
 
             cal = load_for_device(calibration, runner.device_name, allow_other_device=allow_other_device)
-        proto = _protocol(protocol, runner, dict(params))
+        params = dict(params)
+        if cal is not None and (protocol is None or protocol == "counter"):
+            params = _calibration_alpha(cal, params)
+        proto = _protocol(protocol, runner, params)
         m = proto.measure(runner, w, full)
         if cal is not None:
             from .workflows.calibration_apply import correct_row

@@ -45,11 +45,13 @@ def _err(row):
 @pytest.mark.parametrize("kernel", ["fp32", "stream_triad"])
 def test_every_preset_within_1_percent_of_the_truth_in_under_a_second(preset, kernel):
     runner = _runner(preset, seed=3)
+    first = make_protocol("counter").measure(runner, kernel).row  # learns α (≤ 10 s warm-up), caches it
+    assert first[schema.ALPHA_SOURCE] == "learned" and abs(_err(first)) < 0.01
     runner.idle(0.5)
     t0 = runner.now()
     m = make_protocol("counter").measure(runner, kernel)
     row = m.row
-    assert runner.now() - t0 <= 1.0  # simulated device time: the wall time on a GPU
+    assert runner.now() - t0 <= 1.0  # simulated device time: the wall time on a GPU, once α is known
     assert row[schema.PROTOCOL] == "counter"
     assert abs(_err(row)) < 0.01
     sigma = row[schema.ENERGY_UNCERTAINTY_J]
@@ -140,6 +142,7 @@ def test_short_and_long_launches_10us_to_100ms():
         runner = _runner("hopper", seed=7)
         twin = Twin(t).w
         runner._workload = lambda workload, config, _w=twin: _w  # the runner's hook for twins
+        Counter().measure(runner, "fp32")  # the first measurement learns α
         runner.idle(0.3)
         t0 = runner.now()
         m = Counter().measure(runner, "fp32")
@@ -148,22 +151,43 @@ def test_short_and_long_launches_10us_to_100ms():
         assert m.row[schema.TIME_S] == pytest.approx(t, rel=1e-6)
 
 
-def test_alpha_moves_power_to_the_reference_temperature():
-    base = make_protocol("counter").measure(_runner(seed=2), "sgemm").row
-    same = make_protocol("counter", alpha_w_per_c=0.9,
-                         reference_temperature_c=base[schema.TEMPERATURE_C]).measure(_runner(seed=2), "sgemm").row
-    warm = make_protocol("counter", alpha_w_per_c=0.9,
+def test_a_given_alpha_moves_the_figure_at_the_reference_temperature_not_the_raw_energy():
+    base = make_protocol("counter", alpha_w_per_c=0.9).measure(_runner(seed=2), "sgemm").row
+    warm = make_protocol("counter", alpha_w_per_c=0.9, alpha_uncertainty_w_per_c=0.1,
                          reference_temperature_c=base[schema.TEMPERATURE_C] + 10).measure(_runner(seed=2), "sgemm").row
-    assert same[schema.ENERGY_J] == pytest.approx(base[schema.ENERGY_J], rel=1e-9)
-    assert warm[schema.POWER_W] == pytest.approx(base[schema.POWER_W] + 9.0, rel=1e-9)
-    assert warm[schema.ENERGY_J] == pytest.approx(warm[schema.POWER_W] * warm[schema.TIME_S], rel=1e-9)
+    assert warm[schema.ENERGY_J] == pytest.approx(base[schema.ENERGY_J], rel=1e-9)  # the raw figure stays
+    assert warm[schema.POWER_AT_REF_W] == pytest.approx(base[schema.POWER_W] + 9.0, rel=1e-9)
+    assert warm[schema.ENERGY_AT_REF_J] == pytest.approx(warm[schema.POWER_AT_REF_W] * warm[schema.TIME_S], rel=1e-9)
+    assert warm[schema.ALPHA_SOURCE] == "given" and warm[schema.REFERENCE_TEMPERATURE_C] == pytest.approx(
+        base[schema.TEMPERATURE_C] + 10)
+    # α's uncertainty over 10 °C is carried: t·|ΔT|·σα at least
+    assert warm[schema.ENERGY_AT_REF_UNCERTAINTY_J] >= warm[schema.TIME_S] * 10 * 0.1 * 0.999
+
+
+def test_every_row_states_its_thermal_state():
+    row = make_protocol("counter").measure(_runner(seed=5), "sgemm").row
+    for key in (schema.TEMPERATURE_START_C, schema.TEMPERATURE_END_C, schema.ENERGY_AT_REF_J,
+                schema.POWER_AT_REF_W, schema.REFERENCE_TEMPERATURE_C, schema.CORRECTION_ALPHA_W_PER_C,
+                schema.ALPHA_UNCERTAINTY_W_PER_C):
+        assert np.isfinite(row[key]), key
+    assert row[schema.ALPHA_SOURCE] == "learned" and row[schema.ALPHA_REGIME] == "fixed_clock"
+    assert row[schema.TEMPERATURE_START_C] <= row[schema.TEMPERATURE_C] <= row[schema.TEMPERATURE_END_C]
+    assert (row[schema.TRANSIENT], row[schema.SETTLE_S], row[schema.LAUNCH_BOUND]) == (False, 0.0, False)
+    assert row[schema.LAUNCH_MODE] == "back_to_back"
+    schema.validate_run_table(pd.DataFrame([row]))
 
 
 @pytest.mark.parametrize("params, match", [
     ({"window_s": 0}, "window_s"),
     ({"min_updates": 0}, "min_updates"),
-    ({"alpha_w_per_c": 1.0}, "together"),
     ({"settle_s": -1}, "settle_s"),
+    ({"reference_temperature_c": "hot"}, "reference_temperature_c"),
+    ({"reference_temperature_c": 400}, "reference_temperature_c"),
+    ({"alpha_w_per_c": math.nan}, "alpha"),
+    ({"alpha_source": "guess"}, "alpha_source"),
+    ({"launch": "eager"}, "launch"),
+    ({"max_settle_s": -1}, "max_settle_s"),
+    ({"learn_alpha": "yes"}, "learn_alpha"),
 ])
 def test_bad_parameters_are_named(params, match):
     with pytest.raises(ValueError, match=match):
@@ -209,7 +233,7 @@ def test_a_real_runners_counter_reads_are_sped_up_during_the_run_and_restored():
         return trace(*a, **k)
 
     runner.trace = spy
-    Counter(counter_read_s=0.003).measure(runner, "fp32")
+    Counter(counter_read_s=0.003, alpha_w_per_c=0.9).measure(runner, "fp32")
     assert seen and set(seen) == {0.003}
     assert runner.sampler.energy_period_s == 0.02
 

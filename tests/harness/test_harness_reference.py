@@ -53,7 +53,12 @@ def test_cold_counter_run_reads_below_the_warm_reference_and_alpha_closes_the_ga
     assert -0.05 < ref.error(cold[schema.ENERGY_J]) < -0.01
     moved = make_protocol("counter", alpha_w_per_c=alpha, reference_temperature_c=ref.temperature_c)
     row = moved.measure(_runner(seed=2), "fp32").row
-    assert abs(ref.error(row[schema.ENERGY_J])) < 0.002
+    assert abs(ref.error(row[schema.ENERGY_AT_REF_J])) < 0.002
+    # the reference says its own thermal state and moves to any T_ref with the row's α
+    assert ref.temperature_start_c < ref.temperature_c < ref.temperature_end_c
+    at = ref.at_reference(cold[schema.TEMPERATURE_C], alpha)
+    assert at[schema.ENERGY_AT_REF_J] < ref.energy_j
+    assert abs(at[schema.ENERGY_AT_REF_J] / cold[schema.ENERGY_J] - 1) < 0.005
 
 
 def test_reference_rejects_bad_durations_and_a_device_without_counter():

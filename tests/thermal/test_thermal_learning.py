@@ -8,7 +8,8 @@ import pytest
 
 from powermodels.measuring.runner import make_runner
 from powermodels.thermal.alpha_cache import AlphaCache, AlphaCacheWarning
-from powermodels.thermal.learning import AlphaAssumedWarning, alpha_for, learn_alpha, pooled_alpha
+from powermodels.measuring.alpha_warmup import alpha_for, learn_alpha
+from powermodels.thermal.alpha import AlphaAssumedWarning, pooled_alpha
 from powermodels.thermal.normalise import AlphaEstimate
 from powermodels.thermal.spans import counter_spans, thermal_state
 

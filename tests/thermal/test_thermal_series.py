@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.measuring.protocols.counter import run_launches
+from powermodels.measuring.graphs import run_launches
 from powermodels.measuring.runner import make_runner
 from powermodels.thermal.series import series_states, settled_window
 

@@ -124,6 +124,12 @@ def test_powermodels_measure_with_calibration(locked, tmp_path):
     assert np.isfinite(row[schema.CORRECTED_ENERGY_J]) and row[schema.CORRECTED_POWER_W] > 0
     assert row[schema.REFERENCE_CLOCK_MHZ] == run.calibration.reference_clock_mhz
     assert row[schema.CORRECTION_POWER_CURVE] == "per-config"
+    # the row's figure at the reference temperature uses the file's α and T_ref (no warm-up)
+    temperature = run.calibration.temperature
+    assert row[schema.ALPHA_SOURCE] == "file"
+    assert row[schema.CORRECTION_ALPHA_W_PER_C] == pytest.approx(temperature.alpha_w_per_c_)
+    assert row[schema.ALPHA_UNCERTAINTY_W_PER_C] == pytest.approx(temperature.alpha_stderr_w_per_c_)
+    assert row[schema.REFERENCE_TEMPERATURE_C] == pytest.approx(run.calibration.reference_temperature_c)
     with pytest.raises(ValueError, match="allow_other_device"):
         powermodels.measure("fp32", device=SimulatedGPU(preset="volta"), calibration=path)
     m = powermodels.measure("fp32", device=SimulatedGPU(preset="volta"), calibration=path,

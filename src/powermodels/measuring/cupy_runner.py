@@ -184,6 +184,26 @@ class CupyRunner(Runner):
         probes.insert(0, schema.T_S, probe_times_s(rows[:, 0], rows[:, 1])[:len(probes)])
         return rows, probes
 
+    def run_as_called(self, workload, config=None, launches=1):
+        """One call per launch in a plain loop, as the user's program makes them: no CUDA events
+        between calls, no queue limit of ours; the host clock from just before the first call to
+        the end of the last, split evenly (the host's gaps are charged to the calls)."""
+        import cupy as cp
+
+        if launches < 1:
+            raise ValueError(f"run_as_called: launches must be >= 1, got {launches}")
+        pk = self.prepared(workload, config)
+        if getattr(pk, "timing", "events") == "synchronize":
+            return self._launch_synchronized(pk, launches)
+        stream = cp.cuda.get_current_stream()
+        cp.cuda.runtime.deviceSynchronize()
+        t0 = self.device.now()
+        for _ in range(int(launches)):
+            pk.launch(stream)
+        stream.synchronize()
+        edges = np.linspace(t0, self.device.now(), int(launches) + 1)
+        return np.column_stack([edges[:-1], edges[1:]])
+
     def _launch_synchronized(self, pk, launches, gap_s=0.0, at=None):
         """Time work that runs on streams other than ours: device synchronizes on the host clock.
 

@@ -26,7 +26,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Batch", "batch_size", "batch_sizes", "run_batched", "spread"]
+from ..deprecation import renamed_keywords
+
+__all__ = ["Batch", "batch_size", "batch_sizes", "run_batched", "run_launches", "spread"]
 
 
 def batch_size(launch_s: float, *, below_s: float = 2e-4, target_s: float = 2e-3,
@@ -160,3 +162,22 @@ def run_batched(runner, workload, config, launches: int, batch: int,
     runner.clock.calibrate(8)
     t = runner.clock.host_times(events)
     return spread(np.column_stack([t[:-1], t[1:]]), [batch] * n)
+
+
+@renamed_keywords(kernel="workload")
+def run_launches(runner, workload, config, launches: int, batch: int = 1) -> np.ndarray:
+    """``runner.run`` back to back; on a real GPU, batches of ``batch`` launches as CUDA graphs.
+
+    Batching (:func:`run_batched`) needs a runner
+    with prepared workloads and a CUDA-event clock (``CupyRunner``); the
+    simulated runner runs them without its per-call host gap (``run_graphs``).
+    ``kernel=`` (the old name of ``workload``) still works, with a DeprecationWarning.
+    """
+    if batch > 1 and hasattr(runner, "prepared") and hasattr(runner, "clock") \
+            and getattr(runner.prepared(workload, config), "timing", "events") != "synchronize":
+        # (work on its framework's own streams is timed by synchronising, launch by launch)
+        return run_batched(runner, workload, config, int(launches), int(batch))
+    if batch > 1 and hasattr(runner, "run_graphs"):  # the simulated GPU: no host gap inside a graph
+        return np.asarray(runner.run_graphs(workload, config, int(launches), int(batch)))
+    return np.asarray(runner.run(workload, config, int(launches)))
+

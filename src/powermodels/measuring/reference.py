@@ -13,6 +13,13 @@ does (:func:`~powermodels.measuring.protocols.launches.aligned_window`), so the
 reference is the same quantity measured over a much longer, warmer window.
 On the simulated GPU the row also carries the simulated truth over the same
 launches (``truth_energy_j``), which checks the reference itself.
+
+The reference reports its own thermal state — mean temperature and the
+readings at its window's start and end — and :meth:`ReferenceEnergy.at_reference`
+moves it to a reference temperature with the same α and eq. 4.7 as a
+protocol's row (:mod:`powermodels.thermal`), so a 1 s measurement is compared
+with the 12 s reference at matched temperature: a 12 s run warms the die by
+several °C more than a 1 s one (lent H100: ~0.2–0.5 %/°C of energy).
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import schema
+from ..thermal.normalise import AlphaEstimate, normalise
+from ..thermal.spans import thermal_state
 from .graphs import batch_size
 from .protocols.launches import (
     aligned_window,
@@ -58,6 +67,10 @@ class ReferenceEnergy:
         counter's quantisation.
     temperature_c : float
         Mean temperature during the window.
+    temperature_start_c, temperature_end_c : float
+        Temperature readings at the window's start and end.
+    sm_clock_mhz : float
+        Mean SM clock reading during the window.
     truth_energy_j : float
         Simulated truth (or external meter) per launch over the window's whole
         launches; NaN where the runner knows no truth.
@@ -74,10 +87,25 @@ class ReferenceEnergy:
     temperature_c: float
     truth_energy_j: float
     wall_s: float
+    temperature_start_c: float = math.nan
+    temperature_end_c: float = math.nan
+    sm_clock_mhz: float = math.nan
 
     def error(self, energy_j: float) -> float:
         """Relative error of ``energy_j`` against this reference (``+0.01`` = 1 % high)."""
         return float(energy_j) / self.energy_j - 1.0
+
+    def at_reference(self, reference_temperature_c: float, alpha_w_per_c: float,
+                     alpha_uncertainty_w_per_c: float = 0.0, alpha_source: str = "given") -> dict:
+        """The reference moved to ``reference_temperature_c`` (thesis eq. 4.7) with a row's α.
+
+        Returns the fields :func:`powermodels.thermal.normalise.normalise` gives
+        (``energy_at_ref_j``, ``power_at_ref_w``, their uncertainty, the α used).
+        """
+        alpha = AlphaEstimate(float(alpha_w_per_c), float(alpha_uncertainty_w_per_c), alpha_source)
+        return normalise(energy_j=self.energy_j, power_w=self.power_w, time_s=self.time_s,
+                         temperature_c=self.temperature_c, alpha=alpha,
+                         reference_temperature_c=reference_temperature_c, energy_uncertainty_j=self.uncertainty_j)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -140,6 +168,7 @@ def reference_energy(runner, workload, config=None, *, duration_s: float = 12.0,
         truth = total / int(whole.sum()) if np.isfinite(total) else math.nan
     inside = (iv[:, 1] > window.start_s) & (iv[:, 0] < window.end_s)
     observed = observed_means(trace_window(trace, window.start_s, window.end_s))
+    state = thermal_state(trace, window.start_s, window.end_s)
     return ReferenceEnergy(
         energy_j=window.energy_per_launch_j,
         power_w=window.power_w,
@@ -150,4 +179,7 @@ def reference_energy(runner, workload, config=None, *, duration_s: float = 12.0,
         temperature_c=observed[schema.TEMPERATURE_C],
         truth_energy_j=truth,
         wall_s=time.perf_counter() - wall0,
+        temperature_start_c=state[schema.TEMPERATURE_START_C],
+        temperature_end_c=state[schema.TEMPERATURE_END_C],
+        sm_clock_mhz=observed[schema.SM_CLOCK_MHZ],
     )

@@ -13,11 +13,19 @@ a stated reference temperature:
   window (temperature at its start and end), and whether the power-cap
   controller has settled;
 * :mod:`.alpha` — α fitted from spans, by regime (fixed clock or power-capped),
-  with a physics check;
+  with a physics check, and pooled over a board's workloads;
 * :mod:`.alpha_cache` — learned α kept per (GPU UUID, workload, configuration)
   in the state folder;
-* :mod:`.learning` — the bounded first-time warm-up that learns α on a runner;
+* :mod:`.series` — cold / warm / hot windows of a recorded warm-up, raw and
+  normalised (issue 19's test, on any recording);
+* :mod:`.row` — the thermal fields a protocol adds to a row;
 * :mod:`.launch` — the launch mode of a row and whether host gaps dominate.
+
+Everything here is a pure function of traces, launch intervals and files: the
+bounded first-time warm-up that *runs* a workload to learn α is measuring's
+(:mod:`powermodels.measuring.alpha_warmup`), and the counter's updates and
+windows are :mod:`powermodels.energy_counter`'s, so the package sits below
+:mod:`powermodels.measuring` (whose protocols use it).
 
 Nothing here fits a scikit-learn model; the estimators live in
 :mod:`powermodels.models` (:class:`~powermodels.models.temperature.TemperatureCorrection`

@@ -39,7 +39,7 @@ from .. import schema
 from .normalise import FIXED_CLOCK, POWER_CAPPED, AlphaEstimate
 from .spans import power_capped, settled_spans
 
-__all__ = ["AlphaNotIdentified", "fit_alpha", "regime_of", "usable_spans"]
+__all__ = ["AlphaAssumedWarning", "AlphaNotIdentified", "fit_alpha", "pooled_alpha", "regime_of", "usable_spans"]
 
 
 class AlphaNotIdentified(ValueError):
@@ -138,3 +138,33 @@ def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     # whole-°C readings: each end of the range is known to ±1/√12 °C
     quantisation = abs(slope) * math.sqrt(2.0 / 12.0) / float(x.max() - x.min())
     return slope, math.hypot(stderr, quantisation)
+
+
+class AlphaAssumedWarning(UserWarning):
+    """No α could be learned or pooled for this GPU: the package's assumption is used."""
+
+
+
+def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float = 30.0) -> AlphaEstimate | None:
+    """Inverse-variance mean of the fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
+
+    The uncertainty is the larger of the weighted mean's and the spread between the
+    estimates (they differ by workload on real boards: 0.75–1.34 W/°C on one H100).
+    """
+    near = [a for a in estimates if a.regime == FIXED_CLOCK and a.uncertainty_w_per_c > 0
+            and math.isfinite(a.sm_clock_mhz) and abs(a.sm_clock_mhz - sm_clock_mhz) <= clock_tolerance_mhz]
+    if not near:
+        return None
+    wts = np.array([1.0 / a.uncertainty_w_per_c ** 2 for a in near])
+    vals = np.array([a.alpha_w_per_c for a in near])
+    mean = float(wts @ vals / wts.sum())
+    spread = float(vals.std(ddof=1)) if len(near) > 1 else 0.0
+    return AlphaEstimate(
+        alpha_w_per_c=mean, uncertainty_w_per_c=max(math.sqrt(1.0 / wts.sum()), spread), source="learned",
+        regime=FIXED_CLOCK, power_w=float(np.mean([a.power_w for a in near])),
+        temperature_min_c=float(min(a.temperature_min_c for a in near)),
+        temperature_max_c=float(max(a.temperature_max_c for a in near)),
+        spans=int(sum(a.spans for a in near)), sm_clock_mhz=float(sm_clock_mhz),
+        reference_temperature_c=float(round(np.mean([a.reference_temperature_c for a in near]))),
+        detail=f"pooled over {len(near)} workload(s) learned on this board at {sm_clock_mhz:.0f} MHz",
+    )

@@ -1,8 +1,9 @@
 """The thermal fields of one run-table row: what a protocol adds to the energy it measured.
 
-A protocol that measured a window calls :func:`row_alpha` for the α to use
-(a calibration file's, the caller's, the cached or newly learned one, the
-board's pool or the assumption, in that order) and :func:`thermal_fields` for
+A protocol that measured a window gets the α to use from
+:func:`powermodels.measuring.alpha_warmup.row_alpha` (a calibration file's, the
+caller's, the cached or newly learned one, the board's pool or the assumption,
+in that order) and calls :func:`thermal_fields` for
 the row's temperature at the window's start and end and its figures at the
 reference temperature (thesis eq. 4.7).
 """
@@ -12,12 +13,10 @@ from __future__ import annotations
 import math
 
 from .. import schema
-from .alpha_cache import AlphaCache
-from .learning import alpha_for
 from .normalise import AlphaEstimate, check_reference_temperature, normalise
 from .spans import thermal_state
 
-__all__ = ["alpha_from_calibration", "given_alpha", "row_alpha", "thermal_fields"]
+__all__ = ["alpha_from_calibration", "given_alpha", "thermal_fields"]
 
 
 def given_alpha(alpha_w_per_c: float, uncertainty_w_per_c: float = 0.0, source: str = "given") -> AlphaEstimate:
@@ -45,17 +44,6 @@ def alpha_from_calibration(models: dict, meta: dict) -> tuple[AlphaEstimate | No
     t_ref = meta.get("reference_temperature_c")
     est = given_alpha(float(alpha), stderr if math.isfinite(stderr) else 0.0, source="file")
     return est, (float(t_ref) if t_ref is not None else None)
-
-
-def row_alpha(runner, workload, config, *, power_w: float, sm_clock_mhz: float = math.nan,
-              given: AlphaEstimate | None = None, learn: bool = True, cache_dir=None,
-              **learn_params) -> AlphaEstimate:
-    """The α a row of ``workload`` at ``config`` uses: ``given`` if any, else
-    :func:`~.learning.alpha_for` (cached, learned ≤ 10 s, pooled, assumed)."""
-    if given is not None:
-        return given
-    return alpha_for(runner, workload, config, power_w=power_w, sm_clock_mhz=sm_clock_mhz,
-                     cache=AlphaCache(cache_dir), learn=learn, **learn_params)
 
 
 def thermal_fields(trace, start_s: float, end_s: float, *, energy_j: float, power_w: float, time_s: float,

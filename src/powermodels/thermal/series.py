@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..measuring.protocols.counter import aligned_window
+from ..energy_counter import aligned_window
 from .alpha import AlphaNotIdentified, fit_alpha, usable_spans
 from .normalise import AlphaEstimate, normalise
 from .spans import cap_settled, counter_spans, power_capped, thermal_state

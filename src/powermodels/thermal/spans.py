@@ -3,7 +3,7 @@
 The total-energy counter is the exact integral of the GPU's power, published
 every ~100 ms on Hopper. Between two of its updates the energy per launch is
 exact once the launches in between are counted (the ``counter`` protocol's
-method, :func:`~powermodels.measuring.protocols.counter.aligned_window`); a
+method, :func:`~powermodels.energy_counter.aligned_window`); a
 warm-up cut into such spans gives energy per launch, power, temperature and
 clock every few hundred milliseconds — what α is fitted on (:mod:`.alpha`) and
 what tells whether the power-cap controller has settled (:func:`cap_settled`).
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..measuring.protocols.counter import counter_updates, launches_inside
+from ..energy_counter import counter_updates, launches_inside
 
 __all__ = [
     "SPAN_COLUMNS",

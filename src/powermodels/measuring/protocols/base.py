@@ -19,6 +19,7 @@ import pandas as pd
 
 from ... import schema, workloads
 from ..exclusive import throttle_summary
+from ...thermal.spans import thermal_state
 from ..runner_base import Runner
 from .launches import new_run_id, trace_window
 
@@ -118,6 +119,11 @@ class Protocol(ABC):
         # clock events while the measured launches ran, so throttled runs can be filtered
         row.update(throttle_summary(trace_window(trace, launches[:, 0].min(), launches[:, 1].max())
                                     if n and schema.T_S in trace.columns else trace))
+        # every row says its board and thermal state (the counter protocol adds the figure at T_ref)
+        row.setdefault(schema.DEVICE_UUID, runner.device.info.uuid)
+        if schema.TEMPERATURE_START_C not in row and n and schema.T_S in trace.columns:
+            row.update(thermal_state(trace, float(launches[:, 0].min()), float(launches[:, 1].max())))
+        row.setdefault(schema.LAUNCH_MODE, "back_to_back")
         row[schema.WALL_S] = time.perf_counter() - wall0
         return Measurement(row, trace, launches)
 

@@ -40,16 +40,32 @@ busy from a Python launch loop; the protocol asks runners that support it
 (:class:`~powermodels.measuring.runner.CupyRunner` with a ``batch`` option)
 to launch them as CUDA graphs of several launches (:mod:`.graphs`).
 
-**What the number means.** The energy per launch *at the GPU's state during
-the window* (its temperature ``temperature_c`` on the row; clocks too). A GPU
-that starts cold draws slightly less than the same GPU after seconds of load
-(leakage rises with temperature, thesis eq. 4.6); on the lent H100 a 1 s
-window from 0.2 s in read −0.7 … −1.4 % below a 2–14 s reference (issue 11),
-on the simulated GPU (5 s thermal time constant) the gap is listed in
-``docs/harness.md``. Give ``alpha_w_per_c`` (the calibration's α, W/°C) and
-``reference_temperature_c`` to move the power to a reference temperature
-with thesis eq. 4.7, ``P_ref = P − α·(T − T_ref)``; the energy follows as
-``P_ref × time per launch``.
+**What the number means.** ``energy_j`` is the energy per launch *at the
+GPU's state during the window*; the row says which state (``temperature_c``,
+``temperature_start_c``, ``temperature_end_c``, clocks, clock-event reasons)
+and gives the figure at a reference temperature (``energy_at_ref_j``,
+``power_at_ref_w``: thesis eq. 4.7, ``P_ref = P − α·(T − T_ref)``) with the α
+it used and where α came from (:mod:`powermodels.thermal`): the caller's
+(``alpha_w_per_c``) or a calibration file's, else the one learned on this
+board for this workload and configuration — the first measurement runs a
+≤ 10 s warm-up (``learn_alpha``) and caches it, later ones take ~1 s — else
+the board's pool or the package's assumption. ``T_ref`` is
+``reference_temperature_c`` when given, else the learned α's own (the middle
+of its range, the same for every row of that workload on that board).
+
+**Power cap.** When the power-cap clock-event reason is active during the
+measuring run, the load continues (up to ``max_settle_s``) until the energy
+per counter update stops drifting (the controller overshoots from idle and
+settles over seconds: ~770 W for 0.5 s on the lent H100 under a 700 W cap);
+the window is then the run's last part, ``settle_s`` says how much was added,
+and ``transient`` is set when it never settled.
+
+**Launch mode.** ``launch_mode`` says how the measured launches were issued:
+``graph`` (short launches batched into CUDA graphs: the GPU's own cost),
+``back_to_back`` (one host call per launch, queued ahead) or ``as_called``
+(``launch="as_called"``: a plain loop of calls, as the user's program makes
+them, host gaps included); ``launch_bound`` is set when the host's gaps take
+more than 20 % of the time per launch.
 
 A device without an energy counter (no counter value in the trace) is
 measured with ``good_practice`` instead, with a warning; the row then says
@@ -67,6 +83,11 @@ import numpy as np
 import pandas as pd
 
 from ... import schema
+from ...thermal.launch import check_launch_mode, launch_bound, launch_mode
+from ...thermal.normalise import check_reference_temperature
+from ...thermal.row import given_alpha, thermal_fields
+from ..alpha_warmup import row_alpha
+from ...thermal.spans import extend_until_settled
 from ..graphs import batch_size
 from .base import Protocol
 from .good_practice import GoodPractice
@@ -129,9 +150,25 @@ class Counter(Protocol):
     batch_s : float, default=2e-3
         Target duration of one graph launch.
     alpha_w_per_c : float, optional
-        Calibration's α (W/°C) for the temperature correction (thesis eq. 4.7).
+        α (W/°C) for the figures at the reference temperature (thesis eq. 4.7);
+        None: the learned (or pooled, or assumed) α of this board.
+    alpha_uncertainty_w_per_c : float, default=0
+        Its 1-σ uncertainty.
+    alpha_source : {"given", "file"}, default="given"
+        What the row says about a given α (``file``: a calibration's).
     reference_temperature_c : float, optional
-        Temperature to correct to; both or neither with ``alpha_w_per_c``.
+        ``T_ref``; None: the learned α's own reference.
+    learn_alpha : bool, default=True
+        Whether a missing α may be learned (a ≤ 10 s warm-up after the first
+        measurement of a workload configuration on a board, then cached).
+    alpha_cache_dir : str, optional
+        Where learned α are cached; default ``<state>/alpha``.
+    max_settle_s : float, default=5.0
+        Longest extra load waiting for the power-cap controller to settle.
+    launch : {"auto", "as_called"}, default="auto"
+        ``auto``: short launches in CUDA graphs (where the runner can),
+        others back to back; ``as_called``: one call per launch in a plain
+        loop, as the user's program makes them.
     """
 
     settle_s: float = 0.3
@@ -142,7 +179,13 @@ class Counter(Protocol):
     batch_below_s: float = 2e-4
     batch_s: float = 2e-3
     alpha_w_per_c: float | None = None
+    alpha_uncertainty_w_per_c: float = 0.0
+    alpha_source: str = "given"
     reference_temperature_c: float | None = None
+    learn_alpha: bool = True
+    alpha_cache_dir: str | None = None
+    max_settle_s: float = 5.0
+    launch: str = "auto"
     name: ClassVar[str] = "counter"
 
     def _check(self) -> None:
@@ -153,8 +196,18 @@ class Counter(Protocol):
         if isinstance(self.min_updates, bool) or int(self.min_updates) != self.min_updates \
                 or self.min_updates < 1:
             raise ValueError(f"counter: min_updates must be an int >= 1, got {self.min_updates!r}")
-        if (self.alpha_w_per_c is None) != (self.reference_temperature_c is None):
-            raise ValueError("counter: give alpha_w_per_c and reference_temperature_c together (or neither)")
+        if self.reference_temperature_c is not None:
+            check_reference_temperature(self.reference_temperature_c, "counter: reference_temperature_c")
+        if self.alpha_w_per_c is not None:
+            given_alpha(self.alpha_w_per_c, self.alpha_uncertainty_w_per_c, "given")
+        if self.alpha_source not in ("given", "file"):
+            raise ValueError(f"counter: alpha_source must be 'given' or 'file', got {self.alpha_source!r}")
+        if not isinstance(self.learn_alpha, bool):
+            raise ValueError(f"counter: learn_alpha must be true or false, got {self.learn_alpha!r}")
+        if not (isinstance(self.max_settle_s, (int, float)) and 0 <= self.max_settle_s <= 60):
+            raise ValueError(f"counter: max_settle_s must be in [0, 60] s, got {self.max_settle_s!r}")
+        if self.launch != "auto" and check_launch_mode(self.launch) != "as_called":
+            raise ValueError(f"counter: launch must be 'auto' or 'as-called', got {self.launch!r}")
 
     def _measure(self, runner, workload, config, run_id):
         self._check()
@@ -177,15 +230,22 @@ class Counter(Protocol):
                        f"settle_s={self.settle_s:g}, window_s={self.window_s:g} and min_updates="
                        f"{self.min_updates} at a {period:g} s update period")
         first = run_launches(runner, workload, config, 1)  # warm-up, and a first time per launch
-        t1 = float(first[0, 1] - first[0, 0])
-        batch = batch_size(max(t1, 1e-9), below_s=self.batch_below_s, target_s=self.batch_s)
+        t1 = t_first = float(first[0, 1] - first[0, 0])
+        as_called = self.launch != "auto"
+        batch = 1 if as_called else batch_size(max(t1, 1e-9), below_s=self.batch_below_s, target_s=self.batch_s)
+
+        def more(n):
+            if as_called:
+                return runner.run_as_called(workload, config, n)
+            return run_launches(runner, workload, config, n, batch)
+
         ivs = [first]
         if self.settle_s - t1 > 0.5 * t1:  # the first launch may already be the settling
             # (the tolerance keeps 0.2 s of 0.1 s launches at 2, not 3, launches)
-            ivs.append(run_launches(runner, workload, config, launches_for(self.settle_s - t1 - 1e-9, t1), batch))
+            ivs.append(more(launches_for(self.settle_s - t1 - 1e-9, t1)))
             t1 = float(np.median(np.diff(ivs[-1], axis=1)))
-        n = launches_for(max(self.window_s, self.min_updates * period) + 1.5 * period, t1)
-        measured = [run_launches(runner, workload, config, n, batch)]
+        span = max(self.window_s, self.min_updates * period) + 1.5 * period
+        measured = [more(launches_for(span, t1))]
         start = float(measured[0][0, 0])
         while True:
             iv = np.vstack(measured)
@@ -200,22 +260,34 @@ class Counter(Protocol):
                 got = 0 if window is None else window.updates
                 raise RuntimeError(f"counter: only {got} energy-counter update(s) seen in {end - start:.1f} s "
                                    f"of load (need {self.min_updates}); is the counter frozen?")
-            measured.append(run_launches(runner, workload, config, launches_for(period, t1), batch))
+            measured.append(more(launches_for(period, t1)))
+        # under the power cap: keep the load on until the controller settled, measure the last part
+        iv, trace, settle, transient = extend_until_settled(
+            lambda: more(launches_for(period, t1)), lambda e: runner.trace(float(first[0, 0]), e, run_id=run_id),
+            iv, start, max_settle_s=self.max_settle_s)
+        if settle > 0:
+            end = float(iv[-1, 1])
+            window = aligned_window(trace, iv, max(start, end - span), end) or window
         # the launches the window saw (the row's time per launch and reference are over these)
         keep = (iv[:, 1] > window.start_s) & (iv[:, 0] < window.end_s)
-        steady = trace_window(trace, window.start_s, window.end_s)
-        observed = observed_means(steady, runner)
+        observed = observed_means(trace_window(trace, window.start_s, window.end_s), runner)
         energy = window.energy_per_launch_j
         t = float(np.mean(iv[keep, 1] - iv[keep, 0]))
         power = energy / t  # mean power while a launch runs (launch gaps charged to the launch)
-        if self.alpha_w_per_c is not None:  # thesis eq. 4.7
-            temp = observed[schema.TEMPERATURE_C]
-            if not np.isfinite(temp):
-                raise ValueError("counter: the trace has no temperature to correct with alpha_w_per_c")
-            power = power - float(self.alpha_w_per_c) * (temp - float(self.reference_temperature_c))
-            energy = power * t
+        mode = launch_mode(batch, as_called=as_called)
         fields = {schema.POWER_W: power, schema.ENERGY_J: energy,
-                  schema.ENERGY_UNCERTAINTY_J: window.uncertainty_j, **observed}
+                  schema.ENERGY_UNCERTAINTY_J: window.uncertainty_j, **observed,
+                  schema.TRANSIENT: transient, schema.SETTLE_S: settle, schema.LAUNCH_MODE: mode,
+                  # graphs run back to back on the GPU; otherwise compare with the isolated first launch
+                  schema.LAUNCH_BOUND: mode != "graph" and launch_bound(t, min(t_first, t))}
+        alpha = row_alpha(runner, workload, config, power_w=power, sm_clock_mhz=observed[schema.SM_CLOCK_MHZ],
+                          given=None if self.alpha_w_per_c is None else given_alpha(
+                              self.alpha_w_per_c, self.alpha_uncertainty_w_per_c, self.alpha_source),
+                          learn=self.learn_alpha, cache_dir=self.alpha_cache_dir)
+        fields.update(thermal_fields(trace, window.start_s, window.end_s, energy_j=energy, power_w=power,
+                                     time_s=t, temperature_c=observed[schema.TEMPERATURE_C], alpha=alpha,
+                                     reference_temperature_c=self.reference_temperature_c,
+                                     energy_uncertainty_j=window.uncertainty_j))
         return fields, trace, iv[keep]
 
     def _fallback(self, runner, workload, config, run_id):

@@ -6,21 +6,23 @@ trace has, the readings inside a span of the host clock, the mean
 temperature and clocks over it, how many launches fill a duration, the
 sensor's own updates in a trace, and — for the energy counter — its observed
 updates, the launches between two of them and the aligned
-:class:`CounterWindow` (the method is described in :mod:`.counter`).
+:class:`CounterWindow` (the method is described in :mod:`.counter`; the
+counter's functions live in :mod:`powermodels.energy_counter`, below the
+protocols and :mod:`powermodels.thermal`, and are named here too).
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ... import schema
-from ...deprecation import renamed_keywords
 from ...devices.clock_probe import CLOCK_STEP_MHZ, PROBE_SPIN_NS, TIMER_TICK_NS
+from ...energy_counter import CounterWindow, aligned_window, counter_quantum, counter_updates, launches_inside
+from ..graphs import run_launches
 
 __all__ = [
     "CounterWindow",
@@ -178,159 +180,9 @@ def observed_clock(trace: pd.DataFrame, runner=None) -> dict:
 
 
 
-def counter_updates(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The counter's updates the sampler saw: bracket lower ends, upper ends and new values.
-
-    The counter is read on its own cadence (rows where ``energy_counter_j`` is
-    finite). A read whose value differs from the previous read's saw a new
-    update, published after the previous read and no later than this one, so
-    the update lies in ``(t_prev, t_now]``. The first read is no update (its
-    value may be old).
-
-    Returns
-    -------
-    lo, hi, joules : ndarray
-        Bracket of every observed update on the trace's clock and the counter
-        value it published.
-    """
-    for c in (schema.T_S, schema.ENERGY_COUNTER_J):
-        if c not in trace.columns:
-            raise ValueError(f"trace: column {c!r} is missing (have {list(trace.columns)})")
-    t = trace[schema.T_S].to_numpy(dtype=float)
-    j = trace[schema.ENERGY_COUNTER_J].to_numpy(dtype=float)
-    ok = np.isfinite(j)
-    t, j = t[ok], j[ok]
-    if j.size < 2:
-        return t[:0], t[:0], j[:0]
-    if np.any(np.diff(t) <= 0):
-        raise ValueError("trace: t_s of the energy-counter readings is not increasing")
-    if np.any(np.diff(j) < 0):
-        raise ValueError("trace: the energy counter decreased (a reset or a wrap); measure again")
-    new = np.flatnonzero(j[1:] != j[:-1]) + 1
-    return t[new - 1], t[new], j[new]
-
-
-def launches_inside(launches: np.ndarray, start_s: float, end_s: float) -> float:
-    """Launches within ``[start_s, end_s]``: each counts the fraction of its duration inside."""
-    iv = np.asarray(launches, dtype=float).reshape(-1, 2)
-    dur = iv[:, 1] - iv[:, 0]
-    inside = np.clip(np.minimum(iv[:, 1], end_s) - np.maximum(iv[:, 0], start_s), 0.0, None)
-    whole = dur <= 0  # a zero-length launch inside the window counts whole
-    frac = np.where(whole, ((iv[:, 0] >= start_s) & (iv[:, 0] <= end_s)).astype(float),
-                    inside / np.where(whole, 1.0, dur))
-    return float(frac.sum())
-
-
-@dataclass(frozen=True)
-class CounterWindow:
-    """Energy between two counter updates and the launches that ran between them.
-
-    Attributes
-    ----------
-    start_s, end_s : float
-        Estimated publication instants of the two updates (bracket middles).
-    start_half_s, end_half_s : float
-        Half-widths of their brackets.
-    energy_j : float
-        Counter difference between the two updates.
-    launches : float
-        Launches inside ``[start_s, end_s]`` (fractions at the edges).
-    updates : int
-        Counter updates spanned.
-    quantum_j : float
-        Counter resolution used for the uncertainty.
-    """
-
-    start_s: float
-    end_s: float
-    start_half_s: float
-    end_half_s: float
-    energy_j: float
-    launches: float
-    updates: int
-    quantum_j: float
-
-    @property
-    def energy_per_launch_j(self) -> float:
-        return self.energy_j / self.launches if self.launches > 0 else math.nan
-
-    @property
-    def power_w(self) -> float:
-        """Mean power over the window (counter difference / window length)."""
-        return self.energy_j / (self.end_s - self.start_s)
-
-    @property
-    def uncertainty_j(self) -> float:
-        """1-σ uncertainty of the energy per launch: bracket widths and counter quantisation."""
-        # an end misplaced by δ moves δ·P joules between "inside" and "outside"
-        t_rel = math.hypot(self.start_half_s, self.end_half_s) / math.sqrt(3.0) / (self.end_s - self.start_s)
-        q = self.quantum_j * math.sqrt(2.0 / 12.0) / self.energy_j if self.energy_j > 0 else 0.0
-        return abs(self.energy_per_launch_j) * math.hypot(t_rel, q)
-
-
-def counter_quantum(joules: np.ndarray) -> float:
-    steps = np.diff(np.unique(joules))
-    steps = steps[steps > 0]
-    return float(min(steps.min(), 1e-3)) if steps.size else 1e-3
-
-
-def aligned_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, end_s: float,
-                   max_updates: int | None = None) -> CounterWindow | None:
-    """The longest span between two counter updates whose brackets lie inside ``[start_s, end_s]``.
-
-    Parameters
-    ----------
-    trace : pandas.DataFrame
-        Trace table with ``energy_counter_j`` readings.
-    launches : array of shape (n, 2)
-        Launch intervals on the trace's clock.
-    start_s, end_s : float
-        The span of back-to-back load the window must stay within.
-    max_updates : int, optional
-        Use at most this many update intervals (the first ones).
-
-    Returns None when fewer than two updates fall inside.
-    """
-    lo, hi, joules = counter_updates(trace)
-    inside = (lo >= start_s) & (hi <= end_s)
-    idx = np.flatnonzero(inside)
-    if idx.size < 2:
-        return None
-    a = idx[0]
-    b = idx[-1] if max_updates is None else idx[min(max_updates, idx.size - 1)]
-    ta, tb = 0.5 * (lo[a] + hi[a]), 0.5 * (lo[b] + hi[b])
-    return CounterWindow(
-        start_s=float(ta), end_s=float(tb),
-        start_half_s=float(0.5 * (hi[a] - lo[a])), end_half_s=float(0.5 * (hi[b] - lo[b])),
-        energy_j=float(joules[b] - joules[a]),
-        launches=launches_inside(launches, ta, tb),
-        updates=int(b - a),
-        quantum_j=counter_quantum(joules),
-    )
-
-
 def has_energy_counter(runner) -> bool:
     """Whether ``runner``'s device reports a total-energy counter (one read, ~4 ms on Hopper)."""
     try:
         return math.isfinite(float(runner.device.read_energy_j()))
     except Exception:
         return False
-
-
-@renamed_keywords(kernel="workload")
-def run_launches(runner, workload, config, launches: int, batch: int = 1) -> np.ndarray:
-    """``runner.run`` back to back; on a real GPU, batches of ``batch`` launches as CUDA graphs.
-
-    Batching (:func:`~powermodels.measuring.graphs.run_batched`) needs a runner
-    with prepared workloads and a CUDA-event clock (``CupyRunner``); the
-    simulated GPU has no launch overhead, so it simply runs the launches.
-    ``kernel=`` (the old name of ``workload``) still works, with a DeprecationWarning.
-    """
-    if batch > 1 and hasattr(runner, "prepared") and hasattr(runner, "clock") \
-            and getattr(runner.prepared(workload, config), "timing", "events") != "synchronize":
-        # (work on its framework's own streams is timed by synchronising, launch by launch)
-        from ..graphs import run_batched
-
-        return run_batched(runner, workload, config, int(launches), int(batch))
-    return np.asarray(runner.run(workload, config, int(launches)))
-

@@ -3,18 +3,18 @@
 Without a calibration file, the first measurement of a workload configuration
 on a board runs a bounded warm-up (≤ ``max_s``, 10 s by default): back-to-back
 launches (CUDA graphs for short ones, as the ``counter`` protocol does), cut
-into energy-counter spans (:func:`~.spans.counter_spans`), and α fitted on them
-(:func:`~.alpha.fit_alpha`) over as wide a temperature range as the warm-up
+into energy-counter spans (:func:`~powermodels.thermal.spans.counter_spans`), and α fitted on them
+(:func:`~powermodels.thermal.alpha.fit_alpha`) over as wide a temperature range as the warm-up
 reaches — it stops early once ``target_range_c`` is covered. The first
 ``skip_s`` from the start are left out: from idle the temperature reading
 jumps ~7 °C within 0.2 s and does not describe the die over the fastest part
 of the warm-up (raw H100 recording, README). The result is cached
-(:class:`~.alpha_cache.AlphaCache`), so later measurements take ~1 s.
+(:class:`~powermodels.thermal.alpha_cache.AlphaCache`), so later measurements take ~1 s.
 
 When the warm-up cannot identify α (a GPU already hot barely warms), the
 board's other learned fixed-clock α at the same clock are pooled (the thesis
 treats α as a property of the GPU at a clock, not of the workload); with none,
-the package's assumption is used (:func:`~.normalise.assumed_alpha`), with a
+the package's assumption is used (:func:`~powermodels.thermal.normalise.assumed_alpha`), with a
 warning and its wide uncertainty.
 """
 
@@ -30,25 +30,14 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..measuring.protocols.counter import run_launches
-from ..measuring.graphs import batch_size
-from ..measuring.runner import resolve
-from .alpha import AlphaNotIdentified, fit_alpha, usable_spans
-from .alpha_cache import AlphaCache
-from .normalise import (
-    ASSUMED_ALPHA_PER_C,
-    ASSUMED_ALPHA_UNCERTAINTY_PER_C,
-    FIXED_CLOCK,
-    AlphaEstimate,
-    assumed_alpha,
-)
-from .spans import counter_spans
+from ..thermal.alpha import AlphaAssumedWarning, AlphaNotIdentified, fit_alpha, pooled_alpha, usable_spans
+from ..thermal.alpha_cache import AlphaCache
+from ..thermal.normalise import ASSUMED_ALPHA_PER_C, ASSUMED_ALPHA_UNCERTAINTY_PER_C, AlphaEstimate, assumed_alpha
+from ..thermal.spans import counter_spans
+from .graphs import batch_size, run_launches
+from .runner_base import resolve
 
-__all__ = ["AlphaAssumedWarning", "Warmup", "alpha_for", "fast_counter_reads", "learn_alpha", "pooled_alpha"]
-
-
-class AlphaAssumedWarning(UserWarning):
-    """No α could be learned or pooled for this GPU: the package's assumption is used."""
+__all__ = ["Warmup", "alpha_for", "fast_counter_reads", "learn_alpha", "row_alpha"]
 
 
 @dataclass
@@ -60,7 +49,7 @@ class Warmup:
     alpha : AlphaEstimate or None
         The fitted α; None when not identified (``reason`` says why).
     spans : pandas.DataFrame
-        The energy-counter spans (:data:`~.spans.SPAN_COLUMNS`).
+        The energy-counter spans (:data:`~powermodels.thermal.spans.SPAN_COLUMNS`).
     launches : ndarray of shape (n, 2)
         Every launch of the warm-up.
     wall_s : float
@@ -117,7 +106,7 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
     chunk_s : float, default=0.5
         Load between checks.
     min_range_c : float, default=3.0
-        Narrowest range that identifies α (:func:`~.alpha.fit_alpha`).
+        Narrowest range that identifies α (:func:`~powermodels.thermal.alpha.fit_alpha`).
     updates_per_span : int, default=2
         Counter updates per span.
     batch_below_s, batch_s : float
@@ -162,31 +151,6 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
     return Warmup(alpha, spans, iv, time.perf_counter() - wall0, reason)
 
 
-def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float = 30.0) -> AlphaEstimate | None:
-    """Inverse-variance mean of the fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
-
-    The uncertainty is the larger of the weighted mean's and the spread between the
-    estimates (they differ by workload on real boards: 0.75–1.34 W/°C on one H100).
-    """
-    near = [a for a in estimates if a.regime == FIXED_CLOCK and a.uncertainty_w_per_c > 0
-            and math.isfinite(a.sm_clock_mhz) and abs(a.sm_clock_mhz - sm_clock_mhz) <= clock_tolerance_mhz]
-    if not near:
-        return None
-    wts = np.array([1.0 / a.uncertainty_w_per_c ** 2 for a in near])
-    vals = np.array([a.alpha_w_per_c for a in near])
-    mean = float(wts @ vals / wts.sum())
-    spread = float(vals.std(ddof=1)) if len(near) > 1 else 0.0
-    return AlphaEstimate(
-        alpha_w_per_c=mean, uncertainty_w_per_c=max(math.sqrt(1.0 / wts.sum()), spread), source="learned",
-        regime=FIXED_CLOCK, power_w=float(np.mean([a.power_w for a in near])),
-        temperature_min_c=float(min(a.temperature_min_c for a in near)),
-        temperature_max_c=float(max(a.temperature_max_c for a in near)),
-        spans=int(sum(a.spans for a in near)), sm_clock_mhz=float(sm_clock_mhz),
-        reference_temperature_c=float(round(np.mean([a.reference_temperature_c for a in near]))),
-        detail=f"pooled over {len(near)} workload(s) learned on this board at {sm_clock_mhz:.0f} MHz",
-    )
-
-
 def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: float = math.nan,
               cache: AlphaCache | None = None, learn: bool = True, **learn_params) -> AlphaEstimate:
     """The α a measurement of ``workload`` at ``config`` on ``runner``'s GPU uses.
@@ -194,7 +158,7 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
     In order: the cached α of this board, workload and configuration; a new one
     learned now (:func:`learn_alpha`, then cached) when ``learn``; the board's
     fixed-clock α pooled at this clock (:func:`pooled_alpha`); the package's
-    assumption at ``power_w`` (:func:`~.normalise.assumed_alpha`, with an
+    assumption at ``power_w`` (:func:`~powermodels.thermal.normalise.assumed_alpha`, with an
     :class:`AlphaAssumedWarning`).
 
     Parameters
@@ -235,3 +199,15 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
                   f"{100 * ASSUMED_ALPHA_PER_C:.2f} ± {100 * ASSUMED_ALPHA_UNCERTAINTY_PER_C:.2f} %/°C of "
                   "the measured power", AlphaAssumedWarning, stacklevel=2)
     return assumed_alpha(power_w)
+
+
+def row_alpha(runner, workload, config, *, power_w: float, sm_clock_mhz: float = math.nan,
+              given: AlphaEstimate | None = None, learn: bool = True, cache_dir=None,
+              **learn_params) -> AlphaEstimate:
+    """The α a row of ``workload`` at ``config`` uses: ``given`` if any (the caller's or a calibration
+    file's), else :func:`alpha_for` (cached, learned ≤ 10 s, pooled, assumed) with the cache in
+    ``cache_dir`` (default ``<state>/alpha``)."""
+    if given is not None:
+        return given
+    return alpha_for(runner, workload, config, power_w=power_w, sm_clock_mhz=sm_clock_mhz,
+                     cache=AlphaCache(cache_dir), learn=learn, **learn_params)
