@@ -232,6 +232,33 @@ def test_packages_form_layers():
     assert "devices" not in package_graph()["models"]  # ◆ models never import hardware code
 
 
+#: all that ``models/`` may import from the package (◆ estimators import numpy/scipy/pandas/sklearn
+#: and the column names; never devices, measuring, workloads, campaigns or anything else)
+MODELS_MAY_IMPORT = {"schema", "deprecation"}
+#: libraries that need a GPU or its driver: never imported by ``models/``, not even in a function
+HARDWARE_LIBRARIES = {"cupy", "pynvml", "torch", "cuda", "pycuda", "numba", "jax", "kernel_tuner"}
+
+
+def hardware_imports(module: str) -> list[str]:
+    """``module:line name`` of every import of a hardware library in ``module``, at any depth."""
+    path, _ = MODULES[module]
+    found = []
+    for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if not node.level else [])
+        found += [f"{module}:{node.lineno} {n}" for n in names if n.split(".")[0] in HARDWARE_LIBRARIES]
+    return found
+
+
+def test_models_import_only_the_schema_and_no_hardware_library():
+    assert package_graph()["models"] <= MODELS_MAY_IMPORT, (
+        f"models/ imports {sorted(package_graph()['models'] - MODELS_MAY_IMPORT)}")
+    found = [h for m in MODULES if m.startswith(f"{PACKAGE}.models") for h in hardware_imports(m)]
+    assert not found, f"models/ imports hardware libraries: {found}"
+    # the check sees a function-level import: devices/nvml.py imports pynvml inside functions
+    assert any(h.endswith(" pynvml") for h in hardware_imports(f"{PACKAGE}.devices.nvml"))
+
+
 def test_a_cycle_is_found_when_there_is_one():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert import_cycles(graph) == [["a", "b", "c"]]
