@@ -1,5 +1,8 @@
 """The on-GPU clock probe: counts → MHz, and the simulated GPU's probe reads its clock."""
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -58,3 +61,16 @@ def test_base_device_has_no_probe():
     from powermodels.devices.base import Device
 
     assert Device.clock_probe(object()) is None
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_probe_kernel_compiles_for_hopper_and_reads_both_counters(tmp_path):
+    # the kernel runs only on a lent GPU (through CuPy's NVRTC); here nvcc checks it compiles
+    # for sm_90 and that the PTX reads the global timer and the 64-bit SM cycle counter
+    src = tmp_path / "probe.cu"
+    src.write_text(PROBE_SOURCE)
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(tmp_path / "probe.ptx"), str(src)],
+                   check=True, capture_output=True)
+    ptx = (tmp_path / "probe.ptx").read_text()
+    assert ".entry powermodels_clock_probe" in ptx
+    assert "%globaltimer" in ptx and "%clock64" in ptx
