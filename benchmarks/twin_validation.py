@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels.recording import read_recording
-from powermodels.twin.compare import compare_recordings, markdown_table, plot_overlays
+from powermodels.reporting import markdown_table
+from powermodels.twin.compare import compare_recordings, plot_overlays
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
 from powermodels.twin.replay import replay

@@ -16,10 +16,11 @@ import pandas as pd
 
 from .. import schema
 from ..recording import Recording, write_recording
+from ..reporting import markdown_table
 from . import metrics
 from .replay import adapt_workloads, replay
 
-__all__ = ["compare_recordings", "markdown_table", "plot_overlays", "twin_compare"]
+__all__ = ["compare_recordings", "plot_overlays", "twin_compare"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -205,12 +206,3 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     (out / "comparison.md").write_text(markdown_table(table) + "\n" + notes)
     plot_overlays(real, twin, out)
     return table
-
-
-def markdown_table(table: pd.DataFrame) -> str:
-    def fmt(v):
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-    cols = list(table.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines)
