@@ -2,6 +2,8 @@
 
 import shutil
 import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ from powermodels import schema
 from powermodels.devices.clock_probe import (
     PROBE_SOURCE,
     TIMER_TICK_NS,
+    CupyClockProbe,
     clock_from_counts,
     clock_uncertainty_mhz,
 )
@@ -74,3 +77,56 @@ def test_the_probe_kernel_compiles_for_hopper_and_reads_both_counters(tmp_path):
     ptx = (tmp_path / "probe.ptx").read_text()
     assert ".entry powermodels_clock_probe" in ptx
     assert "%globaltimer" in ptx and "%clock64" in ptx
+
+
+class _Array:
+    """Enough of a CuPy array for CupyClockProbe; every copy is logged."""
+
+    def __init__(self, n, log):
+        self.data, self.log = np.zeros(n, dtype=np.uint64), log
+
+    @property
+    def size(self):
+        return self.data.size
+
+    def __getitem__(self, key):
+        out = _Array(0, self.log)
+        out.data = self.data[key]
+        return out
+
+    def __setitem__(self, key, value):
+        self.log.append("copy")
+        self.data[key] = value.data
+
+    def get(self):
+        return self.data
+
+
+def test_the_probe_buffer_grows_only_after_the_probes_in_flight_finished(monkeypatch):
+    # probes run on the workload's stream; growing the buffer copies it on another stream and drops
+    # the old one: without a device synchronize first, a probe still running writes into freed memory
+    log = []
+
+    class Kernel:
+        def __init__(self, source, name):
+            pass
+
+        def __call__(self, grid, block, args):
+            log.append("probe")
+
+    class Stream:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    runtime = types.SimpleNamespace(deviceSynchronize=lambda: log.append("synchronize"))
+    cuda = types.SimpleNamespace(get_current_stream=Stream, runtime=runtime)
+    fake = types.SimpleNamespace(RawKernel=Kernel, uint64=np.uint64, cuda=cuda,
+                                 zeros=lambda n, dtype=None: _Array(n, log))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    probe = CupyClockProbe(capacity=2)
+    for _ in range(3):
+        probe.enqueue()
+    assert log == ["probe", "probe", "synchronize", "copy", "probe"]

@@ -161,6 +161,9 @@ class CupyClockProbe(ClockProbe):
     def enqueue(self, stream=None) -> int:
         cp = self._cp
         if 3 * (self._count + 1) > self._buffer.size:
+            # the probes may still run on another stream (the workload's): let them finish before
+            # the copy reads the buffer and before the old buffer goes back to the memory pool
+            cp.cuda.runtime.deviceSynchronize()
             bigger = cp.zeros(2 * self._buffer.size, dtype=cp.uint64)
             bigger[: self._buffer.size] = self._buffer
             self._buffer = bigger
