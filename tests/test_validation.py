@@ -8,6 +8,7 @@ import math
 import pytest
 
 from powermodels import validation as v
+from powermodels.cli_options import option_integer, option_number
 from powermodels.devices.sensor_emulation import PRESETS
 from powermodels.measuring.protocols import PROTOCOLS
 
@@ -140,8 +141,8 @@ def test_option_types_for_argparse(capsys):
     import argparse
 
     parser = argparse.ArgumentParser(prog="p")
-    parser.add_argument("--seconds", type=v.option_number(above=0))
-    parser.add_argument("--index", type=v.option_integer(minimum=0))
+    parser.add_argument("--seconds", type=option_number(above=0))
+    parser.add_argument("--index", type=option_integer(minimum=0))
     assert parser.parse_args(["--seconds", "0.5", "--index", "2"]).index == 2
     for argv, expect in [(["--seconds", "nan"], "argument --seconds: must be a finite number > 0, got 'nan'"),
                          (["--seconds", "x"], "got 'x'"), (["--seconds", "0"], "got '0'"),

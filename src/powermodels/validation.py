@@ -50,9 +50,8 @@ __all__ = [
     "check_number",
     "check_params",
     "check_string",
-    "option_integer",
-    "option_number",
     "parse_json",
+    "range_text",
 ]
 
 #: Device kinds a spec or an option may name.
@@ -96,7 +95,7 @@ def check_boolean(where: str, value) -> bool:
     raise _fail(where, "true or false", value)
 
 
-def _range_text(minimum, maximum, above) -> str:
+def range_text(minimum=None, maximum=None, above=None) -> str:
     parts = []
     if above is not None:
         parts.append(f"> {above:g}")
@@ -109,7 +108,7 @@ def _range_text(minimum, maximum, above) -> str:
 
 def check_integer(where: str, value, *, minimum=None, maximum=None) -> int:
     """``value`` as ``int`` if it is an integer (not a bool, not a float) within the bounds."""
-    bounds = _range_text(minimum, maximum, None)
+    bounds = range_text(minimum, maximum, None)
     what = "an integer" + (f" {bounds}" if bounds else "")
     if not _is_integer(value):
         raise _fail(where, what, value)
@@ -120,7 +119,7 @@ def check_integer(where: str, value, *, minimum=None, maximum=None) -> int:
 
 def check_number(where: str, value, *, minimum=None, maximum=None, above=None) -> float:
     """``value`` as ``float`` if it is a finite number (not a bool, not a string) within the bounds."""
-    bounds = _range_text(minimum, maximum, above)
+    bounds = range_text(minimum, maximum, above)
     what = "a finite number" + (f" {bounds}" if bounds else "")
     if not _is_number(value) or not math.isfinite(value):
         raise _fail(where, what, value)
@@ -400,54 +399,3 @@ def check_campaign_spec(data, *, protocols: Mapping | None = None, presets=None)
         check_string(f"{where}'base_dir'", table["base_dir"])
     return table
 
-
-def _option_error(message: str):
-    import argparse
-
-    return argparse.ArgumentTypeError(message)
-
-
-def option_number(*, minimum=None, maximum=None, above=None):
-    """An argparse ``type=``: a finite number within the bounds (argparse names the option).
-
-    >>> option_number(above=0)("2.5")
-    2.5
-    """
-    bounds = _range_text(minimum, maximum, above)
-    what = "a finite number" + (f" {bounds}" if bounds else "")
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise _option_error(f"must be {what}, got {text!r}") from None
-        try:
-            return check_number("", value, minimum=minimum, maximum=maximum, above=above)
-        except InputError:
-            raise _option_error(f"must be {what}, got {text!r}") from None
-
-    parse.__name__ = "number"  # argparse says "invalid number value" if it ever uses the name
-    return parse
-
-
-def option_integer(*, minimum=None, maximum=None):
-    """An argparse ``type=``: an integer (``"2.5"`` and ``"1e3"`` are not) within the bounds.
-
-    >>> option_integer(minimum=0)("3")
-    3
-    """
-    bounds = _range_text(minimum, maximum, None)
-    what = "an integer" + (f" {bounds}" if bounds else "")
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 10)
-        except ValueError:
-            raise _option_error(f"must be {what}, got {text!r}") from None
-        try:
-            return check_integer("", value, minimum=minimum, maximum=maximum)
-        except InputError:
-            raise _option_error(f"must be {what}, got {text!r}") from None
-
-    parse.__name__ = "integer"
-    return parse

@@ -11,7 +11,7 @@ import argparse
 import math
 import sys
 
-from ..validation import option_integer
+from ..cli_options import option_integer
 from ._common import check_writable, open_any, program_argv
 
 __all__ = ["add_program_arguments", "program_argv", "run_program", "write_table"]

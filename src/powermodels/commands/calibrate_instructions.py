@@ -29,7 +29,7 @@ On the simulated GPU (no hardware)::
 from __future__ import annotations
 
 from . import COMMANDS
-from ..validation import option_integer, option_number
+from ..cli_options import option_integer, option_number
 
 NAME = "calibrate-instructions"
 HELP = COMMANDS[NAME].help

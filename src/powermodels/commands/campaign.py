@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from . import COMMANDS
-from ..validation import option_number
+from ..cli_options import option_number
 
 NAME = "campaign"
 HELP = COMMANDS[NAME].help

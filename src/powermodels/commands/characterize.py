@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from . import COMMANDS
-from ..validation import option_integer, option_number
+from ..cli_options import option_integer, option_number
 
 NAME = "characterize"
 HELP = COMMANDS[NAME].help

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from . import COMMANDS
-from ..validation import option_integer
+from ..cli_options import option_integer
 
 NAME = "demo"
 HELP = COMMANDS[NAME].help

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from . import COMMANDS
-from ..validation import option_integer
+from ..cli_options import option_integer
 from ._common import check_protocol_params, check_writable, open_any
 
 NAME = "measure"
