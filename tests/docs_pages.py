@@ -1,0 +1,200 @@
+"""The code examples of README.md and docs/*.md: find them and run them as a reader would.
+
+Which fenced blocks run
+-----------------------
+``python``
+    Python; each page's blocks run in order in **one** namespace (a later block may use an
+    earlier block's names). A block written as an interactive session (``>>>`` / ``...``
+    prompts) runs its prompted lines; the lines without a prompt are its shown output.
+``bash`` / ``sh``
+    A shell script (``bash -e -o pipefail``).
+``console``
+    A shell session: each ``$ `` line (with its ``\\`` continuation lines) is a command; the
+    lines after it are its shown output. ``$ cat FILE`` of a file that does not exist yet
+    creates it with the shown output (that is how a page shows an input file).
+
+Blocks of any other language (``text``, ``json``, ``toml``, none) are shown output or file
+contents and do not run. A block that cannot run here (it needs a real GPU, the network, or is
+a sketch) says so in the markdown, on the line before its fence::
+
+    <!-- skip: needs a GPU -->
+
+Where they run
+--------------
+Each page runs in a fresh interpreter (``python tests/docs_pages.py PAGE WORKDIR``) in a
+temporary folder that looks like a checkout: ``kernels/``, ``datasets/``, ``benchmarks/``,
+``src/`` and ``tests/`` link to the repository's own (read-only use), and ``../shared`` to the
+shared data, so paths written "from the repository root" work and every file the example
+writes lands in the temporary folder. The simulated GPU answers ``device="auto"``. A
+``DeprecationWarning`` raised at the page's own code or inside ``powermodels`` is an error:
+the pages use the current import paths and parameter names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+RUNNABLE = {"python", "bash", "sh", "console"}
+_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)[^`]*$")
+_SKIP = re.compile(r"^\s*<!--\s*skip:\s*(?P<reason>.+?)\s*-->\s*$")
+#: repository folders an example may read (linked into the example's folder)
+LINKED = ("kernels", "datasets", "benchmarks", "src", "tests")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced block of a page."""
+
+    page: Path
+    line: int  # 1-based line of the first code line (after the fence)
+    lang: str
+    code: str
+    skip: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+    @property
+    def runs(self) -> bool:
+        return self.lang in RUNNABLE and self.skip is None
+
+
+def blocks(page: Path) -> list[Block]:
+    """Every fenced block of ``page``, in order, with its skip marker's reason (or None)."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        indent, fence = len(match["indent"]), match["fence"]
+        end = i + 1
+        while end < len(lines) and lines[end].strip() != fence:
+            end += 1
+        body = [line[indent:] if line[:indent].strip() == "" else line for line in lines[i + 1:end]]
+        before = i - 1
+        while before >= 0 and not lines[before].strip():
+            before -= 1
+        skip = _SKIP.match(lines[before]) if before >= 0 else None
+        found.append(Block(page, i + 2, match["lang"].lower(), "\n".join(body),
+                           skip["reason"] if skip else None))
+        i = end + 1
+    return found
+
+
+def python_source(block: Block) -> str:
+    """The block's code, padded so that tracebacks give the markdown file's own line numbers."""
+    code_lines = block.code.splitlines()
+    if any(line.startswith(">>>") for line in code_lines):  # an interactive session
+        code_lines = [line[4:] if line[:4] in (">>> ", "... ") else
+                      "" if line.rstrip() in (">>>", "...") else "" for line in code_lines]
+    return "\n" * (block.line - 1) + "\n".join(code_lines) + "\n"
+
+
+def console_commands(block: Block) -> list[tuple[str, str]]:
+    """``(command, shown output)`` for each ``$ `` prompt of a console block."""
+    commands: list[list[str]] = []
+    outputs: list[list[str]] = []
+    continuing = False
+    for line in block.code.splitlines():
+        if continuing:
+            commands[-1].append(line)
+        elif line.startswith("$ "):
+            commands.append([line[2:]])
+            outputs.append([])
+        elif commands:
+            outputs[-1].append(line)
+        continuing = bool(commands) and line.rstrip().endswith("\\") and not outputs[-1]
+    return [("\n".join(c), "\n".join(o)) for c, o in zip(commands, outputs)]
+
+
+def example_env() -> dict[str, str]:
+    """The environment of a page's commands: this interpreter's tools first, the checkout's code."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    env["MPLBACKEND"] = "Agg"
+    env["PYTHONWARNINGS"] = "error::DeprecationWarning:__main__"
+    env["OUT"] = str(Path.cwd() / "OUT")  # a GPU-machine command that slipped through writes here, not to /
+    return env
+
+
+def _run_shell(script: str, env: dict[str, str]) -> str:
+    proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"exit status {proc.returncode} from:\n{script}\n{proc.stdout}")
+    return proc.stdout
+
+
+def run_block(block: Block, namespace: dict, env: dict[str, str]) -> str:
+    """Run one block (in the current folder); returns what it printed."""
+    if block.lang == "python":
+        out = io.StringIO()
+        code = compile(python_source(block), str(block.page), "exec")
+        with contextlib.redirect_stdout(out):
+            exec(code, namespace)  # noqa: S102 - running the documentation's own examples
+        return out.getvalue()
+    if block.lang == "console":
+        printed = []
+        for command, shown in console_commands(block):
+            target = re.fullmatch(r"cat\s+(\S+)", command.strip())
+            if target and not Path(target[1]).exists():
+                Path(target[1]).write_text(shown + "\n", encoding="utf-8")
+            printed.append(f"$ {command}\n{_run_shell(command, env)}")
+        return "".join(printed)
+    return _run_shell(block.code, env)
+
+
+def run_page(page: Path) -> int:
+    """Run ``page``'s runnable blocks in order in the current folder; 0 when every one ran."""
+    warnings.filterwarnings("error", category=DeprecationWarning, module="__main__")
+    warnings.filterwarnings("error", category=DeprecationWarning, module="powermodels")
+    env = example_env()
+    namespace: dict = {"__name__": "__main__"}
+    for block in blocks(page):
+        if block.lang in RUNNABLE and block.skip:
+            print(f"--- {block.where} ({block.lang}) skipped: {block.skip}", flush=True)
+        if not block.runs:
+            continue
+        start = time.perf_counter()
+        try:
+            printed = run_block(block, namespace, env)
+        except BaseException:  # noqa: BLE001 - report which block failed, then stop
+            print(f"--- {block.where} ({block.lang}) FAILED", flush=True)
+            traceback.print_exc(file=sys.stdout)
+            return 1
+        print(f"--- {block.where} ({block.lang}) ran in {time.perf_counter() - start:.1f} s", flush=True)
+        print(printed, end="" if printed.endswith("\n") or not printed else "\n", flush=True)
+    return 0
+
+
+def prepare_folder(folder: Path, shared: Path | None) -> Path:
+    """A checkout look-alike inside ``folder`` (``folder/repo``), the shared data beside it."""
+    repo = folder / "repo"
+    repo.mkdir(parents=True, exist_ok=True)
+    for name in LINKED:
+        (repo / name).symlink_to(REPO / name, target_is_directory=True)
+    if shared is not None and shared.is_dir():
+        (folder / "shared").symlink_to(shared, target_is_directory=True)
+    return repo
+
+
+if __name__ == "__main__":
+    page, folder = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
+    os.chdir(folder)
+    sys.exit(run_page(page))

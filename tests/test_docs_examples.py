@@ -1,0 +1,67 @@
+"""README.md and docs/*.md: every ``python``, ``bash`` and ``console`` example runs (issue 23).
+
+Each page's blocks run in order in one fresh interpreter on the simulated GPU, in a temporary
+folder that looks like a checkout (tests/docs_pages.py says how blocks are chosen and run, and
+the ``<!-- skip: reason -->`` marker a page puts before a block that cannot run here). A
+``DeprecationWarning`` from the pages' own code or from ``powermodels`` fails the page.
+
+To see what each block prints (to regenerate a page's shown output)::
+
+    PYTHONPATH=src python tests/docs_pages.py docs/PAGE.md "$(mktemp -d)"
+
+after linking kernels/ datasets/ benchmarks/ src/ tests/ into that folder, or run this test with
+``-s``-free ``-rA``: a failure's message holds the page's whole output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import SHARED_DATA
+from docs_pages import PAGES, REPO, RUNNABLE, blocks, console_commands, prepare_folder, python_source
+
+#: pages whose examples take long on 2 cores, with the reason (only shrinks)
+SLOW: dict[str, str] = {}
+
+RUN_PAGES = [page for page in PAGES if any(block.runs for block in blocks(page))]
+
+
+def _page_param(page):
+    name = str(page.relative_to(REPO))
+    marks = [pytest.mark.slow] if name in SLOW else []
+    return pytest.param(page, id=name, marks=marks)
+
+
+@pytest.mark.parametrize("page", [_page_param(page) for page in RUN_PAGES])
+def test_page_examples_run(page, tmp_path):
+    folder = prepare_folder(tmp_path, SHARED_DATA.parent)
+    proc = subprocess.run([sys.executable, str(REPO / "tests" / "docs_pages.py"), str(page), str(folder)],
+                          cwd=folder, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, f"{page.relative_to(REPO)}: an example failed\n{proc.stdout[-6000:]}"
+
+
+def test_every_skip_says_why_and_the_readme_runs_something():
+    for page in PAGES:
+        for block in blocks(page):
+            if block.skip is not None:
+                assert block.skip.strip(), f"{block.where}: a skip marker needs a reason"
+    readme = [b for b in blocks(REPO / "README.md") if b.runs]
+    assert {b.lang for b in readme} >= {"python", "console"}
+
+
+def test_blocks_are_read_as_a_reader_reads_them(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("text\n\n<!-- skip: needs a GPU -->\n```python\nimport cupy\n```\n\n"
+                    "```console\n$ cat spec.json\n{\"a\": 1}\n$ powermodels measure \\\n"
+                    "    --kernel fp32\nfp32 ...\n```\n\n```pycon\n>>> x = 1\n```\n\n"
+                    "```python\n>>> x = 2\n>>> print(x)\n2\n```\n", encoding="utf-8")
+    skipped, console, other, session = blocks(page)
+    assert skipped.skip == "needs a GPU" and not skipped.runs and skipped.line == 5
+    assert console_commands(console) == [("cat spec.json", '{"a": 1}'),
+                                         ("powermodels measure \\\n    --kernel fp32", "fp32 ...")]
+    assert other.lang not in RUNNABLE
+    source = python_source(session)
+    assert source.splitlines()[session.line - 1:] == ["x = 2", "print(x)", ""]
