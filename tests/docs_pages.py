@@ -36,6 +36,7 @@ import contextlib
 import io
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -65,7 +66,8 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.line}"
+        page = self.page.relative_to(REPO) if self.page.is_relative_to(REPO) else self.page
+        return f"{page}:{self.line}"
 
     @property
     def runs(self) -> bool:
@@ -160,6 +162,12 @@ def run_block(block: Block, namespace: dict, env: dict[str, str]) -> str:
     return _run_shell(block.code, env)
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the commands)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def run_page(page: Path) -> int:
     """Run ``page``'s runnable blocks in order in the current folder; 0 when every one ran."""
     warnings.filterwarnings("error", category=DeprecationWarning, module="__main__")
@@ -171,14 +179,15 @@ def run_page(page: Path) -> int:
             print(f"--- {block.where} ({block.lang}) skipped: {block.skip}", flush=True)
         if not block.runs:
             continue
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu_s()
         try:
             printed = run_block(block, namespace, env)
         except BaseException:  # noqa: BLE001 - report which block failed, then stop
             print(f"--- {block.where} ({block.lang}) FAILED", flush=True)
             traceback.print_exc(file=sys.stdout)
             return 1
-        print(f"--- {block.where} ({block.lang}) ran in {time.perf_counter() - start:.1f} s", flush=True)
+        print(f"--- {block.where} ({block.lang}) ran in {time.perf_counter() - start:.1f} s "
+              f"({_cpu_s() - cpu:.1f} s CPU)", flush=True)
         print(printed, end="" if printed.endswith("\n") or not printed else "\n", flush=True)
     return 0
 

@@ -89,3 +89,12 @@ def test_the_renamed_keywords_example_runs():
 
     result = doctest.testmod(powermodels.deprecation)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_script_importing_an_old_path_sees_the_warning_at_its_own_line(tmp_path):
+    # Python shows a DeprecationWarning by default only when it is attributed to __main__: the
+    # warning must point at the importing line, not past the top of the stack (it said "sys:1")
+    script = tmp_path / "old_paths.py"
+    script.write_text("import os\nimport powermodels.harness.runner\n", encoding="utf-8")
+    err = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stderr
+    assert f"{script}:2: DeprecationWarning: powermodels.harness.runner moved to powermodels.measuring.runner" in err

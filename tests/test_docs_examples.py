@@ -15,8 +15,11 @@ after linking kernels/ datasets/ benchmarks/ src/ tests/ into that folder, or ru
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import SHARED_DATA
@@ -24,6 +27,8 @@ from docs_pages import PAGES, REPO, RUNNABLE, blocks, console_commands, prepare_
 
 #: pages whose examples take long on 2 cores, with the reason (only shrinks)
 SLOW: dict[str, str] = {}
+#: pages run side by side (each is one mostly single-threaded interpreter; 2 cores)
+WORKERS = min(2, os.cpu_count() or 1)
 
 RUN_PAGES = [page for page in PAGES if any(block.runs for block in blocks(page))]
 
@@ -34,12 +39,28 @@ def _page_param(page):
     return pytest.param(page, id=name, marks=marks)
 
 
-@pytest.mark.parametrize("page", [_page_param(page) for page in RUN_PAGES])
-def test_page_examples_run(page, tmp_path):
-    folder = prepare_folder(tmp_path, SHARED_DATA.parent)
-    proc = subprocess.run([sys.executable, str(REPO / "tests" / "docs_pages.py"), str(page), str(folder)],
+def _run_page(page: Path, folder: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "tests" / "docs_pages.py"), str(page), str(folder)],
                           cwd=folder, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def page_runs(request, tmp_path_factory):
+    """Every selected page started at once on ``WORKERS`` threads; page -> future of its run."""
+    selected = [item.callspec.params["page"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_page_examples_run"]
+    with ThreadPoolExecutor(WORKERS) as pool:
+        futures = {page: pool.submit(_run_page, page, prepare_folder(
+            tmp_path_factory.mktemp(page.stem), SHARED_DATA.parent)) for page in selected}
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+@pytest.mark.parametrize("page", [_page_param(page) for page in RUN_PAGES])
+def test_page_examples_run(page, page_runs):
+    proc = page_runs[page].result()
     assert proc.returncode == 0, f"{page.relative_to(REPO)}: an example failed\n{proc.stdout[-6000:]}"
 
 
@@ -65,3 +86,11 @@ def test_blocks_are_read_as_a_reader_reads_them(tmp_path):
     assert other.lang not in RUNNABLE
     source = python_source(session)
     assert source.splitlines()[session.line - 1:] == ["x = 2", "print(x)", ""]
+
+
+def test_an_old_import_path_fails_the_page(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nimport powermodels.harness.runner\n```\n", encoding="utf-8")
+    proc = _run_page(page, prepare_folder(tmp_path / "run", None))
+    assert proc.returncode == 1
+    assert "DeprecationWarning: powermodels.harness.runner moved to powermodels.measuring.runner" in proc.stdout

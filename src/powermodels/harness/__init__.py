@@ -56,12 +56,19 @@ MOVED: dict[str, str] = {
 
 
 def _outside_import_machinery() -> int:
-    """The ``stacklevel`` of the first frame that is neither importlib nor this package (the importer)."""
+    """The ``stacklevel`` of the first frame that is neither importlib nor this package (the importer).
+
+    ``warnings.warn`` itself steps over importlib's frames when it counts a stacklevel above 1,
+    so only this package's frames are counted (counting importlib's too overshot the stack and
+    the warning was attributed to ``sys``: a script importing an old path saw no warning).
+    """
     frame, level = sys._getframe(1), 1
     here = __file__.rsplit("/", 1)[0]
     while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
                                  or frame.f_code.co_filename.startswith(here)):
-        frame, level = frame.f_back, level + 1
+        if frame.f_code.co_filename.startswith(here):
+            level += 1
+        frame = frame.f_back
     return level
 
 
