@@ -46,15 +46,25 @@ def test_too_narrow_a_range_is_not_identified():
         fit_alpha(spans(temp, 600 + temp))
 
 
-def test_capped_regime_fits_energy_per_launch_and_allows_any_sign():
+def test_capped_regime_fits_energy_per_launch_within_the_leakage_bound():
     temp = np.linspace(50, 62, 30)
-    energy = 1.15 - 0.0005 * (temp - 50)   # the controller lowers energy as it settles
-    s = spans(temp, np.full(30, 700.0), time_s=1.6e-3, clock=np.linspace(1400, 1350, 30), cap=1.0,
-              energy=energy)
+    clock = np.linspace(1400, 1350, 30)
+    energy = 1.15 * (1 + 0.001 * (temp - 50))   # +0.1 %/°C: the real H100's capped bf16 GEMM once settled
+    s = spans(temp, np.full(30, 700.0), time_s=1.6e-3, clock=clock, cap=1.0, energy=energy)
     assert regime_of(s) == POWER_CAPPED
     a = fit_alpha(s)
     assert a.regime == POWER_CAPPED
-    assert a.alpha_w_per_c == pytest.approx(-0.0005 / 1.6e-3, rel=1e-6)
+    assert a.alpha_w_per_c == pytest.approx(1.15 * 0.001 / 1.6e-3, rel=1e-6)
+
+
+@pytest.mark.parametrize("per_c, match", [(-0.0005, "outside 0"), (0.012, "still moving")])
+def test_capped_slope_outside_physics_is_not_identified(per_c, match):
+    """Falling energy (the controller settling) or rising faster than leakage: not a temperature effect."""
+    temp = np.linspace(50, 62, 30)
+    s = spans(temp, np.full(30, 700.0), time_s=1.6e-3, clock=np.linspace(1400, 1350, 30), cap=1.0,
+              energy=1.15 * (1 + per_c * (temp - 50)))
+    with pytest.raises(AlphaNotIdentified, match=match):
+        fit_alpha(s)
 
 
 def test_moving_clock_without_cap_bit_is_capped_regime():

@@ -137,3 +137,37 @@ def test_spans_follow_the_truth_and_thermal_state(runner):
         assert row["energy_j"] == pytest.approx(truth, rel=0.02)
     state = thermal_state(trace, iv[0, 0], iv[-1, 1])
     assert state["temperature_end_c"] > state["temperature_start_c"] + 3
+
+
+def test_a_failed_learning_is_cached_with_its_fallback(tmp_path):
+    """A GPU already hot barely warms: α is not identified, the assumption is used and kept,
+    so the next measurement takes ~1 s instead of warming up again."""
+    from powermodels.measuring.protocols import make_protocol
+
+    with make_runner("simulated") as runner:
+        runner.run("sgemm", None, int(60.0 / runner.launch_time_s("sgemm")))  # a minute of load: hot
+        counter = make_protocol("counter", alpha_cache_dir=str(tmp_path))
+        with pytest.warns(AlphaAssumedWarning, match="moved"):
+            first = counter.measure(runner, "sgemm").row
+        assert first["alpha_source"] == "assumed"
+        t0 = runner.now()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            second = counter.measure(runner, "sgemm").row
+        assert runner.now() - t0 < 1.5 and second["alpha_source"] == "assumed"
+        assert "not learned" in AlphaCache(tmp_path).get(runner.device.info.uuid, "sgemm", first["config"],
+                                                         driver="simulated").detail
+
+
+def test_the_warm_up_continues_the_measurement_that_asked(runner):
+    """From a cool GPU the measurement's own first second (the fastest warming) is in the fit."""
+    from powermodels.measuring.protocols import make_protocol
+
+    runner.idle(30.0)
+    t0 = runner.now()
+    make_protocol("counter").measure(runner, "sgemm")
+    entry = AlphaCache().get(runner.device.info.uuid, "sgemm",
+                             make_protocol("counter").measure(runner, "sgemm").row["config"], driver="simulated")
+    assert entry.source == "learned"
+    assert runner.now() - t0 < 12.0                      # measurement + ≤ 10 s of warm-up, one load
+    assert entry.temperature_min_c < 42                   # the fit starts 0.5 s into the measurement

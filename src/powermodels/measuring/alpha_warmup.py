@@ -24,7 +24,7 @@ import math
 import time
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,13 @@ import pandas as pd
 from .. import schema
 from ..thermal.alpha import AlphaAssumedWarning, AlphaNotIdentified, fit_alpha, pooled_alpha, usable_spans
 from ..thermal.alpha_cache import AlphaCache
-from ..thermal.normalise import ASSUMED_ALPHA_PER_C, ASSUMED_ALPHA_UNCERTAINTY_PER_C, AlphaEstimate, assumed_alpha
+from ..thermal.normalise import (
+    ASSUMED_ALPHA_PER_C,
+    ASSUMED_ALPHA_UNCERTAINTY_PER_C,
+    FIXED_CLOCK,
+    AlphaEstimate,
+    assumed_alpha,
+)
 from ..thermal.spans import counter_spans
 from .graphs import batch_size, run_launches
 from .runner_base import resolve
@@ -86,7 +92,7 @@ def _launches_for(seconds: float, launch_s: float) -> int:
 def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: float = 3.0,
                 target_range_c: float = 8.0, skip_s: float = 0.5, chunk_s: float = 0.5,
                 min_range_c: float = 3.0, updates_per_span: int = 2, batch_below_s: float = 2e-4,
-                batch_s: float = 2e-3) -> Warmup:
+                batch_s: float = 2e-3, continue_from: np.ndarray | None = None) -> Warmup:
     """Run ``workload`` back to back for at most ``max_s`` and fit α on the way.
 
     Parameters
@@ -111,6 +117,12 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
         Counter updates per span.
     batch_below_s, batch_s : float
         Launches shorter than ``batch_below_s`` go as CUDA graphs of ~``batch_s``.
+    continue_from : array of shape (n, 2), optional
+        Launches of the same workload that just ran back to back (the
+        measurement that asked for α): the warm-up continues their load and
+        its spans include theirs, so a measurement from a cool GPU widens the
+        range (its first second is where the die warms fastest). ``max_s``
+        counts from their start.
     """
     if not (0 < min_s <= max_s and 0 <= skip_s < min_s and chunk_s > 0 and target_range_c > 0):
         raise ValueError(f"learn_alpha: need 0 <= skip_s < min_s <= max_s and chunk_s, target_range_c > 0; got "
@@ -119,8 +131,12 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
     w, config = resolve(workload, config)
     wall0 = time.perf_counter()
     with fast_counter_reads(runner):
-        first = run_launches(runner, w, config, 1)
-        t1 = float(first[0, 1] - first[0, 0])
+        if continue_from is not None and len(continue_from):
+            first = np.asarray(continue_from, dtype=float).reshape(-1, 2)
+            t1 = float(np.median(np.diff(first[-min(len(first), 64):], axis=1)))
+        else:
+            first = run_launches(runner, w, config, 1)
+            t1 = float(first[0, 1] - first[0, 0])
         batch = batch_size(max(t1, 1e-9), below_s=batch_below_s, target_s=batch_s)
         parts = [first]
         start = float(first[0, 0])
@@ -152,7 +168,8 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
 
 
 def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: float = math.nan,
-              cache: AlphaCache | None = None, learn: bool = True, **learn_params) -> AlphaEstimate:
+              regime: str = FIXED_CLOCK, cache: AlphaCache | None = None, learn: bool = True,
+              **learn_params) -> AlphaEstimate:
     """The α a measurement of ``workload`` at ``config`` on ``runner``'s GPU uses.
 
     In order: the cached α of this board, workload and configuration; a new one
@@ -167,6 +184,8 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
         The measurement's power (for the assumption's W/°C).
     sm_clock_mhz : float, optional
         The measurement's clock (for pooling).
+    regime : str, default="fixed_clock"
+        What the measurement saw; the board's fixed-clock α is pooled only onto fixed-clock work.
     cache : AlphaCache, optional
         Default: the state folder's.
     learn : bool, default=True
@@ -192,22 +211,29 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
         if len(warm.spans) and not math.isfinite(sm_clock_mhz):
             sm_clock_mhz = float(np.nanmean(warm.spans[schema.SM_CLOCK_MHZ].to_numpy(dtype=float)))
     pooled = pooled_alpha(cache.entries(uuid, driver=info.driver), sm_clock_mhz) \
-        if math.isfinite(sm_clock_mhz) else None
+        if math.isfinite(sm_clock_mhz) and regime == FIXED_CLOCK else None
     if pooled is not None:
+        if learn:  # kept, so later measurements do not warm up again (the entry expires with the cache's age)
+            cache.put(uuid, w.name, cid, replace(pooled, detail=f"{pooled.detail}; not learned: {why}"),
+                      driver=info.driver)
         return pooled
     warnings.warn(f"no α for {w.name} [{cid}] on {info.name} ({why}); using the assumed "
                   f"{100 * ASSUMED_ALPHA_PER_C:.2f} ± {100 * ASSUMED_ALPHA_UNCERTAINTY_PER_C:.2f} %/°C of "
                   "the measured power", AlphaAssumedWarning, stacklevel=2)
-    return assumed_alpha(power_w)
+    assumed = assumed_alpha(power_w, regime)
+    if learn:
+        cache.put(uuid, w.name, cid, replace(assumed, detail=f"{assumed.detail}; not learned: {why}"),
+                  driver=info.driver)
+    return assumed
 
 
 def row_alpha(runner, workload, config, *, power_w: float, sm_clock_mhz: float = math.nan,
-              given: AlphaEstimate | None = None, learn: bool = True, cache_dir=None,
+              regime: str = FIXED_CLOCK, given: AlphaEstimate | None = None, learn: bool = True, cache_dir=None,
               **learn_params) -> AlphaEstimate:
     """The α a row of ``workload`` at ``config`` uses: ``given`` if any (the caller's or a calibration
     file's), else :func:`alpha_for` (cached, learned ≤ 10 s, pooled, assumed) with the cache in
     ``cache_dir`` (default ``<state>/alpha``)."""
     if given is not None:
         return given
-    return alpha_for(runner, workload, config, power_w=power_w, sm_clock_mhz=sm_clock_mhz,
+    return alpha_for(runner, workload, config, power_w=power_w, sm_clock_mhz=sm_clock_mhz, regime=regime,
                      cache=AlphaCache(cache_dir), learn=learn, **learn_params)

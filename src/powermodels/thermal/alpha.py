@@ -16,10 +16,13 @@ temperature range too narrow to tell (a GPU already hot barely warms), is
 
 **Power-capped** (the cap clock-event reason active, the clock moving): the
 controller holds power near the limit and lowers the clock as the die warms;
-this regime is modelled separately, with no sign imposed (the lent H100's
-capped bf16 GEMM: ~0.1–0.2 %/°C once settled), and the learner fits it only on
-spans after the controller settled (:mod:`.learning`): its overshoot is not a
-temperature effect.
+this regime is modelled separately (the lent H100's capped bf16 GEMM:
+~0.1–0.2 %/°C once settled), fitted only on spans after the controller settled
+(:func:`usable_spans`: its overshoot is not a temperature effect), and checked
+against physics: at a fixed power, leakage that grows takes its watts from
+the dynamic power, so the energy per launch cannot rise faster than the
+fixed-clock leakage slope (at most :data:`CAPPED_MAX_PER_C`) nor fall
+significantly; outside that the controller was still moving.
 
 The uncertainty is the least-squares standard error inflated for the spans'
 autocorrelation (a warm-up's residuals are not independent: they follow the
@@ -36,10 +39,16 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from .normalise import FIXED_CLOCK, POWER_CAPPED, AlphaEstimate
+from .normalise import (
+    ASSUMED_ALPHA_PER_C,
+    ASSUMED_ALPHA_UNCERTAINTY_PER_C,
+    FIXED_CLOCK,
+    POWER_CAPPED,
+    AlphaEstimate,
+)
 from .spans import power_capped, settled_spans
 
-__all__ = ["AlphaAssumedWarning", "AlphaNotIdentified", "fit_alpha", "pooled_alpha", "regime_of", "usable_spans"]
+__all__ = ["CAPPED_MAX_PER_C", "AlphaAssumedWarning", "AlphaNotIdentified", "fit_alpha", "pooled_alpha", "regime_of", "usable_spans"]
 
 
 class AlphaNotIdentified(ValueError):
@@ -109,6 +118,8 @@ def fit_alpha(spans: pd.DataFrame, *, min_spans: int = 5, min_range_c: float = 3
         raise AlphaNotIdentified(f"α = {slope:.3g} W/°C ≤ 0 at a fixed clock over {temp.min():.0f}–"
                                  f"{temp.max():.0f} °C: leakage cannot fall with temperature "
                                  "(the warm-up mixed states, or the clock moved)")
+    if regime == POWER_CAPPED:
+        _check_capped(slope, stderr, float(power.mean()), temp)
     mean_power = float(power.mean())
     clock = used[schema.SM_CLOCK_MHZ].to_numpy(dtype=float) if schema.SM_CLOCK_MHZ in used else np.empty(0)
     clock = clock[np.isfinite(clock)]
@@ -120,6 +131,23 @@ def fit_alpha(spans: pd.DataFrame, *, min_spans: int = 5, min_range_c: float = 3
         detail=f"{source} from {len(used)} counter spans over {temp.min():.1f}–{temp.max():.1f} °C "
                f"({100 * slope / mean_power:.3f} ± {100 * stderr / mean_power:.3f} %/°C, {regime})",
     )
+
+
+#: Largest relative slope a power-capped workload's energy may have: the leakage slope at a fixed
+#: clock bounds it (at a fixed power, leakage that grows takes its watts from the dynamic power, so
+#: the clock, and 1/energy per launch, fall by less than the leakage share grows); taken as the
+#: assumption's upper 3 σ, 0.25 + 3 × 0.12 %/°C.
+CAPPED_MAX_PER_C = ASSUMED_ALPHA_PER_C + 3 * ASSUMED_ALPHA_UNCERTAINTY_PER_C
+
+
+def _check_capped(slope: float, stderr: float, power_w: float, temp: np.ndarray) -> None:
+    """Physics check of a power-capped α: within [−2σ, :data:`CAPPED_MAX_PER_C`] of the power."""
+    rel, rel_err = slope / power_w, stderr / power_w
+    if rel + 2 * rel_err < 0 or rel > CAPPED_MAX_PER_C:
+        raise AlphaNotIdentified(
+            f"α = {100 * rel:.2f} ± {100 * rel_err:.2f} %/°C under the power cap over {temp.min():.0f}–"
+            f"{temp.max():.0f} °C: outside 0–{100 * CAPPED_MAX_PER_C:.2f} %/°C (a capped workload's energy "
+            "cannot rise faster with temperature than leakage at a fixed clock; the controller was still moving)")
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -146,12 +174,15 @@ class AlphaAssumedWarning(UserWarning):
 
 
 def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float = 30.0) -> AlphaEstimate | None:
-    """Inverse-variance mean of the fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
+    """Inverse-variance mean of the learned fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
+
+    Only α fitted on a workload's own warm-up count (not an earlier pool, not an assumption).
 
     The uncertainty is the larger of the weighted mean's and the spread between the
     estimates (they differ by workload on real boards: 0.75–1.34 W/°C on one H100).
     """
     near = [a for a in estimates if a.regime == FIXED_CLOCK and a.uncertainty_w_per_c > 0
+            and a.source == "learned" and a.pooled == 0
             and math.isfinite(a.sm_clock_mhz) and abs(a.sm_clock_mhz - sm_clock_mhz) <= clock_tolerance_mhz]
     if not near:
         return None
@@ -167,4 +198,5 @@ def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float =
         spans=int(sum(a.spans for a in near)), sm_clock_mhz=float(sm_clock_mhz),
         reference_temperature_c=float(round(np.mean([a.reference_temperature_c for a in near]))),
         detail=f"pooled over {len(near)} workload(s) learned on this board at {sm_clock_mhz:.0f} MHz",
+        pooled=len(near),
     )

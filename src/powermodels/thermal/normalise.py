@@ -76,6 +76,8 @@ class AlphaEstimate:
         one reference without the caller naming one.
     detail : str
         One line saying how α was obtained.
+    pooled : int
+        How many workloads' α were pooled into this one (0: fitted on its own data).
     """
 
     alpha_w_per_c: float
@@ -89,6 +91,7 @@ class AlphaEstimate:
     sm_clock_mhz: float = math.nan
     reference_temperature_c: float = math.nan
     detail: str = ""
+    pooled: int = 0
 
     def __post_init__(self):
         if self.source not in schema.ALPHA_SOURCES:
@@ -121,16 +124,18 @@ class AlphaEstimate:
         return cls(**data)
 
 
-def assumed_alpha(power_w: float) -> AlphaEstimate:
+def assumed_alpha(power_w: float, regime: str = FIXED_CLOCK) -> AlphaEstimate:
     """The package's assumption for a GPU whose α is unknown, at a measured power ``power_w``.
 
     :data:`ASSUMED_ALPHA_PER_C` of the power per °C with a 1-σ of
     :data:`ASSUMED_ALPHA_UNCERTAINTY_PER_C`; the row's ``alpha_source`` says ``assumed``.
+    ``regime`` is what the measurement saw (under the power cap the slope is at most
+    the fixed-clock one, which the wide uncertainty covers).
     """
     p = float(power_w)
     if not (math.isfinite(p) and p > 0):
         raise ValueError(f"assumed_alpha: power_w must be finite and > 0, got {power_w!r}")
-    return AlphaEstimate(ASSUMED_ALPHA_PER_C * p, ASSUMED_ALPHA_UNCERTAINTY_PER_C * p, "assumed",
+    return AlphaEstimate(ASSUMED_ALPHA_PER_C * p, ASSUMED_ALPHA_UNCERTAINTY_PER_C * p, "assumed", regime=regime,
                          power_w=p, detail=f"assumed {100 * ASSUMED_ALPHA_PER_C:.2f} ± "
                          f"{100 * ASSUMED_ALPHA_UNCERTAINTY_PER_C:.2f} %/°C of the measured power "
                          "(no α known for this GPU)")

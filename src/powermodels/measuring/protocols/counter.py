@@ -87,7 +87,8 @@ from ...thermal.launch import check_launch_mode, launch_bound, launch_mode
 from ...thermal.normalise import check_reference_temperature
 from ...thermal.row import given_alpha, thermal_fields
 from ..alpha_warmup import row_alpha
-from ...thermal.spans import extend_until_settled
+from ...thermal.alpha import regime_of
+from ...thermal.spans import counter_spans, extend_until_settled
 from ..graphs import batch_size
 from .base import Protocol
 from .good_practice import GoodPractice
@@ -280,10 +281,15 @@ class Counter(Protocol):
                   schema.TRANSIENT: transient, schema.SETTLE_S: settle, schema.LAUNCH_MODE: mode,
                   # graphs run back to back on the GPU; otherwise compare with the isolated first launch
                   schema.LAUNCH_BOUND: mode != "graph" and launch_bound(t, min(t_first, t))}
+        regime = regime_of(counter_spans(trace, iv[keep], start_s=window.start_s, end_s=window.end_s,
+                                         updates_per_span=1))
         alpha = row_alpha(runner, workload, config, power_w=power, sm_clock_mhz=observed[schema.SM_CLOCK_MHZ],
+                          regime=regime,
                           given=None if self.alpha_w_per_c is None else given_alpha(
                               self.alpha_w_per_c, self.alpha_uncertainty_w_per_c, self.alpha_source),
-                          learn=self.learn_alpha, cache_dir=self.alpha_cache_dir)
+                          learn=self.learn_alpha, cache_dir=self.alpha_cache_dir,
+                          # a first-time warm-up continues this run's load (a cool GPU: a wider range)
+                          **({} if as_called else {"continue_from": np.vstack([*ivs, iv])}))
         fields.update(thermal_fields(trace, window.start_s, window.end_s, energy_j=energy, power_w=power,
                                      time_s=t, temperature_c=observed[schema.TEMPERATURE_C], alpha=alpha,
                                      reference_temperature_c=self.reference_temperature_c,
