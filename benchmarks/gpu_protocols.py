@@ -109,7 +109,9 @@ def _simulated_alpha(runner) -> float:
     return ph.leakage_w * float(ph.relative_voltage(ph.sm_clock_max_mhz)) * ph.leakage_per_c
 
 
-def _measure(runner, protocol, workload, config, simulated: bool) -> dict:
+def _measure(runner, protocol, workload, config, simulated: bool, at_reference: bool = False) -> dict:
+    """One protocol row as the report's fields; ``at_reference``: its figure at the protocol's
+    ``reference_temperature_c`` (``energy_at_ref_j``, thesis eq. 4.7) in place of the raw energy."""
     from powermodels import schema
 
     t0 = runner.now()
@@ -117,7 +119,8 @@ def _measure(runner, protocol, workload, config, simulated: bool) -> dict:
     r = m.row
     wall = runner.now() - t0 if simulated else float(r[schema.WALL_S])
     truth = float(r.get(schema.REFERENCE_ENERGY_J, math.nan))
-    return {"protocol": r[schema.PROTOCOL], "energy_j": float(r[schema.ENERGY_J]),
+    energy = r[schema.ENERGY_AT_REF_J] if at_reference else r[schema.ENERGY_J]
+    return {"protocol": r[schema.PROTOCOL], "energy_j": float(energy),
             "energy_uncertainty_j": float(r.get(schema.ENERGY_UNCERTAINTY_J, math.nan)),
             "time_s": float(r[schema.TIME_S]), "power_w": float(r[schema.POWER_W]),
             "truth_energy_j": truth, "wall_s": wall, "launches": int(r[schema.LAUNCHES]),
@@ -199,7 +202,7 @@ def part_protocols(args, store: Store, simulated: bool, gpu_runner=None) -> None
                              == (name, config, "reference", preset))
                 protocol = _protocol("counter", args, seed)
                 protocol.alpha_w_per_c, protocol.reference_temperature_c = _simulated_alpha(runner), ref_t
-                row = _measure(runner, protocol, workload, config, simulated)
+                row = _measure(runner, protocol, workload, config, simulated, at_reference=True)
             else:
                 row = _measure(runner, _protocol(slot, args, seed), workload, config, simulated)
             store.add(key, row)
