@@ -37,8 +37,10 @@ def main() -> int:
     b = cp.random.rand(4096, 4096, dtype=cp.float32)
     c = cp.empty_like(a)
     row = powermodels.measure(CallableWorkload(lambda: cp.matmul(a, b, out=c), name="smoke_fp32"), device="nvml")
-    wanted = [k for k in row.index if any(s in k for s in ("energy", "clock", "temperature", "alpha", "launch"))]
-    print(row[wanted].to_string())
+    row = row.row
+    wanted = [k for k in row if any(s in k for s in ("energy", "clock", "temperature", "alpha", "launch"))]
+    for k in wanted:
+        print(f"  {k:28s} {row[k]}")
     return 0
 
 
