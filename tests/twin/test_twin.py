@@ -1,6 +1,7 @@
 """The twin: presets, replay, and fitting a twin-made recording with known parameters."""
 
 import json
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -159,6 +160,19 @@ def test_existing_presets_keep_their_behaviour():
     with pytest.raises(ValueError, match="already ran"):
         gpu.idle(0.1)
         gpu.start_at_temperature(50.0)
+
+
+def test_twin_compare_without_matplotlib_writes_the_table(made, tmp_path, monkeypatch):
+    # matplotlib is the [plot] extra and CI installs [test] only: the twin's recording and the table
+    # are written, and comparison.md says why there are no plots (it stopped with an ImportError)
+    from powermodels.twin.compare import twin_compare
+
+    preset, rec = made
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    table = twin_compare(rec, preset, tmp_path / "cmp")
+    assert len(table) and (tmp_path / "cmp" / "twin" / "trace.parquet").is_file()
+    assert "matplotlib is not installed" in (tmp_path / "cmp" / "comparison.md").read_text()
+    assert not list((tmp_path / "cmp").glob("*.png"))
 
 
 def test_cli_fit_and_compare(made, tmp_path, capsys):

@@ -187,7 +187,7 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
-    one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs. Workloads
+    one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs (with matplotlib). Workloads
     whose time per launch or host gap differ from the preset's are first
     adapted to the recording (:func:`~powermodels.twin.replay.adapt_workloads`,
     listed in the twin's provenance and the table's notes).
@@ -203,6 +203,9 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
                                     for k, v in adapted.items()]
     table.to_csv(out / "comparison.csv", index=False)
     notes = "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
+    try:
+        plot_overlays(real, twin, out)
+    except ImportError:  # matplotlib is an extra: the table and the twin's recording stand without it
+        notes += "\n(matplotlib is not installed: no plots; `pip install powermodels[plot]`)\n"
     (out / "comparison.md").write_text(markdown_table(table) + "\n" + notes)
-    plot_overlays(real, twin, out)
     return table
