@@ -7,6 +7,7 @@ Correction: :func:`window_aware_energy` (ours), :func:`good_practice_energy`
 (Yang §V-A), :func:`naive_energy`. Fine-grain profiles: :mod:`powermodels.sensor.fingrav`.
 """
 
+from ._coverage import covered_time
 from ._series import counter_power
 from .correction import (
     EnergyEstimate,
@@ -35,6 +36,7 @@ __all__ = [
     "attach_loads",
     "characterize_traces",
     "counter_power",
+    "covered_time",
     "delag",
     "discard_rise",
     "good_practice_energy",

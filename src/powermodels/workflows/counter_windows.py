@@ -21,6 +21,7 @@ import pandas as pd
 
 from .. import schema
 from ..measuring.runner import merge_intervals
+from ..sensor import covered_time
 from ..sensor.clock_reading import held_mean
 from .launch_clocks import DEFAULT_CLOCK_STEP_MHZ
 
@@ -62,21 +63,6 @@ def counter_updates(energy: pd.DataFrame, grid_tolerance_s: float = 5e-4) -> tup
     return mid, e[new], "bracket"
 
 
-def _coverage(intervals: np.ndarray):
-    """Cumulative covered time ``C(x)`` of sorted, merged ``(n, 2)`` intervals."""
-    starts, ends = intervals[:, 0], intervals[:, 1]
-    cum_end = np.cumsum(ends - starts)
-    cum_start = cum_end - (ends - starts)
-
-    def covered(x):
-        x = np.asarray(x, float)
-        i = np.searchsorted(starts, x, side="right") - 1
-        ic = np.clip(i, 0, len(starts) - 1)
-        inside = np.clip(x - starts[ic], 0, ends[ic] - starts[ic])
-        return np.where(i >= 0, cum_start[ic] + inside, 0.0)
-    return covered
-
-
 def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.98,
                     step_mhz: float = DEFAULT_CLOCK_STEP_MHZ, gap_s: float = 0.05) -> pd.DataFrame:
     """One row per counter window covered by one workload's launches at one known clock.
@@ -113,8 +99,7 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
     for w, g in clocks.groupby(schema.WORKLOAD, sort=False):
         g = g.sort_values(schema.START_S)
         iv = merge_intervals(g[[schema.START_S, schema.END_S]].to_numpy(float), tol_s=2e-4)
-        covered = _coverage(iv)
-        share = (covered(w1) - covered(w0)) / (w1 - w0)
+        share = covered_time(w0, w1, iv) / (w1 - w0)
         for i in np.flatnonzero(share >= min_coverage):
             s = g[schema.START_S].to_numpy(float)
             en = g[schema.END_S].to_numpy(float)
