@@ -210,7 +210,8 @@ def measure_workload(runner, w, args, simulated: bool) -> list[dict]:
 
     def one(state, **params):
         t0 = time.perf_counter()
-        m = powermodels.measure(w, device=runner, **params)
+        # every workload learns its own α (no pooling across them: the point is per-workload learning)
+        m = powermodels.measure(w, device=runner, alpha_pool_after=1000, **params)
         rows.append(_row(w.name, state, m.row, time.perf_counter() - t0))
         return m.row
 

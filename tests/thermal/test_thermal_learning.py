@@ -171,3 +171,20 @@ def test_the_warm_up_continues_the_measurement_that_asked(runner):
     assert entry.source == "learned"
     assert runner.now() - t0 < 12.0                      # measurement + ≤ 10 s of warm-up, one load
     assert entry.temperature_min_c < 42                   # the fit starts 0.5 s into the measurement
+
+
+def test_after_pool_after_workloads_a_new_one_pools_instead_of_warming_up(runner, tmp_path):
+    """A campaign over a search space does not spend 10 s on every configuration."""
+    cache = AlphaCache(tmp_path)
+    for kernel in ("sgemm", "stream_triad"):
+        runner.idle(20.0)
+        assert alpha_for(runner, kernel, power_w=400.0, sm_clock_mhz=1980.0, cache=cache,
+                         pool_after=2).source == "learned"
+    t0 = runner.now()
+    pooled = alpha_for(runner, "fp32", power_w=400.0, sm_clock_mhz=1980.0, cache=cache, pool_after=2)
+    assert runner.now() == t0 and pooled.pooled == 2 and "no warm-up" in pooled.detail
+    from powermodels.workloads import as_workload
+
+    fp32 = as_workload("fp32")
+    kept = cache.get(runner.device.info.uuid, "fp32", fp32.config_id(fp32.validate_config(None)))
+    assert kept is not None and kept.pooled == 2  # cached under fp32's own configuration

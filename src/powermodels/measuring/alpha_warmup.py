@@ -169,7 +169,7 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
 
 def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: float = math.nan,
               regime: str = FIXED_CLOCK, cache: AlphaCache | None = None, learn: bool = True,
-              **learn_params) -> AlphaEstimate:
+              pool_after: int = 3, **learn_params) -> AlphaEstimate:
     """The α a measurement of ``workload`` at ``config`` on ``runner``'s GPU uses.
 
     In order: the cached α of this board, workload and configuration; a new one
@@ -190,6 +190,12 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
         Default: the state folder's.
     learn : bool, default=True
         Whether a missing α may be learned (a ≤ 10 s warm-up).
+    pool_after : int, default=3
+        Once this many workloads' fixed-clock α were learned on this board at this clock
+        (±30 MHz), a new fixed-clock workload configuration pools them instead of warming up:
+        α is a property of the board at a clock (thesis §4.2.2), and a campaign over a search
+        space would otherwise spend 10 s on every configuration. The pool's spread is its
+        uncertainty (0.75–1.34 W/°C between workloads on one H100).
     **learn_params
         Passed to :func:`learn_alpha`.
     """
@@ -202,6 +208,13 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
     if found is not None:
         return found
     why = "learning is off"
+    board = cache.entries(uuid, driver=info.driver)
+    if learn and regime == FIXED_CLOCK and math.isfinite(sm_clock_mhz):
+        pooled = pooled_alpha(board, sm_clock_mhz)
+        if pooled is not None and pooled.pooled >= pool_after:
+            pooled = replace(pooled, detail=f"{pooled.detail} (no warm-up: {pooled.pooled} ≥ pool_after)")
+            cache.put(uuid, w.name, cid, pooled, driver=info.driver)
+            return pooled
     if learn:
         warm = learn_alpha(runner, w, config, **learn_params)
         if warm.alpha is not None:
@@ -210,7 +223,7 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
         why = warm.reason
         if len(warm.spans) and not math.isfinite(sm_clock_mhz):
             sm_clock_mhz = float(np.nanmean(warm.spans[schema.SM_CLOCK_MHZ].to_numpy(dtype=float)))
-    pooled = pooled_alpha(cache.entries(uuid, driver=info.driver), sm_clock_mhz) \
+    pooled = pooled_alpha(board, sm_clock_mhz) \
         if math.isfinite(sm_clock_mhz) and regime == FIXED_CLOCK else None
     if pooled is not None:
         if learn:  # kept, so later measurements do not warm up again (the entry expires with the cache's age)
@@ -229,11 +242,11 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
 
 def row_alpha(runner, workload, config, *, power_w: float, sm_clock_mhz: float = math.nan,
               regime: str = FIXED_CLOCK, given: AlphaEstimate | None = None, learn: bool = True, cache_dir=None,
-              **learn_params) -> AlphaEstimate:
+              pool_after: int = 3, **learn_params) -> AlphaEstimate:
     """The α a row of ``workload`` at ``config`` uses: ``given`` if any (the caller's or a calibration
     file's), else :func:`alpha_for` (cached, learned ≤ 10 s, pooled, assumed) with the cache in
     ``cache_dir`` (default ``<state>/alpha``)."""
     if given is not None:
         return given
     return alpha_for(runner, workload, config, power_w=power_w, sm_clock_mhz=sm_clock_mhz, regime=regime,
-                     cache=AlphaCache(cache_dir), learn=learn, **learn_params)
+                     cache=AlphaCache(cache_dir), learn=learn, pool_after=pool_after, **learn_params)

@@ -164,6 +164,10 @@ class Counter(Protocol):
         measurement of a workload configuration on a board, then cached).
     alpha_cache_dir : str, optional
         Where learned α are cached; default ``<state>/alpha``.
+    alpha_pool_after : int, default=3
+        Once this many workloads' α were learned on the board at this clock, a new
+        fixed-clock workload configuration pools them instead of warming up
+        (:func:`~powermodels.measuring.alpha_warmup.alpha_for`).
     max_settle_s : float, default=5.0
         Longest extra load waiting for the power-cap controller to settle.
     launch : {"auto", "as_called"}, default="auto"
@@ -185,6 +189,7 @@ class Counter(Protocol):
     reference_temperature_c: float | None = None
     learn_alpha: bool = True
     alpha_cache_dir: str | None = None
+    alpha_pool_after: int = 3
     max_settle_s: float = 5.0
     launch: str = "auto"
     name: ClassVar[str] = "counter"
@@ -205,6 +210,9 @@ class Counter(Protocol):
             raise ValueError(f"counter: alpha_source must be 'given' or 'file', got {self.alpha_source!r}")
         if not isinstance(self.learn_alpha, bool):
             raise ValueError(f"counter: learn_alpha must be true or false, got {self.learn_alpha!r}")
+        if isinstance(self.alpha_pool_after, bool) or not isinstance(self.alpha_pool_after, int) \
+                or self.alpha_pool_after < 1:
+            raise ValueError(f"counter: alpha_pool_after must be an int >= 1, got {self.alpha_pool_after!r}")
         if not (isinstance(self.max_settle_s, (int, float)) and 0 <= self.max_settle_s <= 60):
             raise ValueError(f"counter: max_settle_s must be in [0, 60] s, got {self.max_settle_s!r}")
         if self.launch != "auto" and check_launch_mode(self.launch) != "as_called":
@@ -287,7 +295,7 @@ class Counter(Protocol):
                           regime=regime,
                           given=None if self.alpha_w_per_c is None else given_alpha(
                               self.alpha_w_per_c, self.alpha_uncertainty_w_per_c, self.alpha_source),
-                          learn=self.learn_alpha, cache_dir=self.alpha_cache_dir,
+                          learn=self.learn_alpha, cache_dir=self.alpha_cache_dir, pool_after=self.alpha_pool_after,
                           # a first-time warm-up continues this run's load (a cool GPU: a wider range)
                           **({} if as_called else {"continue_from": np.vstack([*ivs, iv])}))
         fields.update(thermal_fields(trace, window.start_s, window.end_s, energy_j=energy, power_w=power,
