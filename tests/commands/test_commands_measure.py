@@ -43,6 +43,8 @@ def test_measure_full_prints_every_field(capsys):
     (["--protocol", "bogus"], "unknown protocol 'bogus'"),
     (["--protocol", "continuous", "--param", "duration_s=abc"], "--param duration_s: expected a number"),
     (["--protocol", "continuous", "--param", "nosuch=1"], "--param nosuch: the protocol has no such parameter"),
+    (["--protocol-param", "window_s=abc"], "--protocol-param/--param window_s: expected a number"),
+    (["--protocol-param", "nosuch=1"], "--protocol-param/--param nosuch: protocol 'counter' has no such"),
     (["--protocol", "continuous", "--tune", "nosuch=1"], "unknown parameter(s) ['nosuch'] for registry workload"),
     (["--source", "x.cu"], "--source needs --kernel NAME"),
     (["--source", "missing.cu", "--kernel", "k"], "file 'missing.cu' does not exist"),

@@ -189,7 +189,7 @@ def run(args) -> int:
         return run_program(args)
     fields = protocol_fields(args.protocol)
     workload, config, params = workload_from_args(args, fields)  # before opening the GPU
-    params = check_protocol_params(args.protocol, params)
+    params = check_protocol_params(args.protocol, params, what="--protocol-param/--param")
     thermal_params(args, args.protocol)  # a thermal option with another protocol fails before the GPU opens
     for path, option in ((args.out, "--out"), (args.trace_out, "--trace-out")):
         check_table_path(path, option)
