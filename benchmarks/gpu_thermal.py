@@ -161,7 +161,7 @@ def torch_softmax(simulated):
     def torch_softmax(x, out):
         import torch
 
-        torch.softmax(x, dim=1, out=out)
+        out.copy_(torch.softmax(x, dim=1))
 
     return _callable("torch_softmax", torch_softmax, setup,
                      SimulatedTwin(time_s=2 * 4 * shape[0] * shape[1] / 3.0e12, activity=0.4, mem_activity=0.9),
