@@ -10,8 +10,8 @@ Which fenced blocks run
     A shell script (``bash -e -o pipefail``).
 ``console``
     A shell session: each ``$ `` line (with its ``\\`` continuation lines) is a command; the
-    lines after it are its shown output. ``$ cat FILE`` of a file that does not exist yet
-    creates it with the shown output (that is how a page shows an input file).
+    lines after it are its shown output. ``$ cat FILE`` writes FILE with the shown output
+    first (that is how a page shows an input file; a reader writes it as shown).
 
 Blocks of any other language (``text``, ``json``, ``toml``, none) are shown output or file
 contents and do not run. A block that cannot run here (it needs a real GPU, the network, or is
@@ -136,26 +136,31 @@ def example_env() -> dict[str, str]:
 
 
 def _run_shell(script: str, env: dict[str, str]) -> str:
+    """What ``script`` printed: its standard output, then its standard error (lines marked ``stderr|``)."""
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+                          capture_output=True, check=False)
+    printed = proc.stdout + "".join(f"stderr| {line}\n" for line in proc.stderr.splitlines())
     if proc.returncode != 0:
-        raise RuntimeError(f"exit status {proc.returncode} from:\n{script}\n{proc.stdout}")
-    return proc.stdout
+        raise RuntimeError(f"exit status {proc.returncode} from:\n{script}\n{printed}")
+    return printed
 
 
 def run_block(block: Block, namespace: dict, env: dict[str, str]) -> str:
     """Run one block (in the current folder); returns what it printed."""
     if block.lang == "python":
-        out = io.StringIO()
+        out, err = io.StringIO(), io.StringIO()
         code = compile(python_source(block), str(block.page), "exec")
-        with contextlib.redirect_stdout(out):
-            exec(code, namespace)  # noqa: S102 - running the documentation's own examples
-        return out.getvalue()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                exec(code, namespace)  # noqa: S102 - running the documentation's own examples
+        finally:
+            printed = out.getvalue() + "".join(f"stderr| {line}\n" for line in err.getvalue().splitlines())
+        return printed
     if block.lang == "console":
         printed = []
         for command, shown in console_commands(block):
             target = re.fullmatch(r"cat\s+(\S+)", command.strip())
-            if target and not Path(target[1]).exists():
+            if target:  # the page shows a file: the reader writes it as shown
                 Path(target[1]).write_text(shown + "\n", encoding="utf-8")
             printed.append(f"$ {command}\n{_run_shell(command, env)}")
         return "".join(printed)
