@@ -174,6 +174,11 @@ class Runner(ABC):
             cache[key] = make(w, config)
         return cache[key]
 
+    def run_as_called(self, workload, config=None, launches: int = 1) -> np.ndarray:
+        """``launches`` calls as the user's program makes them (``launch="as_called"``); a runner
+        that has no other way runs them with :meth:`run` (one call per launch)."""
+        return self.run(workload, config, launches)
+
     def launch_time_s(self, workload, config=None, launches: int = 3) -> float:
         """Per-launch time of a warm workload (median of ``launches`` timed launches after one warm-up)."""
         self.run(workload, config, 1)
