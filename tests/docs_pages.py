@@ -211,4 +211,6 @@ def prepare_folder(folder: Path, shared: Path | None) -> Path:
 if __name__ == "__main__":
     page, folder = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
     os.chdir(folder)
+    # the page's own state folder (restore journal, learned α): never the user's ~/.local/state
+    os.environ["POWERMODELS_STATE_DIR"] = str(Path.cwd() / ".state")
     sys.exit(run_page(page))
