@@ -21,11 +21,13 @@ a sketch) says so in the markdown, on the line before its fence::
 
 Where they run
 --------------
-Each page runs in a fresh interpreter (``python tests/docs_pages.py PAGE WORKDIR``) in a
-temporary folder that looks like a checkout: ``kernels/``, ``datasets/``, ``benchmarks/``,
-``src/`` and ``tests/`` link to the repository's own (read-only use), and ``../shared`` to the
+Each page runs in a fresh interpreter (``python tests/docs_pages.py PAGE [FOLDER]``, which
+prints what every block printed: use it to regenerate a page's shown output) in a temporary
+folder that looks like a checkout: ``kernels/``, ``datasets/``, ``benchmarks/``, ``src/`` and
+``tests/`` link to the repository's own (read-only use), and ``../shared`` to the
 shared data, so paths written "from the repository root" work and every file the example
-writes lands in the temporary folder. The simulated GPU answers ``device="auto"``. A
+writes lands in the temporary folder; ``tests/`` is on ``sys.path`` (the fake NVML of
+``tests/fake_pynvml.py``, as the pages say). The simulated GPU answers ``device="auto"``. A
 ``DeprecationWarning`` raised at the page's own code or inside ``powermodels`` is an error:
 the pages use the current import paths and parameter names.
 """
@@ -209,7 +211,18 @@ def prepare_folder(folder: Path, shared: Path | None) -> Path:
 
 
 if __name__ == "__main__":
-    page, folder = Path(sys.argv[1]).resolve(), Path(sys.argv[2])
+    # python tests/docs_pages.py PAGE [FOLDER]: run PAGE's examples and print what each printed
+    # (to check a page or regenerate its shown output); without FOLDER, in a new temporary one
+    page = Path(sys.argv[1]).resolve()
+    if len(sys.argv) > 2:
+        folder = Path(sys.argv[2])
+    else:
+        import tempfile
+
+        from conftest import SHARED_DATA
+
+        folder = prepare_folder(Path(tempfile.mkdtemp(prefix="docs-examples-")), SHARED_DATA.parent)
+        print(f"--- running in {folder}", flush=True)
     os.chdir(folder)
     # the page's own state folder (restore journal, learned α): never the user's ~/.local/state
     os.environ["POWERMODELS_STATE_DIR"] = str(Path.cwd() / ".state")
