@@ -100,3 +100,21 @@ def test_an_old_import_path_fails_the_page(tmp_path):
     proc = _run_page(page, prepare_folder(tmp_path / "run", None))
     assert proc.returncode == 1
     assert "DeprecationWarning: powermodels.harness.runner moved to powermodels.measuring.runner" in proc.stdout
+
+
+#: pages whose shell sessions are not yet ```console blocks (others were editing them; only shrinks)
+UNTAGGED_SESSIONS: dict[str, str] = {
+    "docs/guarantees.md": "sessions that need state made off the page (damaged files, a second spec)",
+    "docs/recordings.md": "calibrate runs of 5-20 s each, not yet in this test",
+    "docs/thermal.md": "being edited",
+    "docs/dvfs.md": "optimize --train-sweep needs micro.csv and apps.csv made off the page",
+}
+
+
+def test_every_shell_session_is_a_console_block():
+    # a block of "$ " prompts that is not ```console would escape this test silently
+    untagged = [block.where for page in PAGES for block in blocks(page)
+                if block.lang not in RUNNABLE and block.code.lstrip().startswith("$ ")
+                and str(page.relative_to(REPO)) not in UNTAGGED_SESSIONS]
+    assert not untagged, ("shell sessions are ```console blocks (run by this test, or marked "
+                          f"<!-- skip: why --> before the fence): {untagged}")
