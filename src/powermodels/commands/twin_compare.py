@@ -22,10 +22,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", required=True, help="shipped preset name (h100-sxm) or preset JSON file")
     parser.add_argument("--out", required=True, help="folder for the twin's recording, table and plots")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twin's sensor phase and noise")
+    parser.add_argument("--protocol-comparison", action="append", default=[], metavar="CSV",
+                        help="a real comparison.csv of benchmarks/gpu_user_workloads.py: replay its default "
+                             "protocol vs reference runs on the twin (repeatable)")
+    parser.add_argument("--sensor-window", default=None, metavar="CSV",
+                        help="a real sensor_window_nvml.csv (characterize runs): characterise the twin's "
+                             "sensor the same way")
 
 
 def run(args) -> int:
     import sys
+    from pathlib import Path
 
     from ..recording import read_recording
     from ..twin.compare import twin_compare
@@ -41,7 +48,11 @@ def run(args) -> int:
             shown[0] = done
             print(f"twin-compare: replayed {done:.0f} of {total:.0f} s", file=sys.stderr, flush=True)
 
-    table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress)
+    for path in [*args.protocol_comparison, *([args.sensor_window] if args.sensor_window else [])]:
+        if not Path(path).is_file():  # before the replay, not after it
+            raise ValueError(f"twin-compare: {path} is not a file")
+    table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
+                         protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window)
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"
         print(f"{mark} {row.metric} {row.workload}: real {row.real:.4g}, twin {row.twin:.4g} "

@@ -116,6 +116,15 @@ class GPUPhysics:
         bounds). With the integral gain it sets how fast a capped start is
         pulled back and how the power swings around the limit (the H100's
         ~1 s swings of ±100 W while its 1 s mean holds 700 W).
+    mem_heat_share : float, default=1
+        Share of the memory's dynamic power that heats the die temperature
+        sensor (the rest heats the HBM stacks beside it): the thermal model
+        is driven by ``P − (1 − mem_heat_share)·Bm·m``.
+    cap_offset_w : float, default=0
+        What the windowed-mean cap regulates, relative to the limit: the
+        controller holds its own power sensor at the limit, which the energy
+        counter reads this many watts off (the H100's capped 1 s mean settles
+        ~3 W below 700 W on the counter).
     clock_recovery_delay_s : float, default=0
         How long the power must have allowed a higher clock before the
         controller starts raising it (the onset of the recovery after a cap
@@ -151,6 +160,8 @@ class GPUPhysics:
     cap_gain_per_s: float = 0.0
     clock_period_s: float = 0.0
     cap_proportional: float = 0.0
+    cap_offset_w: float = 0.0
+    mem_heat_share: float = 1.0
     clock_recovery_delay_s: float = 0.0
 
     def __post_init__(self):
@@ -162,7 +173,8 @@ class GPUPhysics:
                                 "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
                                 "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s",
-                                "cap_proportional", "clock_recovery_delay_s"))
+                                "cap_proportional", "clock_recovery_delay_s", "mem_heat_share"),
+                        any_sign=("cap_offset_w",))
         poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
         if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):
             raise ValueError(f"GPUPhysics: thermal_poles must be (R_k_per_w, tau_s) pairs of positive "
@@ -172,7 +184,7 @@ class GPUPhysics:
             raise ValueError("GPUPhysics: sm_clock_min_mhz must not exceed sm_clock_max_mhz")
         if not self.power_limit_min_w <= self.power_limit_w <= self.power_limit_max_w:
             raise ValueError("GPUPhysics: power_limit_w must lie within [power_limit_min_w, power_limit_max_w]")
-        for name in ("idle_activity", "mem_idle_activity"):
+        for name in ("idle_activity", "mem_idle_activity", "mem_heat_share"):
             if getattr(self, name) > 1:
                 raise ValueError(f"GPUPhysics: {name} must be <= 1")
         ratio = self.control_step_s / self.fine_step_s

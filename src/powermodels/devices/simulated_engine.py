@@ -79,7 +79,9 @@ class SimulationEngine:
         self._leak_arr = ph.leakage_w * v
         self._core_arr = ph.core_w_per_ghz * self._clocks / 1000.0 * v * v
         period_s = self._dc * (max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1)
-        self._recovery_steps = max(1, round(ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz))
+        # clock bins a rise may take per controller period; the fraction carries over (the rate is kept exactly)
+        self._recovery_per_period = ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz
+        self._rise_credit = 0.0
         self._rise_delay_steps = round(ph.clock_recovery_delay_s / self._dc)
         self._rise_steps = 0
 
@@ -118,7 +120,11 @@ class SimulationEngine:
         self._cap_ring = np.full(n_window, self._pre_power)
         self._cap_sum = self._pre_power * n_window
         self._cap_pos = 0
-        self._budget = self._limit_w() + ph.cap_headroom_w
+        # the integral budget: a pure integral controller starts with its headroom (the start's overshoot);
+        # with a proportional term that headroom comes from the window error itself, and the budget starts
+        # at the limit (no standing offset once the window holds the limit)
+        start = ph.cap_headroom_w if ph.cap_proportional == 0 else 0.0
+        self._budget = self._limit_w() + ph.cap_offset_w + start
 
     # ------------------------------------------------------------------
     # Bounded history
@@ -220,21 +226,24 @@ class SimulationEngine:
         a = self._core_load.data[i] / self._dc
         m = self._mem_load.data[i] / self._dc
         power = self._base.data[i] + self._bc.data[i] * a + self._bm.data[i] * m
+        heat = power - (1.0 - ph.mem_heat_share) * self._bm.data[i] * m  # what heats the die's sensor
         if ph.thermal_poles:
-            self._poles = self._poles * self._pole_decay + self._pole_gain * power
+            self._poles = self._poles * self._pole_decay + self._pole_gain * heat
             temp_next = self.ambient_c + float(self._poles.sum())
         else:
             temp = self._temp.data[i]
             temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
-                + ph.thermal_resistance_k_per_w * power * (1.0 - self._decay)
+                + ph.thermal_resistance_k_per_w * heat * (1.0 - self._decay)
         fm = self._mem_target()
         target = self._target_index()
         fi_prev = int(self._fi.data[i])
         limit = self._limit_w()
         if ph.cap_window_s > 0:
-            limit = self._cap_budget(power, limit)
+            limit = self._cap_budget(power, limit + ph.cap_offset_w)
         # the clock it would move to: down at once, up by the recovery rate
-        fi = target if fi_prev >= target else min(target, fi_prev + self._recovery_steps)
+        avail = self._rise_credit + self._recovery_per_period
+        up = int(avail + 1e-9)
+        fi = target if fi_prev >= target else min(target, fi_prev + max(up, 1))
         # the controller predicts the next step's power from this step's activity
         leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
         a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a
@@ -248,8 +257,14 @@ class SimulationEngine:
             self._rise_steps += 1
             if (k + 1) % self._clock_period or self._rise_steps < self._rise_delay_steps:
                 fi = fi_prev
+            elif up < 1:  # slower than a bin per period: wait until the credit makes one
+                self._rise_credit = avail
+                fi = fi_prev
+            else:
+                self._rise_credit = min(max(avail - (fi - fi_prev), 0.0), 0.999)
         else:
             self._rise_steps = 0
+            self._rise_credit = 0.0
         if fi < target:
             thr = THROTTLE_SW_POWER_CAP
         self._set_step(k + 1, fi, fm, temp_next, thr)

@@ -18,9 +18,11 @@ from .. import schema
 from ..recording import Recording, write_recording
 from ..reporting import markdown_table
 from . import metrics
+from .protocol import protocol_errors
 from .replay import adapt_workloads, replay
+from .sensor_check import sensor_window_check
 
-__all__ = ["compare_recordings", "plot_overlays", "twin_compare"]
+__all__ = ["compare_recordings", "plot_overlays", "protocol_rows", "sensor_rows", "twin_compare"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -183,7 +185,32 @@ def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
     return paths
 
 
-def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None) -> pd.DataFrame:
+def protocol_rows(preset, tables, *, seed: int = 0) -> pd.DataFrame:
+    """Comparison rows of the default protocol's error vs the reference, real vs twin, per workload.
+
+    ``tables`` are real ``comparison.csv`` files (or tables) of
+    ``benchmarks/gpu_user_workloads.py``; each is replayed on a fresh twin
+    (:func:`~powermodels.twin.protocol.protocol_errors`).
+    """
+    rows = []
+    for table in tables:
+        real = table if isinstance(table, pd.DataFrame) else pd.read_csv(table)
+        for r in protocol_errors(preset, real, seed=seed).itertuples(index=False):
+            name = r.workload if not isinstance(r.config, str) or not r.config else f"{r.workload} [{r.config}]"
+            rows.append(_row("default protocol error vs the 12 s reference", name, r.real_error_pct,
+                             r.twin_error_pct, r.difference_points, r.target_points, "% (points apart)"))
+    return pd.DataFrame(rows)
+
+
+def sensor_rows(preset, sensor_window, *, seed: int = 0) -> pd.DataFrame:
+    """Comparison rows of the instant reading's window and delay (real runs' median vs the twin's)."""
+    check = sensor_window_check(preset, sensor_window, seed=seed)
+    return pd.DataFrame([_row(r.metric, "", r.real, r.twin, r.error, r.target, "ms (median of the real runs)")
+                         for r in check.itertuples(index=False)])
+
+
+def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
+                 sensor_window=None) -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -191,6 +218,12 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     whose time per launch or host gap differ from the preset's are first
     adapted to the recording (:func:`~powermodels.twin.replay.adapt_workloads`,
     listed in the twin's provenance and the table's notes).
+
+    ``protocol_tables`` (real ``comparison.csv`` files of
+    ``benchmarks/gpu_user_workloads.py``) add the default protocol's error
+    vs the reference per workload, real vs twin (:func:`protocol_rows`);
+    ``sensor_window`` (a real ``sensor_window_nvml.csv``) adds the instant
+    reading's window and delay (:func:`sensor_rows`).
     """
     out = Path(out_dir)
     preset, adapted = adapt_workloads(preset, real)
@@ -198,7 +231,12 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     twin.provenance["workloads_adapted"] = adapted
     write_recording(twin, out / "twin")
     table = compare_recordings(real, twin)
-    table.attrs["not_compared"] += [f"workload {k} adapted to this recording: time per launch × "
+    notes = table.attrs["not_compared"]
+    extra = [protocol_rows(preset, protocol_tables, seed=seed)] if protocol_tables else []
+    if sensor_window is not None:
+        extra.append(sensor_rows(preset, sensor_window, seed=seed))
+    table = pd.concat([table, *extra], ignore_index=True)
+    table.attrs["not_compared"] = notes + [f"workload {k} adapted to this recording: time per launch × "
                                     f"{v['time_ratio']:.3f}, host gap {v['gap_s'] * 1e6:.0f} µs"
                                     for k, v in adapted.items()]
     table.to_csv(out / "comparison.csv", index=False)

@@ -39,8 +39,8 @@ from ..devices.sensor_emulation import PRESETS
 from ..devices.simulated_workload import SimulatedWorkload
 from ..recording import Recording
 from . import metrics
-from .fit_controller import fit_cap_gains, fit_recovery
-from .fit_thermal import fit_foster
+from .fit_controller import fit_cap_gains, fit_capped_clock, fit_recovery
+from .fit_thermal import fit_foster, foster_temperature
 from .preset import TwinPreset, TwinWorkload
 
 __all__ = ["fit_twin", "power_intervals", "series_holdout"]
@@ -131,23 +131,43 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     report: dict = {}
 
     sensor = _fit_sensor(recs, clock_workload, sensor_window, report)
-    thermal = _fit_thermal(recs, n_poles, holdout, report)
-    intervals = intervals.loc[kept].reset_index(drop=True)
-    alpha, idle_fit, loads = _fit_leakage(intervals, f_max, report)
     times = _fit_times(recs, clock_workload, f_max, workload_times or {}, report)
+    capped = {w for r in recs for w in r.phase_rows(kind="pressure")[schema.WORKLOAD]}
+    first = power_intervals(recs[0])
+    mem_w = _memory_power(first, times, capped, f_max)
+    thermal = _fit_thermal(recs, n_poles, holdout, mem_w, report)
+    # leakage follows the die temperature the twin will have (its thermal network driven by the power),
+    # not the 100 ms reading, which lags the die by ~0.1-0.2 s when a burst follows a cap load
+    heat = first[schema.POWER_W].to_numpy(float) - (1.0 - thermal["mem_heat_share"]) * mem_w
+    model_t = foster_temperature(first[schema.T_S].to_numpy(float), heat, thermal)
+    intervals["die_c"] = intervals[schema.TEMPERATURE_C].to_numpy(float)
+    intervals.loc[: len(first) - 1, "die_c"] = model_t
+    intervals = intervals.loc[kept].reset_index(drop=True)
     controller = _fit_controller(recs, intervals, clock_workload, limit, f_max, report)
 
-    t_ref = 25.0
-    base = GPUPhysics()
-    v_max = float(replace(base, voltage_knee_mhz=knee_mhz).relative_voltage(f_max))
-    p_idle_ref = idle_fit + alpha * t_ref  # idle power at the top clock at T_ref
-    leak_ref = min(alpha / 0.01, 0.5 * p_idle_ref)  # leakage at T_ref; λ ≥ 1 %/°C
-    physics = replace(
-        base, sm_clock_max_mhz=f_max, power_limit_w=limit, power_limit_max_w=max(limit, base.power_limit_max_w),
-        voltage_knee_mhz=knee_mhz, t_ref_c=t_ref, leakage_w=leak_ref / v_max, leakage_per_c=alpha / leak_ref,
-        thermal_poles=tuple(tuple(p) for p in thermal["poles"]), **controller)
-    physics = _fit_core(physics, intervals, p_idle_ref, limit, report)
-    workloads = _fit_activities(physics, loads, times, alpha, report)
+    def physics_and_workloads(iv):
+        alpha, idle_fit, loads = _fit_leakage(iv, f_max, report)
+        t_ref = 25.0
+        base = GPUPhysics()
+        v_max = float(replace(base, voltage_knee_mhz=knee_mhz).relative_voltage(f_max))
+        p_idle_ref = idle_fit + alpha * t_ref  # idle power at the top clock at T_ref
+        leak_ref = min(alpha / 0.01, 0.5 * p_idle_ref)  # leakage at T_ref; λ ≥ 1 %/°C
+        physics = replace(
+            base, sm_clock_max_mhz=f_max, power_limit_w=limit,
+            power_limit_max_w=max(limit, base.power_limit_max_w), voltage_knee_mhz=knee_mhz, t_ref_c=t_ref,
+            leakage_w=leak_ref / v_max, leakage_per_c=alpha / leak_ref,
+            thermal_poles=tuple(tuple(p) for p in thermal["poles"]), mem_heat_share=thermal["mem_heat_share"],
+            **controller)
+        physics = _fit_core(physics, iv, p_idle_ref, limit, report)
+        return physics, _fit_activities(physics, loads, times, alpha, report)
+
+    physics, workloads = physics_and_workloads(intervals)
+    # after a cap load the real clock stays a bin or two below the top for a while although NVML reads the
+    # top clock (the clock workload's launch times show it): the bursts' power is brought to the top clock
+    # with the first fit's physics, and everything is fitted again
+    corrected = _burst_power_at_top_clock(recs, clock_workload, intervals, physics, workloads, report)
+    if corrected is not None:
+        physics, workloads = physics_and_workloads(corrected)
     provenance = {
         "fitted_from": [{"recording": r.name, "gpu": r.provenance.get("gpu"), "uuid": r.provenance.get("uuid"),
                          "from_s": float(r.phases[schema.T0_S].min()), "to_s": r.duration_s,
@@ -158,7 +178,9 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     preset = TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
     if search_cap_gains:
         preset = fit_cap_gains(preset, recs[0], holdout, report=report)
-        report["controller"].update({k: getattr(preset.physics, k) for k in ("cap_proportional", "cap_gain_per_s")})
+        preset = fit_capped_clock(preset, recs[0], holdout, report=report)
+        report["controller"].update({k: getattr(preset.physics, k)
+                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_offset_w")})
     return preset
 
 
@@ -220,11 +242,30 @@ def _without_launches(rec: Recording, holdout) -> Recording:
     return replace(rec, launches=la.loc[keep].reset_index(drop=True))
 
 
-def _fit_thermal(recs, n_poles, holdout, report) -> dict:
+#: shares of the memory's dynamic power heating the die sensor tried by the thermal fit
+MEM_HEAT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _memory_power(iv: pd.DataFrame, times: dict, capped: set, f_max: float) -> np.ndarray:
+    """Each interval's memory dynamic power (W) from its workload's memory activity (1 − clock share)."""
+    ph = replace(GPUPhysics(), sm_clock_max_mhz=f_max)
+    bm = float(ph.power_terms(f_max, ph.mem_clocks_mhz[0], ph.t_ref_c)[2])
+    mem = {w: CAPPED_MEM_ACTIVITY if w in capped else 1.0 - float(spec.get("clock_share", 1.0))
+           for w, spec in times.items()}
+    return iv[schema.WORKLOAD].map(mem).fillna(0.0).to_numpy(float) * bm
+
+
+def _fit_thermal(recs, n_poles, holdout, mem_w, report) -> dict:
+    """Foster poles, ambient and the memory's heat share (the share with the lowest residual)."""
     iv = power_intervals(recs[0])  # one continuous recording drives the network (a gap would break its state)
     t = iv[schema.T_S].to_numpy(float)
-    fit = fit_foster(t, iv[schema.POWER_W], iv[schema.TEMPERATURE_C], n_poles=n_poles,
-                     weight=_outside(t - iv["dt_s"].to_numpy(float), t, holdout))
+    weight = _outside(t - iv["dt_s"].to_numpy(float), t, holdout)
+    power = iv[schema.POWER_W].to_numpy(float)
+    fits = {share: fit_foster(t, power - (1.0 - share) * mem_w, iv[schema.TEMPERATURE_C], n_poles=n_poles,
+                              weight=weight) for share in MEM_HEAT_SHARES}
+    share = min(fits, key=lambda k: fits[k]["rmse_c"])
+    fit = {**fits[share], "mem_heat_share": share,
+           "rmse_by_mem_heat_share": {str(k): v["rmse_c"] for k, v in fits.items()}}
     report["thermal"] = fit
     return fit
 
@@ -237,15 +278,15 @@ def _fit_leakage(iv: pd.DataFrame, f_max: float, report) -> tuple[float, float, 
     groups = sorted(d[schema.WORKLOAD].unique())
     if "idle" not in groups:
         raise ValueError("fit_twin: the recordings have no idle time at the top clock (idle power unknown)")
-    X = np.column_stack([d[schema.TEMPERATURE_C].to_numpy(float)]
+    X = np.column_stack([d["die_c"].to_numpy(float)]
                         + [(d[schema.WORKLOAD] == g).to_numpy(float) for g in groups])
     coef, *_ = np.linalg.lstsq(X, d[schema.POWER_W].to_numpy(float), rcond=None)
     alpha = float(coef[0])
     loads = {g: float(c) for g, c in zip(groups, coef[1:])}
     rmse = float(np.sqrt(np.mean((X @ coef - d[schema.POWER_W]) ** 2)))
     report["leakage"] = {"alpha_w_per_c": alpha, "intercepts_w": loads, "rows": int(len(d)), "rmse_w": rmse,
-                         "temperature_range_c": [float(d[schema.TEMPERATURE_C].min()),
-                                                 float(d[schema.TEMPERATURE_C].max())]}
+                         "temperature_range_c": [float(d["die_c"].min()), float(d["die_c"].max())],
+                         "temperature": "the fitted thermal network's die temperature"}
     if not alpha > 0:
         raise ValueError(f"fit_twin: leakage slope α = {alpha:.3g} W/°C is not positive; the recordings do "
                          "not span enough temperature at the top clock")
@@ -308,6 +349,50 @@ def _since_burst(rec: Recording, rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _burst_power_at_top_clock(recs, clock_workload, iv: pd.DataFrame, physics: GPUPhysics, workloads: dict,
+                              report) -> pd.DataFrame | None:
+    """``iv`` with each burst interval's power raised to what it would draw at the top clock.
+
+    The real clock over a burst after a cap load is the clock workload's
+    median trajectory (its launch times, 50 ms bins of time since the burst
+    began); an interval's clock is the trajectory at its middle. The power
+    it would draw at the top clock adds ``P(f_max) − P(f)`` of the
+    workload's first-fit activity at the interval's die temperature.
+    None when there is no clock workload or no burst ran below the top.
+    """
+    if clock_workload is None:
+        return None
+    f_max = physics.sm_clock_max_mhz
+    c = pd.concat([_since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
+    c = c.loc[np.isfinite(c["since_s"])]
+    if c.empty:
+        return None
+    k = np.floor(c["since_s"].to_numpy(float) / 0.05).astype(int)
+    traj = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy(float)).groupby(k).median()
+    burst = (iv[schema.PHASE_KIND] == "burst").to_numpy() & iv[schema.WORKLOAD].isin(list(workloads)).to_numpy()
+    mid = iv["since_s"].to_numpy(float) + iv["dt_s"].to_numpy(float) / 2.0
+    f = traj.reindex(np.floor(mid / 0.05).astype(int)).to_numpy(float)
+    f = np.where(burst & np.isfinite(f), np.minimum(f, f_max), f_max)
+    # only where NVML reads the top clock (what the leakage fit takes as the top clock)
+    low = (f < f_max - 1.0) & (iv[schema.SM_CLOCK_MHZ].to_numpy(float) >= f_max)
+    if not low.any():
+        return None
+    fm = physics.mem_clocks_mhz[0]
+    out = iv.copy()
+    add = np.zeros(len(iv))
+    for i in np.flatnonzero(low):
+        w = workloads[iv[schema.WORKLOAD].iloc[i]].workload
+        t = float(iv["die_c"].iloc[i])
+        add[i] = float(physics.power_w(f_max, fm, t, w.activity, w.mem_activity)
+                       - physics.power_w(f[i], fm, t, w.activity, w.mem_activity))
+    out[schema.POWER_W] = out[schema.POWER_W] + add
+    out[schema.SM_CLOCK_MHZ] = np.where(low, f_max, out[schema.SM_CLOCK_MHZ])
+    report["burst_clock"] = {"intervals_below_top": int(low.sum()), "median_clock_mhz": float(np.median(f[low])),
+                             "median_added_w": float(np.median(add[low])),
+                             "trajectory_mhz": {int(b * 50): float(v) for b, v in traj.items() if b < 20}}
+    return out
+
+
 def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
     """Power-cap controller: clock period, recovery onset and rate, budget headroom, window."""
     rec = recs[0]
@@ -322,7 +407,8 @@ def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
         d = d[(d > 0.004) & (d < 0.05)]
         if d.size:
             period = float(np.median(d))
-        delay, fitted_rate = fit_recovery(c, f_max, period_s=period, report=report)
+        timed = pd.concat([metrics.clock_recovery(r, clock_workload) for r in recs], ignore_index=True)
+        delay, fitted_rate = fit_recovery(c, f_max, period_s=period, recoveries=timed, report=report)
         if np.isfinite(fitted_rate):
             rate = fitted_rate
     press = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] < 0.6) & (iv["since_s"] > 0.05)]
@@ -346,7 +432,7 @@ def _fit_core(physics: GPUPhysics, iv: pd.DataFrame, p_idle_ref: float, limit: f
         report["core"] = {"core_w_per_ghz": ph.core_w_per_ghz, "source": "default (no settled capped load)"}
         return ph
     f_eq = float(np.median(capped[schema.SM_CLOCK_MHZ]))
-    t_eq = float(np.median(capped[schema.TEMPERATURE_C]))
+    t_eq = float(np.median(capped["die_c"]))
     p_eq = float(np.mean(capped[schema.POWER_W]))
     # P = A + Bc·1 + Bm·m at f_eq (m = CAPPED_MEM_ACTIVITY, as the workload gets); Bc ∝ core_w_per_ghz
     a0, bc, bm = (float(x) for x in ph.power_terms(f_eq, fm, t_eq))

@@ -13,7 +13,9 @@ Two parts of :func:`~powermodels.twin.fit.fit_twin`:
   ``pressure`` entries and capped ``series``, with the 1.5 s before each);
   the score is the RMS difference of the 1 s mean power (every 0.1 s) plus
   the difference of the spread of the 100 ms power, real vs twin. The
-  candidate with the lowest score wins. Held-out spans are never scored.
+  candidate with the lowest score wins. What the settled 1 s mean holds
+  (``cap_offset_w`` from the limit) is the median of the spans' 1 s means
+  from 2 s on. Held-out spans are never scored.
 """
 
 from __future__ import annotations
@@ -29,18 +31,20 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "fit_cap_gains", "fit_recovery"]
+__all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery"]
 
 #: candidates of (cap_proportional, cap_gain_per_s) tried by :func:`fit_cap_gains`
-CAP_GAIN_GRID = (tuple(itertools.product((0.0, 10.0, 30.0, 100.0, 300.0), (0.0, 4.0))))
+CAP_GAIN_GRID = tuple(itertools.product((3.0, 10.0, 30.0, 100.0), (0.0, 4.0)))
+#: the controller fields a candidate sets, in the order of a :data:`CAP_GAIN_GRID` entry
+GAIN_FIELDS = ("cap_proportional", "cap_gain_per_s")
 #: seconds replayed before each capped span (the window fills with what ran before it)
 LEAD_S = 1.5
 #: seconds of each capped span scored (the start, where the controller acts)
 SPAN_S = 5.0
 
 
-def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0,
-                 report: dict | None = None) -> tuple[float, float]:
+def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0, recoveries=None,
+                 target_mhz: float = 1950.0, report: dict | None = None) -> tuple[float, float]:
     """Onset delay (s) and climb rate (MHz/s) of the clock's recovery after cap loads.
 
     Parameters
@@ -54,6 +58,13 @@ def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0,
     period_s : float, default=0
         The controller's clock period: half of it (the mean wait for the
         first step, which the twin has too) is taken off the onset.
+    recoveries : DataFrame, optional
+        :func:`~powermodels.twin.metrics.clock_recovery` rows of the same
+        bursts: where given, the rate is the median over bursts of
+        ``(target − start_mhz) / (real_s − d − period/2)`` (the climb that
+        reaches the target when the real one did; the real climb is fast at
+        first and slower near the top, which one rate cannot follow).
+    target_mhz : float, default=1950
     report : dict, optional
         Gets ``recovery`` (bins used, onset, delay, rate, residual).
 
@@ -63,7 +74,8 @@ def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0,
         The median clock in 10 ms bins of ``since_s`` (first 0.3 s) is
         fitted with ``f(t) = min(f_top, f_0 + r·max(t − d, 0))`` (``f_0`` the
         first bin, ``f_top`` the median of the last 0.1 s, ``d`` on a 1 ms
-        grid, ``r`` by least squares). ``(0, nan)`` with fewer than 5 bins.
+        grid, ``r`` by least squares): ``d`` is the onset. ``(0, nan)`` with
+        fewer than 5 bins.
     """
     c = clocks.loc[clocks["since_s"] < 0.3]
     k = np.floor(c["since_s"].to_numpy(float) / 0.01).astype(int)
@@ -94,10 +106,19 @@ def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0,
         return 0.0, float("nan")
     sse, d, rate = best
     delay = float(max(d - period_s / 2.0, 0.0))
+    trajectory_rate, bursts = rate, 0
+    if recoveries is not None:
+        ok = recoveries.loc[np.isfinite(recoveries["real_s"]) & (recoveries["start_mhz"] < target_mhz - 30.0)]
+        climb = ok["real_s"].to_numpy(float) - delay - period_s / 2.0
+        good = climb > 0
+        if good.sum() >= 3:
+            bursts = int(good.sum())
+            rate = float(np.median((target_mhz - ok["start_mhz"].to_numpy(float)[good]) / climb[good]))
     if report is not None:
         report["recovery"] = {"bins": int(t.size), "launches": int(len(c)), "start_mhz": f0, "top_mhz": f_top,
-                              "onset_s": d, "delay_s": delay, "rate_mhz_per_s": rate,
-                              "rmse_mhz": float(np.sqrt(sse / t.size))}
+                              "onset_s": d, "delay_s": delay, "trajectory_rate_mhz_per_s": trajectory_rate,
+                              "rmse_mhz": float(np.sqrt(sse / t.size)), "bursts_timed": bursts,
+                              "rate_mhz_per_s": rate, "target_mhz": target_mhz}
     return delay, rate
 
 
@@ -125,9 +146,14 @@ def capped_spans(rec: Recording, holdout=(), *, limit: int = 8) -> list[tuple[fl
 
 
 def _segment(rec: Recording, t0: float, t1: float) -> pd.DataFrame:
-    """The schedule in ``[t0 − LEAD_S, t1]``, cut to it and shifted to start at 0.2 s."""
+    """The schedule in ``[t0 − LEAD_S, t1 + 0.3]``, cut to it and shifted to start at 0.2 s.
+
+    It runs 0.3 s past the scored span so that the span's last counter
+    interval is not cut short by the end of the replay.
+    """
     ph = rec.phases
     a = t0 - LEAD_S
+    t1 = t1 + 0.3
     seg = ph.loc[(ph[schema.T1_S] > a) & (ph[schema.T0_S] < t1)].copy()
     seg[schema.T0_S] = seg[schema.T0_S].clip(lower=a) - a + 0.2
     seg[schema.T1_S] = seg[schema.T1_S].clip(upper=t1) - a + 0.2
@@ -168,6 +194,10 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
             report["cap_gains"] = {"spans": 0, "chosen": None, "why": "no capped span outside the held-out data"}
         return preset
     real = [_span_powers(rec, a, b) for a, b in spans]
+    # what the controller holds the counter's 1 s mean at once settled (from 2 s into each span)
+    settled = np.concatenate([p1s[17:] for p1s, _ in real])
+    offset = float(np.median(settled) - preset.physics.power_limit_w) if settled.size >= 5 else 0.0
+    preset = replace(preset, physics=replace(preset.physics, cap_offset_w=offset))
     temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
     scores = []
     for kp, ki in grid:
@@ -187,6 +217,75 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
     best = min(scores, key=lambda s: s["score_w"])
     if report is not None:
         report["cap_gains"] = {"spans": [[round(a, 3), round(b, 3)] for a, b in spans], "candidates": scores,
-                               "chosen": {k: best[k] for k in ("cap_proportional", "cap_gain_per_s")}}
-    return replace(preset, physics=replace(preset.physics, cap_proportional=float(best["cap_proportional"]),
-                                           cap_gain_per_s=float(best["cap_gain_per_s"])))
+                               "cap_offset_w": offset,
+                               "chosen": {k: best[k] for k in GAIN_FIELDS}}
+    return replace(preset, physics=replace(preset.physics, **{k: float(best[k]) for k in GAIN_FIELDS}))
+
+
+def _replay_spans(preset, rec: Recording, spans, temps):
+    """The twin's replay of each span (with its lead), shifted so that the span starts at 0.2 s + LEAD_S."""
+    return [replay(_segment(rec, a, b), preset, start_temperature_c=temp) for (a, b), temp in zip(spans, temps)]
+
+
+def _capped_clock_reading(recs, starts, durations) -> float:
+    """Mean NVML clock reading from 1 s into each span to its end (the controller's settled clock)."""
+    values = []
+    for rec, a, d in zip(recs, starts, durations):
+        t = a + np.arange(1.0, d, 0.02)
+        values.append(metrics.reading_series(rec, schema.SM_CLOCK_MHZ, t))
+    return float(np.mean(np.concatenate(values))) if values else float("nan")
+
+
+def fit_capped_clock(preset, rec: Recording, holdout=(), *, iterations: int = 4, tolerance_mhz: float = 3.0,
+                     report: dict | None = None):
+    """The preset with the core coefficient that gives the real clock under the power cap.
+
+    A capped load's clock is where its power meets what the controller
+    allows; the recordings' capped spans never settle long enough to read
+    that equilibrium off one interval (the 1 s window swings). So the core
+    coefficient is scaled until the twin, replaying the capped spans, reads
+    the same mean SM clock (its NVML reading, from 1 s into each span) as
+    the real board did. The other workloads' activities are divided by the
+    same factor, so their power at the top clock (what they were fitted to)
+    stays as fitted.
+
+    Returns
+    -------
+    TwinPreset
+        ``preset`` unchanged when there is no capped span to use.
+    """
+    spans = capped_spans(rec, holdout)
+    if not spans or preset.physics.cap_window_s <= 0:
+        return preset
+    temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
+    dur = [b - a for a, b in spans]
+    target = _capped_clock_reading([rec] * len(spans), [a for a, _ in spans], dur)
+    steps = []
+    scale_total = 1.0
+    twin = preset
+    for _ in range(iterations):
+        reps = _replay_spans(twin, rec, spans, temps)
+        got = _capped_clock_reading(reps, [0.2 + LEAD_S] * len(spans), dur)
+        steps.append({"core_w_per_ghz": twin.physics.core_w_per_ghz, "twin_clock_mhz": got})
+        if not np.isfinite(got) or abs(got - target) <= tolerance_mhz:
+            break
+        # capped: the core power ~ f·V(f)² at the clock the cap allows, about f^2.5 near 1.4 GHz
+        scale = float(np.clip((got / target) ** 2.5, 0.8, 1.25))
+        scale_total *= scale
+        twin = _scaled_core(twin, scale)
+    if report is not None:
+        report["capped_clock"] = {"real_reading_mhz": target, "iterations": steps, "core_scale": scale_total,
+                                  "core_w_per_ghz": twin.physics.core_w_per_ghz}
+    return twin
+
+
+def _scaled_core(preset, scale: float):
+    """Core coefficient × ``scale``; the uncapped workloads' activities ÷ ``scale`` (their power kept)."""
+    physics = replace(preset.physics, core_w_per_ghz=preset.physics.core_w_per_ghz * scale)
+    workloads = {}
+    for name, tw in preset.workloads.items():
+        w = tw.workload
+        if w.activity < 1.0:
+            w = replace(w, activity=float(np.clip(w.activity / scale, 0.0, 1.0)))
+        workloads[name] = replace(tw, workload=w)
+    return replace(preset, physics=physics, workloads=workloads)

@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["fit_foster", "simulate_foster"]
+__all__ = ["fit_foster", "foster_temperature", "simulate_foster"]
 
 #: time-constant bands searched per pole (s): die, package, heatsink
 POLE_BANDS = ((0.03, 1.0), (0.5, 8.0), (8.0, 60.0))
@@ -101,3 +101,12 @@ def fit_foster(t, power, temperature, *, n_poles: int = 3, grid: int = 7, weight
     poles = [[float(r), float(tau)] for r, tau in zip(coef[3:], combo) if r > 1e-6]
     return {"poles": poles, "ambient_c": float(coef[0]), "start_excess_c": float(coef[1] - coef[2]),
             "rmse_c": rmse}
+
+
+def foster_temperature(t, power, fit: dict) -> np.ndarray:
+    """The temperature a :func:`fit_foster` result gives on ``t`` driven by ``power`` (its start excess included)."""
+    t = np.asarray(t, float)
+    out = simulate_foster(t, power, fit["poles"], fit["ambient_c"])
+    if fit["poles"]:
+        out += fit.get("start_excess_c", 0.0) * np.exp(-(t - t[0]) / max(tau for _, tau in fit["poles"]))
+    return out

@@ -30,7 +30,7 @@ from .. import schema
 from ..recording import PHASES_SPEC, Recording, downsample_trace, validate_recording_table
 from .preset import TwinPreset, load_preset
 
-__all__ = ["adapt_workloads", "replay"]
+__all__ = ["adapt_workloads", "host_stalls", "replay"]
 
 #: trace columns a replay writes (those of a raw recording)
 TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ,
@@ -80,6 +80,8 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
     if start_temperature_c is not None:
         gpu.start_at_temperature(start_temperature_c)
     run = _Run(gpu, twin, poll_s)
+    if isinstance(schedule, Recording):
+        run.stalls = host_stalls(schedule)
     total = float(phases[schema.T1_S].max())
     for row in phases.itertuples(index=False):
         entry = row._asdict()
@@ -141,6 +143,25 @@ def adapt_workloads(preset, rec: Recording, *, tolerance: float = 0.02) -> tuple
     return replace(twin, workloads=workloads), changed
 
 
+def host_stalls(rec: Recording, *, factor: float = 3.0, min_s: float = 5e-3) -> np.ndarray:
+    """``(start_s, idle_s)`` of every batch that took far longer than its entry's others.
+
+    A timed batch ``factor`` times longer than the median batch of its
+    schedule entry, by more than ``min_s``, is a host stall (the launch
+    waited on the host: the GPU idled, power dropped); a replay idles the
+    excess at the batch's start, as the board did.
+    """
+    la = rec.launches
+    if la.empty:
+        return np.empty((0, 2))
+    dur = (la[schema.END_S] - la[schema.START_S]).to_numpy(float)
+    keys = la[[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT]].astype(str).agg("|".join, axis=1)
+    med = pd.Series(dur).groupby(keys.to_numpy()).transform("median").to_numpy(float)
+    stall = (dur > factor * med) & (dur - med > min_s)
+    out = np.column_stack([la[schema.START_S].to_numpy(float)[stall], (dur - med)[stall]])
+    return out[np.argsort(out[:, 0])]
+
+
 class _Run:
     """State of one replay: the twin, the trace cut so far, the launch rows."""
 
@@ -149,6 +170,8 @@ class _Run:
         self.traced_to = 0.0
         self.traces: list[pd.DataFrame] = []
         self.launches: list[dict] = []
+        self.stalls = np.empty((0, 2))  # (start_s, idle_s) of the host's stalls inside timed entries
+        self.next_stall = 0
 
     def until(self, t: float) -> None:
         """Idle until ``t`` (cutting the trace as it goes)."""
@@ -183,15 +206,33 @@ class _Run:
         n = tw.launches_per_batch if timed else 1
         gap = tw.gap_s if timed else 0.0
         batch = 0
+        ph = self.gpu.physics
+        # time per launch at the clock the GPU runs now (a capped load runs slower than at the top clock,
+        # and a chunk sized at the top clock would run past the entry's end into the next one)
+        per_launch = tw.workload.time_s(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0])
         while True:
-            left = t1 - self.gpu.now()
-            ph = self.gpu.physics
-            per_batch = n * tw.workload.time_s(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]) + gap
+            now = self.gpu.now()
+            while self.next_stall < len(self.stalls) and self.stalls[self.next_stall, 0] < now - 0.05:
+                self.next_stall += 1  # a stall the twin ran past (it started the entry later than the board)
+            i = self.next_stall
+            stall = self.stalls[i] if i < len(self.stalls) and self.stalls[i, 0] < t1 else None
+            if stall is not None and stall[0] <= now + 1e-3:
+                self.next_stall += 1
+                self.until(now + stall[1])  # the host stalled here: the GPU idled
+                continue
+            # run up to the next stall, if it falls inside this entry
+            end = stall[0] if stall is not None else t1
+            left = end - now
+            if stall is not None and left < n * per_launch + gap:
+                self.until(stall[0])
+                continue
+            per_batch = n * per_launch + gap
             if left < per_batch:
                 break
             m = max(1, min(math.floor(left / per_batch), math.ceil(CHUNK_S / per_batch)))
             # the host gap falls between batches: spread over the batch's launches (energy is what counts)
             se = self.gpu.run(tw.workload, launches=m * n, gap_s=gap / n)
+            per_launch = float(se[-1, 1] - se[-1, 0])
             if timed:
                 starts, ends = se[::n, 0], se[n - 1::n, 1]
                 for s, t_end in zip(starts, ends):
