@@ -114,3 +114,16 @@ def test_bursts_below_the_top_clock_are_fitted_at_their_real_clock(made_bursts):
 @pytest.fixture(scope="module")
 def made_bursts():
     return replay(schedule(), known_preset(), seed=3, poll_s=2e-3, start_temperature_c=40.0)
+
+
+def test_h200_preset_loads_by_name_and_says_what_it_borrowed():
+    p = load_preset("h200")
+    assert p.physics.mem_clocks_mhz == (3201.0,) and p.sensor.instant_window_s == pytest.approx(0.0294, abs=1e-3)
+    assert "leakage_per_c" in p.provenance["borrowed_from_h100_sxm"] and p.provenance["not_identified"]
+    assert {"fp32_long", "stream_triad", "cublas_hgemm_8192"} <= set(p.workloads)
+    gpu = p.gpu(seed=0)
+    gpu.run(p.workload("cublas_hgemm_8192").workload, launches=2000)  # the HGEMM holds the cap
+    assert gpu.true_energy_j(gpu.now() - 1.0, gpu.now()) == pytest.approx(700.0, rel=0.03)
+    gpu.idle(0.5)
+    gpu.run(p.workload("fp32_long").workload, launches=1500)  # ~3.3 s at ~354 W
+    assert gpu.true_energy_j(gpu.now() - 1.0, gpu.now()) == pytest.approx(354.0, rel=0.03)

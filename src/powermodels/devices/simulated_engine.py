@@ -79,11 +79,10 @@ class SimulationEngine:
         self._leak_arr = ph.leakage_w * v
         self._core_arr = ph.core_w_per_ghz * self._clocks / 1000.0 * v * v
         period_s = self._dc * (max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1)
-        # clock bins a rise may take per controller period; the fraction carries over (the rate is kept exactly)
+        # clock bins a rise may take per controller period (the fraction carries over: the rate is exact)
         self._recovery_per_period = ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz
-        self._rise_credit = 0.0
+        self._rise_credit, self._rise_steps = 0.0, 0
         self._rise_delay_steps = round(ph.clock_recovery_delay_s / self._dc)
-        self._rise_steps = 0
 
         # per control step
         self._fi = _Buffer(np.int64)        # SM clock index into self._clocks
@@ -120,11 +119,9 @@ class SimulationEngine:
         self._cap_ring = np.full(n_window, self._pre_power)
         self._cap_sum = self._pre_power * n_window
         self._cap_pos = 0
-        # the integral budget: a pure integral controller starts with its headroom (the start's overshoot);
-        # with a proportional term that headroom comes from the window error itself, and the budget starts
-        # at the limit (no standing offset once the window holds the limit)
-        start = ph.cap_headroom_w if ph.cap_proportional == 0 else 0.0
-        self._budget = self._limit_w() + ph.cap_offset_w + start
+        # integral budget: a pure integral controller starts with its headroom; with a proportional term
+        # the window error gives the headroom and the budget starts at the limit (no standing offset)
+        self._budget = self._limit_w() + ph.cap_offset_w + ph.cap_headroom_w * (ph.cap_proportional == 0)
 
     # ------------------------------------------------------------------
     # Bounded history
@@ -238,8 +235,7 @@ class SimulationEngine:
         target = self._target_index()
         fi_prev = int(self._fi.data[i])
         limit = self._limit_w()
-        if ph.cap_window_s > 0:
-            limit = self._cap_budget(power, limit + ph.cap_offset_w)
+        limit = self._cap_budget(power, limit + ph.cap_offset_w) if ph.cap_window_s > 0 else limit
         # the clock it would move to: down at once, up by the recovery rate
         avail = self._rise_credit + self._recovery_per_period
         up = int(avail + 1e-9)
@@ -258,13 +254,11 @@ class SimulationEngine:
             if (k + 1) % self._clock_period or self._rise_steps < self._rise_delay_steps:
                 fi = fi_prev
             elif up < 1:  # slower than a bin per period: wait until the credit makes one
-                self._rise_credit = avail
-                fi = fi_prev
+                self._rise_credit, fi = avail, fi_prev
             else:
                 self._rise_credit = min(max(avail - (fi - fi_prev), 0.0), 0.999)
         else:
-            self._rise_steps = 0
-            self._rise_credit = 0.0
+            self._rise_steps, self._rise_credit = 0, 0.0
         if fi < target:
             thr = THROTTLE_SW_POWER_CAP
         self._set_step(k + 1, fi, fm, temp_next, thr)

@@ -39,8 +39,9 @@ from ..devices.sensor_emulation import PRESETS
 from ..devices.simulated_workload import SimulatedWorkload
 from ..recording import Recording
 from . import metrics
+from .fit_bursts import burst_power_at_top_clock, since_burst
 from .fit_controller import fit_cap_gains, fit_capped_clock, fit_recovery
-from .fit_thermal import fit_foster, foster_temperature
+from .fit_thermal import fit_with_memory_share, foster_temperature
 from .preset import TwinPreset, TwinWorkload
 
 __all__ = ["fit_twin", "power_intervals", "series_holdout"]
@@ -165,7 +166,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     # after a cap load the real clock stays a bin or two below the top for a while although NVML reads the
     # top clock (the clock workload's launch times show it): the bursts' power is brought to the top clock
     # with the first fit's physics, and everything is fitted again
-    corrected = _burst_power_at_top_clock(recs, clock_workload, intervals, physics, workloads, report)
+    corrected = burst_power_at_top_clock(recs, clock_workload, intervals, physics, workloads, report)
     if corrected is not None:
         physics, workloads = physics_and_workloads(corrected)
     provenance = {
@@ -203,8 +204,9 @@ def _fit_sensor(recs, clock_workload, window, report) -> object:
     t, _ = metrics.counter_updates(rec)
     d = np.diff(t)
     energy_period = float(np.median(d[(d > 0.05) & (d < 0.15)]))
-    resid = (t - t[0] + energy_period / 2) % energy_period - energy_period / 2
-    jitter = float(min(np.percentile(np.abs(resid - np.median(resid)), 95), 0.45 * energy_period))
+    # jitter from consecutive updates (a fixed grid's residual would grow with any drift of the period)
+    steady = d[(d > 0.05) & (d < 0.15)]
+    jitter = float(min(1.4826 * np.median(np.abs(steady - energy_period)) / np.sqrt(2.0), 0.45 * energy_period))
     delay = 0.0
     if clock_workload is not None:
         rec_rows = pd.concat([metrics.clock_recovery(r, clock_workload) for r in recs])
@@ -242,10 +244,6 @@ def _without_launches(rec: Recording, holdout) -> Recording:
     return replace(rec, launches=la.loc[keep].reset_index(drop=True))
 
 
-#: shares of the memory's dynamic power heating the die sensor tried by the thermal fit
-MEM_HEAT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
 def _memory_power(iv: pd.DataFrame, times: dict, capped: set, f_max: float) -> np.ndarray:
     """Each interval's memory dynamic power (W) from its workload's memory activity (1 − clock share)."""
     ph = replace(GPUPhysics(), sm_clock_max_mhz=f_max)
@@ -259,13 +257,8 @@ def _fit_thermal(recs, n_poles, holdout, mem_w, report) -> dict:
     """Foster poles, ambient and the memory's heat share (the share with the lowest residual)."""
     iv = power_intervals(recs[0])  # one continuous recording drives the network (a gap would break its state)
     t = iv[schema.T_S].to_numpy(float)
-    weight = _outside(t - iv["dt_s"].to_numpy(float), t, holdout)
-    power = iv[schema.POWER_W].to_numpy(float)
-    fits = {share: fit_foster(t, power - (1.0 - share) * mem_w, iv[schema.TEMPERATURE_C], n_poles=n_poles,
-                              weight=weight) for share in MEM_HEAT_SHARES}
-    share = min(fits, key=lambda k: fits[k]["rmse_c"])
-    fit = {**fits[share], "mem_heat_share": share,
-           "rmse_by_mem_heat_share": {str(k): v["rmse_c"] for k, v in fits.items()}}
+    fit = fit_with_memory_share(t, iv[schema.POWER_W], iv[schema.TEMPERATURE_C], mem_w, n_poles=n_poles,
+                                weight=_outside(t - iv["dt_s"].to_numpy(float), t, holdout))
     report["thermal"] = fit
     return fit
 
@@ -298,7 +291,7 @@ def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
     out: dict = {}
     traj = None
     if clock_workload is not None:
-        c = pd.concat([_since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
+        c = pd.concat([since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
         bins = np.arange(0.0, 0.3, 0.01)
         k = np.digitize(c["since_s"], bins)
         traj = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy()).groupby(k).median()
@@ -315,7 +308,7 @@ def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
             # clock NVML read while it ran, as if clock-bound (the recordings cannot tell its share)
             t_fast = float(np.median(t)) * f_read / f_max
         elif w != clock_workload and traj is not None:
-            la2 = pd.concat([_since_burst(r, r.launches.loc[r.launches[schema.WORKLOAD] == w]) for r in recs])
+            la2 = pd.concat([since_burst(r, r.launches.loc[r.launches[schema.WORKLOAD] == w]) for r in recs])
             early = la2.loc[la2["since_s"] < 0.29]
             f_est = traj.reindex(np.digitize(early["since_s"], bins)).to_numpy(float)
             x = f_max / f_est - 1.0
@@ -336,69 +329,12 @@ def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
     return out
 
 
-def _since_burst(rec: Recording, rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` (launches) with ``since_s``: time from the start of the burst after a pressure entry."""
-    ph = rec.phases.reset_index(drop=True)
-    starts = [float(ph[schema.T0_S].iloc[i]) for i in range(1, len(ph))
-              if ph[schema.PHASE_KIND].iloc[i] == "burst" and ph[schema.PHASE_KIND].iloc[i - 1] == "pressure"]
-    s = rows[schema.START_S].to_numpy(float)
-    starts = np.asarray(starts)
-    j = np.searchsorted(starts, s, side="right") - 1
-    out = rows.copy()
-    out["since_s"] = np.where(j >= 0, s - starts[np.clip(j, 0, None)], np.inf) if starts.size else np.inf
-    return out
-
-
-def _burst_power_at_top_clock(recs, clock_workload, iv: pd.DataFrame, physics: GPUPhysics, workloads: dict,
-                              report) -> pd.DataFrame | None:
-    """``iv`` with each burst interval's power raised to what it would draw at the top clock.
-
-    The real clock over a burst after a cap load is the clock workload's
-    median trajectory (its launch times, 50 ms bins of time since the burst
-    began); an interval's clock is the trajectory at its middle. The power
-    it would draw at the top clock adds ``P(f_max) − P(f)`` of the
-    workload's first-fit activity at the interval's die temperature.
-    None when there is no clock workload or no burst ran below the top.
-    """
-    if clock_workload is None:
-        return None
-    f_max = physics.sm_clock_max_mhz
-    c = pd.concat([_since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
-    c = c.loc[np.isfinite(c["since_s"])]
-    if c.empty:
-        return None
-    k = np.floor(c["since_s"].to_numpy(float) / 0.05).astype(int)
-    traj = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy(float)).groupby(k).median()
-    burst = (iv[schema.PHASE_KIND] == "burst").to_numpy() & iv[schema.WORKLOAD].isin(list(workloads)).to_numpy()
-    mid = iv["since_s"].to_numpy(float) + iv["dt_s"].to_numpy(float) / 2.0
-    f = traj.reindex(np.floor(mid / 0.05).astype(int)).to_numpy(float)
-    f = np.where(burst & np.isfinite(f), np.minimum(f, f_max), f_max)
-    # only where NVML reads the top clock (what the leakage fit takes as the top clock)
-    low = (f < f_max - 1.0) & (iv[schema.SM_CLOCK_MHZ].to_numpy(float) >= f_max)
-    if not low.any():
-        return None
-    fm = physics.mem_clocks_mhz[0]
-    out = iv.copy()
-    add = np.zeros(len(iv))
-    for i in np.flatnonzero(low):
-        w = workloads[iv[schema.WORKLOAD].iloc[i]].workload
-        t = float(iv["die_c"].iloc[i])
-        add[i] = float(physics.power_w(f_max, fm, t, w.activity, w.mem_activity)
-                       - physics.power_w(f[i], fm, t, w.activity, w.mem_activity))
-    out[schema.POWER_W] = out[schema.POWER_W] + add
-    out[schema.SM_CLOCK_MHZ] = np.where(low, f_max, out[schema.SM_CLOCK_MHZ])
-    report["burst_clock"] = {"intervals_below_top": int(low.sum()), "median_clock_mhz": float(np.median(f[low])),
-                             "median_added_w": float(np.median(add[low])),
-                             "trajectory_mhz": {int(b * 50): float(v) for b, v in traj.items() if b < 20}}
-    return out
-
-
 def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
     """Power-cap controller: clock period, recovery onset and rate, budget headroom, window."""
     rec = recs[0]
     period, rate, delay = 0.015, 5000.0, 0.0
     if clock_workload is not None:
-        c = _since_burst(rec, metrics.implied_clock(rec, clock_workload))
+        c = since_burst(rec, metrics.implied_clock(rec, clock_workload))
         c = c.loc[c["since_s"] < 0.3]
         f = c[schema.SM_CLOCK_MHZ].to_numpy(float)
         t = c[schema.START_S].to_numpy(float)

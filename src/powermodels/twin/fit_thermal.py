@@ -18,7 +18,10 @@ import itertools
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["fit_foster", "foster_temperature", "simulate_foster"]
+__all__ = ["MEM_HEAT_SHARES", "fit_foster", "fit_with_memory_share", "foster_temperature", "simulate_foster"]
+
+#: shares of the memory's dynamic power heating the die sensor tried by :func:`fit_with_memory_share`
+MEM_HEAT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 #: time-constant bands searched per pole (s): die, package, heatsink
 POLE_BANDS = ((0.03, 1.0), (0.5, 8.0), (8.0, 60.0))
@@ -110,3 +113,21 @@ def foster_temperature(t, power, fit: dict) -> np.ndarray:
     if fit["poles"]:
         out += fit.get("start_excess_c", 0.0) * np.exp(-(t - t[0]) / max(tau for _, tau in fit["poles"]))
     return out
+
+
+def fit_with_memory_share(t, power, temperature, mem_w, *, n_poles: int = 2, weight=None,
+                          shares=MEM_HEAT_SHARES) -> dict:
+    """:func:`fit_foster` driven by ``power − (1 − share)·mem_w`` for each share; the best fit.
+
+    HBM sits beside the die: its power heats the die's temperature sensor
+    less than the SMs' does. ``mem_w`` is each interval's memory dynamic
+    power (W); the share with the lowest temperature residual is kept as
+    ``mem_heat_share``, every share's residual as ``rmse_by_mem_heat_share``.
+    """
+    p = np.asarray(power, float)
+    m = np.asarray(mem_w, float)
+    fits = {share: fit_foster(t, p - (1.0 - share) * m, temperature, n_poles=n_poles, weight=weight)
+            for share in shares}
+    best = min(fits, key=lambda k: fits[k]["rmse_c"])
+    return {**fits[best], "mem_heat_share": best,
+            "rmse_by_mem_heat_share": {str(k): v["rmse_c"] for k, v in fits.items()}}

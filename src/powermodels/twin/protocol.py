@@ -14,26 +14,37 @@ Each workload's twin is made from its real row: its time at the top clock
 (the row's time per launch × its SM clock reading / the top clock: clock
 bound) and the core activity that gives the row's *reference* power at the
 row's clock and temperature (the level only; the protocol's error comes from
-the twin's own warm-up and cap). The memory activity is
+the twin's own warm-up and cap). The protocol runs as it did on
+2026-11-24 (:data:`AS_ON_2026_11_24`): the energy counter over ~1 s, without
+what later versions added — waiting for the power cap to settle and the
+temperature-slope warm-up on a workload's first measurement (each runs the
+workload seconds longer). The memory activity is
 :data:`MEM_ACTIVITY` (a GEMM's). Rows of other protocols (``EnergyMeter``,
 ``program``) are not compared, but what they ran is: the real script ran
-each callable 3 s back to back after its reference. A callable's set-up
-(its wall time beyond the protocol's own) idles the twin before its
-measurement, as it idled the GPU.
+each callable 3 s back to back after its reference. A measurement's wall
+time beyond what the protocol takes on the twin (a callable's set-up, a
+campaign's compilation: ``wall_measure_s`` is the campaign's mean per
+configuration) idles the twin before it, as it idled the GPU.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
 
 from ..devices.simulated_workload import SimulatedWorkload
+from ..thermal.alpha import AlphaAssumedWarning
 from .preset import load_preset
 
-__all__ = ["MEM_ACTIVITY", "TARGET_POINTS", "protocol_errors"]
+__all__ = ["AS_ON_2026_11_24", "MEM_ACTIVITY", "TARGET_POINTS", "protocol_errors"]
 
 #: memory activity given to every replayed workload (matrix multiplications: mostly on-chip)
 MEM_ACTIVITY = 0.1
+#: the counter protocol's options that make it the one of 2026-11-24 (commit aed07b7): no settling
+#: extension for a capped start, no α warm-up
+AS_ON_2026_11_24 = {"max_settle_s": 0.0, "learn_alpha": False}
 #: issue 27: the twin's error within this many percentage points of the real one
 TARGET_POINTS = 1.0
 #: seconds of back-to-back launches the real script ran after each callable's reference (its EnergyMeter rows)
@@ -82,9 +93,9 @@ def protocol_errors(preset, comparison: pd.DataFrame, *, reference_s: float = 12
         ``twin_activity``.
     """
     from .. import api, schema
-    from ..harness.reference import reference_energy
-    from ..harness.runner import make_runner
-    from ..harness.workloads import CallableWorkload
+    from ..measuring.reference import reference_energy
+    from ..measuring.runner import make_runner
+    from ..workloads import CallableWorkload
 
     twin = load_preset(preset)
     missing = [c for c in ("workload", "kind", "protocol", "time_s", "reference_power_w", "error_pct")
@@ -108,11 +119,11 @@ def protocol_errors(preset, comparison: pd.DataFrame, *, reference_s: float = 12
         # the host's set-up before the first launch (imports, allocations) idled the GPU: the real call's
         # wall time beyond what the protocol itself takes (timed on a scratch twin)
         wall = float(rows["wall_measure_s"].iloc[i]) if "wall_measure_s" in rows else np.nan
-        if rows["kind"].iloc[i] == CALLABLE and np.isfinite(wall):
+        if np.isfinite(wall):
             scratch = twin.gpu(seed=seed, history_s=60.0)
-            api.measure(noop, device=make_runner(scratch), simulated=loads[i])
+            api.measure(noop, device=make_runner(scratch), simulated=loads[i], **AS_ON_2026_11_24)
             gpu.idle(max(wall - scratch.now(), 0.0))
-        m = api.measure(noop, device=runner, simulated=loads[i])
+        m = api.measure(noop, device=runner, simulated=loads[i], **AS_ON_2026_11_24)
         measured[i] = float(m.row[schema.ENERGY_J])
 
     def reference(i):
@@ -130,10 +141,13 @@ def protocol_errors(preset, comparison: pd.DataFrame, *, reference_s: float = 12
             order += [(measure, i), (reference, i)]
     campaign = [i for i, kind in enumerate(rows["kind"]) if kind == CAMPAIGN]
     order += [(measure, i) for i in campaign] + [(reference, i) for i in campaign]
-    for step, (call, i) in enumerate(order):
-        call(i)
-        if progress is not None:
-            progress(step + 1, len(order))
+    with warnings.catch_warnings():
+        # the 2026-11-24 protocol had no α: the assumed-α warning of every row says nothing here
+        warnings.simplefilter("ignore", AlphaAssumedWarning)
+        for step, (call, i) in enumerate(order):
+            call(i)
+            if progress is not None:
+                progress(step + 1, len(order))
     out = []
     for i, r in rows.iterrows():
         twin_err = 100.0 * (measured[i] / referenced[i] - 1.0)

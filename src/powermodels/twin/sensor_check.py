@@ -3,7 +3,7 @@
 ``powermodels characterize --design mixed`` on the real H100 (``../shared/data/
 h100-2026-11-24/sensor_window``: five runs) fitted the instant reading's
 averaging window and delay. :func:`sensor_window_check` runs the same
-experiments (:func:`powermodels.commands.characterize.record`) and the same
+experiments (:func:`powermodels.sensor.experiments.record`) and the same
 fit (:func:`powermodels.sensor.report.characterize_traces`) on the twin and
 states the twin's window and delay beside the real runs' median.
 
@@ -52,8 +52,8 @@ def sensor_window_check(preset, real, *, seconds: float = 9.0, design: str = "mi
         ``metric``, ``real`` (median of the runs), ``real_range`` (min–max),
         ``twin``, ``error`` (ms), ``target``, ``unit``, ``within``.
     """
-    from ..commands.characterize import record
-    from ..harness.runner import make_runner
+    from ..measuring.runner import make_runner
+    from ..sensor.experiments import record
     from ..sensor.report import characterize_traces
 
     table = pd.read_csv(Path(real)) if not isinstance(real, pd.DataFrame) else real
