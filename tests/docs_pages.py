@@ -21,8 +21,9 @@ a sketch) says so in the markdown, on the line before its fence::
 
 Where they run
 --------------
-Each page runs in a fresh interpreter (``python tests/docs_pages.py PAGE [FOLDER]``, which
-prints what every block printed: use it to regenerate a page's shown output) in a temporary
+Each page runs in a fresh interpreter (``python tests/docs_pages.py [--diff] PAGE [FOLDER]``,
+which prints what every block printed, or with ``--diff`` how that differs from the output the
+page shows: use it to regenerate a page's shown output) in a temporary
 folder that looks like a checkout: ``kernels/``, ``datasets/``, ``benchmarks/``, ``src/`` and
 ``tests/`` link to the repository's own (read-only use), and ``../shared`` to the
 shared data, so paths written "from the repository root" work and every file the example
@@ -35,6 +36,7 @@ the pages use the current import paths and parameter names.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import os
 import re
@@ -175,13 +177,30 @@ def _cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run_page(page: Path) -> int:
-    """Run ``page``'s runnable blocks in order in the current folder; 0 when every one ran."""
+def shown_output(page_blocks: list[Block], index: int) -> list[str] | None:
+    """What the page shows block ``index`` printing: a console block's own lines (with its
+    commands), or the plain/``text`` block right after a Python block; None if nothing is shown."""
+    block = page_blocks[index]
+    if block.lang == "console":
+        return block.code.splitlines()
+    after = page_blocks[index + 1] if index + 1 < len(page_blocks) else None
+    if block.lang == "python" and after is not None and after.lang in ("", "text"):
+        return after.code.splitlines()
+    return None
+
+
+def run_page(page: Path, *, diff: bool = False) -> int:
+    """Run ``page``'s runnable blocks in order in the current folder; 0 when every one ran.
+
+    ``diff``: print, after each block, how what it printed differs from what the page shows
+    (``stderr|`` marks dropped) instead of the printed text itself.
+    """
     warnings.filterwarnings("error", category=DeprecationWarning, module="__main__")
     warnings.filterwarnings("error", category=DeprecationWarning, module="powermodels")
     env = example_env()
     namespace: dict = {"__name__": "__main__"}
-    for block in blocks(page):
+    page_blocks = blocks(page)
+    for index, block in enumerate(page_blocks):
         if block.lang in RUNNABLE and block.skip:
             print(f"--- {block.where} ({block.lang}) skipped: {block.skip}", flush=True)
         if not block.runs:
@@ -195,7 +214,13 @@ def run_page(page: Path) -> int:
             return 1
         print(f"--- {block.where} ({block.lang}) ran in {time.perf_counter() - start:.1f} s "
               f"({_cpu_s() - cpu:.1f} s CPU)", flush=True)
-        print(printed, end="" if printed.endswith("\n") or not printed else "\n", flush=True)
+        shown = shown_output(page_blocks, index) if diff else None
+        if shown is None:
+            print(printed, end="" if printed.endswith("\n") or not printed else "\n", flush=True)
+        else:
+            got = [line.removeprefix("stderr| ") for line in printed.splitlines()]
+            print("\n".join(difflib.unified_diff(shown, got, "shown", "printed", lineterm="", n=0))
+                  or "(as shown)", flush=True)
     return 0
 
 
@@ -211,11 +236,13 @@ def prepare_folder(folder: Path, shared: Path | None) -> Path:
 
 
 if __name__ == "__main__":
-    # python tests/docs_pages.py PAGE [FOLDER]: run PAGE's examples and print what each printed
-    # (to check a page or regenerate its shown output); without FOLDER, in a new temporary one
-    page = Path(sys.argv[1]).resolve()
-    if len(sys.argv) > 2:
-        folder = Path(sys.argv[2])
+    # python tests/docs_pages.py [--diff] PAGE [FOLDER]: run PAGE's examples and print what each
+    # printed, or with --diff how it differs from the page's shown output (to regenerate it);
+    # without FOLDER, in a new temporary one
+    args = [arg for arg in sys.argv[1:] if arg != "--diff"]
+    page = Path(args[0]).resolve()
+    if len(args) > 1:
+        folder = Path(args[1])
     else:
         import tempfile
 
@@ -226,4 +253,4 @@ if __name__ == "__main__":
     os.chdir(folder)
     # the page's own state folder (restore journal, learned α): never the user's ~/.local/state
     os.environ["POWERMODELS_STATE_DIR"] = str(Path.cwd() / ".state")
-    sys.exit(run_page(page))
+    sys.exit(run_page(page, diff="--diff" in sys.argv))

@@ -6,9 +6,10 @@ the ``<!-- skip: reason -->`` marker a page puts before a block that cannot run 
 ``DeprecationWarning`` from the pages' own code or from ``powermodels`` fails the page. Pages
 run two at a time (about 60 s of CPU in all on the 2-core machine).
 
-To see what a page's examples print (to regenerate its shown output)::
+To see what a page's examples print, or (``--diff``) how it differs from the output the page
+shows (to regenerate it)::
 
-    PYTHONPATH=src python tests/docs_pages.py docs/PAGE.md
+    PYTHONPATH=src python tests/docs_pages.py [--diff] docs/PAGE.md
 """
 
 from __future__ import annotations
