@@ -11,7 +11,8 @@ Which fenced blocks run
 ``console``
     A shell session: each ``$ `` line (with its ``\\`` continuation lines) is a command; the
     lines after it are its shown output. ``$ cat FILE`` writes FILE with the shown output
-    first (that is how a page shows an input file; a reader writes it as shown).
+    first (that is how a page shows an input file; a reader writes it as shown). A command
+    must exit 0, unless its shown output has an ``error:`` line: then it must print one.
 
 Blocks of any other language (``text``, ``json``, ``toml``, none) are shown output or file
 contents and do not run. A block that cannot run here (it needs a real GPU, the network, or is
@@ -139,12 +140,18 @@ def example_env() -> dict[str, str]:
     return env
 
 
-def _run_shell(script: str, env: dict[str, str]) -> str:
-    """What ``script`` printed: its standard output, then its standard error (lines marked ``stderr|``)."""
+def _run_shell(script: str, env: dict[str, str], *, shows_error: bool = False) -> str:
+    """What ``script`` printed: its standard output, then its standard error (lines marked ``stderr|``).
+
+    It must exit 0, unless the page shows it failing (``shows_error``): then it must print an
+    ``error:`` line, whatever its exit status.
+    """
     proc = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], env=env, text=True,
                           capture_output=True, check=False)
     printed = proc.stdout + "".join(f"stderr| {line}\n" for line in proc.stderr.splitlines())
-    if proc.returncode != 0:
+    if shows_error and "error:" not in printed:
+        raise RuntimeError(f"the page shows an error, but this printed none:\n{script}\n{printed}")
+    if proc.returncode != 0 and not shows_error:
         raise RuntimeError(f"exit status {proc.returncode} from:\n{script}\n{printed}")
     return printed
 
@@ -166,7 +173,8 @@ def run_block(block: Block, namespace: dict, env: dict[str, str]) -> str:
             target = re.fullmatch(r"cat\s+(\S+)", command.strip())
             if target:  # the page shows a file: the reader writes it as shown
                 Path(target[1]).write_text(shown + "\n", encoding="utf-8")
-            printed.append(f"$ {command}\n{_run_shell(command, env)}")
+            shows_error = "error:" in shown
+            printed.append(f"$ {command}\n{_run_shell(command, env, shows_error=shows_error)}")
         return "".join(printed)
     return _run_shell(block.code, env)
 
