@@ -104,7 +104,7 @@ def test_cap_gains_found_by_replaying_the_capped_spans(made):
     preset, rec = made
     wrong = replace(preset, physics=replace(preset.physics, cap_proportional=0.0))
     report = {}
-    fit = fit_cap_gains(wrong, rec, grid=((0.0, 4.0), (30.0, 4.0)), report=report)
+    fit = fit_cap_gains(wrong, rec, grid=((0.0, 4.0, 0.0), (30.0, 4.0, 0.0)), report=report)
     assert fit.physics.cap_proportional == 30.0
     assert len(report["cap_gains"]["candidates"]) == 2
     # a held-out span is never scored: holding out every pressure entry leaves nothing to fit

@@ -127,3 +127,17 @@ def test_h200_preset_loads_by_name_and_says_what_it_borrowed():
     gpu.idle(0.5)
     gpu.run(p.workload("fp32_long").workload, launches=1500)  # ~3.3 s at ~354 W
     assert gpu.true_energy_j(gpu.now() - 1.0, gpu.now()) == pytest.approx(354.0, rel=0.03)
+
+
+def test_a_dead_beat_cap_holds_the_window_and_repeats_its_swings():
+    # cap_repeat=1 with a large proportional gain: the window's energy is held at limit x window, so a
+    # capped start from idle runs at the headroom, drops as the window fills, and its 1 s mean is flat
+    ph = replace(known_preset().physics, cap_proportional=1000.0, cap_gain_per_s=0.0, cap_repeat=1.0)
+    gpu = SimulatedGPU(physics=ph, seed=0, ambient_c=30.0)
+    gpu.idle(2.0)
+    t0 = gpu.now()
+    gpu.run(SimulatedWorkload("bf16", core_work=1.5e-3 * 1980, activity=1.0, mem_activity=0.5), launches=5000)
+    means = [gpu.true_energy_j(t0 + a, t0 + a + 1.0) for a in np.arange(1.0, 5.0, 0.25)]
+    assert max(abs(m / ph.power_limit_w - 1.0) for m in means) < 0.015  # every 1 s window after the first
+    first = gpu.true_energy_j(t0, t0 + 0.5) / 0.5
+    assert first > ph.power_limit_w + 0.5 * ph.cap_headroom_w  # the start runs into the headroom

@@ -116,6 +116,14 @@ class GPUPhysics:
         bounds). With the integral gain it sets how fast a capped start is
         pulled back and how the power swings around the limit (the H100's
         ~1 s swings of ±100 W while its 1 s mean holds 700 W).
+    cap_repeat : float, default=0
+        Share of the power about to leave the window (drawn one window ago)
+        that the budget allows again: ``budget += cap_repeat · (P(t − window)
+        − limit)``. 1 with a large ``cap_proportional`` holds the window's
+        energy at ``limit × window`` (a dead-beat controller): a capped start
+        runs at the headroom until the window is full, drops, and the
+        pattern repeats with the window's period while the 1 s mean stays
+        flat (the H100's ±100 W swings with a ~1 s period).
     mem_heat_share : float, default=1
         Share of the memory's dynamic power that heats the die temperature
         sensor (the rest heats the HBM stacks beside it): the thermal model
@@ -161,6 +169,7 @@ class GPUPhysics:
     clock_period_s: float = 0.0
     cap_proportional: float = 0.0
     cap_offset_w: float = 0.0
+    cap_repeat: float = 0.0
     mem_heat_share: float = 1.0
     clock_recovery_delay_s: float = 0.0
 
@@ -173,7 +182,7 @@ class GPUPhysics:
                                 "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
                                 "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s",
-                                "cap_proportional", "clock_recovery_delay_s", "mem_heat_share"),
+                                "cap_proportional", "clock_recovery_delay_s", "mem_heat_share", "cap_repeat"),
                         any_sign=("cap_offset_w",))
         poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
         if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):

@@ -231,9 +231,7 @@ class SimulationEngine:
             temp = self._temp.data[i]
             temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
                 + ph.thermal_resistance_k_per_w * heat * (1.0 - self._decay)
-        fm = self._mem_target()
-        target = self._target_index()
-        fi_prev = int(self._fi.data[i])
+        fm, target, fi_prev = self._mem_target(), self._target_index(), int(self._fi.data[i])
         limit = self._limit_w()
         limit = self._cap_budget(power, limit + ph.cap_offset_w) if ph.cap_window_s > 0 else limit
         # the clock it would move to: down at once, up by the recovery rate
@@ -274,7 +272,8 @@ class SimulationEngine:
         budget = self._budget + ph.cap_gain_per_s * (limit - mean) * self._dc
         lo, hi = limit - 4.0 * ph.cap_headroom_w, limit + ph.cap_headroom_w
         self._budget = min(max(budget, lo), hi)
-        return min(max(self._budget + ph.cap_proportional * (limit - mean), lo), hi)
+        leaving = self._cap_ring[self._cap_pos] - limit  # drawn one window ago, leaves with the next step
+        return min(max(self._budget + ph.cap_proportional * (limit - mean) + ph.cap_repeat * leaving, lo), hi)
 
     def _idle_to(self, tick: int) -> None:
         r = self._r

@@ -181,7 +181,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         preset = fit_cap_gains(preset, recs[0], holdout, report=report)
         preset = fit_capped_clock(preset, recs[0], holdout, report=report)
         report["controller"].update({k: getattr(preset.physics, k)
-                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_offset_w")})
+                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat", "cap_offset_w")})
     return preset
 
 

@@ -9,7 +9,8 @@ Two parts of :func:`~powermodels.twin.fit.fit_twin`:
 * :func:`fit_cap_gains` — the capped load's power swings around the limit
   while its 1 s mean holds it (the H100's ±100 W swings with a ~1 s period).
   For each candidate (proportional and integral gain on the 1 s window
-  error), the twin replays the recording's capped spans (the longest
+  error, and the share of the power leaving the window allowed again),
+  the twin replays the recording's capped spans (the longest
   ``pressure`` entries and capped ``series``, with the 1.5 s before each);
   the score is the RMS difference of the 1 s mean power (every 0.1 s) plus
   the difference of the spread of the 100 ms power, real vs twin. The
@@ -33,10 +34,10 @@ from .replay import replay
 
 __all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery"]
 
-#: candidates of (cap_proportional, cap_gain_per_s) tried by :func:`fit_cap_gains`
-CAP_GAIN_GRID = tuple(itertools.product((3.0, 10.0, 30.0, 100.0), (0.0, 4.0)))
+#: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
+CAP_GAIN_GRID = tuple(itertools.product((10.0, 100.0, 1000.0), (0.0, 4.0), (0.0, 1.0)))
 #: the controller fields a candidate sets, in the order of a :data:`CAP_GAIN_GRID` entry
-GAIN_FIELDS = ("cap_proportional", "cap_gain_per_s")
+GAIN_FIELDS = ("cap_proportional", "cap_gain_per_s", "cap_repeat")
 #: seconds replayed before each capped span (the window fills with what ran before it)
 LEAD_S = 1.5
 #: seconds of each capped span scored (the start, where the controller acts)
@@ -179,7 +180,7 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
     rec : Recording
     holdout : sequence of (t0_s, t1_s)
         Spans that are not scored.
-    grid : sequence of (cap_proportional, cap_gain_per_s)
+    grid : sequence of (cap_proportional, cap_gain_per_s, cap_repeat)
     report : dict, optional
         Gets ``cap_gains`` (each candidate's score, the spans, the choice).
 
@@ -200,9 +201,9 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
     preset = replace(preset, physics=replace(preset.physics, cap_offset_w=offset))
     temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
     scores = []
-    for kp, ki in grid:
+    for kp, ki, rho in grid:
         twin = replace(preset, physics=replace(preset.physics, cap_proportional=float(kp),
-                                               cap_gain_per_s=float(ki)))
+                                               cap_gain_per_s=float(ki), cap_repeat=float(rho)))
         m_err, s_err = [], []
         for (a, b), (p1s, p100), temp in zip(spans, real, temps):
             rep = replay(_segment(rec, a, b), twin, start_temperature_c=temp)
@@ -211,7 +212,7 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
             m_err.append(q1s[:n] - p1s[:n])
             s_err.append(float(np.std(q100)) - float(np.std(p100)))
         score = float(np.sqrt(np.mean(np.concatenate(m_err) ** 2)) + abs(np.mean(s_err)))
-        scores.append({"cap_proportional": kp, "cap_gain_per_s": ki, "score_w": score,
+        scores.append({"cap_proportional": kp, "cap_gain_per_s": ki, "cap_repeat": rho, "score_w": score,
                        "mean_rmse_w": float(np.sqrt(np.mean(np.concatenate(m_err) ** 2))),
                        "spread_error_w": float(np.mean(s_err))})
     best = min(scores, key=lambda s: s["score_w"])
