@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# the same folder as conftest.SHARED_DATA: imported by name, "conftest" can be tests/devices/conftest.py
+SHARED_DATA = Path(os.environ.get("POWERMODELS_SHARED_DATA", REPO.parent / "shared" / "data"))
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 RUNNABLE = {"python", "bash", "sh", "console"}
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)[^`]*$")
@@ -253,8 +255,6 @@ if __name__ == "__main__":
         folder = Path(args[1])
     else:
         import tempfile
-
-        from conftest import SHARED_DATA
 
         folder = prepare_folder(Path(tempfile.mkdtemp(prefix="docs-examples-")), SHARED_DATA.parent)
         print(f"--- running in {folder}", flush=True)

@@ -22,8 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_DATA
-from docs_pages import PAGES, REPO, RUNNABLE, blocks, console_commands, prepare_folder, python_source
+from docs_pages import PAGES, REPO, SHARED_DATA, RUNNABLE, blocks, console_commands, prepare_folder, python_source
 
 #: pages whose examples take long on 2 cores, with the reason (only shrinks)
 SLOW: dict[str, str] = {
