@@ -75,13 +75,13 @@ def _window_mean(trace: pd.DataFrame, column: str, start_s: float, end_s: float)
 
 def settled_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, *, window_s: float = 1.0,
                    max_settle_s: float = 5.0, step_s: float = 0.1, lookback_s: float = 1.0,
-                   tolerance: float = 0.005) -> tuple[float, float, bool]:
+                   tolerance: float = 0.005, power_limit_w: float | None = None) -> tuple[float, float, bool]:
     """Where a ``window_s`` window starting at ``start_s`` ends up under the power cap.
 
     Without the cap reason in the window: ``(start_s, 0, False)``. With it,
     the window moves later in ``step_s`` steps until the spans of its last
-    ``lookback_s`` no longer drift (:func:`~.spans.cap_settled`), at most
-    ``max_settle_s``.
+    ``lookback_s`` no longer drift and, given ``power_limit_w``, hold the
+    power at the limit (:func:`~.spans.cap_settled`), at most ``max_settle_s``.
 
     Returns
     -------
@@ -98,7 +98,7 @@ def settled_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, *,
     while extra <= max_settle_s + 1e-9:
         end = start_s + window_s + extra
         spans = counter_spans(trace, iv, start_s=start_s, end_s=end, updates_per_span=1)
-        if cap_settled(spans, lookback_s=lookback_s, tolerance=tolerance):
+        if cap_settled(spans, lookback_s=lookback_s, tolerance=tolerance, power_limit_w=power_limit_w):
             return start_s + extra, extra, False
         extra += step_s
     return start_s + max_settle_s, max_settle_s, True
@@ -107,7 +107,8 @@ def settled_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, *,
 def series_states(trace: pd.DataFrame, launches: np.ndarray, *, load_start_s: float,
                   states=DEFAULT_STATES, window_s: float = 1.0, reference_s=(2.0, 14.0),
                   alpha: AlphaEstimate | None = None, learn_s: float = 10.0, skip_s: float = 0.5,
-                  reference_temperature_c: float | None = None, max_settle_s: float = 5.0) -> tuple[pd.DataFrame,
+                  reference_temperature_c: float | None = None, max_settle_s: float = 5.0,
+                  power_limit_w: float | None = None) -> tuple[pd.DataFrame,
                                                                                                AlphaEstimate | None]:
     """Cold, warm and hot windows and the long reference of one warm-up, raw and normalised.
 
@@ -133,6 +134,9 @@ def series_states(trace: pd.DataFrame, launches: np.ndarray, *, load_start_s: fl
         ``T_ref``; by default the learned α's (the middle of its range).
     max_settle_s : float, default=5.0
         Longest extension of a window under the power cap.
+    power_limit_w : float, optional
+        The board's enforced power limit (the recording's provenance): a capped window is
+        settled only at it (:func:`~.spans.cap_settled`).
 
     Returns
     -------
@@ -156,7 +160,7 @@ def series_states(trace: pd.DataFrame, launches: np.ndarray, *, load_start_s: fl
     rows = []
     for name, load_s in states:
         start, settle, transient = settled_window(trace, iv, load_start_s + load_s, window_s=window_s,
-                                                  max_settle_s=max_settle_s)
+                                                  max_settle_s=max_settle_s, power_limit_w=power_limit_w)
         m = window_measurement(trace, iv, start, start + window_s)
         rows.append({schema.THERMAL_STATE: name, schema.LOAD_S: start - load_start_s, **m,
                      schema.SETTLE_S: settle, schema.TRANSIENT: transient})
