@@ -192,6 +192,9 @@ FEAT_FP16_ACTIVE = FEATURE_PREFIX + "fp16_active"
 FEAT_INT_ACTIVE = FEATURE_PREFIX + "int_active"
 RUNTIME_FEATURES = (FEAT_SM_ACTIVE, FEAT_SM_OCCUPANCY, FEAT_TENSOR_ACTIVE, FEAT_DRAM_ACTIVE,
                     FEAT_FP64_ACTIVE, FEAT_FP32_ACTIVE, FEAT_FP16_ACTIVE, FEAT_INT_ACTIVE)
+# the profiling run's power as a fraction of the board's power limit, 0..~1 (how much of the
+# power is dynamic: the static share of eq. 2 is larger for a low-power kernel)
+FEAT_POWER_OF_LIMIT = FEATURE_PREFIX + "power_of_limit"
 # static PTX features (DSO Table II), fraction of their category: "feat:ptx_inst:fma", ...
 PTX_INSTRUCTION_PREFIX = FEATURE_PREFIX + "ptx_inst:"
 PTX_TYPE_PREFIX = FEATURE_PREFIX + "ptx_type:"

@@ -95,3 +95,35 @@ def test_injected_sweep_floor_stays_within_3_percent():
     floor = evaluate_models(regular, fitted_models(table))
     assert floor["time_mape"].max() < 3.0
     assert np.isfinite(floor["power_mape"]).all()
+
+
+def test_power_feature_trains_and_is_derived_for_a_saved_predictor(tmp_path, sweeps, capsys):
+    from powermodels.workflows.dvfs_predictor import with_power_feature
+
+    train, test = sweeps
+    got = with_power_feature(train, 400.0)
+    assert np.allclose(got[schema.FEAT_POWER_OF_LIMIT], train[schema.POWER_W] / 400.0)
+    assert with_power_feature(got, 200.0)[schema.FEAT_POWER_OF_LIMIT].iloc[0] == pytest.approx(
+        train[schema.POWER_W].iloc[0] / 200.0)  # recomputed, not duplicated
+    with pytest.raises(ValueError, match="p_max_w"):
+        with_power_feature(train, 0.0)
+    with pytest.raises(ValueError, match="power_w"):
+        with_power_feature(train.drop(columns=[schema.POWER_W]), 400.0)
+    cols = [*FEATS, schema.FEAT_POWER_OF_LIMIT]
+    trained = train_dvfs_predictor(with_power_feature(train, 700.0), cols, candidate="ridge_log",
+                                   seeds=(0,))
+    from powermodels.io import save_calibration
+    from powermodels.models.dvfs_targets import kernel_parameters
+
+    cal = tmp_path / "pred.pmcal"
+    save_calibration(trained.predictor, cal, trained.metadata)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DVFSRegimeWarning)
+        prof = profiles_of(test, FEATS, kernel_parameters(test, **trained.voltage))
+    fe = tmp_path / "apps.csv"
+    prof.to_csv(fe, index=False)  # no power feature: the profiling run's power and P_max give it
+    assert main(["optimize", "--features", str(fe), "--predictor", str(cal), "--device", "simulated",
+                 "--p-max-w", "700"]) == 0
+    out = capsys.readouterr().out
+    for k in prof[schema.KERNEL]:
+        assert k in out

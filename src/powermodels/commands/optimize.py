@@ -219,6 +219,11 @@ def recommend_from_features(features, predictor, metadata: dict, clocks, *, max_
         if key not in metadata:
             raise ValueError(f"--predictor: metadata lacks {key!r} (the V(f) shape it was trained with)")
     cols = list(getattr(predictor, "feature_names_in_", []))
+    if schema.FEAT_POWER_OF_LIMIT in cols and schema.FEAT_POWER_OF_LIMIT not in features.columns \
+            and schema.POWER_W in features.columns:
+        from ..workflows.dvfs_predictor import with_power_feature
+
+        features = with_power_feature(features, p_max_w)  # the profiling run's power / this GPU's limit
     needed = [schema.KERNEL, *cols, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ, schema.TIME_S,
               schema.POWER_W]
     for col in needed:

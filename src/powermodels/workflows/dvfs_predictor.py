@@ -42,7 +42,8 @@ from powermodels.models.dvfs_selection import (
 from powermodels.models.dvfs_targets import excluded_clock_counts, kernel_parameters
 
 __all__ = ["TrainedDVFSPredictor", "application_of", "evaluate_models", "fitted_models",
-           "predict_models", "profile_features", "profiles_of", "read_nv_dvfs_config", "train_dvfs_predictor"]
+           "predict_models", "profile_features", "profiles_of", "read_nv_dvfs_config", "train_dvfs_predictor",
+           "with_power_feature"]
 
 
 def application_of(kernel: str) -> str:
@@ -69,6 +70,32 @@ def read_nv_dvfs_config(path) -> dict:
         if m:
             out[name] = [float(v) for v in m.group(1).split(",") if v.strip()]
     return out
+
+
+def with_power_feature(runs: pd.DataFrame, p_max_w: float) -> pd.DataFrame:
+    """``runs`` with :data:`schema.FEAT_POWER_OF_LIMIT`: each run's power over the board's limit.
+
+    The profiling run measures the kernel's power at its reference clocks anyway
+    (DSO uses it to scale the predicted shares back to watts); as a feature it
+    tells the predictor how much of that power is dynamic — the static share
+    of eq. 2 is larger for a kernel that draws little. Dividing by the power
+    limit (the GPU's own, from the device or the sweep's metadata) keeps the
+    feature a ratio, like the utilisation counters.
+
+    Parameters
+    ----------
+    runs : DataFrame
+        Rows with :data:`schema.POWER_W`.
+    p_max_w : float
+        The board's power limit (W), > 0.
+    """
+    if not (np.isfinite(p_max_w) and p_max_w > 0):
+        raise ValueError(f"p_max_w must be a positive power limit in W, got {p_max_w!r}")
+    if schema.POWER_W not in runs.columns:
+        raise ValueError(f"runs: column {schema.POWER_W!r} is missing")
+    share = pd.Series(runs[schema.POWER_W].to_numpy(dtype=float) / float(p_max_w), index=runs.index,
+                      name=schema.FEAT_POWER_OF_LIMIT)
+    return pd.concat([runs.drop(columns=[schema.FEAT_POWER_OF_LIMIT], errors="ignore"), share], axis=1)
 
 
 def profile_features(runs: pd.DataFrame, columns, table: pd.DataFrame) -> pd.DataFrame:
