@@ -76,3 +76,22 @@ def test_errors(session):
         inside_level(trace, runs, window_s=0.0, delay_s=0.0)
     with pytest.raises(ValueError, match="power_instant_w"):
         inside_level(pd.DataFrame({schema.T_S: [0.0]}), runs, window_s=0.02, delay_s=0.0)
+
+
+@pytest.mark.shared_data
+def test_real_h100_ssp_level_matches_the_counter(shared_data):
+    """Raw H100 recording: readings wholly inside a series, 50–600 ms from idle, read the counter's
+    power over the same span within 1 % (docs/sensor.md, "FinGraV on the H100")."""
+    raw = shared_data / "h100-2026-11-25-raw"
+    if not raw.is_dir():
+        pytest.skip(f"{raw} is absent")
+    tr = pd.read_parquet(raw / "trace.parquet", columns=[schema.T_S, schema.POWER_INSTANT_W])
+    en = pd.read_parquet(raw / "energy.parquet", columns=[schema.T_S, schema.ENERGY_COUNTER_J])
+    ph = pd.read_parquet(raw / "phases.parquet")
+    both = pd.concat([tr, en], ignore_index=True).sort_values(schema.T_S, kind="stable")
+    for r in ph[ph[schema.PHASE_KIND] == "series"].itertuples():
+        span = np.array([[r.t0_s, r.t0_s + 0.6]])
+        _, lvl = inside_level(both, span, window_s=0.0223, delay_s=0.01, after_s=0.05, margin_s=0.004)
+        counter, _ = counter_baseline(both, r.t0_s + 0.05, r.t0_s + 0.6)
+        assert lvl["n"] >= 3
+        assert lvl["power_w"] == pytest.approx(counter, rel=0.01), r.workload
