@@ -111,7 +111,10 @@ def test_without_learning_the_board_pool_then_the_assumption(runner, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pooled = alpha_for(runner, "stream_triad", power_w=400.0, sm_clock_mhz=1980.0, cache=cache, learn=False)
-    assert pooled.alpha_w_per_c == pytest.approx(learned.alpha_w_per_c)
+    # the pool takes the cached fit itself (the row's learned α is that fit shrunk toward the prior)
+    (fit,) = [e for e in cache.entries(runner.device.info.uuid or "simulated-0") if e.source == "learned"]
+    assert pooled.alpha_w_per_c == pytest.approx(fit.alpha_w_per_c, rel=0.01)  # (shrunk toward the assumption)
+    assert learned.alpha_w_per_c == pytest.approx(fit.alpha_w_per_c, rel=0.02)  # a precise fit keeps its value
     assert "pooled over 1 workload" in pooled.detail
 
 

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..thermal.alpha import AlphaAssumedWarning, AlphaNotIdentified, fit_alpha, pooled_alpha, usable_spans
+from ..thermal.alpha import AlphaAssumedWarning, AlphaNotIdentified, board_alpha, fit_alpha, usable_spans, \
+    with_board_prior
 from ..thermal.alpha_cache import AlphaCache
 from ..thermal.normalise import (
     ASSUMED_ALPHA_PER_C,
@@ -39,7 +40,7 @@ from ..thermal.normalise import (
     AlphaEstimate,
     assumed_alpha,
 )
-from ..thermal.spans import counter_spans
+from ..thermal.spans import continuous_spans, counter_spans
 from .graphs import batch_size, run_launches
 from .runner_base import resolve
 
@@ -90,7 +91,7 @@ def _launches_for(seconds: float, launch_s: float) -> int:
 
 
 def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: float = 3.0,
-                target_range_c: float = 8.0, skip_s: float = 0.5, chunk_s: float = 0.5,
+                target_range_c: float = 8.0, skip_s: float = 0.5, chunk_s: float = 1.0,
                 min_range_c: float = 3.0, updates_per_span: int = 2, batch_below_s: float = 2e-4,
                 batch_s: float = 2e-3, continue_from: np.ndarray | None = None) -> Warmup:
     """Run ``workload`` back to back for at most ``max_s`` and fit α on the way.
@@ -109,8 +110,9 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
         Stop once the spans' temperatures span this many °C.
     skip_s : float, default=0.5
         Load left out at the start (the reading lags the die there).
-    chunk_s : float, default=0.5
-        Load between checks.
+    chunk_s : float, default=1.0
+        Load between checks (each check reads the trace and idles the GPU; the
+        0.35 s after it is left out of the fit, :func:`~powermodels.thermal.spans.continuous_spans`).
     min_range_c : float, default=3.0
         Narrowest range that identifies α (:func:`~powermodels.thermal.alpha.fit_alpha`).
     updates_per_span : int, default=2
@@ -152,7 +154,8 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
                 trace = runner.trace(start, end, run_id="alpha-warmup")
                 spans = counter_spans(trace, iv, start_s=start + skip_s, end_s=end,
                                       updates_per_span=updates_per_span)
-                spans = usable_spans(spans)
+                # (only where the load ran unbroken: this loop's own trace reads idle the GPU)
+                spans = usable_spans(continuous_spans(spans, iv))
                 temp = spans.get(schema.TEMPERATURE_C, pd.Series(dtype=float)).to_numpy(dtype=float)
                 temp = temp[np.isfinite(temp)]
                 wide = temp.size > 1 and float(temp.max() - temp.min()) >= target_range_c
@@ -173,8 +176,11 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
     """The α a measurement of ``workload`` at ``config`` on ``runner``'s GPU uses.
 
     In order: the cached α of this board, workload and configuration; a new one
-    learned now (:func:`learn_alpha`, then cached) when ``learn``; the board's
-    fixed-clock α pooled at this clock (:func:`pooled_alpha`); the package's
+    learned now (:func:`learn_alpha`, then cached) when ``learn`` — either, when it is this
+    workload's own fixed-clock fit, shrunk toward the board's prior (:func:`~powermodels.thermal.alpha.shrunk_alpha`:
+    the board's other learned α at this clock, else the assumption), the cache keeping the fit itself; the board's
+    fixed-clock α pooled at this clock and shrunk toward the assumption
+    (:func:`~powermodels.thermal.alpha.board_alpha`); the package's
     assumption at ``power_w`` (:func:`~powermodels.thermal.normalise.assumed_alpha`, with an
     :class:`AlphaAssumedWarning`).
 
@@ -205,12 +211,12 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
     cid = w.config_id(config)
     uuid = info.uuid or f"{info.kind}-{info.index}"
     found = cache.get(uuid, w.name, cid, driver=info.driver)
-    if found is not None:
-        return found
-    why = "learning is off"
     board = cache.entries(uuid, driver=info.driver)
+    if found is not None:
+        return with_board_prior(found, board, power_w)
+    why = "learning is off"
     if learn and regime == FIXED_CLOCK and math.isfinite(sm_clock_mhz):
-        pooled = pooled_alpha(board, sm_clock_mhz)
+        pooled = board_alpha(board, sm_clock_mhz, power_w)
         if pooled is not None and pooled.pooled >= pool_after:
             pooled = replace(pooled, detail=f"{pooled.detail} (no warm-up: {pooled.pooled} ≥ pool_after)")
             cache.put(uuid, w.name, cid, pooled, driver=info.driver)
@@ -218,12 +224,12 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
     if learn:
         warm = learn_alpha(runner, w, config, **learn_params)
         if warm.alpha is not None:
-            cache.put(uuid, w.name, cid, warm.alpha, driver=info.driver)
-            return warm.alpha
+            cache.put(uuid, w.name, cid, warm.alpha, driver=info.driver)  # its own fit: what later pools use
+            return with_board_prior(warm.alpha, board, power_w)
         why = warm.reason
         if len(warm.spans) and not math.isfinite(sm_clock_mhz):
             sm_clock_mhz = float(np.nanmean(warm.spans[schema.SM_CLOCK_MHZ].to_numpy(dtype=float)))
-    pooled = pooled_alpha(board, sm_clock_mhz) \
+    pooled = board_alpha(board, sm_clock_mhz, power_w) \
         if math.isfinite(sm_clock_mhz) and regime == FIXED_CLOCK else None
     if pooled is not None:
         if learn:  # kept, so later measurements do not warm up again (the entry expires with the cache's age)

@@ -34,6 +34,7 @@ quantisation over the range (σ = 1/√12 °C at each end).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -45,10 +46,12 @@ from .normalise import (
     FIXED_CLOCK,
     POWER_CAPPED,
     AlphaEstimate,
+    assumed_alpha,
 )
 from .spans import power_capped, settled_spans
 
-__all__ = ["CAPPED_MAX_PER_C", "AlphaAssumedWarning", "AlphaNotIdentified", "fit_alpha", "pooled_alpha", "regime_of", "usable_spans"]
+__all__ = ["CAPPED_MAX_PER_C", "AlphaAssumedWarning", "AlphaNotIdentified", "board_alpha", "board_prior", "fit_alpha", "pooled_alpha",
+           "regime_of", "shrunk_alpha", "usable_spans", "with_board_prior"]
 
 
 class AlphaNotIdentified(ValueError):
@@ -173,6 +176,12 @@ class AlphaAssumedWarning(UserWarning):
 
 
 
+def _mean_reference(temps) -> float:
+    """The rounded mean of the known reference temperatures (NaN when none is known)."""
+    known = [t for t in temps if math.isfinite(t)]
+    return float(round(float(np.mean(known)))) if known else math.nan
+
+
 def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float = 30.0) -> AlphaEstimate | None:
     """Inverse-variance mean of the learned fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
 
@@ -196,7 +205,63 @@ def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float =
         temperature_min_c=float(min(a.temperature_min_c for a in near)),
         temperature_max_c=float(max(a.temperature_max_c for a in near)),
         spans=int(sum(a.spans for a in near)), sm_clock_mhz=float(sm_clock_mhz),
-        reference_temperature_c=float(round(np.mean([a.reference_temperature_c for a in near]))),
+        reference_temperature_c=_mean_reference([a.reference_temperature_c for a in near]),
         detail=f"pooled over {len(near)} workload(s) learned on this board at {sm_clock_mhz:.0f} MHz",
         pooled=len(near),
     )
+
+
+def board_prior(estimates, power_w: float, sm_clock_mhz: float, *, exclude=None) -> AlphaEstimate:
+    """What the board's α at a clock is known to be before this workload's own warm-up.
+
+    The package's assumption at ``power_w`` (:func:`~.normalise.assumed_alpha`: 0.25 ± 0.12 %/°C,
+    what three H100 boards measured before: the population of boards), combined by inverse variance
+    with the board's other learned fixed-clock α at this clock when there are any
+    (:func:`pooled_alpha`, in W/°C: α is a property of the board at a clock, thesis §4.2.2) — a
+    two-level shrinkage, so one board's few warm-ups refine the population's value rather than
+    replace it. ``exclude`` (an estimate) is left out of the pool.
+    """
+    others = [a for a in estimates if a is not exclude and a != exclude]
+    pooled = board_alpha(others, sm_clock_mhz, power_w)
+    return assumed_alpha(power_w) if pooled is None else pooled
+
+
+def board_alpha(estimates, sm_clock_mhz: float, power_w: float) -> AlphaEstimate | None:
+    """The board's pooled fixed-clock α at this clock (:func:`pooled_alpha`) shrunk toward the
+    assumption at ``power_w`` (:func:`shrunk_alpha`): what a workload without its own fit uses.
+    None when the board has no learned α at this clock."""
+    pooled = pooled_alpha(estimates, sm_clock_mhz) if math.isfinite(sm_clock_mhz) else None
+    if pooled is None or not (math.isfinite(power_w) and power_w > 0):
+        return pooled
+    return shrunk_alpha(pooled, assumed_alpha(power_w))
+
+
+def shrunk_alpha(learned: AlphaEstimate, prior: AlphaEstimate) -> AlphaEstimate:
+    """``learned`` combined with ``prior`` by inverse variance (both W/°C): the row's α.
+
+    One workload's ≤ 10 s warm-up sees a few °C in whole-°C readings, so its slope is uncertain
+    (±25–90 % on the real H100s of session 4); a point estimate used as is over-corrects whenever
+    it lands high. Weighting it against what the board's α is known to be (:func:`board_prior`) by
+    their variances is the least-squares combination of two measurements of one quantity; a
+    precise warm-up keeps its own value, a vague one moves to the prior. The result keeps the
+    learned regime, clock, range and stored reference temperature.
+    """
+    if learned.uncertainty_w_per_c <= 0 or prior.uncertainty_w_per_c <= 0:
+        return learned
+    w_l, w_p = learned.uncertainty_w_per_c ** -2, prior.uncertainty_w_per_c ** -2
+    value = (w_l * learned.alpha_w_per_c + w_p * prior.alpha_w_per_c) / (w_l + w_p)
+    sigma = (w_l + w_p) ** -0.5
+    share = w_l / (w_l + w_p)
+    return replace(learned, alpha_w_per_c=float(value), uncertainty_w_per_c=float(sigma),
+                   detail=f"{learned.detail}; shrunk toward the board's prior {prior.alpha_w_per_c:.3g} ± "
+                          f"{prior.uncertainty_w_per_c:.2g} W/°C ({prior.source}"
+                          f"{', pooled' if prior.pooled else ''}), own weight {share:.2f}")
+
+
+def with_board_prior(alpha: AlphaEstimate, board, power_w: float) -> AlphaEstimate:
+    """A workload's own learned fixed-clock α shrunk toward the board's prior (:func:`shrunk_alpha`,
+    :func:`board_prior` over ``board``, the board's cached α); pooled, assumed, file and capped α as they are."""
+    if alpha.source != "learned" or alpha.pooled or alpha.regime != FIXED_CLOCK:
+        return alpha
+    power = alpha.power_w if math.isfinite(alpha.power_w) and alpha.power_w > 0 else power_w
+    return shrunk_alpha(alpha, board_prior(board, power, alpha.sm_clock_mhz, exclude=alpha))

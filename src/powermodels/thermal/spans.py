@@ -25,6 +25,7 @@ __all__ = [
     "cap_power_held",
     "cap_settled",
     "enforced_power_limit_w",
+    "continuous_spans",
     "counter_spans",
     "extend_until_settled",
     "power_capped",
@@ -114,6 +115,45 @@ def _mean_between(t: np.ndarray, v: np.ndarray, t0: float, t1: float) -> float:
         return float(v[inside].mean())
     before = np.flatnonzero(t <= t0)  # a slow reading: the last value before the span holds
     return float(v[before[-1]]) if before.size else math.nan
+
+
+def continuous_spans(spans: pd.DataFrame, launches: np.ndarray, *, max_idle_share: float = 0.01,
+                     gap_s: float = 0.005, restart_s: float = 0.35) -> pd.DataFrame:
+    """The spans over which the load ran without a break, and long enough after the last break.
+
+    α is fitted on these only. A span holding an idle gap charges the idle energy to its launches
+    (energy per launch too high), and after a gap the die has cooled within its ~0.17 s pole (the
+    H100 twin's fit) while the 1 °C, ~100 ms reading has not followed (energy per launch too low
+    for the reading). The online warm-up reads the trace between its load pieces, so these gaps
+    sit in its hotter part: on the simulated GPU, 20–100 ms host gaps after each piece turned the
+    true 0.90 W/°C into 1.19–3.47 W/°C with a 10× wider uncertainty — the pattern of session 4's real
+    H100 warm-ups (``datasets/h100-2026-11-25-session4``: 0.43–1.06 %/°C learned, ±40–90 %, where the
+    cold→hot rows imply 0.2–0.3 %/°C).
+
+    Parameters
+    ----------
+    spans : pandas.DataFrame
+        :func:`counter_spans` of ``launches``.
+    launches : array of shape (n, 2)
+    max_idle_share : float, default=0.01
+        Largest share of a span with no launch running.
+    gap_s : float, default=0.005
+        A pause between launches longer than this is a break in the load.
+    restart_s : float, default=0.35
+        Load left out after a break (two of the die's thermal poles).
+    """
+    if not len(spans):
+        return spans
+    iv = np.asarray(launches, dtype=float).reshape(-1, 2)
+    iv = iv[np.argsort(iv[:, 0], kind="stable")]
+    pause = iv[1:, 0] - iv[:-1, 1]
+    restarts = iv[1:, 0][pause > gap_s]
+    keep = []
+    for t0, t1 in zip(spans[schema.START_S].to_numpy(dtype=float), spans[schema.END_S].to_numpy(dtype=float)):
+        busy = float(np.clip(np.minimum(iv[:, 1], t1) - np.maximum(iv[:, 0], t0), 0.0, None).sum())
+        recent = restarts[(restarts > t0 - restart_s) & (restarts < t1)]
+        keep.append(busy >= (1.0 - max_idle_share) * (t1 - t0) and recent.size == 0)
+    return spans.loc[np.asarray(keep, dtype=bool)]
 
 
 def thermal_state(trace: pd.DataFrame, start_s: float, end_s: float) -> dict:

@@ -1,0 +1,115 @@
+"""Rows of a real run re-scored with another α method: issue 19's targets on values a run recorded.
+
+A run of ``benchmarks/gpu_thermal.py`` keeps, per workload, cold / warm / hot
+measurements and the 12 s reference, each with its raw energy per launch,
+power, time per launch, window temperature, reference temperature and the α it
+used (``thermal_rows.csv``). :func:`rescore_rows` recomputes ``energy_at_ref_j``
+of those rows with the α a method gives, in the run's order, as the method
+would have run online; :func:`implied_alpha` says which relative α brings the
+three states within a tolerance of each other and of the reference — what
+the rows themselves imply, for judging a method, never for tuning one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from .alpha import board_alpha, board_prior, shrunk_alpha
+from .normalise import FIXED_CLOCK, AlphaEstimate, normalise
+
+__all__ = ["STATES", "implied_alpha", "rescore_rows", "state_figures"]
+
+#: The thermal states whose figures must agree (issue 19), and the reference's name.
+STATES = ("cold", "warm", "hot")
+
+
+def _spread(values) -> float:
+    v = np.asarray(values, dtype=float)
+    return float((v.max() - v.min()) / v.mean())
+
+
+def state_figures(rows: pd.DataFrame, column: str = schema.ENERGY_AT_REF_J) -> dict:
+    """Spread of ``column`` over the cold/warm/hot rows of one workload and its worst gap to the reference (%)."""
+    states = rows[rows[schema.THERMAL_STATE].isin(STATES)]
+    ref = rows[rows[schema.THERMAL_STATE] == "reference"]
+    out = {"spread_pct": 100 * _spread(states[column]) if len(states) == len(STATES) else math.nan,
+           "worst_vs_ref_pct": math.nan}
+    if len(ref) and len(states):
+        gap = states[column].to_numpy(dtype=float) / float(ref[column].iloc[0]) - 1
+        out["worst_vs_ref_pct"] = float(100 * gap[np.argmax(np.abs(gap))])
+    return out
+
+
+def _at_ref(row, alpha_rel: float, t_ref: float) -> float:
+    """Energy per launch at ``t_ref`` with a relative α (share of the row's power per °C)."""
+    return float(row[schema.ENERGY_J]) * (1 - alpha_rel * (float(row[schema.TEMPERATURE_C]) - t_ref))
+
+
+def implied_alpha(rows: pd.DataFrame, *, spread_pct: float = 1.0, ref_pct: float = 2.0,
+                  grid_per_c=np.linspace(0.0, 1.5, 1501)) -> dict:
+    """The least-squares relative slope of the four rows' energy on temperature, and the range of relative
+    α (%/°C) that meets both targets on them (``(nan, nan)`` when none does)."""
+    used = rows[rows[schema.THERMAL_STATE].isin((*STATES, "reference"))]
+    temp = used[schema.TEMPERATURE_C].to_numpy(dtype=float)
+    energy = used[schema.ENERGY_J].to_numpy(dtype=float)
+    slope = np.polyfit(temp - temp.mean(), energy, 1)[0] / energy.mean()
+    t_ref = float(rows[schema.REFERENCE_TEMPERATURE_C].iloc[0])
+    ok = []
+    for a in grid_per_c:
+        moved = used.assign(**{schema.ENERGY_AT_REF_J: [_at_ref(r, a / 100, t_ref) for _, r in used.iterrows()]})
+        f = state_figures(moved)
+        if f["spread_pct"] <= spread_pct and abs(f["worst_vs_ref_pct"]) <= ref_pct:
+            ok.append(a)
+    return {"slope_pct_per_c": float(100 * slope),
+            "meets_pct_per_c": (min(ok), max(ok)) if ok else (math.nan, math.nan)}
+
+
+def _row_estimate(row, source: str) -> AlphaEstimate:
+    return AlphaEstimate(float(row[schema.CORRECTION_ALPHA_W_PER_C]), float(row[schema.ALPHA_UNCERTAINTY_W_PER_C]),
+                         source, regime=str(row[schema.ALPHA_REGIME]), power_w=float(row[schema.POWER_W]),
+                         sm_clock_mhz=float(row[schema.SM_CLOCK_MHZ]),
+                         reference_temperature_c=float(row[schema.REFERENCE_TEMPERATURE_C]))
+
+
+def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame, dict]:
+    """``rows`` (one run, in its order) with ``energy_at_ref_j`` recomputed by the shrinkage method.
+
+    Online, a workload's own learned fixed-clock α is cached as fitted and the row uses it shrunk
+    toward the board's prior (:func:`~.alpha.shrunk_alpha`, :func:`~.alpha.board_prior`: the
+    board's earlier learned α at this clock, else the assumption). A row whose α equals an earlier
+    workload's was pooled online and is re-pooled (:func:`~.alpha.board_alpha`); assumed and
+    capped α are kept. The reference row takes its workload's α. ``pool=False`` shrinks toward the
+    assumption alone (the board's earlier fits left out of the prior).
+
+    Returns
+    -------
+    rows : pandas.DataFrame
+        ``rows`` with ``energy_at_ref_j`` (and the α columns) recomputed.
+    alphas : dict
+        Workload → the :class:`~.normalise.AlphaEstimate` its rows now use.
+    """
+    out, alphas = [], {}
+    board: list[AlphaEstimate] = []
+    for _, group in rows.groupby(schema.WORKLOAD, sort=False):
+        first = group[group[schema.THERMAL_STATE].isin(STATES)].iloc[0]
+        own = _row_estimate(first, str(first[schema.ALPHA_SOURCE]))
+        fixed = own.regime == FIXED_CLOCK and own.source == "learned"
+        was_pooled = any(math.isclose(own.alpha_w_per_c, b.alpha_w_per_c, rel_tol=1e-9) for b in board)
+        if fixed and was_pooled:
+            alpha = board_alpha(board, own.sm_clock_mhz, own.power_w) or own
+        elif fixed:
+            alpha = shrunk_alpha(own, board_prior(board if pool else [], own.power_w, own.sm_clock_mhz))
+            board.append(own)
+        else:
+            alpha = own
+        alphas[first[schema.WORKLOAD]] = alpha
+        for _, row in group.iterrows():
+            fields = normalise(energy_j=row[schema.ENERGY_J], power_w=row[schema.POWER_W], time_s=row[schema.TIME_S],
+                               temperature_c=row[schema.TEMPERATURE_C], alpha=alpha,
+                               reference_temperature_c=row[schema.REFERENCE_TEMPERATURE_C])
+            out.append({**row.to_dict(), **fields})
+    return pd.DataFrame(out), alphas
