@@ -26,8 +26,8 @@ from docs_pages import PAGES, REPO, SHARED_DATA, RUNNABLE, blocks, console_comma
 
 #: pages whose examples take long on 2 cores, with the reason (only shrinks)
 SLOW: dict[str, str] = {
-    "docs/recordings.md": "four calibrate runs (a simulated natural-DVFS recording, three real recordings refitted): "
-                          "~20 s of CPU, a quarter of this test",
+    "docs/recordings.md": "five calibrate runs (a simulated natural-DVFS recording, four real recordings refitted): "
+                          "~48 s of CPU, 73 s wall alone on the shared 2-core machine",
 }
 #: pages run side by side (each is one mostly single-threaded interpreter; 2 cores)
 WORKERS = min(2, os.cpu_count() or 1)
