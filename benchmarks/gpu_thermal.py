@@ -43,6 +43,8 @@ normalised), ``environment.json``.
 Usage::
 
     PYTHONPATH=src python3 benchmarks/gpu_thermal.py --out $OUT
+    PYTHONPATH=src python3 benchmarks/gpu_thermal.py --rescore datasets/h100-2026-11-25-session4/thermal \\
+        datasets/h100-2026-11-25-session4/thermal_repeat --out docs/img     # earlier runs, current α method
     PYTHONPATH=src python3 benchmarks/gpu_thermal.py --device simulated --out /tmp/thermal_sim
 """
 
@@ -62,6 +64,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from _readonly_nvml import forbid_nvml_setters
+from powermodels.reporting import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
@@ -335,6 +338,51 @@ def plot(table: pd.DataFrame, path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def rescore(folders, out: Path, power_limit_w: float) -> str:
+    """Earlier runs' ``thermal_rows.csv`` re-scored with the current α method (no GPU): markdown and a plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from powermodels import schema
+    from powermodels.thermal.heldout import STATES, heldout_table, rescore_rows
+
+    runs = {Path(f).name: pd.read_csv(Path(f) / "thermal_rows.csv") for f in folders}
+    text = []
+    for name, rows in runs.items():
+        text += [f"### {name}", "", markdown_table(heldout_table(rows, power_limit_w=power_limit_w)), ""]
+    workloads = list(dict.fromkeys(w for rows in runs.values() for w in rows[schema.WORKLOAD]
+                                   if w in set(rows.loc[rows[schema.THERMAL_STATE] == "reference", schema.WORKLOAD])))
+    fig, axes = plt.subplots(len(runs), len(workloads), figsize=(2.9 * len(workloads), 2.9 * len(runs)), squeeze=False)
+    for axrow, (name, rows) in zip(axes, runs.items()):
+        new, _ = rescore_rows(rows[rows[schema.THERMAL_STATE].isin((*STATES, "reference"))])
+        for ax, w in zip(axrow, workloads):
+            g, n = rows[rows[schema.WORKLOAD] == w], new[new[schema.WORKLOAD] == w]
+            if not len(n):
+                ax.axis("off")
+                continue
+            base = float(n.loc[n[schema.THERMAL_STATE] == "reference", schema.ENERGY_AT_REF_J].iloc[0])
+            g = g[g[schema.THERMAL_STATE].isin(n[schema.THERMAL_STATE])]
+            for column, frame, colour, label in ((schema.ENERGY_J, g, "0.6", "raw"),
+                                                  (schema.ENERGY_AT_REF_J, g, "C1", "at T_ref, recorded α"),
+                                                  (schema.ENERGY_AT_REF_J, n, "C0", "at T_ref, shrunk α")):
+                ax.plot(frame[schema.TEMPERATURE_C], 100 * (frame[column] / base - 1), "o", color=colour, label=label)
+                ref = frame[frame[schema.THERMAL_STATE] == "reference"]
+                ax.plot(ref[schema.TEMPERATURE_C], 100 * (ref[column] / base - 1), "*", color=colour, ms=12)
+            ax.axhspan(-1, 1, color="C2", alpha=0.12)
+            ax.set_title(f"{name}: {w}", fontsize=7)
+            ax.set_xlabel("die temperature (°C)", fontsize=7)
+            ax.tick_params(labelsize=7)
+        axrow[0].set_ylabel("vs reference at T_ref (%)", fontsize=7)
+    axes[0, 0].legend(fontsize=6)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out / "thermal_h100_session4.png", dpi=100)
+    plt.close(fig)
+    return "\n".join(text)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
@@ -346,7 +394,15 @@ def main(argv=None) -> int:
                         help="--device simulated: a twin preset instead of the default simulated GPU "
                              "(e.g. h100-sxm, fitted to real H100 recordings: its cap controller overshoots)")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--rescore", nargs="+", default=None, metavar="FOLDER",
+                        help="no GPU: re-score earlier runs' thermal_rows.csv with the current α method, print "
+                             "the table and write thermal_h100_session4.png to --out")
+    parser.add_argument("--power-limit-w", type=float, default=700.0,
+                        help="--rescore: the runs' enforced power limit (the capped rows' settling check)")
     args = parser.parse_args(argv)
+    if args.rescore:
+        print(rescore(args.rescore, Path(args.out or "."), args.power_limit_w))
+        return 0
     blocked = forbid_nvml_setters()
     start = time.perf_counter()
     # a private state folder: α is learned afresh (the first measurement of each workload), never read

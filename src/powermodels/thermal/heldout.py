@@ -21,7 +21,7 @@ from .. import schema
 from .alpha import board_alpha, board_prior, shrunk_alpha
 from .normalise import FIXED_CLOCK, AlphaEstimate, normalise
 
-__all__ = ["STATES", "implied_alpha", "rescore_rows", "state_figures"]
+__all__ = ["STATES", "heldout_table", "implied_alpha", "rescore_rows", "state_figures"]
 
 #: The thermal states whose figures must agree (issue 19), and the reference's name.
 STATES = ("cold", "warm", "hot")
@@ -113,3 +113,40 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame
                                reference_temperature_c=row[schema.REFERENCE_TEMPERATURE_C])
             out.append({**row.to_dict(), **fields})
     return pd.DataFrame(out), alphas
+
+
+def heldout_table(rows: pd.DataFrame, *, power_limit_w: float = math.nan) -> pd.DataFrame:
+    """Per workload of one run: the recorded α and figures beside :func:`rescore_rows`' (issue 19's targets).
+
+    Columns: ``workload``, ``regime``, α recorded / now / implied by the rows and the range meeting
+    both targets (%/°C), raw spread, recorded and re-scored at-ref spread and worst gap to the
+    reference (%), whether each meets 1 % / 2 %, and for capped work whether the rows' power was at
+    ``power_limit_w`` (:data:`~.spans.CAP_POWER_TOLERANCE`; a row away from it was not settled).
+    """
+    from .spans import CAP_POWER_TOLERANCE
+
+    rows = rows[rows[schema.THERMAL_STATE].isin((*STATES, "reference"))]
+    new, alphas = rescore_rows(rows)
+    out = []
+    for w, g in rows.groupby(schema.WORKLOAD, sort=False):
+        power = float(g[schema.POWER_W].iloc[0])
+        raw, old = state_figures(g, schema.ENERGY_J), state_figures(g)
+        now = state_figures(new[new[schema.WORKLOAD] == w])
+        imp = implied_alpha(g)
+        states = g[g[schema.THERMAL_STATE].isin(STATES)]
+        at_limit = (states[schema.POWER_W].astype(float) - power_limit_w).abs() <= CAP_POWER_TOLERANCE * power_limit_w
+        out.append({
+            "workload": w, "regime": str(g[schema.ALPHA_REGIME].iloc[0]),
+            "alpha_recorded_pct_per_c": 100 * float(g[schema.CORRECTION_ALPHA_W_PER_C].iloc[0]) / power,
+            "alpha_now_pct_per_c": 100 * alphas[w].alpha_w_per_c / power,
+            "alpha_implied_pct_per_c": imp["slope_pct_per_c"],
+            "alpha_meeting_pct_per_c": "%.2f–%.2f" % imp["meets_pct_per_c"],
+            "raw_spread_pct": raw["spread_pct"],
+            "recorded_spread_pct": old["spread_pct"], "recorded_vs_ref_pct": old["worst_vs_ref_pct"],
+            "recorded_meets": old["spread_pct"] <= 1 and abs(old["worst_vs_ref_pct"]) <= 2,
+            "now_spread_pct": now["spread_pct"], "now_vs_ref_pct": now["worst_vs_ref_pct"],
+            "now_meets": now["spread_pct"] <= 1 and abs(now["worst_vs_ref_pct"]) <= 2,
+            "capped_rows_at_limit": f"{int(at_limit.sum())}/{len(states)}"
+            if str(g[schema.ALPHA_REGIME].iloc[0]) != FIXED_CLOCK and math.isfinite(power_limit_w) else "",
+        })
+    return pd.DataFrame(out)
