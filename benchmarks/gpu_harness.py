@@ -101,7 +101,8 @@ def section_bench(runner, res, out):
     import cupy as cp
 
     from powermodels import schema, workloads
-    from powermodels.measuring.sampler import EventClock, Sampler
+    from powermodels.devices.event_clock import EventClock
+    from powermodels.measuring.sampler import Sampler
 
     dev = runner.device
     # correctness

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 
@@ -44,6 +45,7 @@ class _Runner:
 
     def __init__(self, keep=2):
         self._prepared, self.keep, self.clock, self.in_flight = {}, keep, _Clock(), 8
+        self.device = types.SimpleNamespace(cuda_device=contextlib.nullcontext)
 
     def prepared(self, workload, config):
         key = (workload, str(config))

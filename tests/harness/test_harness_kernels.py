@@ -36,7 +36,7 @@ def test_square_wave_matches_closed_form(amplitude):
 
 
 def test_event_clock_bounds_the_offset():
-    from powermodels.measuring.sampler import EventClock
+    from powermodels.devices.event_clock import EventClock
 
     clock = EventClock()
     est = clock.calibrate(20)

@@ -1,5 +1,6 @@
 """CupyRunner.run_as_called with a stand-in cupy: a plain loop of calls, no events, one synchronize."""
 
+import contextlib
 import sys
 import types
 
@@ -25,6 +26,9 @@ class _Prepared:
 class _Device:
     def __init__(self):
         self.t = 10.0
+
+    def cuda_device(self):
+        return contextlib.nullcontext()
 
     def now(self):
         self.t += 0.5

@@ -1,5 +1,6 @@
 """CupyRunner.run_probed with a stand-in cupy: probes and launches interleave on one stream."""
 
+import contextlib
 import sys
 import types
 
@@ -61,6 +62,7 @@ def test_run_probed_brackets_every_batch(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
     runner = object.__new__(CupyRunner)
     runner.in_flight = 2
+    runner.device = types.SimpleNamespace(cuda_device=contextlib.nullcontext)
     runner.clock = _Clock()
     runner.prepared = lambda w, c: _Prepared()
     rows, probes = runner.run_probed("w", None, batches=3, per_batch=2, probe=_Probe())

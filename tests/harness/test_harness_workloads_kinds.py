@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -233,6 +235,7 @@ def test_cupy_runner_keeps_the_last_prepared_configurations_and_closes_the_rest(
     w = Tunable(lambda n: None, tune_params={"n": [1, 2, 3]})
     runner = CupyRunner.__new__(CupyRunner)  # the cache alone: no GPU, no sampler
     runner._prepared, runner.keep_prepared = {}, 2
+    runner.device = types.SimpleNamespace(cuda_device=contextlib.nullcontext)  # no CUDA device to select
     first = runner.prepared(w, {"n": 1})
     runner.prepared(w, {"n": 2})
     assert runner.prepared(w, "n=1") is first  # cached, and now the most recent

@@ -17,6 +17,8 @@ the next guard on that GPU, or ``powermodels restore``, puts them back.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import itertools
 import math
 import os
@@ -85,6 +87,23 @@ class Settings:
     sm_clock_mhz: float | None = None
     mem_clock_mhz: float | None = None
     power_limit_w: float | None = None
+
+
+def on_device_gpu(method):
+    """Run ``method`` of an object holding a :class:`Device` (``self.device``) inside
+    ``self.device.cuda_device()``, so its kernels run on the GPU whose sensor is read.
+
+    Selected per call, not once: CUDA's current device belongs to the calling host
+    thread (a Dask worker measures in its pool's threads, not the one that opened the
+    device); the caller's device is restored afterwards.
+    """
+
+    @functools.wraps(method)
+    def on_gpu(self, *args, **kwargs):
+        with self.device.cuda_device():
+            return method(self, *args, **kwargs)
+
+    return on_gpu
 
 
 class SettingsChangeRefused(PermissionError):
@@ -195,6 +214,11 @@ class Device(ABC):
         the clock then comes from the NVML reading, a slow sensor.
         """
         return None
+
+    def cuda_device(self):
+        """Context in which CuPy's current device (that of the calling thread) is this GPU;
+        nothing is selected where the device runs no CUDA kernels."""
+        return contextlib.nullcontext()
 
 
 _APPLY_ORDER = (

@@ -313,14 +313,22 @@ class NVMLDevice(Device):
 
     def clock_probe(self):
         """The on-GPU clock probe (:class:`~powermodels.devices.clock_probe.CupyClockProbe`)
-        on CuPy's current device; None when CuPy, its CUDA runtime or the device's memory is
-        missing (rows then say their clock is NVML's reading)."""
+        with its buffer on this GPU (CUDA device ``index``); None when CuPy, its CUDA runtime or
+        the device's memory is missing (rows then say their clock is NVML's reading)."""
         try:
             from .clock_probe import CupyClockProbe
 
-            return CupyClockProbe()
+            with self.cuda_device():
+                return CupyClockProbe()
         except Exception:  # no CuPy, no CUDA runtime or no device memory: the reading stands in
             return None
+
+    def cuda_device(self):
+        """Context in which CuPy's current device (that of the calling thread) is this GPU:
+        CUDA device ``index``, the ordinal the NVML handle was resolved from."""
+        import cupy as cp
+
+        return cp.cuda.Device(self.index)
 
     def current_settings(self) -> Settings:
         """``Settings(None, None, current power limit)``.

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from .. import schema, workloads
-from ..devices.base import Device
+from ..devices.base import Device, on_device_gpu
 from .runner_base import HOPPER_SENSOR, Runner, SensorProfile, resolve
 
 __all__ = ["CupyRunner", "back_to_back"]
@@ -64,18 +64,21 @@ class CupyRunner(Runner):
 
     def __init__(self, device: Device, sample_period_s: float = 5e-4, energy_period_s: float = 0.02,
                  sensor: SensorProfile = HOPPER_SENSOR, in_flight: int = 32, keep_prepared: int = 4):
-        from .sampler import EventClock, Sampler
+        from ..devices.event_clock import EventClock
+        from .sampler import Sampler
 
         self.device = device
         self.sensor = sensor
         self.in_flight = in_flight
         self.sampler = Sampler(device, period_s=sample_period_s, energy_period_s=energy_period_s).start()
         self.clock = EventClock(now=device.now)
-        self.clock.calibrate()
+        with device.cuda_device():  # the events on the GPU the sensor reads, as every launch (on_device_gpu)
+            self.clock.calibrate()
         self._prepared: dict = {}  # insertion order = least recently used first
         self.keep_prepared = max(1, int(keep_prepared))
         self._square: dict = {}
 
+    @on_device_gpu
     def prepared(self, workload, config=None):
         """``workload.prepare(config)``, once per workload and configuration (the last
         ``keep_prepared`` kept; an evicted one is closed and prepared again when needed)."""
@@ -90,6 +93,7 @@ class CupyRunner(Runner):
                 close()
         return pk
 
+    @on_device_gpu
     def run(self, workload, config=None, launches=1, gap_s=0.0):
         pk = self.prepared(workload, config)
         if self.clock_probe is None:
@@ -136,6 +140,7 @@ class CupyRunner(Runner):
         t = self.clock.host_times(events)
         return np.column_stack([t[:-1], t[1:]])
 
+    @on_device_gpu
     def run_probed(self, workload, config, batches: int, per_batch: int, probe):
         """``batches`` × ``per_batch`` launches back to back, a clock probe before the first batch
         and after each, on the workload's stream.
@@ -184,6 +189,7 @@ class CupyRunner(Runner):
         probes.insert(0, schema.T_S, probe_times_s(rows[:, 0], rows[:, 1])[:len(probes)])
         return rows, probes
 
+    @on_device_gpu
     def run_as_called(self, workload, config=None, launches=1):
         """One call per launch in a plain loop, as the user's program makes them: no CUDA events
         between calls, no queue limit of ours; the host clock from just before the first call to
@@ -236,6 +242,7 @@ class CupyRunner(Runner):
         edges = np.linspace(t0, now(), launches + 1)
         return np.column_stack([edges[:-1], edges[1:]])
 
+    @on_device_gpu
     def idle(self, seconds):
         import cupy as cp
 
@@ -250,6 +257,7 @@ class CupyRunner(Runner):
 
     # -- square wave (Yang §IV) -----------------------------------------------
 
+    @on_device_gpu
     def calibrate_square_wave(self, amplitude: float = 1.0, target_s: float = 0.05) -> tuple[float, float]:
         """Fit kernel time = ``c0 + c1 · iterations`` for the square-wave kernel; return (c0, c1).
 
@@ -278,6 +286,7 @@ class CupyRunner(Runner):
         iterations = max(1, round((on_s - c0) / c1))
         return workloads.square_wave_kernel(amplitude, iterations)
 
+    @on_device_gpu
     def square_wave(self, on_s, off_s, periods, amplitude=1.0):
         pk = self._square_kernel(on_s, amplitude)
         # the host schedules each period on its own clock, so launch jitter never accumulates
@@ -285,6 +294,7 @@ class CupyRunner(Runner):
         at = t0 + (on_s + off_s) * np.arange(periods)
         return self._launch(pk, periods, at=at)
 
+    @on_device_gpu
     def step(self, duration_s, amplitude=1.0):
         chunk = min(0.05, duration_s)
         pk = self._square_kernel(chunk, amplitude)
@@ -294,10 +304,11 @@ class CupyRunner(Runner):
 
     def close(self):
         try:
-            for pk in self._prepared.values():
-                close = getattr(pk, "close", None)
-                if close is not None:
-                    close()
+            with self.device.cuda_device():
+                for pk in self._prepared.values():
+                    close = getattr(pk, "close", None)
+                    if close is not None:
+                        close()
             self._prepared.clear()
         finally:
             try:

@@ -143,25 +143,26 @@ def run_batched(runner, workload, config, launches: int, batch: int,
 
     if batch < 1 or launches < 1:
         raise ValueError(f"run_batched: launches and batch must be >= 1, got {launches}, {batch}")
-    prepared = runner.prepared(workload, config)
-    cache = runner.__dict__.setdefault("_batches", {})
-    live = getattr(runner, "_prepared", None)
-    if live is not None:
-        # drop the graphs of workloads the runner evicted (keep_prepared): a Batch holds its
-        # prepared workload, so a kept one would pin every configuration's GPU arrays
-        kept = {id(p) for p in live.values()}
-        for k in [k for k in cache if k[0] not in kept]:
-            del cache[k]
-    key = (id(prepared), int(batch))
-    if key not in cache:
-        cache[key] = Batch(prepared, batch).capture(cp.cuda.Stream(non_blocking=True))
-    unit = cache[key]
-    n = math.ceil(launches / batch)
-    stream = cp.cuda.get_current_stream()
-    events = (back_to_back or _b2b)(unit, n, getattr(runner, "in_flight", 8), stream)
-    runner.clock.calibrate(8)
-    t = runner.clock.host_times(events)
-    return spread(np.column_stack([t[:-1], t[1:]]), [batch] * n)
+    with runner.device.cuda_device():  # graph, stream and events on the runner's GPU
+        prepared = runner.prepared(workload, config)
+        cache = runner.__dict__.setdefault("_batches", {})
+        live = getattr(runner, "_prepared", None)
+        if live is not None:
+            # drop the graphs of workloads the runner evicted (keep_prepared): a Batch holds its
+            # prepared workload, so a kept one would pin every configuration's GPU arrays
+            kept = {id(p) for p in live.values()}
+            for k in [k for k in cache if k[0] not in kept]:
+                del cache[k]
+        key = (id(prepared), int(batch))
+        if key not in cache:
+            cache[key] = Batch(prepared, batch).capture(cp.cuda.Stream(non_blocking=True))
+        unit = cache[key]
+        n = math.ceil(launches / batch)
+        stream = cp.cuda.get_current_stream()
+        events = (back_to_back or _b2b)(unit, n, getattr(runner, "in_flight", 8), stream)
+        runner.clock.calibrate(8)
+        t = runner.clock.host_times(events)
+        return spread(np.column_stack([t[:-1], t[1:]]), [batch] * n)
 
 
 @renamed_keywords(kernel="workload")

@@ -7,7 +7,7 @@ The protocols (:mod:`powermodels.measuring.protocols`) are written once against
   advance the :class:`~powermodels.devices.simulated.SimulatedGPU`'s clock and
   ``gpu.trace`` returns what a background sampler would have recorded;
 * :class:`CupyRunner` — CuPy launches timed with CUDA events mapped onto the
-  host clock (:class:`~powermodels.measuring.sampler.EventClock`) while a
+  host clock (:class:`~powermodels.devices.event_clock.EventClock`) while a
   :class:`~powermodels.measuring.sampler.Sampler` thread reads the sensor.
 
 Both take any :class:`~powermodels.workloads.Workload` (or what
