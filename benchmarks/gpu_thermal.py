@@ -38,7 +38,8 @@ is replaced by a function that raises before anything is opened.
 
 Files in ``--out``: ``thermal_rows.csv`` (every measurement), ``summary.csv``,
 ``report.md``, ``thermal_<device>.png`` (energy vs temperature, raw and
-normalised), ``environment.json``.
+normalised), ``environment.json``, ``alpha_cache.json`` (the learned α as cached, with
+how many warm-up spans breaks in the load cost).
 
 Usage::
 
@@ -407,7 +408,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     # a private state folder: α is learned afresh (the first measurement of each workload), never read
     # from an earlier run's cache
-    os.environ["POWERMODELS_STATE_DIR"] = tempfile.mkdtemp(prefix="gpu_thermal_state_")
+    state = os.environ["POWERMODELS_STATE_DIR"] = tempfile.mkdtemp(prefix="gpu_thermal_state_")
 
     from powermodels import schema
     from powermodels.devices import open_device
@@ -449,6 +450,10 @@ def main(argv=None) -> int:
         summary(table).to_csv(out / "summary.csv", index=False)
         plot(table, out / f"thermal_{kind}.png",
              f"{env['device']}: cold / warm / hot and the 12 s reference, raw (grey) and at T_ref (blue)")
+    # the learned α as cached (each fit's detail says how many spans breaks in the load cost, and the
+    # longest break: the evidence for or against the host-gap bias of docs/thermal.md)
+    cached = {p.name: json.loads(p.read_text()) for p in sorted(Path(state, "alpha").glob("*.json"))}
+    (out / "alpha_cache.json").write_text(json.dumps(cached, indent=1))
     notes.append(f"total {time.perf_counter() - start:.0f} s")
     text = report(table, env, notes)
     (out / "report.md").write_text(text)

@@ -152,10 +152,9 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
             elapsed = end - start
             if elapsed >= min_s or elapsed + chunk_s > max_s:
                 trace = runner.trace(start, end, run_id="alpha-warmup")
-                spans = counter_spans(trace, iv, start_s=start + skip_s, end_s=end,
-                                      updates_per_span=updates_per_span)
+                every = counter_spans(trace, iv, start_s=start + skip_s, end_s=end, updates_per_span=updates_per_span)
                 # (only where the load ran unbroken: this loop's own trace reads idle the GPU)
-                spans = usable_spans(continuous_spans(spans, iv))
+                spans = usable_spans(continuous_spans(every, iv))
                 temp = spans.get(schema.TEMPERATURE_C, pd.Series(dtype=float)).to_numpy(dtype=float)
                 temp = temp[np.isfinite(temp)]
                 wide = temp.size > 1 and float(temp.max() - temp.min()) >= target_range_c
@@ -165,6 +164,9 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
         if spans.empty:
             raise AlphaNotIdentified(f"no energy-counter spans after the power cap settled in {max_s:g} s")
         alpha, reason = fit_alpha(spans, min_range_c=min_range_c), ""
+        pause_ms = 1e3 * float(np.max(iv[1:, 0] - iv[:-1, 1], initial=0.0))  # what the GPU run can check
+        alpha = replace(alpha, detail=f"{alpha.detail}; {len(every) - len(spans)} of {len(every)} spans left out "
+                                      f"(breaks in the load up to {pause_ms:.0f} ms, or the cap settling)")
     except AlphaNotIdentified as err:
         alpha, reason = None, str(err)
     return Warmup(alpha, spans, iv, time.perf_counter() - wall0, reason)
