@@ -92,14 +92,25 @@ def test_usage_errors_are_one_line(capsys, argv, message):
     assert len(lines) == 1 and lines[0].startswith(message) and "--help)" in lines[0], lines
 
 
-@pytest.mark.parametrize("command", ["characterize", "campaign"])
+OUT_FOLDER_COMMANDS = {  # every command whose --out is a folder: the arguments before --out
+    "characterize": ["characterize", "--device", "simulated"],
+    "campaign": ["campaign", "{spec}"],
+    "calibrate": ["calibrate", "--device", "simulated", "fp32"],
+    "calibrate --from": ["calibrate", "--from", "{recording}"],
+    "twin-compare": ["twin-compare", "--preset", "h100-sxm", "{recording}"],
+    "calibrate-instructions": ["calibrate-instructions", "--device", "simulated"],
+    "dvfs-features": ["dvfs-features", "--ptx-only"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(OUT_FOLDER_COMMANDS))
 def test_out_that_is_a_file_is_named(tmp_path, capsys, command):
-    afile = tmp_path / "afile"
+    afile = tmp_path / "README.md"
     afile.write_text("")
     spec = tmp_path / "spec.json"
     spec.write_text('{"kernels": {"fp32": "default"}, "device": "simulated"}')
-    argv = (["characterize", "--device", "simulated"] if command == "characterize"
-            else ["campaign", str(spec)])
+    recording = tmp_path / "recording"  # the --out check comes first: nothing is read
+    argv = [a.format(spec=spec, recording=recording) for a in OUT_FOLDER_COMMANDS[command]]
     assert cli.main([*argv, "--out", str(afile)]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "exists and is not a folder" in lines[0], lines
+    assert len(lines) == 1 and f"--out {str(afile)!r} is a file, not a folder" in lines[0], lines

@@ -58,6 +58,15 @@ def check_writable(path: str | None, option: str) -> None:
         raise FileNotFoundError(f"{option}: folder {str(parent)!r} does not exist")
 
 
+def out_folder(path: str, option: str = "--out") -> Path:
+    """``path`` as a command's output folder; fails at once, before any work, when it is a file
+    (``mkdir`` would fail only after the work, with "File exists" and no option named)."""
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{option} {str(path)!r} is a file, not a folder")
+    return folder
+
+
 def open_any(kind: str, index: int = 0, **simulated):
     """Open ``kind``; "auto" without a GPU gives the simulated GPU *with* ``simulated`` (seed, preset)."""
     from ..devices import nvml_available, open_device

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from . import COMMANDS
+from ._common import out_folder
 
 NAME = "calibrate"
 HELP = COMMANDS[NAME].help
@@ -93,11 +93,11 @@ def _from(args) -> int:
 
     if args.workloads:
         raise ValueError("--from refits a recording: give no WORKLOAD (the recording names its own)")
+    out = out_folder(args.out)
     reference = None if args.clock_reference == "none" else args.clock_reference
     result = calibrate_from(args.from_dir, clock_reference=reference, min_span_mhz=args.min_span,
                             reference_clock_mhz=args.reference_clock,
                             reference_temperature_c=args.reference_temperature)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = save(result, out / "calibration.pmcal")
     report = calibration_report.write_report(result, out, plots=not args.no_plots)
@@ -149,7 +149,7 @@ def run(args) -> int:
         raise ValueError("--simulated-power-limit applies to the simulated GPU only")
     pressure = None if args.pressure == "none" else ("default" if args.pressure == "default"
                                                     else _workload_arg(args.pressure)[0])
-    out = Path(args.out)
+    out = out_folder(args.out)
     out.mkdir(parents=True, exist_ok=True)
     device = _open(args)
     try:

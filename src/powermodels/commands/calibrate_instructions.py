@@ -80,6 +80,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..workflows import instruction_calibration as ic
+    from ._common import out_folder
+
+    out_folder(args.out)
 
     if args.transfer_from:
         from ..workflows.instruction_transfer import transfer_calibration

@@ -136,12 +136,11 @@ def _print_boards(out_dir: str) -> None:
 
 def run(args) -> int:
     from ..campaigns import load_runs, load_spec, plan, run_campaign
-    from ._common import check_protocol_params
+    from ._common import check_protocol_params, out_folder
 
     if args.max_runs is not None and args.max_runs < 0:
         raise ValueError(f"--max-runs must be >= 0, got {args.max_runs}")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out: {args.out!r} exists and is not a folder")
+    out_folder(args.out)
     spec = load_spec(args.config, allow_code_outside=args.allow_code_outside)
     check_protocol_params(spec.protocol, dict(spec.protocol_params), what="protocol_params:")
     if args.device:

@@ -12,9 +12,9 @@ Never changes any GPU setting.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from . import COMMANDS
+from ._common import out_folder
 from ..cli_options import option_integer, option_number
 # the experiments live in the sensor package (the twin runs them too); ``record`` stays importable here
 from ..sensor.experiments import FRACTIONS, record  # noqa: F401
@@ -70,9 +70,7 @@ def run(args) -> int:
         kind = "nvml" if nvml_available(args.index) else "simulated"
         print(f"powermodels characterize: using the {'NVIDIA GPU' if kind == 'nvml' else 'simulated GPU'}",
               file=sys.stderr)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out: {str(out)!r} exists and is not a folder")
+    out = out_folder(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if kind == "simulated":
         from ..devices.simulated import PRESETS

@@ -39,6 +39,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..workflows.dvfs_features import collect_dvfs_features
+    from ._common import out_folder
+
+    out_folder(args.out)
 
     if args.source:
         missing = [s for s in args.source if not Path(s).is_file()]

@@ -37,7 +37,9 @@ def run(args) -> int:
     from ..recording import read_recording
     from ..twin.compare import twin_compare
     from ..twin.preset import load_preset
+    from ._common import out_folder
 
+    out_folder(args.out)  # before the replay, not after it
     preset = load_preset(args.preset)
     real = read_recording(args.recording, trace_optional=True)
 
