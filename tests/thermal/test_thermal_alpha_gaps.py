@@ -95,3 +95,13 @@ def test_held_out_session4_fp32_gemm_meets_both_targets_with_the_shrunk_alpha(da
         lo, hi = implied_alpha(fp32)["meets_pct_per_c"]
         rel = 100 * alphas["cupy_matmul_fp32_4096"].alpha_w_per_c / float(fp32[schema.POWER_W].iloc[0])
         assert lo <= rel <= hi
+
+
+def test_held_out_table_marks_the_unsettled_capped_rows_and_counts_what_met(datasets):
+    from powermodels.thermal.heldout import heldout_table
+
+    table = heldout_table(rows_of(datasets, "thermal"), power_limit_w=700.0)
+    capped = table[table["regime"] == "power_capped"].iloc[0]
+    assert capped["capped_rows_at_limit"] == "0/3"            # 797–855 W: none at the 700 W limit
+    fixed = table[table["regime"] == "fixed_clock"]
+    assert fixed["now_meets"].sum() > fixed["recorded_meets"].sum()
