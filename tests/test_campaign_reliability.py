@@ -27,12 +27,11 @@ SPEC = {"kernels": {"fp32": ["nr_outer=8", "nr_outer=16"]}, "protocol": "naive",
     ({"min_updates": 1e9}, "'min_updates'] must be an integer, got 1000000000.0"),
     ({"window_s": 2.0, "max_duration_s": 1.0}, "more than max_duration_s=1"),
 ])
-def test_counter_refuses_what_cannot_fit_its_bound_up_front(params, expect):
+def test_counter_refuses_what_cannot_fit_its_bound_up_front(params, expect, simulated_work):
     """Issue 25 #1: --protocol-param window_s=1e9 / min_updates=1e9 ran forever."""
-    started = time.monotonic()
     with make_runner("simulated") as runner, pytest.raises(ValueError, match=expect.replace("[", r"\[")):
         make_protocol("counter", **params).measure(runner, "fp32")
-    assert time.monotonic() - started < 10
+    assert simulated_work["seconds"] < 1  # refused before measuring (an unbounded run fails the fixture)
 
 
 @pytest.mark.parametrize("name, params", [
@@ -50,13 +49,12 @@ def test_every_protocol_has_a_bound(name, params):
     ('{"time_s": 1e-9}', "a launch of 1e-09 s needs 299,999,998 launches"),  # grew ~450 MB/s before
     ('{"time_s": 1e6}', "one launch of 'getcwd' takes 1e+06 s, more than max_duration_s=5"),
 ])
-def test_measure_refuses_twins_it_cannot_measure_in_bounds(capsys, twin, expect):
+def test_measure_refuses_twins_it_cannot_measure_in_bounds(capsys, twin, expect, simulated_work):
     """Issue 25 #1: `measure --callable os:getcwd --simulated '{"time_s": 1e-9}'` grew without bound."""
-    started = time.monotonic()
     rc = main(["measure", "--device", "simulated", "--callable", "os:getcwd", "--simulated", twin])
     err = capsys.readouterr().err
     assert rc == 1 and err.count("\n") == 1 and expect in err, err
-    assert time.monotonic() - started < 10
+    assert simulated_work["seconds"] < 1  # refused before measuring (an unbounded run fails the fixture)
 
 
 # ------------------------------------------------------------------ 2: stale index
