@@ -16,6 +16,14 @@ from powermodels import cli
     (["demo", "--device", "simulated", "--index", "-1"], "argument --index: must be an integer >= 0, got '-1'"),
     (["measure", "--device", "simulated", "--index", "2.5"], "argument --index: must be an integer >= 0"),
     (["campaign", "x.json", "--out", "X", "--wait", "nan"], "argument --wait: must be a finite number >= 0"),
+    # fit-twin: NaN failed after reading the recordings, naming an internal field; a negative knee was fitted
+    (["fit-twin", "R", "--out", "t.json", "--instant-window-ms", "nan"],
+     "argument --instant-window-ms: must be a finite number > 0, got 'nan'"),
+    (["fit-twin", "R", "--out", "t.json", "--instant-window-ms", "20", "--instant-delay-ms", "-1"],
+     "argument --instant-delay-ms: must be a finite number >= 0, got '-1'"),
+    (["fit-twin", "R", "--out", "t.json", "--knee-mhz", "-1100"],
+     "argument --knee-mhz: must be a finite number > 0, got '-1100'"),
+    (["fit-twin", "R", "--out", "t.json", "--knee-mhz", "nan"], "argument --knee-mhz: must be a finite number > 0"),
 ])
 def test_bad_numbers_are_usage_errors(capsys, argv, message):
     with pytest.raises(SystemExit) as info:

@@ -10,6 +10,7 @@ the cooling after it out of the fit, to validate on them.
 from __future__ import annotations
 
 from . import COMMANDS
+from ..cli_options import option_number
 
 NAME = "fit-twin"
 HELP = COMMANDS[NAME].help
@@ -21,11 +22,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--name", default=None, help="preset name (default: the file's stem)")
     parser.add_argument("--clock-workload", default=None,
                         help="workload whose time is proportional to 1/clock (default: the one named *fma*)")
-    parser.add_argument("--instant-window-ms", type=float, default=None,
+    parser.add_argument("--instant-window-ms", type=option_number(above=0), default=None,
                         help="instant-reading window from `powermodels characterize` (ms)")
-    parser.add_argument("--instant-delay-ms", type=float, default=0.0,
+    parser.add_argument("--instant-delay-ms", type=option_number(minimum=0), default=0.0,
                         help="instant-reading delay from `powermodels characterize` (ms)")
-    parser.add_argument("--knee-mhz", type=float, default=1100.0, help="V(f) knee (MHz), default 1100")
+    parser.add_argument("--knee-mhz", type=option_number(above=0), default=1100.0, help="V(f) knee (MHz), default 1100")
     parser.add_argument("--workload-time", action="append", default=[], metavar="NAME=T_S[:SHARE]",
                         help="time per launch at the top clock (and its clock-bound share, default 1) of a "
                              "workload the recordings do not time, e.g. a pressure load")
