@@ -37,8 +37,6 @@ LONG_MODULES = {
     "devices/base.py": "the Device interface and its restoring settings guard; devices/ is being "
                        "reworked by the simulated-GPU twin work (issue 23 leaves devices/ to it)",
     "devices/simulated.py": "the SimulatedGPU; devices/simulated* is being reworked by the twin work",
-    "meter.py": "EnergyMeter grew with issue 25's threads and long windows (landed the same day); "
-                "its split (window bookkeeping vs the public meter) is the next step",
     "models/instruction.py": "models/ is reworked by issue 23's column-convention work",
     "models/smoothing.py": "models/ is reworked by issue 23's column-convention work",
 }
