@@ -20,6 +20,9 @@ Workflow::
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.compose import TransformedTargetRegressor
@@ -27,6 +30,7 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from powermodels import schema
@@ -84,6 +88,18 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         Number of targets seen in ``fit``.
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions({"identity", "logistic", "tanh", "relu"})],
+        "param_grid": [dict, None],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "feature_log_offset": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
     def __init__(self, estimator=None, hidden_layer_sizes=(100, 50, 25), activation="logistic",
                  param_grid=None, cv=3, max_iter=500, n_jobs=None, random_state=None,
                  feature_log_offset=None):
@@ -139,14 +155,13 @@ class DVFSParameterPredictor(RegressorMixin, BaseEstimator):
         self : object
             The fitted estimator.
         """
+        self._validate_params()
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         X = self._features(X)
         self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         base, prefix = self._base()
         grid = DEFAULT_PARAM_GRID if self.param_grid is None else self.param_grid
         if grid:
-            if not isinstance(grid, dict):
-                raise ValueError(f"param_grid must be a dict, got {type(grid).__name__}")
             grid = {prefix + k: list(v) for k, v in grid.items()}
             cv = KFold(self.cv, shuffle=True, random_state=self.random_state)
             search = GridSearchCV(base, grid, cv=cv, scoring="neg_mean_squared_error",

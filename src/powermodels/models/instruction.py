@@ -31,11 +31,13 @@ system's energy table onto it with a least-squares line.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
     _check_sample_weight,
     check_is_fitted,
@@ -143,6 +145,18 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
              "repeated rows give solutions that differ by about alpha"),
     }
 
+    _parameter_constraints: ClassVar[dict] = {
+        "modifier_depth": [Interval(Integral, 0, None, closed="left"), None],
+        "group_rules": ["boolean", callable],
+        "extension": [StrOptions({"bucket", "none"})],
+        "memory_levels": ["boolean"],
+        "memory_traffic": ["boolean"],
+        "static_power_w": [Interval(Real, 0, None, closed="left"), None],
+        "min_share": [Interval(Real, 0, 1, closed="left")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"nnls", "bvls"})],
+    }
+
     def __init__(self, modifier_depth=None, group_rules=True, extension="bucket",
                  memory_levels=True, memory_traffic=True, static_power_w=None,
                  min_share=0.05, alpha=1e-6, solver="nnls"):
@@ -165,21 +179,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         return tags
 
     def _check_params(self):
-        if self.extension not in ("bucket", "none"):
-            raise ValueError(f"extension: must be 'bucket' or 'none', got {self.extension!r}")
-        if self.solver not in ("nnls", "bvls"):
-            raise ValueError(f"solver: must be 'nnls' or 'bvls', got {self.solver!r}")
-        if self.modifier_depth is not None and (not isinstance(self.modifier_depth, int | np.integer)
-                                                or self.modifier_depth < 0):
-            raise ValueError(f"modifier_depth: must be None or an int ≥ 0, got {self.modifier_depth!r}")
-        if not (np.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha: must be a finite number ≥ 0, got {self.alpha!r}")
-        if not (0.0 <= float(self.min_share) < 1.0):
-            raise ValueError(f"min_share: must be in [0, 1), got {self.min_share!r}")
-        if self.static_power_w is not None and not (np.isfinite(self.static_power_w)
-                                                    and self.static_power_w >= 0):
-            raise ValueError(f"static_power_w: must be None or a finite power ≥ 0 W, "
-                             f"got {self.static_power_w!r}")
+        self._validate_params()
 
     def _group(self, op: str) -> str:
         if callable(self.group_rules):

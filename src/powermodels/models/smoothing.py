@@ -30,17 +30,23 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy.ndimage import uniform_filter1d
 from scipy.signal import lfilter
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from powermodels.schema import validate_trace_matrix
 
 __all__ = ["GHFilter", "KalmanFilter1D", "MovingAverage", "first_order_recurrence", "kalman_gains"]
+
+
+#: ``_parameter_constraints`` entry of a finite real number (sklearn's Interval excludes NaN and ±inf).
+FINITE = Interval(numbers.Real, None, None, closed="neither")
 
 
 def _check_real(name: str, value, *, low: float | None = None, high: float | None = None,
@@ -226,18 +232,17 @@ class MovingAverage(_TraceFilter):
     array([[1.5       , 3.        , 3.33333333, 4.        ]])
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "window": [Interval(numbers.Integral, 1, None, closed="left")],
+        "align": [StrOptions({"centered", "trailing", "leading"})],
+    }
+
     def __init__(self, window=9, align="centered"):
         self.window = window
         self.align = align
 
     def _check_params(self):
-        if isinstance(self.window, bool) or not isinstance(self.window, numbers.Integral) \
-                or self.window < 1:
-            raise ValueError(f"window must be an integer >= 1, got {self.window!r}")
-        if self.align not in ("centered", "trailing", "leading"):
-            raise ValueError(
-                f"align must be 'centered', 'trailing' or 'leading', got {self.align!r}"
-            )
+        self._validate_params()
 
     def _filter(self, Z: np.ndarray) -> np.ndarray:
         k = int(self.window)
@@ -303,6 +308,14 @@ class GHFilter(_TraceFilter):
     array([[10.  , 11.  , 11.1 , 12.14]])
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "g": [Interval(numbers.Real, 0, 2, closed="neither")],
+        "h": [Interval(numbers.Real, 0, 4, closed="left")],  # and h < 4 - 2 g (stability), checked in fit
+        "dt": [Interval(numbers.Real, 0, None, closed="neither")],
+        "x0": [FINITE, None],
+        "dx0": [FINITE],
+    }
+
     def __init__(self, g=0.2, h=0.02, dt=1.0, x0=None, dx0=0.0):
         self.g = g
         self.h = h
@@ -311,12 +324,8 @@ class GHFilter(_TraceFilter):
         self.dx0 = dx0
 
     def _check_params(self):
-        g = _check_real("g", self.g, low=0.0, high=2.0, low_open=True, high_open=True)
-        _check_real("h", self.h, low=0.0, high=4.0 - 2.0 * g, high_open=True)
-        _check_real("dt", self.dt, low=0.0, low_open=True)
-        _check_real("dx0", self.dx0)
-        if self.x0 is not None:
-            _check_real("x0", self.x0)
+        self._validate_params()
+        _check_real("h", self.h, low=0.0, high=4.0 - 2.0 * float(self.g), high_open=True)
 
     def _filter(self, Z: np.ndarray) -> np.ndarray:
         g, h, dt, dx0 = float(self.g), float(self.h), float(self.dt), float(self.dx0)
@@ -447,6 +456,13 @@ class KalmanFilter1D(_TraceFilter):
     array([[2., 3., 4.]])
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "Q": [Interval(numbers.Real, 0, None, closed="left")],
+        "R": [Interval(numbers.Real, 0, None, closed="neither")],
+        "P0": [Interval(numbers.Real, 0, None, closed="left")],
+        "x0": [FINITE, None],
+    }
+
     def __init__(self, Q=0.01, R=1.0, P0=1.0, x0=None):
         self.Q = Q
         self.R = R
@@ -454,11 +470,7 @@ class KalmanFilter1D(_TraceFilter):
         self.x0 = x0
 
     def _check_params(self):
-        _check_real("Q", self.Q, low=0.0)
-        _check_real("R", self.R, low=0.0, low_open=True)
-        _check_real("P0", self.P0, low=0.0)
-        if self.x0 is not None:
-            _check_real("x0", self.x0)
+        self._validate_params()
 
     def _filter(self, Z: np.ndarray) -> np.ndarray:
         n = Z.shape[1]

@@ -13,10 +13,12 @@ against reference energies (``schema.REFERENCE_ENERGY_J``) or reference power.
 from __future__ import annotations
 
 import numbers
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from powermodels.schema import validate_trace_matrix
@@ -92,6 +94,15 @@ class TraceEnergy(RegressorMixin, BaseEstimator):
     array([193.33333333, 400.        ])
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "dt_s": [Interval(numbers.Real, 0, None, closed="neither")],
+        "what": [StrOptions({"energy", "power"})],
+        "statistic": [StrOptions(set(_STATISTICS))],
+        "trim_start": [Interval(numbers.Integral, 0, None, closed="left")],
+        "trim_end": [Interval(numbers.Integral, 0, None, closed="left")],
+        "calibration": [StrOptions({c for c in _CALIBRATIONS if c is not None}), None],
+    }
+
     def __init__(self, dt_s=1.0, what="energy", statistic="mean", trim_start=0, trim_end=0,
                  calibration=None):
         self.dt_s = dt_s
@@ -102,19 +113,7 @@ class TraceEnergy(RegressorMixin, BaseEstimator):
         self.calibration = calibration
 
     def _check_params(self, n_columns: int) -> None:
-        if isinstance(self.dt_s, bool) or not isinstance(self.dt_s, numbers.Real) \
-                or not np.isfinite(self.dt_s) or self.dt_s <= 0:
-            raise ValueError(f"dt_s must be a finite number > 0 (seconds), got {self.dt_s!r}")
-        if self.what not in ("energy", "power"):
-            raise ValueError(f"what must be 'energy' or 'power', got {self.what!r}")
-        if self.statistic not in _STATISTICS:
-            raise ValueError(f"statistic must be one of {_STATISTICS}, got {self.statistic!r}")
-        if self.calibration not in _CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {_CALIBRATIONS}, got {self.calibration!r}")
-        for name in ("trim_start", "trim_end"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        self._validate_params()
         if self.trim_start + self.trim_end >= n_columns:
             raise ValueError(
                 f"trim_start + trim_end = {self.trim_start + self.trim_end} leaves no column "

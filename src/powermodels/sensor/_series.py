@@ -9,11 +9,21 @@ load (activity or reference power), with the sensor reading passed as ``y``.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
 from .. import schema
+
+#: ``_parameter_constraints`` entries of the sensor estimators: a column (a name or a position),
+#: an optional one, a finite real, a real >= 0.
+COLUMN = [str, Interval(Integral, None, None, closed="neither")]
+OPTIONAL_COLUMN = [*COLUMN, None]
+FINITE = [Interval(Real, None, None, closed="neither")]
+NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
 
 MIN_SAMPLES = 3
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import schema
-from ._series import series_from_input, update_points
+from ._series import COLUMN, FINITE, NON_NEGATIVE, OPTIONAL_COLUMN, series_from_input, update_points
 from .window import boxcar_mean, cumulative_integral
 
 __all__ = ["SteadyStateGain"]
@@ -58,6 +60,13 @@ class SteadyStateGain(BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "time_column": COLUMN, "reference_column": COLUMN, "power_column": COLUMN,
+        "group_column": OPTIONAL_COLUMN, "settle_s": NON_NEGATIVE, "max_ripple": NON_NEGATIVE,
+        "lookahead_s": NON_NEGATIVE, "window_s": NON_NEGATIVE,
+        "delay_s": FINITE,  # a fitted delay may be slightly negative on a real GPU (a clock offset)
+    }
+
     def __init__(self, time_column=schema.T_S, reference_column=schema.REFERENCE_POWER_W,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
                  settle_s=1.5, max_ripple=0.02, lookahead_s=0.3, window_s=0.0, delay_s=0.0):
@@ -90,17 +99,7 @@ class SteadyStateGain(BaseEstimator):
         -------
         self
         """
-        if self.settle_s < 0:
-            raise ValueError(f"settle_s must be >= 0, got {self.settle_s}")
-        if not self.window_s >= 0:
-            raise ValueError(f"window_s must be >= 0, got {self.window_s}")
-        # a fitted delay may be slightly negative on a real GPU (a clock offset, BoxcarWindow)
-        if not np.isfinite(self.delay_s):
-            raise ValueError(f"delay_s must be finite, got {self.delay_s}")
-        if self.lookahead_s < 0:
-            raise ValueError(f"lookahead_s must be >= 0, got {self.lookahead_s}")
-        if self.max_ripple < 0:
-            raise ValueError(f"max_ripple must be >= 0, got {self.max_ripple}")
+        self._validate_params()
         t, ref, reading, groups = series_from_input(
             self, X, y, time_column=self.time_column, load_column=self.reference_column,
             power_column=self.power_column, group_column=self.group_column)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from numbers import Real
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
 
 from .. import schema
-from ._series import robust_update_period, series_from_input, table_column, update_points
+from ._series import COLUMN, FINITE, OPTIONAL_COLUMN, robust_update_period, series_from_input, table_column
+from ._series import update_points
 
 __all__ = ["RESPONSE_KINDS", "StepResponse", "rise_time"]
 
@@ -103,6 +108,12 @@ class StepResponse(BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints: ClassVar[dict] = {
+        "time_column": COLUMN, "load_column": COLUMN, "power_column": COLUMN, "group_column": OPTIONAL_COLUMN,
+        "reference_column": OPTIONAL_COLUMN, "settle_fraction": [Interval(Real, 0, 1, closed="right")],
+        "concave_threshold": FINITE,
+    }
+
     def __init__(self, time_column=schema.T_S, load_column=schema.LOAD_ACTIVITY,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
                  reference_column=None, settle_fraction=0.25, concave_threshold=0.6):
@@ -129,8 +140,7 @@ class StepResponse(BaseEstimator):
         -------
         self
         """
-        if not 0 < self.settle_fraction <= 1:
-            raise ValueError(f"settle_fraction must be in (0, 1], got {self.settle_fraction}")
+        self._validate_params()
         t, load, reading, groups = series_from_input(
             self, X, y, time_column=self.time_column, load_column=self.load_column,
             power_column=self.power_column, group_column=self.group_column)

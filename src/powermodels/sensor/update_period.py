@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from .. import schema
-from ._series import period_from_intervals, series_from_input, update_points
+from ._series import COLUMN, NON_NEGATIVE, OPTIONAL_COLUMN, period_from_intervals, series_from_input
+from ._series import update_points
 
 __all__ = ["UpdatePeriod"]
 
@@ -64,6 +67,10 @@ class UpdatePeriod(BaseEstimator):
                      "check_fit2d_1feature")
     }
 
+    _parameter_constraints: ClassVar[dict] = {
+        "time_column": COLUMN, "power_column": COLUMN, "group_column": OPTIONAL_COLUMN, "change_tol": NON_NEGATIVE,
+    }
+
     def __init__(self, time_column=schema.T_S, power_column=schema.POWER_INSTANT_W,
                  group_column=schema.RUN_ID, change_tol=0.0):
         self.time_column = time_column
@@ -86,8 +93,7 @@ class UpdatePeriod(BaseEstimator):
         -------
         self
         """
-        if self.change_tol < 0:
-            raise ValueError(f"change_tol must be >= 0, got {self.change_tol}")
+        self._validate_params()
         t, _, reading, groups = series_from_input(
             self, X, y, time_column=self.time_column, load_column=None,
             power_column=self.power_column, group_column=self.group_column, need_load=False)

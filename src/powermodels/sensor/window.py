@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+from typing import ClassVar
+
 import numpy as np
 import pandas as pd
 from scipy.ndimage import minimum_filter, minimum_filter1d
 from scipy.optimize import minimize
 from scipy.stats import f as f_dist
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .. import schema
-from ._series import period_from_intervals, series_from_input, update_points
+from ._series import COLUMN, FINITE, NON_NEGATIVE, OPTIONAL_COLUMN, period_from_intervals, series_from_input
+from ._series import update_points
 
 __all__ = ["BoxcarWindow", "boxcar_mean", "cumulative_integral"]
 
@@ -190,6 +195,14 @@ class BoxcarWindow(BaseEstimator):
         for name in ("check_pipeline_consistency", "check_estimators_pickle")
     }
 
+    _parameter_constraints: ClassVar[dict] = {
+        "time_column": COLUMN, "load_column": COLUMN, "power_column": COLUMN, "group_column": OPTIONAL_COLUMN,
+        "max_window_s": [Interval(Real, 0, None, closed="neither")], "max_delay_s": NON_NEGATIVE,
+        "discard_s": [*NON_NEGATIVE, None], "n_windows": [Interval(Integral, 3, None, closed="left")],
+        "delay_spread_s": NON_NEGATIVE, "min_delay_s": FINITE,  # <= max_delay_s, checked in fit
+        "n_starts": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(self, time_column=schema.T_S, load_column=schema.LOAD_ACTIVITY,
                  power_column=schema.POWER_INSTANT_W, group_column=schema.RUN_ID,
                  max_window_s=1.5, max_delay_s=0.2, discard_s=None, n_windows=60,
@@ -212,21 +225,10 @@ class BoxcarWindow(BaseEstimator):
         return cls(discard_s=0.0)
 
     def _validate_params(self):
-        if not self.max_window_s > 0:
-            raise ValueError(f"max_window_s must be > 0, got {self.max_window_s}")
-        if not self.max_delay_s >= 0:
-            raise ValueError(f"max_delay_s must be >= 0, got {self.max_delay_s}")
+        super()._validate_params()  # each parameter alone (_parameter_constraints)
         if not self.min_delay_s <= self.max_delay_s:
             raise ValueError(f"min_delay_s must be <= max_delay_s ({self.max_delay_s}), "
                              f"got {self.min_delay_s}")
-        if int(self.n_starts) < 1:
-            raise ValueError(f"n_starts must be >= 1, got {self.n_starts}")
-        if self.discard_s is not None and not self.discard_s >= 0:
-            raise ValueError(f"discard_s must be >= 0 or None, got {self.discard_s}")
-        if not self.delay_spread_s >= 0:
-            raise ValueError(f"delay_spread_s must be >= 0, got {self.delay_spread_s}")
-        if int(self.n_windows) < 3:
-            raise ValueError(f"n_windows must be >= 3, got {self.n_windows}")
 
     def _discard(self) -> float:
         if self.discard_s is None:
