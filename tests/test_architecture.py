@@ -34,8 +34,6 @@ MAX_PACKAGE_LINES = 4000
 LONG_MODULES = {
     "schema.py": "every column name of every table lives here by design (DESIGN.md ◆); splitting "
                  "it is a migration of its own",
-    "devices/base.py": "the Device interface and its restoring settings guard; devices/ is being "
-                       "reworked by the simulated-GPU twin work (issue 23 leaves devices/ to it)",
     "devices/simulated.py": "the SimulatedGPU; devices/simulated* is being reworked by the twin work",
     "models/instruction.py": "models/ is reworked by issue 23's column-convention work",
     "models/smoothing.py": "models/ is reworked by issue 23's column-convention work",
@@ -46,11 +44,6 @@ LARGE_PACKAGES = {
 }
 #: (importing module, imported module, name) -> why the private import stays for now
 PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {
-    ("powermodels.devices.nvml", "powermodels.devices.base", "_active_lock"):
-        "NVMLDevice.close restores the guards still open on it through base's guard registry "
-        "(read as base._active_lock/_active_guards); base should offer that as a public function",
-    ("powermodels.devices.nvml", "powermodels.devices.base", "_active_guards"):
-        "as _active_lock",
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from powermodels.devices import base
+from powermodels.devices import settings_restore
 from powermodels.devices.base import RestoreError, SettingsChangeRefused
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def assert_restored(gpu):
 @pytest.fixture(autouse=True)
 def no_guard_left_open():
     yield
-    assert base._active_guards == [], "a test left a guard open"
+    assert settings_restore.open_guards() == [], "a test left a guard open"
 
 
 # ------------------------------------------------------------------------ refusal
@@ -256,11 +256,11 @@ def test_close_restores_an_open_guard(nvml_device, fake_nvml, gpu):
 
 def test_restore_all_at_exit_restores_open_guards(nvml_device, fake_nvml, gpu):
     guard = all_three(nvml_device).__enter__()
-    assert guard in base._active_guards
-    base._restore_all_at_exit()
+    assert guard in settings_restore.open_guards()
+    settings_restore.restore_all_open_guards()
     assert_restored(gpu)
     calls = len(fake_nvml.calls)
-    base._restore_all_at_exit()  # a guard is restored once, not twice
+    settings_restore.restore_all_open_guards()  # a guard is restored once, not twice
     guard.__exit__(None, None, None)
     assert len(fake_nvml.calls) == calls
 
@@ -268,7 +268,7 @@ def test_restore_all_at_exit_restores_open_guards(nvml_device, fake_nvml, gpu):
 def test_restore_all_at_exit_reports_failures_on_stderr(nvml_device, fake_nvml, gpu, capsys):
     all_three(nvml_device).__enter__()
     fake_nvml.fail_always(RESET_MEM)
-    base._restore_all_at_exit()
+    settings_restore.restore_all_open_guards()
     err = capsys.readouterr().err
     assert "could not restore mem_clock_mhz" in err and "interpreter exit" in err
     assert gpu.sm_locked is None and gpu.power_limit_mw == 650_000

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from powermodels.devices import base, journal
+from powermodels.devices import base, journal, settings_restore
 
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"
@@ -200,8 +200,8 @@ def test_signal_handlers_installed_only_while_settings_are_changed(gpu):
     with device.settings_guard():
         assert signal.getsignal(signal.SIGTERM) is before
     with device.settings_guard(sm_clock_mhz=1410, allow_changes=True):
-        assert signal.getsignal(signal.SIGTERM) is base._on_signal
-        assert signal.getsignal(signal.SIGHUP) is base._on_signal
+        assert signal.getsignal(signal.SIGTERM) is settings_restore._on_signal
+        assert signal.getsignal(signal.SIGHUP) is settings_restore._on_signal
     assert signal.getsignal(signal.SIGTERM) is before
     device.close()
 

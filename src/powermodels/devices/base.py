@@ -12,23 +12,37 @@ exception, on ``KeyboardInterrupt``, at interpreter exit and on ``SIGTERM`` /
 ``allow_changes=True``. On a real GPU it first writes the previous settings
 to a journal (:mod:`powermodels.devices.journal`), so that after ``SIGKILL``
 the next guard on that GPU, or ``powermodels restore``, puts them back.
+The guards open in this process, the exit and signal handlers that restore
+them, and the recovery from the journal live in
+:mod:`powermodels.devices.settings_restore`.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
-import itertools
 import math
 import os
-import signal
-import sys
-import threading
-import time
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
+
+# the registry of open guards, the exit/signal handlers and the journal recovery (settings_restore.py);
+# RestoreError and recover_left_settings are imported here too so their old paths keep working
+from .settings_restore import (
+    APPLY_ORDER,
+    RestoreError,
+    add_open_guard,
+    journal_of,
+    next_guard_number,
+    note_journaled,
+    open_guards,
+    put_back,
+    recover_from_journal,
+    recover_left_settings,
+    release_signal_handlers_if_unchanged,
+    remove_open_guard,
+)
 
 __all__ = [
     "NOT_AVAILABLE",
@@ -108,10 +122,6 @@ def on_device_gpu(method):
 
 class SettingsChangeRefused(PermissionError):
     """Raised when a settings change is attempted without the explicit opt-in."""
-
-
-class RestoreError(RuntimeError):
-    """Raised (or warned) when the previous settings could not be restored."""
 
 
 class SettingsBusy(RuntimeError):
@@ -221,197 +231,6 @@ class Device(ABC):
         return contextlib.nullcontext()
 
 
-_APPLY_ORDER = (
-    ("power_limit_w", "_apply_power_limit"),
-    ("mem_clock_mhz", "_apply_mem_clock"),
-    ("sm_clock_mhz", "_apply_sm_clock"),
-)
-
-_active_guards: list[SettingsGuard] = []
-# Re-entrant: a SIGTERM handler restores (and takes this lock) in the main
-# thread, possibly while that thread was inside a guard holding it.
-_active_lock = threading.RLock()
-_guard_ids = itertools.count()
-
-
-def _restore_all_at_exit(reason: str = "interpreter exit") -> None:
-    # Interpreter exit with a guard still open (e.g. a generator never closed,
-    # sys.exit from a thread): put the device back before NVML goes away.
-    for guard in reversed(list(_active_guards)):
-        failures = guard._restore(reason=reason)
-        if failures:  # nobody is left to catch an exception: say it on stderr
-            print(guard._failure_message(failures), file=sys.stderr)
-
-
-atexit.register(_restore_all_at_exit)
-
-
-def _forget_guards_in_child() -> None:
-    # A forked child (a multiprocessing.Pool worker, whose terminate() sends SIGTERM) inherits
-    # the parent's open guards and our handler; those settings are the parent's to restore:
-    # the child's signal or exit must not reset them while the parent still measures.
-    _active_guards.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_guards_in_child)
-
-# ----------------------------------------------------------- SIGTERM / SIGHUP
-# A batch scheduler ends a job with SIGTERM (then SIGKILL); a closed terminal
-# sends SIGHUP. Neither runs atexit, so while a guard holds changed settings
-# the main thread handles them: restore every guard, then do what the signal
-# would have done (the previous handler, or die by the signal).
-_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
-_previous_handlers: dict[int, object] = {}
-_journaled_devices: list[Device] = []  # devices this process wrote journal entries for
-
-
-def _on_signal(signum, frame) -> None:
-    name = signal.Signals(signum).name
-    # read before restoring: the last guard's restore uninstalls us and forgets it
-    previous = _previous_handlers.get(signum, signal.SIG_DFL)
-    _restore_all_at_exit(reason=name)
-    # a guard that was restoring when the signal came is no longer active: its
-    # journal entry (kept until its restore finishes) says what to put back
-    for device in list(_journaled_devices):
-        try:
-            recover_left_settings(device)
-        except Exception as err:  # the journal keeps it for the next guard
-            print(f"{device.info.name}: {err}", file=sys.stderr)
-    _previous_handlers.pop(signum, None)
-    if signal.getsignal(signum) is _on_signal:
-        signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-    if callable(previous):
-        previous(signum, frame)
-        return
-    if previous == signal.SIG_IGN:
-        return
-    # SIG_DFL (or a handler set from C): die by the signal, as without us
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-def _install_signal_handlers() -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return  # Python handles signals in the main thread only; the journal still covers us
-    for signum in _SIGNALS:
-        current = signal.getsignal(signum)
-        if current is _on_signal or current == signal.SIG_IGN:
-            continue  # installed already, or the process ignores it (nohup): leave it
-        _previous_handlers[signum] = current
-        signal.signal(signum, _on_signal)
-
-
-def _uninstall_signal_handlers() -> None:
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for signum in list(_previous_handlers):
-        if signal.getsignal(signum) is _on_signal:  # nobody chained onto ours since
-            signal.signal(signum, _previous_handlers.pop(signum) or signal.SIG_DFL)
-
-
-# -------------------------------------------------------------------- journal
-
-
-def _journal(device: Device):
-    """The device's settings journal, or None where settings die with the process (simulated)."""
-    flag = getattr(device, "journal_settings", None)
-    if flag is None:
-        flag = device.info.kind == "nvml"
-    if not flag:
-        return None
-    from .journal import Journal
-
-    info = device.info
-    return Journal(info.uuid or f"{info.kind}-{info.index}")
-
-
-def _put_back(device: Device, values: dict, reason: str) -> tuple[list[str], BaseException | None]:
-    """Apply ``values`` (setting -> value) in restore order, retrying each; (failures, interrupt)."""
-    failures = []
-    interrupt: BaseException | None = None
-    for key, method in reversed(_APPLY_ORDER):
-        if key not in values:
-            continue
-        value = values[key]
-        last_error: BaseException | None = None
-        for attempt in range(device.restore_attempts):
-            try:
-                getattr(device, method)(value)
-                last_error = None
-                break
-            except Exception as err:  # retried, then reported
-                last_error = err
-                if attempt + 1 < device.restore_attempts:
-                    time.sleep(device.restore_retry_delay_s)
-            except BaseException as err:  # Ctrl-C mid-restore: finish restoring, then re-raise
-                interrupt = interrupt or err
-                last_error = err
-        if last_error is not None:
-            failures.append(
-                f"{key} to {value!r} after {device.restore_attempts} attempts "
-                f"({reason}): {last_error}"
-            )
-    return failures, interrupt
-
-
-def _recover_locked(device: Device, journal) -> list[str]:
-    """Restore what dead processes left in ``journal`` (held locked); messages of what was done."""
-    with _active_lock:
-        mine = {g._guard_id for g in _active_guards}
-    pid = os.getpid()
-    left = [e for e in journal.entries()
-            if not (e.pid == pid and e.guard_id in mine) and not (e.pid != pid and e.alive())]
-    if not left:
-        return []
-    from .journal import original_settings
-
-    values = original_settings(left)
-    with _active_lock:  # a guard of ours still open keeps what it applied (innermost wins)
-        for guard in _active_guards:
-            if guard.device is device:
-                for key in guard.applied:
-                    if key in values:
-                        values[key] = getattr(guard.target, key)
-    who = ", ".join(e.describe() for e in left)
-    failures, interrupt = _put_back(device, values, reason=f"left by {who}")
-    if interrupt is not None:
-        raise interrupt
-    if failures:
-        raise RestoreError(
-            f"{device.info.name}: could not restore the settings left by {who}: {'; '.join(failures)}"
-        )
-    journal.remove(e.guard_id for e in left)
-    done = ", ".join(f"{k}={'default' if v is None else v}" for k, v in values.items())
-    return [f"{device.info.name}: restored {done} left by {who}"]
-
-
-def recover_left_settings(device: Device) -> list[str]:
-    """Put back the settings a killed process left changed on ``device``.
-
-    Reads the device's journal; entries whose process is gone (SIGKILL, a
-    crash, a reboot of another host) are restored to the settings they
-    recorded, oldest first, and removed. Entries of running processes are
-    left alone. Every guard calls this on entry; ``powermodels restore``
-    calls it for every GPU with a journal.
-
-    Returns
-    -------
-    list of str
-        One line per restore done (empty when there was nothing to do).
-
-    Raises
-    ------
-    RestoreError
-        A left-behind setting could not be restored (the entry is kept).
-    """
-    journal = _journal(device)
-    if journal is None:
-        return []
-    with journal.locked():
-        return _recover_locked(device, journal)
-
-
 class SettingsGuard:
     """Context manager that applies settings and always restores the previous ones.
 
@@ -432,23 +251,23 @@ class SettingsGuard:
         self.previous: Settings | None = None
         self.applied: list[str] = []
         self.restore_failures: list[str] = []
-        self._guard_id = f"{os.getpid()}-{id(self):x}-{next(_guard_ids)}"
+        self._guard_id = f"{os.getpid()}-{id(self):x}-{next_guard_number()}"
         self._journal = None
         self._in_flight: str | None = None
 
     def __enter__(self) -> SettingsGuard:
-        wanted = [(k, m) for k, m in _APPLY_ORDER if getattr(self.target, k) is not None]
+        wanted = [(k, m) for k, m in APPLY_ORDER if getattr(self.target, k) is not None]
         if wanted and not self.allow_changes:
             raise SettingsChangeRefused(
                 f"{self.device.info.name}: refusing to change {', '.join(k for k, _ in wanted)} "
                 "without allow_changes=True (clock and power-limit changes are opt-in)"
             )
-        journal = _journal(self.device)
+        journal = journal_of(self.device)
         if journal is None:
             self.previous = self._previous()
         else:
             with journal.locked():
-                for message in _recover_locked(self.device, journal):
+                for message in recover_from_journal(self.device, journal):
                     warnings.warn(message, RuntimeWarning, stacklevel=2)
                 if wanted:
                     others = [e for e in journal.entries() if e.pid != os.getpid()]
@@ -465,12 +284,8 @@ class SettingsGuard:
                     journal.add(Entry.mine(self._guard_id, self._original(),
                                            [k for k, _ in wanted], self.device.info.name))
                     self._journal = journal
-                    if self.device not in _journaled_devices:
-                        _journaled_devices.append(self.device)
-        with _active_lock:
-            _active_guards.append(self)
-            if wanted:
-                _install_signal_handlers()
+                    note_journaled(self.device)
+        add_open_guard(self, changes_settings=bool(wanted))
         try:
             for key, method in wanted:
                 # a signal handler restoring between the setter's return and the append
@@ -494,11 +309,9 @@ class SettingsGuard:
         reset the outer guard's locked clock on exit instead of re-locking it.
         """
         now = self.device.current_settings()
-        with _active_lock:
-            for outer in _active_guards:  # oldest first: the innermost wins
-                if outer.device is self.device:
-                    for key in outer.applied:
-                        now = Settings(**{**asdict(now), key: getattr(outer.target, key)})
+        for outer in open_guards(self.device):  # oldest first: the innermost wins
+            for key in outer.applied:
+                now = Settings(**{**asdict(now), key: getattr(outer.target, key)})
         return now
 
     def _original(self) -> dict:
@@ -509,13 +322,12 @@ class SettingsGuard:
         """
         values = asdict(self.previous)
         seen: set[str] = set()
-        with _active_lock:
-            for outer in _active_guards:  # oldest first: the outermost change wins
-                if outer.device is self.device and outer is not self and outer.previous is not None:
-                    for key in outer.applied:
-                        if key not in seen:
-                            seen.add(key)
-                            values[key] = getattr(outer.previous, key)
+        for outer in open_guards(self.device):  # oldest first: the outermost change wins
+            if outer is not self and outer.previous is not None:
+                for key in outer.applied:
+                    if key not in seen:
+                        seen.add(key)
+                        values[key] = getattr(outer.previous, key)
         return values
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -539,15 +351,13 @@ class SettingsGuard:
 
     def _restore(self, reason: str) -> list[str]:
         """Undo every applied change in reverse order; return what failed."""
-        with _active_lock:
-            if self not in _active_guards:
-                return []
-            _active_guards.remove(self)
+        if not remove_open_guard(self):
+            return []
         assert self.previous is not None
-        values = {k: getattr(self.previous, k) for k, _ in _APPLY_ORDER
+        values = {k: getattr(self.previous, k) for k, _ in APPLY_ORDER
                   if k in self.applied or k == self._in_flight}
         self._in_flight = None
-        failures, interrupt = _put_back(self.device, values, reason)
+        failures, interrupt = put_back(self.device, values, reason)
         self.applied.clear()
         self.restore_failures = failures
         if self._journal is not None and not failures:
@@ -559,9 +369,7 @@ class SettingsGuard:
             except Exception as err:  # OSError, or filelock refusing a signal handler's re-entry
                 warnings.warn(f"{self.device.info.name}: settings restored, but the journal "
                               f"entry could not be removed: {err}", RuntimeWarning, stacklevel=3)
-        with _active_lock:  # handlers stay until the restore is done and recorded
-            if not any(g.applied for g in _active_guards):
-                _uninstall_signal_handlers()
+        release_signal_handlers_if_unchanged()  # handlers stay until the restore is done and recorded
         if interrupt is not None:
             if failures and hasattr(interrupt, "add_note"):
                 interrupt.add_note(self._failure_message(failures))

@@ -394,11 +394,9 @@ class NVMLDevice(Device):
         """Restore any guard still open on this device, then shut NVML down (once)."""
         if self._closed:
             return
-        from . import base
+        from .settings_restore import open_guards
 
-        with base._active_lock:
-            mine = [g for g in base._active_guards if g.device is self]
-        for guard in reversed(mine):
+        for guard in reversed(open_guards(self)):
             failures = guard._restore(reason="device closed")
             if failures:
                 warnings.warn(
