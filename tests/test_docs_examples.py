@@ -4,8 +4,8 @@ Each page's blocks run in order in one fresh interpreter on the simulated GPU, i
 folder that looks like a checkout (tests/docs_pages.py says how blocks are chosen and run, and
 the ``<!-- skip: reason -->`` marker a page puts before a block that cannot run here). A
 ``DeprecationWarning`` from the pages' own code or from ``powermodels`` fails the page. Pages
-run two at a time: 75 s wall and 85 s of CPU on the shared 2-core machine (load 2); with
-``-m 'not slow'`` 48 s wall, 64 s of CPU.
+run two at a time, the slow ones first: 96-123 s wall and ~120 s of CPU on the shared 2-core
+machine (load 2-3), recordings.md alone ~48 s of CPU; with ``-m 'not slow'`` ~68 s of CPU.
 
 To see what a page's examples print, or (``--diff``) how it differs from the output the page
 shows (to regenerate it)::
@@ -58,6 +58,7 @@ def page_runs(request, tmp_path_factory):
     selected = [item.callspec.params["page"] for item in request.session.items
                 if getattr(item, "originalname", None) == "test_page_examples_run"
                 and not _lacks_shared_data(item.callspec.params["page"])]
+    selected.sort(key=lambda page: str(page.relative_to(REPO)) not in SLOW)  # the longest start first
     with ThreadPoolExecutor(WORKERS) as pool:
         futures = {page: pool.submit(_run_page, page, prepare_folder(
             tmp_path_factory.mktemp(page.stem), SHARED_DATA.parent)) for page in selected}
