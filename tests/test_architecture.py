@@ -34,7 +34,6 @@ MAX_PACKAGE_LINES = 4000
 LONG_MODULES = {
     "schema.py": "every column name of every table lives here by design (DESIGN.md ◆); splitting "
                  "it is a migration of its own",
-    "devices/simulated.py": "the SimulatedGPU; devices/simulated* is being reworked by the twin work",
     "models/instruction.py": "models/ is reworked by issue 23's column-convention work",
     "models/smoothing.py": "models/ is reworked by issue 23's column-convention work",
 }
