@@ -5,7 +5,8 @@ Which fenced blocks run
 ``python``
     Python; each page's blocks run in order in **one** namespace (a later block may use an
     earlier block's names). A block written as an interactive session (``>>>`` / ``...``
-    prompts) runs its prompted lines; the lines without a prompt are its shown output.
+    prompts) runs its prompted statements one at a time as the interpreter does (a bare
+    expression's value is printed); the lines without a prompt are its shown output.
 ``bash`` / ``sh``
     A shell script (``bash -e -o pipefail``).
 ``console``
@@ -105,13 +106,29 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
+def interactive(block: Block) -> bool:
+    """A Python block written as an interactive session (``>>>`` prompts)."""
+    return any(line.startswith(">>>") for line in block.code.splitlines())
+
+
 def python_source(block: Block) -> str:
     """The block's code, padded so that tracebacks give the markdown file's own line numbers."""
     code_lines = block.code.splitlines()
-    if any(line.startswith(">>>") for line in code_lines):  # an interactive session
-        code_lines = [line[4:] if line[:4] in (">>> ", "... ") else
-                      "" if line.rstrip() in (">>>", "...") else "" for line in code_lines]
+    if interactive(block):
+        code_lines = [line[4:] if line[:4] in (">>> ", "... ") else "" for line in code_lines]
     return "\n" * (block.line - 1) + "\n".join(code_lines) + "\n"
+
+
+def session_statements(block: Block) -> list[str]:
+    """An interactive block's statements (a ``>>>`` line and its ``...`` lines), each padded to its
+    markdown line, to run one at a time as the interpreter does (an expression's value is shown)."""
+    statements: list[tuple[int, list[str]]] = []
+    for number, line in enumerate(block.code.splitlines(), start=block.line):
+        if line[:4] == ">>> " or line.rstrip() == ">>>":
+            statements.append((number, [line[4:]]))
+        elif (line[:4] == "... " or line.rstrip() == "...") and statements:
+            statements[-1][1].append(line[4:])
+    return ["\n" * (number - 1) + "\n".join(lines) + "\n" for number, lines in statements]
 
 
 def console_commands(block: Block) -> list[tuple[str, str]]:
@@ -162,10 +179,12 @@ def run_block(block: Block, namespace: dict, env: dict[str, str]) -> str:
     """Run one block (in the current folder); returns what it printed."""
     if block.lang == "python":
         out, err = io.StringIO(), io.StringIO()
-        code = compile(python_source(block), str(block.page), "exec")
+        codes = ([compile(statement, str(block.page), "single") for statement in session_statements(block)]
+                 if interactive(block) else [compile(python_source(block), str(block.page), "exec")])
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                exec(code, namespace)  # noqa: S102 - running the documentation's own examples
+                for code in codes:
+                    exec(code, namespace)  # noqa: S102 - running the documentation's own examples
         finally:
             printed = out.getvalue() + "".join(f"stderr| {line}\n" for line in err.getvalue().splitlines())
         return printed
@@ -193,6 +212,9 @@ def shown_output(page_blocks: list[Block], index: int) -> list[str] | None:
     block = page_blocks[index]
     if block.lang == "console":
         return block.code.splitlines()
+    if block.lang == "python" and interactive(block):
+        return [line for line in block.code.splitlines()
+                if line[:4] not in (">>> ", "... ") and line.rstrip() not in (">>>", "...")]
     after = page_blocks[index + 1] if index + 1 < len(page_blocks) else None
     if block.lang == "python" and after is not None and after.lang in ("", "text"):
         return after.code.splitlines()

@@ -22,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from docs_pages import PAGES, REPO, SHARED_DATA, RUNNABLE, blocks, console_commands, prepare_folder, python_source
+from docs_pages import (PAGES, REPO, RUNNABLE, SHARED_DATA, blocks, console_commands, prepare_folder, python_source,
+                        session_statements)
 
 #: pages whose examples take long on 2 cores, with the reason (only shrinks)
 SLOW: dict[str, str] = {
@@ -97,6 +98,9 @@ def test_blocks_are_read_as_a_reader_reads_them(tmp_path):
     assert other.lang not in RUNNABLE
     source = python_source(session)
     assert source.splitlines()[session.line - 1:] == ["x = 2", "print(x)", ""]
+    statements = session_statements(session)  # run one at a time, as the interpreter does
+    assert [st.strip() for st in statements] == ["x = 2", "print(x)"]
+    assert statements[1].count("\n") == session.line + 1  # on its own markdown line
 
 
 def test_an_old_import_path_fails_the_page(tmp_path):
