@@ -65,6 +65,15 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
+def _from_import_target(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from … import`` in ``module`` reads from (relative levels resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _import_nodes(tree: ast.AST):
     """Every Import/ImportFrom, at any depth, except those under ``if TYPE_CHECKING:``."""
     stack = [tree]
@@ -93,12 +102,7 @@ def module_imports(module: str) -> list[tuple[str, str | None]]:
         if isinstance(node, ast.Import):
             found += [(a.name, None) for a in node.names]
             continue
-        if node.level:
-            base = module.split(".") if is_package else module.split(".")[:-1]
-            base = base[: len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
+        target = _from_import_target(module, is_package, node)
         for alias in node.names:
             if f"{target}.{alias.name}" in MODULES:  # ``from pkg import submodule``
                 found.append((f"{target}.{alias.name}", None))
@@ -298,12 +302,7 @@ def private_attribute_uses(module: str) -> set[tuple[str, str, str]]:
                 if a.asname and a.name in MODULES:
                     bound[a.asname] = a.name
             continue
-        if node.level:
-            base = module.split(".") if is_package else module.split(".")[:-1]
-            base = base[: len(base) - (node.level - 1)]
-            target = ".".join(base + ([node.module] if node.module else []))
-        else:
-            target = node.module or ""
+        target = _from_import_target(module, is_package, node)
         for a in node.names:
             if f"{target}.{a.name}" in MODULES:
                 bound[a.asname or a.name] = f"{target}.{a.name}"
