@@ -38,12 +38,9 @@ import pandas as pd
 from .. import schema
 from ..boards import BoardNormalisation, board_spread, fit_board_normalisation
 from .plan import CampaignSpec, check_board_probe
-from .store import CampaignStore, atomic_json
+from .store import PROBE_DIR, CampaignStore, atomic_json
 
 __all__ = ["PROBE_DIR", "load_normalised_runs", "probe_spec", "record_boards", "run_board_probe"]
-
-#: Sub-folder of the campaign folder holding the board probe's own campaign.
-PROBE_DIR = "board_probe"
 
 
 def probe_spec(spec: CampaignSpec) -> CampaignSpec:

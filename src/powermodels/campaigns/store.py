@@ -14,6 +14,7 @@ row (finished) or no row (measured again on resume, its trace overwritten).
       runs/<key>.json        one run-table row per finished run (commit marker)
       traces/<key>.parquet   its trace table; traces/ is a parquet dataset
       runs.parquet           the whole run table, written once every planned run is finished
+      board_probe/           a spec's board probe: a campaign folder of its own (campaigns.boards)
 
 What each step reads, so that a campaign's cost stays flat in its size:
 
@@ -46,6 +47,7 @@ __all__ = ["CampaignStore"]
 RUNS = "runs"
 TRACES = "traces"
 RUN_TABLE_FILE = "runs.parquet"
+PROBE_DIR = "board_probe"  # the board probe's own campaign (:mod:`.boards`), set aside with the runs on restart
 INDEX = "_index.parquet"  # in runs/: the rows gathered so far (a cache; "_": never a run key)
 KEY = "__key__"  # the run key, as a column of the index
 STAMP = "__stamp__"  # the row file's modification time (ns) when indexed: a newer file wins
