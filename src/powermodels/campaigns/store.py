@@ -42,7 +42,7 @@ import pandas as pd
 
 from ..files import atomic_open, write_json
 
-__all__ = ["CampaignStore"]
+__all__ = ["CampaignStore", "existing_campaign_folder"]
 
 RUNS = "runs"
 TRACES = "traces"
@@ -73,6 +73,20 @@ def atomic_parquet(df: pd.DataFrame, path: Path) -> None:
 def atomic_json(data: Mapping, path: Path, *, indent: int | None = 2, default=_json_value) -> None:
     """Write ``data`` as JSON to ``path`` atomically and durably (:func:`powermodels.files.write_json`)."""
     write_json(path, dict(data), indent=indent, default=default)
+
+
+def existing_campaign_folder(out_dir: str | os.PathLike) -> Path:
+    """``out_dir`` as a Path, or a one-line error naming it when it is not a folder.
+
+    For readers: a mistyped path must not read as a campaign with no finished
+    run (an existing folder with none still gives an empty table).
+    """
+    out = Path(out_dir)
+    if not out.is_dir():
+        what = "is not a folder" if out.exists() else "does not exist"
+        raise FileNotFoundError(f"campaign folder {str(out)!r} {what}: give the --out of a campaign "
+                                "(powermodels campaign SPEC --out FOLDER)")
+    return out
 
 
 class CampaignStore:
