@@ -1,12 +1,20 @@
 """Wattchmen §6 on two GPUs: transfer the H200 table to another GPU from 10 % of its microbenchmarks.
 
-``measure`` (GPU, one call, ~7 min on a Hopper; ``--resume`` finishes a cut-off run)
-    On the new GPU: idle power, all 63 microbenchmarks and both held-out
-    workload sets (``heldout`` and ``fresh``), then both ncu passes
+``measure`` (GPU, one call, ~7 min on an H100; ``--resume`` finishes a cut-off run)
+    On the new GPU: idle power, all 63 microbenchmarks (64 with ``--hopper-extras``:
+    the warp-group MMA ``hgmma_f32``) and both held-out workload sets (``heldout``
+    and ``fresh``), each with the clock it ran at (on-GPU probes after every batch
+    of the power window, and NVML's reading), then both ncu passes
     (``--clock-control none``), with
     :func:`powermodels.workflows.instruction_calibration.measure_and_profile`.
+    Instruction counts belong to the code, compiler and GPU model, not the board:
+    by default the counts of ``--counts-from`` (``datasets/h100/wattchmen``) are
+    reused and ncu profiles only the items it lacks plus four checks (a full
+    opcode pass of every item takes ~6.5 min on an H100, the energy phase ~5 min);
+    on another GPU model, or with ``--counts-from none``, every item is profiled.
     The full set is measured once; the 10 % subsets are drawn from it, so one
-    call gives the transferred, the full and the as-is rows.
+    call gives the transferred, the full and the as-is rows. ``--device simulated``
+    runs the same steps on the simulated backend.
 ``analyze`` (anywhere)
     First chooses the model's settings by leave-one-microbenchmark-out
     cross-validation on the new GPU's microbenchmarks only
@@ -25,9 +33,9 @@
 
 Usage::
 
-    # on the H100 (repository root, $OUT the output folder):
+    # on the H100 (repository root, $OUT the output folder; 6 files):
     export PATH=/usr/local/cuda/bin:$PATH
-    PYTHONPATH=src timeout 590 python3 benchmarks/gpu_wattchmen_transfer.py measure --out $OUT
+    PYTHONPATH=src timeout 560 python3 benchmarks/gpu_wattchmen_transfer.py measure --hopper-extras --out $OUT
     # here, on the tables kept in datasets/h100/wattchmen/:
     PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py analyze --data datasets/h100/wattchmen
     PYTHONPATH=src python benchmarks/gpu_wattchmen_transfer.py simulated
@@ -72,18 +80,76 @@ RESULTS = REPO / "benchmarks" / "results"
 WATTCHMEN_FIG14 = "Wattchmen Fig. 14 (air- → water-cooled V100): 10 % 13 %, full table 14 % MAPE"
 
 
-def cmd_measure(args) -> int:
-    from powermodels.microbench.catalog import MICROBENCHMARKS
-    from powermodels.microbench.gpu import CupyNcuBackend
+#: Items of the counts source profiled again as a check that its counts hold: a scalar, a
+#: tensor-core (mma.sync) microbenchmark, the warp-group-MMA GEMM and a hand-written GEMM.
+RECHECK = {"nvml": ["ffma", "hmma_f32", "cublas_hgemm_8192", "tiled_sgemm_2048"],
+           "simulated": ["ffma", "hmma_f32", "sim_gemm"]}
 
+
+def preflight(names: list[str], say) -> list[str]:
+    """The ``names`` that launch cleanly on the GPU, each tried once in a child process.
+
+    The Hopper extras had never run on a GPU: a faulting kernel leaves the CUDA context
+    unusable, which would lose every later item of the run (and the whole ncu pass).
+    """
+    import subprocess
+
+    ok = []
+    for name in names:
+        code = ("import sys, tempfile; from pathlib import Path; "
+                f"sys.path.insert(0, {str(REPO / 'benchmarks')!r}); "
+                "from _readonly_nvml import forbid_nvml_setters; forbid_nvml_setters(); "
+                "from powermodels.microbench.gpu import MicrobenchGpu; "
+                f"g = MicrobenchGpu(Path(tempfile.gettempdir()) / 'pm_cubins', names=[{name!r}]); "
+                f"g.launcher({name!r}, 64)(); g.cp.cuda.Device().synchronize(); "
+                "v = float(g.out[:1024].sum()); sys.exit(0 if v == v else 3)")
+        try:
+            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                      [str(REPO / "src"), os.environ.get("PYTHONPATH", "")])})
+            rc, tail = proc.returncode, (proc.stderr or proc.stdout)[-400:]
+        except subprocess.TimeoutExpired:
+            rc, tail = "timeout", "no result in 120 s"
+        if rc == 0:
+            ok.append(name)
+            say(f"preflight {name}: launched and synchronised cleanly")
+        else:
+            say(f"WARNING: preflight {name} failed (rc={rc}): {tail.strip()}; left out of the run")
+    return ok
+
+
+def cmd_measure(args) -> int:
+    from powermodels.microbench.catalog import HOPPER_MICROBENCHMARKS, MICROBENCHMARKS
+
+    if args.device == "simulated":
+        from powermodels.microbench.simulated import SimulatedInstructionBackend
+
+        backend = SimulatedInstructionBackend(noise=0.01, seed=3, hopper_extras=args.hopper_extras)
+        workloads = ["sim"]
+    else:
+        from powermodels.microbench.gpu import CupyNcuBackend
+
+        backend = CupyNcuBackend(hopper_extras=args.hopper_extras)
+        workloads = ["heldout", "fresh"]
+    extras = list(HOPPER_MICROBENCHMARKS) if args.hopper_extras else []
+    counts_from = None if args.counts_from in ("", "none") else Path(args.counts_from)
+    if counts_from is not None and not counts_from.is_dir():
+        raise SystemExit(f"--counts-from: {counts_from} is not a folder (give 'none' to profile all)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with logged(out, print) as say:
-        _, micro, wl = measure_and_profile(CupyNcuBackend(), out, list(MICROBENCHMARKS),
-                                           ["heldout", "fresh"], resume=args.resume, say=say)
-        micro.to_parquet(out / "wattchmen_microbench.parquet")
+        if extras and args.device == "nvml":
+            extras = preflight(extras, say)
+        micro = [*MICROBENCHMARKS, *extras]
+        say(f"measure: {len(micro)} microbenchmarks ({'with' if args.hopper_extras else 'without'} "
+            f"the Hopper extras), workloads {workloads}, device {args.device}, counts from "
+            f"{counts_from or 'a full ncu profile'}")
+        _, micro_t, wl = measure_and_profile(backend, out, micro, workloads, resume=args.resume,
+                                             say=say, counts_from=counts_from,
+                                             recheck=RECHECK[args.device])
+        micro_t.to_parquet(out / "wattchmen_microbench.parquet")
         wl.to_parquet(out / "wattchmen_workloads.parquet")
-        say(f"tables: {micro.shape} microbenchmarks, {wl.shape} workloads")
+        say(f"tables: {micro_t.shape} microbenchmarks, {wl.shape} workloads")
     return 0
 
 
@@ -182,6 +248,15 @@ def main(argv=None) -> int:
     m = sub.add_parser("measure")
     m.add_argument("--out", default=os.environ.get("OUT", "wattchmen_transfer_out"))
     m.add_argument("--resume", action="store_true", help="keep the items of --out/measure.json")
+    m.add_argument("--hopper-extras", action="store_true",
+                   help="also measure the sm_90a warp-group MMA (HGMMA) microbenchmark, as "
+                        "`calibrate-instructions --hopper-extras` does")
+    m.add_argument("--device", choices=["nvml", "simulated"], default="nvml",
+                   help="nvml: the GPU (CuPy, NVML, ncu); simulated: the simulated backend")
+    m.add_argument("--counts-from", default=str(REPO / "datasets" / "h100" / "wattchmen"),
+                   help="earlier run on the same GPU model whose ncu counts are reused (only new "
+                        "items and a few checks are profiled; another GPU model: all are); "
+                        "'none' profiles every item (~12 min on an H100)")
     a = sub.add_parser("analyze")
     a.add_argument("--data", default=str(REPO / "datasets" / "h100" / "wattchmen"))
     a.add_argument("--reference", default=str(REPO / "datasets" / "h200"))

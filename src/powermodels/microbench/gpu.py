@@ -39,7 +39,8 @@ from .. import schema
 from . import sass
 from .catalog import HOPPER_MICROBENCHMARKS, MICROBENCHMARKS, microbenchmark
 
-__all__ = ["SECTOR_METRICS", "CupyNcuBackend", "MeasureSettings", "MicrobenchGpu", "counter_slope"]
+__all__ = ["SECTOR_METRICS", "CupyNcuBackend", "MeasureSettings", "MicrobenchGpu", "counter_slope",
+           "window_clocks"]
 
 MARKER = r'extern "C" __global__ void pm_marker(int* p) { if (p[0] == 12345) p[1] = 1; }'
 #: Metrics of the opcode pass besides the opcode metric itself.
@@ -97,6 +98,21 @@ def counter_slope(samples, t_from: float, t_to: float) -> float:
         return float("nan")
     i, j = edge[0], edge[-1]
     return (e[j] - e[i]) / 1e3 / (t[j] - t[i])
+
+
+def window_clocks(probed_mhz, nvml_mhz) -> dict:
+    """Summary of the clocks seen in a power window (keys of the energy record).
+
+    ``probe_clock_mhz`` (median of the on-GPU probes) with its 5th/95th percentiles and count,
+    and ``nvml_clock_mean_mhz`` (mean of NVML's readings); NaN where there was none.
+    """
+    probed = np.asarray(probed_mhz, dtype=float)
+    probed = probed[np.isfinite(probed)]
+    nvml = np.asarray(nvml_mhz, dtype=float)
+    pct = np.percentile(probed, [50, 5, 95]) if len(probed) else [np.nan] * 3
+    return {"probe_clock_mhz": float(pct[0]), "probe_clock_p05_mhz": float(pct[1]),
+            "probe_clock_p95_mhz": float(pct[2]), "n_probes": int(len(probed)),
+            "nvml_clock_mean_mhz": float(nvml.mean()) if len(nvml) else float("nan")}
 
 
 def _text(x) -> str:
@@ -172,20 +188,37 @@ class MicrobenchGpu:
         b.synchronize()
         return cp.cuda.get_elapsed_time(a, b) / 1e3 / repeat
 
+    def clock_probe(self):
+        """The on-GPU clock probe (created on first use), or None where it cannot run."""
+        if not hasattr(self, "_probe"):
+            from ..devices.clock_probe import CupyClockProbe
+
+            try:
+                self._probe = CupyClockProbe()
+                self._probe.enqueue()  # compiles (NVRTC) and runs once: a failure shows here
+                self._probe.collect()
+            except Exception as err:  # noqa: BLE001 - the power window must not depend on it
+                print(f"clock probe unavailable ({type(err).__name__}: {err}); NVML clock only")
+                self._probe = None
+        return self._probe
+
     def steady_power(self, step, step_s: float, settings: MeasureSettings) -> dict:
         """Keep the GPU busy with ``step`` and read the energy counter's slope.
 
         Two batches stay queued so the GPU never idles while the host polls the
         counter (≈4 ms a read). Power = ΔE/Δt between the first and last counter
         update edges inside the window; time per step from CUDA events over the
-        window's batches.
+        window's batches. The clock the item ran at: a clock probe after every batch of
+        the window (on the same stream, so it runs between batches; ~20 µs each), and
+        NVML's SM-clock reading every ~50 ms (a slow sensor, issue 26).
         """
         cp = self.cp
         per_batch = max(1, round(settings.batch_s / max(step_s, 1e-6)))
-        inflight, samples = [], []
+        probe = self.clock_probe()
+        inflight, samples, nvml_clocks = [], [], []
         t0 = time.monotonic()
         t_win, t_end = t0 + settings.warm_s, t0 + settings.warm_s + settings.window_s
-        ev_start = None
+        ev_start, t_clock = None, t_win
         steps_in_window = 0
         while True:
             now = time.monotonic()
@@ -197,10 +230,15 @@ class MicrobenchGpu:
                     step()
                 if ev_start is not None:
                     steps_in_window += per_batch
+                    if probe is not None:
+                        probe.enqueue()
                 ev = cp.cuda.Event()
                 ev.record()
                 inflight.append(ev)
             samples.append((time.monotonic(), self.energy_mj()))
+            if now >= t_clock:
+                nvml_clocks.append(self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM))
+                t_clock = now + 0.05
             while inflight and inflight[0].done:
                 inflight.pop(0)
             if now >= t_end:
@@ -212,7 +250,8 @@ class MicrobenchGpu:
         gpu_s = cp.cuda.get_elapsed_time(ev_start, ev_stop) / 1e3
         power = counter_slope(samples, t_win + 0.1, t_end)
         return {"power_w": power, "time_s": gpu_s / steps_in_window, "steps": steps_in_window,
-                "per_batch": per_batch, "n_samples": len(samples), **state}
+                "per_batch": per_batch, "n_samples": len(samples), **state,
+                **window_clocks(probe.collect_clocks() if probe is not None else [], nvml_clocks)}
 
     def idle_power(self, seconds: float = 3.0) -> float:
         self.cp.cuda.Device().synchronize()

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import sass
 from .catalog import HOPPER_MICROBENCHMARKS, MICROBENCHMARKS, microbenchmark
+from .gpu import window_clocks
 
 __all__ = ["PRESETS", "SIM_WORKLOADS", "InstructionPreset", "SimulatedInstructionBackend",
            "affine_preset"]
@@ -280,7 +281,8 @@ class SimulatedInstructionBackend:
         t = self._time(counts, level)
         return {"power_w": self._noisy(self._energy(counts, level) / t), "time_s": t,
                 "temperature_c": 50.0, "sm_clock_mhz": self.preset.clock_mhz,
-                "mem_clock_mhz": 3201.0}
+                "mem_clock_mhz": 3201.0,
+                **window_clocks([self.preset.clock_mhz], [self.preset.clock_mhz])}
 
     def _noisy(self, value: float) -> float:
         return float(value * (1 + self.noise * self._rng.standard_normal())) if self.noise else value

@@ -273,19 +273,65 @@ def logged(out: Path, say=print):
         yield tell
 
 def measure_and_profile(backend, out: Path, micro: list[str], workloads=(), *, resume=False,
-                        say=print) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    """Steps 1-2 and the tables: energy record, ncu profiles (gzipped CSVs), instruction tables."""
+                        say=print, counts_from=None, recheck=(),
+                        ) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """Steps 1-2 and the tables: energy record, ncu profiles (gzipped CSVs), instruction tables.
+
+    Parameters
+    ----------
+    counts_from : path, optional
+        Folder of an earlier calibration on the same GPU model and toolchain (its
+        ``measure.json`` and ncu CSVs). Instruction counts are a property of the code, the
+        compiler and the GPU model, not of the board, so the items it profiled are not
+        profiled again (the opcode pass costs ~0.5 s per kernel: 6 of a run's 12 minutes);
+        only the new ones and ``recheck`` are. Energy and time are always measured anew.
+        ``record["counts_from"]`` names the source and the reused items.
+    recheck : sequence of str
+        Items of ``counts_from`` profiled again as a check that its counts still hold
+        (``record["counts_check"]``: new ÷ old total instructions; the new counts are used).
+    """
+    from .instruction_tables import count_ratios, earlier_profiles, item_launches, profile_plan
+
+    # read before the energy phase: a wrong folder fails at once, not after minutes on the GPU
+    earlier = earlier_profiles(counts_from) if counts_from is not None else None
     record = measure_energy(backend, out, micro, workloads, resume=resume, say=say)
     if not record["micro"]:
         raise RuntimeError("no microbenchmark was measured (see calibrate_log.txt)")
     plan = {**plan_of(record), "specs": list(record.get("specs", workloads))}
+    info = (earlier[0].get("info") or {}) if earlier else {}
+    differ = [f"{k} {info.get(k)!r} there, {record['info'].get(k)!r} here"
+              for k in ("gpu", "sm_count") if earlier and info.get(k) != record["info"].get(k)]
+    if differ:  # counts scale with the SM count, and kernels differ between GPU models
+        say(f"WARNING: counts_from {counts_from} was profiled on another GPU model "
+            f"({'; '.join(differ)}): profiling every item")
+        earlier = None
+    if earlier is not None:
+        old_plan = profile_plan(earlier[0])
+        for key in ("micro", "workloads"):
+            plan[key] = [n for n in plan[key] if n not in old_plan[key] or n in recheck]
+        record["profile_plan"] = {k: plan[k] for k in ("micro", "workloads")}
+        record["counts_from"] = {
+            "path": str(counts_from), "gpu": info.get("gpu"), "uuid": info.get("uuid"),
+            "date_utc": info.get("date_utc"),
+            "reused": [n for k in ("micro", "workloads") for n in record[k]
+                       if n not in plan[k]]}
+        say(f"counts from {counts_from}: {len(record['counts_from']['reused'])} items reused, "
+            f"profiling {len(plan['micro'])} microbenchmarks and {len(plan['workloads'])} workloads")
     prof = backend.profile(plan, say)
     record["ncu_metric"] = prof["metric"]
+    if earlier is not None:
+        metric = earlier[0].get("ncu_metric", prof["metric"])
+        check = count_ratios(item_launches(prof["opcode_csv"], record["profile_plan"], prof["metric"]),
+                             item_launches(earlier[1], profile_plan(earlier[0]), metric))
+        record["counts_check"] = check
+        say("counts check (new ÷ reused total instructions): "
+            + (", ".join(f"{n} {r:.4f}" for n, r in check.items()) or "no item rechecked"))
     write_json(out / RECORD, record)
     for key, name in (("opcode_csv", "ncu_raw.csv.gz"), ("sector_csv", "ncu_sectors.csv.gz")):
         with gzip.open(out / name, "wt") as f:
             f.write(prof[key] or "")
-    return record, *tables_from_profiles(record, prof["opcode_csv"], prof["sector_csv"] or None)
+    return record, *tables_from_profiles(record, prof["opcode_csv"], prof["sector_csv"] or None,
+                                         earlier)
 
 
 def finish_calibration(out: Path, record: dict, micro_t: pd.DataFrame, wl_t: pd.DataFrame,

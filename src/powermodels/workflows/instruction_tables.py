@@ -33,8 +33,9 @@ from ..microbench import sass
 from ..microbench.gpu import SECTOR_METRICS  # named here too (where the tables use it)
 
 __all__ = ["MARKER_KERNEL", "PROFILE_ITERS", "SECTOR_METRICS", "STATIC_MICROBENCHMARK",
-           "build_tables", "plan_of", "rebuild_tables", "record_row", "sector_columns",
-           "segment_launches", "with_sectors"]
+           "build_tables", "count_ratios", "earlier_profiles", "item_launches", "plan_of", "profile_plan",
+           "rebuild_tables", "record_row", "sector_columns", "segment_launches",
+           "tables_from_profiles", "with_sectors"]
 
 #: Iteration counts the microbenchmarks are profiled at (multiples of 8: ptxas unrolls by 4).
 PROFILE_ITERS = (8, 16)
@@ -84,8 +85,37 @@ def _extrapolate(a: dict, b: dict, iters: int, profiled=PROFILE_ITERS) -> dict:
             for k in set(a) | set(b)}
 
 
+def item_launches(csv_text: str, plan: dict, metric: str | None = sass.OPCODE_METRIC,
+                  ) -> dict[tuple[str, str], list[list[dict]]]:
+    """The ncu launches of each profiled item, keyed ``("micro" | "workloads", name)``.
+
+    A microbenchmark has two launch lists (its two :data:`PROFILE_ITERS` profiles), a workload
+    one. ``plan`` (:func:`plan_of`) gives the profiled order, hence each item's marker codes.
+    """
+    if not (plan["micro"] or plan["workloads"]):
+        return {}
+    seg = segment_launches(sass.parse_ncu_csv(csv_text, metric))
+    out, code = {}, 0
+    for name in plan["micro"]:
+        out[("micro", name)] = [seg.get(code, []), seg.get(code + 1, [])]
+        code += 2
+    for name in plan["workloads"]:
+        out[("workloads", name)] = [seg.get(code, [])]
+        code += 1
+    return out
+
+
+def _launches_of(launches: dict, key: tuple[str, str]) -> list[list[dict]]:
+    try:
+        return launches[key]
+    except KeyError:
+        raise ValueError(f"{key[0]}: {key[1]!r} has no ncu profile (neither profiled in this run "
+                         "nor in the counts-from source)") from None
+
+
 def build_tables(record: dict, csv_text: str, plan: dict, metric: str = sass.OPCODE_METRIC,
-                 profiled=PROFILE_ITERS) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 profiled=PROFILE_ITERS, launches: dict | None = None,
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Instruction tables (one row per microbenchmark / workload) from a record and ncu.
 
     Parameters
@@ -102,26 +132,27 @@ def build_tables(record: dict, csv_text: str, plan: dict, metric: str = sass.OPC
         The instanced opcode metric of the profile.
     profiled : tuple of int
         The two iteration counts each microbenchmark was profiled at.
+    launches : dict, optional
+        Launches of items profiled elsewhere (:func:`item_launches` of an earlier run on the
+        same GPU model and toolchain); those of ``csv_text`` take precedence.
 
     Returns
     -------
     micro, workloads : pandas.DataFrame
     """
-    seg = segment_launches(sass.parse_ncu_csv(csv_text, metric))
+    found = {**(launches or {}), **item_launches(csv_text, plan, metric)}
     idle = record["idle_power_w"]
     static = record["micro"].get(STATIC_MICROBENCHMARK, {}).get("power_w", np.nan)
-    rows_m, rows_w, code = [], [], 0
-    for name in plan["micro"]:
-        ca, _, _ = sass.aggregate_launches(seg.get(code, []))
-        cb, r1, r2 = sass.aggregate_launches(seg.get(code + 1, []))
-        code += 2
-        meas = record["micro"][name]
+    rows_m, rows_w = [], []
+    for name, meas in record["micro"].items():
+        la, lb = _launches_of(found, ("micro", name))
+        ca, _, _ = sass.aggregate_launches(la)
+        cb, r1, r2 = sass.aggregate_launches(lb)
         counts = _extrapolate(ca, cb, meas["iters"], profiled)
         rows_m.append(record_row(name, meas, counts, r1, r2, idle, static))
-    for name in plan["workloads"]:
-        counts, r1, r2 = sass.aggregate_launches(seg.get(code, []))
-        code += 1
-        rows_w.append(record_row(name, record["workloads"][name], counts, r1, r2, idle, static))
+    for name, meas in record["workloads"].items():
+        counts, r1, r2 = sass.aggregate_launches(_launches_of(found, ("workloads", name))[0])
+        rows_w.append(record_row(name, meas, counts, r1, r2, idle, static))
     return _frame(rows_m), _frame(rows_w)
 
 
@@ -143,23 +174,24 @@ def _frame(rows) -> pd.DataFrame:
     return df[[c for c in df.columns if c not in ops] + ops]
 
 
-def sector_columns(record: dict, csv_text: str, plan: dict,
-                   profiled=PROFILE_ITERS) -> dict[str, dict[str, float]]:
-    """Per item: sectors through L1, L2, DRAM (microbenchmarks extrapolated in iterations)."""
-    seg = segment_launches(sass.parse_ncu_csv(csv_text, None))
+def sector_columns(record: dict, csv_text: str, plan: dict, profiled=PROFILE_ITERS,
+                   launches: dict | None = None) -> dict[str, dict[str, float]]:
+    """Per item: sectors through L1, L2, DRAM (microbenchmarks extrapolated in iterations).
+
+    ``launches``: sector-pass launches of items profiled elsewhere, as in :func:`build_tables`.
+    """
+    found = {**(launches or {}), **item_launches(csv_text, plan, None)}
 
     def total(launches):
         return {col: float(sum(np.nan_to_num(x["metrics"].get(m, 0.0)) for x in launches
                                for m in names)) for col, names in SECTOR_METRICS.items()}
 
-    out, code = {}, 0
-    for name in plan["micro"]:
-        sa, sb = total(seg.get(code, [])), total(seg.get(code + 1, []))
-        code += 2
-        out[name] = _extrapolate(sa, sb, record["micro"][name]["iters"], profiled)
-    for name in plan["workloads"]:
-        out[name] = total(seg.get(code, []))
-        code += 1
+    out = {}
+    for name, meas in record["micro"].items():
+        la, lb = _launches_of(found, ("micro", name))
+        out[name] = _extrapolate(total(la), total(lb), meas["iters"], profiled)
+    for name in record["workloads"]:
+        out[name] = total(_launches_of(found, ("workloads", name))[0])
     return out
 
 
@@ -173,13 +205,44 @@ def with_sectors(df: pd.DataFrame, sectors: dict) -> pd.DataFrame:
     return pd.concat([df.iloc[:, :at], extra, df.iloc[:, at:]], axis=1)
 
 
+def count_ratios(new: dict, old: dict) -> dict[str, float]:
+    """New ÷ old total instruction count of each item profiled in both (launch dicts of
+    :func:`item_launches`; a microbenchmark's larger profile): 1.0 when reused counts hold."""
+    out = {}
+    for key in sorted(set(new) & set(old)):
+        a, b = (sum(sass.aggregate_launches(x[-1])[0].values()) for x in (new[key], old[key]))
+        out[key[1]] = float(a / b) if b else float("nan")
+    return out
+
+
+def profile_plan(record: dict) -> dict:
+    """The items this record's own ncu CSVs cover (all of :func:`plan_of` unless the run reused
+    counts: then ``record["profile_plan"]``)."""
+    return record.get("profile_plan") or plan_of(record)
+
+
 def tables_from_profiles(record: dict, opcode_csv: str, sector_csv: str | None = None,
+                         earlier: tuple[dict, str, str | None] | None = None,
                          ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both tables of a record, with sector columns when a sector profile is given."""
-    plan = plan_of(record)
-    micro, wl = build_tables(record, opcode_csv, plan, record.get("ncu_metric", sass.OPCODE_METRIC))
-    if sector_csv:
-        sectors = sector_columns(record, sector_csv, plan)
+    """Both tables of a record, with sector columns when a sector profile is given.
+
+    ``earlier`` = ``(record, opcode_csv, sector_csv)`` of an earlier run whose profiles stand in
+    for the items this run did not profile (``record["counts_from"]`` says which).
+    """
+    plan = profile_plan(record)
+    old_ops = old_sec = None
+    if earlier is not None:
+        old_record, old_opcode_csv, old_sector_csv = earlier
+        old_plan = profile_plan(old_record)
+        old_ops = item_launches(old_opcode_csv, old_plan,
+                                old_record.get("ncu_metric", sass.OPCODE_METRIC))
+        old_sec = item_launches(old_sector_csv, old_plan, None) if old_sector_csv else None
+    micro, wl = build_tables(record, opcode_csv, plan, record.get("ncu_metric", sass.OPCODE_METRIC),
+                             launches=old_ops)
+    # with reused counts the sector columns need the source's sector profile too; an empty
+    # sector CSV is fine when this run profiled nothing itself
+    if (sector_csv if earlier is None else (sector_csv is not None and old_sec is not None)):
+        sectors = sector_columns(record, sector_csv, plan, launches=old_sec)
         micro, wl = (with_sectors(df, sectors) for df in (micro, wl))
     return micro, wl
 
@@ -188,7 +251,28 @@ def _read_text(path: Path) -> str:
     return gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
 
 
-def rebuild_tables(record_path, opcode_csv, sector_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def earlier_profiles(folder) -> tuple[dict, str, str | None]:
+    """``(record, opcode_csv, sector_csv)`` of an earlier calibration's raw files in ``folder``.
+
+    ``measure.json`` (or the H200 dataset's ``wattchmen_measure.json``), ``ncu_raw.csv[.gz]`` and,
+    when there, ``ncu_sectors.csv[.gz]``: the profiles a run with ``counts_from`` reuses.
+    """
+    folder = Path(folder)
+
+    def first(*names):
+        return next((folder / f"{n}{x}" for n in names for x in ("", ".gz")
+                     if (folder / f"{n}{x}").is_file()), None)
+
+    record, opcodes = first("measure.json", "wattchmen_measure.json"), first("ncu_raw.csv")
+    if record is None or opcodes is None:
+        raise FileNotFoundError(f"counts_from: {folder} lacks measure.json or ncu_raw.csv[.gz]")
+    sectors = first("ncu_sectors.csv")
+    return (json.loads(record.read_text()), _read_text(opcodes),
+            _read_text(sectors) if sectors else None)
+
+
+def rebuild_tables(record_path, opcode_csv, sector_csv=None, counts_from=None,
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rebuild the instruction tables from the raw files of a calibration (``.gz`` read too).
 
     Parameters
@@ -197,6 +281,9 @@ def rebuild_tables(record_path, opcode_csv, sector_csv=None) -> tuple[pd.DataFra
         The energy record (``measure.json``).
     opcode_csv, sector_csv : path
         The opcode and (optional) sector ncu raw CSVs.
+    counts_from : path, optional
+        Folder of the earlier run whose profiles the record reused (its
+        ``counts_from["path"]``); required when the record has ``counts_from``.
 
     Returns
     -------
@@ -206,5 +293,9 @@ def rebuild_tables(record_path, opcode_csv, sector_csv=None) -> tuple[pd.DataFra
         if not Path(p).is_file():
             raise FileNotFoundError(f"{p}: no such file (raw files of a calibration expected)")
     record = json.loads(Path(record_path).read_text())
+    if record.get("counts_from") and counts_from is None:
+        raise ValueError(f"counts_from: {record_path} reused the ncu counts of "
+                         f"{record['counts_from'].get('path')!r}; pass that folder")
     return tables_from_profiles(record, _read_text(Path(opcode_csv)),
-                                _read_text(Path(sector_csv)) if sector_csv else None)
+                                _read_text(Path(sector_csv)) if sector_csv else None,
+                                earlier_profiles(counts_from) if counts_from else None)
