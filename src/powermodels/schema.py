@@ -92,6 +92,7 @@ IDLE_POWER_W = "idle_power_w"
 ENERGY_UNCERTAINTY_J = "energy_uncertainty_j"
 COMMAND = "command"                  # an external program's command line (shell-quoted)
 EXIT_CODE = "exit_code"              # an external program's exit code
+TIMED_OUT = "timed_out"              # an external program stopped at its duration bound
 ENERGY_ABOVE_IDLE_J = "energy_above_idle_j"  # energy minus idle power x time
 TIME_SHARE = "time_share"            # a kernel's share of a program's GPU time (ncu), 0..1
 CALIBRATION_PHASE = "phase"          # powermodels calibrate: sweep / ramp / natural (DVFS)
@@ -382,6 +383,7 @@ RUN_TABLE = TableSpec(
         Column(WALL_S, "float", "s", 0.0, None, True, "wall time the measurement took"),
         Column(COMMAND, "str", description="command line of an external program"),
         Column(EXIT_CODE, "int", "", None, None, False, "exit code of an external program"),
+        Column(TIMED_OUT, "bool", description="external program stopped at its duration bound (timeout_s)"),
         Column(ENERGY_ABOVE_IDLE_J, "float", "J", None, None, True, "energy minus idle power x time"),
         Column(OTHER_GPU_PROCESSES, "float", "", 0.0, None, True,
                "other compute processes on the GPU before/after the run (NaN: unknown)"),

@@ -104,3 +104,28 @@ def test_measure_program_refuses_options_it_would_ignore(option, tmp_path, capsy
                  "--", sys.executable, "-c", "pass"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"{option} does not apply to a program" in err[0], err
+
+
+def test_measure_program_is_bounded_by_default(capsys, monkeypatch):
+    """`measure -- CMD` waited forever for a program that never exits."""
+    import sys
+
+    from powermodels.workloads import program
+
+    with pytest.raises(SystemExit):
+        main(["measure", "--help"])
+    assert f"(default {program.DEFAULT_TIMEOUT_S:g} s; 'none': no bound)" in " ".join(capsys.readouterr().out.split())
+    monkeypatch.setattr(program, "DEFAULT_TIMEOUT_S", 0.4)  # the default, shortened for the test
+    hang = ["--", sys.executable, "-c", "import time; time.sleep(30)"]
+    common = ["measure", "--device", "simulated", "--repeats", "1", "--idle-s", "0", "--simulated-activity", "0.5"]
+    assert main(common + hang) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did not exit within 0.4 s (the default bound): stopped with its process group" in err[0]
+    assert main(common + ["--timeout-s", "0.3"] + hang) == 1
+    assert "within 0.3 s: stopped" in capsys.readouterr().err
+    assert main(common + ["--timeout-s", "none", "--", sys.executable, "-c", "import time; time.sleep(0.6)"]) == 0
+    assert main(common + ["--no-check", "--timeout-s", "0.3"] + hang) == 0
+    assert "(stopped at its --timeout-s bound)" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(common + ["--timeout-s", "0"] + hang)
+    assert "argument --timeout-s: must be a finite number > 0, got '0'" in capsys.readouterr().err

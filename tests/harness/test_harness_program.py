@@ -187,3 +187,83 @@ def test_a_twin_with_time_is_gpu_work_then_idle_for_the_rest_of_the_wall_time():
     truth = gpu.truth(row[schema.START_S], row[schema.END_S])
     busy = (truth[schema.LOAD_ACTIVITY] > 0.5).mean() * row[schema.TIME_S]
     assert busy == pytest.approx(0.1, abs=0.01)        # 0.1 s of GPU work, idle for the rest
+
+
+# ------------------------------------------------------------------ the duration bound
+
+
+def _gone(pid: int, within_s: float = 3.0) -> bool:
+    """The process ``pid`` has exited (a zombie counts: it runs nothing) within ``within_s``."""
+    import time
+
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _spawner(tmp_path, ignore_term: bool = False) -> tuple[list[str], object]:
+    """A launcher script that starts a long child, writes its pid, and waits for it."""
+    pid_file = tmp_path / "child.pid"
+    trap = "trap '' TERM; " if ignore_term else ""  # SIG_IGN is inherited: the child ignores TERM too
+    return ["/bin/sh", "-c", f"{trap}sleep 60 & echo $! > {pid_file}; wait"], pid_file
+
+
+def test_a_program_has_a_default_bound():
+    from powermodels.workloads.program import DEFAULT_TIMEOUT_S
+
+    assert ProgramWorkload(SLEEP).timeout_s == DEFAULT_TIMEOUT_S == 3600
+    assert ProgramWorkload(SLEEP, timeout_s=None).timeout_s is None     # no bound, when asked
+    for bad in (0, -1, float("nan"), float("inf"), True, "10"):
+        with pytest.raises(ValueError, match="timeout_s must be a number > 0"):
+            ProgramWorkload(SLEEP, timeout_s=bad)
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+@pytest.mark.parametrize("ignore_term", [False, True])
+def test_the_bound_stops_the_whole_process_group(tmp_path, monkeypatch, ignore_term):
+    """The bound killed the launcher only: the program it started kept running (and the GPU busy)."""
+    import time
+
+    from powermodels.workloads import program
+
+    monkeypatch.setattr(program, "KILL_GRACE_S", 0.3)
+    argv, pid_file = _spawner(tmp_path, ignore_term)
+    start = time.monotonic()
+    with pytest.raises(ProgramFailed, match=r"did not exit within 0\.5 s: stopped with its process group") as err:
+        ProgramWorkload(argv, timeout_s=0.5).run_once()
+    assert "\n" not in str(err.value) and time.monotonic() - start < 3
+    assert _gone(int(pid_file.read_text()))
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+def test_an_interrupt_stops_the_whole_process_group(tmp_path, monkeypatch):
+    import subprocess
+
+    argv, pid_file = _spawner(tmp_path)
+    real = subprocess.Popen.communicate
+
+    def interrupted(self, *args, **kwargs):  # Ctrl-C while the program runs
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            pass
+        monkeypatch.setattr(subprocess.Popen, "communicate", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ProgramWorkload(argv).run_once()
+    assert _gone(int(pid_file.read_text()))
+
+
+def test_a_run_stopped_at_its_bound_is_flagged_with_check_false(recwarn):
+    slow = ProgramWorkload([PY, "-c", "import time; time.sleep(30)"], timeout_s=0.4, simulated=0.5)
+    m = measure_program(slow, SimulatedGPU(seed=0), repeats=1, idle_s=0.0, check=False)
+    row = schema.validate_run_table(m.table).iloc[0]
+    assert bool(row[schema.TIMED_OUT]) and row[schema.EXIT_CODE] != 0 and row[schema.TIME_S] < 5
+    assert m.energy_j != m.energy_j                           # not a successful run: no median

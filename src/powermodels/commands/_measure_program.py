@@ -11,10 +11,17 @@ import argparse
 import math
 import sys
 
-from ..cli_options import option_integer
+from ..cli_options import option_integer, option_number
 from ._common import check_writable, open_any, program_argv
 
 __all__ = ["add_program_arguments", "program_argv", "run_program", "write_table"]
+
+NO_BOUND = "none"  # --timeout-s none: wait for the program however long it runs
+
+
+def _timeout_option(text: str) -> float:
+    """``--timeout-s``: seconds > 0, or ``none`` (no bound: ``inf``)."""
+    return math.inf if text.strip().lower() == NO_BOUND else option_number(above=0)(text)
 
 
 def add_program_arguments(parser) -> None:
@@ -25,7 +32,9 @@ def add_program_arguments(parser) -> None:
                        help="idle gap before each run; gives the idle power (default 2 s)")
     group.add_argument("--no-check", action="store_true",
                        help="record a non-zero exit code instead of failing")
-    group.add_argument("--timeout-s", type=float, default=None, help="kill a run after this long")
+    group.add_argument("--timeout-s", type=_timeout_option, default=None, metavar="S|none",
+                       help="stop a run that has not exited after S seconds, with its process group "
+                            "(default 3600 s; 'none': no bound)")
     group.add_argument("--ncu-breakdown", action="store_true",
                        help="one more run under ncu --clock-control none: GPU time per kernel")
     group.add_argument("--simulated-activity", type=float, default=None, metavar="A",
@@ -62,7 +71,8 @@ def summary_lines(m, device_name: str) -> list[str]:
                      f"{r[schema.ENERGY_UNCERTAINTY_J]:.2g} J in {r[schema.TIME_S]:.3f} s "
                      f"({r[schema.POWER_W]:.1f} W; idle {_fmt(r[schema.IDLE_POWER_W], '.1f')} W, "
                      f"above idle {_fmt(r[schema.ENERGY_ABOVE_IDLE_J], '.4g')} J), "
-                     f"exit code {int(r[schema.EXIT_CODE])}")
+                     f"exit code {int(r[schema.EXIT_CODE])}"
+                     + (" (stopped at its --timeout-s bound)" if r.get(schema.TIMED_OUT, False) else ""))
     lines.append(f"  median: {_fmt(m.energy_j, '.4g')} J, {_fmt(m.time_s, '.3f')} s, "
                  f"{_fmt(m.power_w, '.1f')} W")
     if m.kernels is not None:
@@ -76,6 +86,7 @@ def summary_lines(m, device_name: str) -> list[str]:
 def run_program(args) -> int:
     """Measure the program after ``--`` with :func:`powermodels.measuring.program.measure_program`."""
     from ..measuring.program import ProgramWorkload, measure_program
+    from ..workloads.program import DEFAULT_TIMEOUT_S
 
     argv = program_argv(args)
     if not argv:
@@ -93,7 +104,9 @@ def run_program(args) -> int:
     check_writable(out, "--out")
     if out and not out.lower().endswith((".parquet", ".csv", ".json")):
         raise ValueError(f"--out: {out!r} must end in .parquet, .csv or .json")
-    workload = ProgramWorkload(argv, simulated=args.simulated_activity, timeout_s=args.timeout_s)
+    timeout_s = DEFAULT_TIMEOUT_S if args.timeout_s is None else args.timeout_s
+    workload = ProgramWorkload(argv, simulated=args.simulated_activity,
+                               timeout_s=None if timeout_s == math.inf else timeout_s)
     device = open_any(args.device, args.index, seed=args.seed, preset=args.preset)
     m = measure_program(workload, device, repeats=args.repeats, idle_s=args.idle_s,
                         check=not args.no_check, ncu=args.ncu_breakdown,

@@ -8,7 +8,10 @@ bracketed by the counter updates around those instants and interpolated
 between them (see :mod:`powermodels.measuring.counter_log`), and the idle gap
 before each run gives the idle power (the baseline). A program that exits
 with a non-zero code is an error naming the code (``check=False`` records it
-instead); a program that is not found is a one-line error before anything runs.
+instead); so is one stopped at its duration bound (``timeout_s``, an hour by
+default: :data:`~powermodels.workloads.program.DEFAULT_TIMEOUT_S`; with
+``check=False`` its row has ``timed_out`` set); a program that is not found is
+a one-line error before anything runs.
 
 On the simulated GPU the process still really runs (e.g. ``python -c ...``);
 its simulated twin's load is put on the simulated GPU over the program's wall
@@ -44,6 +47,8 @@ class ProgramMeasurement:
 
     def _median(self, column: str) -> float:
         ok = self.table[schema.EXIT_CODE] == 0
+        if schema.TIMED_OUT in self.table:  # a program may exit 0 on the SIGTERM that stopped it
+            ok &= ~self.table[schema.TIMED_OUT].astype(bool)
         return float(self.table.loc[ok, column].median()) if ok.any() else math.nan
 
     @property
@@ -60,12 +65,13 @@ class ProgramMeasurement:
         return self._median(schema.POWER_W)
 
 
-def _row(workload, device, repeat, run, idle, returncode, wall) -> dict:
+def _row(workload, device, repeat, run, idle, done, wall) -> dict:
     row = {
         schema.KERNEL: workload.name, schema.CONFIG: "", schema.COMMAND: workload.command,
         schema.DEVICE: device.info.name, schema.DEVICE_UUID: device.info.uuid,
         schema.HOST: socket.gethostname(), schema.PROTOCOL: "program", schema.REPEAT: repeat,
-        schema.LAUNCHES: 1, schema.EXIT_CODE: int(returncode), schema.WALL_S: wall,
+        schema.LAUNCHES: 1, schema.EXIT_CODE: int(done.returncode),
+        schema.TIMED_OUT: done.timed_out, schema.WALL_S: wall,
     }
     row.update(run.as_row())
     idle_w = idle.power_w if idle is not None else math.nan
@@ -90,8 +96,9 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
         Idle gap before each run; its energy gives ``idle_power_w`` (≥ a few
         counter updates, so ≥ 0.5 s).
     check : bool, default=True
-        A non-zero exit code raises :class:`ProgramFailed` naming it; with
-        False the run is recorded with its ``exit_code``.
+        A non-zero exit code, or a run stopped at the workload's
+        ``timeout_s``, raises :class:`ProgramFailed` naming it; with False
+        the run is recorded with its ``exit_code`` (and ``timed_out``).
     ncu : bool or str, default=False
         After the energy runs, run the program once more under
         ``ncu --clock-control none`` for a per-kernel time breakdown
@@ -105,7 +112,7 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
     -------
     ProgramMeasurement
         ``table``: run-table rows (``time_s`` is the program's wall time,
-        ``energy_j`` its whole energy, ``exit_code``, ``idle_power_w``,
+        ``energy_j`` its whole energy, ``exit_code``, ``timed_out``, ``idle_power_w``,
         ``energy_above_idle_j``); ``kernels`` with ``ncu=True``.
     """
     from ..meter import EnergyMeter
@@ -142,11 +149,11 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
                 workload.apply_twin(dev, time.perf_counter() - wall0)
             # the GPU idled (at the power just measured) up to the start and idles after the exit
             run = meter.end_window("program", idle_power_w=None if idle is None else idle.power_w)
-            rows.append(_row(workload, dev, repeat, run, idle, done.returncode,
-                             time.perf_counter() - wall0))
+            rows.append(_row(workload, dev, repeat, run, idle, done, time.perf_counter() - wall0))
             if progress is not None:
+                stopped = f" (stopped at its {workload.timeout_s:g} s bound)" if done.timed_out else ""
                 progress(f"run {repeat + 1}/{repeats}: {run.energy_j:.4g} J in {run.time_s:.3g} s "
-                         f"({run.power_w:.1f} W), exit code {done.returncode}")
+                         f"({run.power_w:.1f} W), exit code {done.returncode}{stopped}")
     finally:
         meter.close()
     table = pd.DataFrame(rows)

@@ -4,21 +4,35 @@ What a program's energy, time and power are, and how they are measured, is
 :func:`powermodels.measuring.program.measure_program`. On the simulated GPU the
 process still really runs; its twin's load is put on the simulated GPU over
 the program's wall time (:meth:`ProgramWorkload.apply_twin`).
+
+Every run is bounded: a program that has not exited after ``timeout_s``
+(default :data:`DEFAULT_TIMEOUT_S`, one hour; ``None`` for no bound) is
+stopped with its whole process group — SIGTERM, then SIGKILL after
+:data:`KILL_GRACE_S` — so children it started (a launcher script's real
+program, a data loader's workers) cannot outlive it and keep the GPU busy. It
+runs in a session of its own for that; it has no controlling terminal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 
 from .base import Prepared, Workload
 from .twins import SimulatedTwin
 
-__all__ = ["ProgramFailed", "ProgramWorkload"]
+__all__ = ["DEFAULT_TIMEOUT_S", "KILL_GRACE_S", "ProgramExit", "ProgramFailed", "ProgramWorkload"]
+
+#: A run's bound when none is given (s): a program that never exits is stopped, not waited for forever.
+DEFAULT_TIMEOUT_S = 3600.0
+#: After SIGTERM, how long the program has to exit before its process group gets SIGKILL (s).
+KILL_GRACE_S = 2.0
 
 
 class ProgramFailed(ChildProcessError):
@@ -44,6 +58,29 @@ def _resolve(argv0: str, cwd: str | None, env: Mapping | None) -> str:
     if found is None:
         raise FileNotFoundError(f"program not found: {argv0!r} is not on PATH")
     return found
+
+
+class ProgramExit(subprocess.CompletedProcess):
+    """One finished run: a :class:`subprocess.CompletedProcess` that says whether it was stopped at its bound."""
+
+    def __init__(self, args, returncode, stdout=None, stderr=None, *, timed_out: bool = False):
+        super().__init__(args, returncode, stdout, stderr)
+        self.timed_out = bool(timed_out)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the program's process group, SIGKILL after :data:`KILL_GRACE_S`; the group is gone after."""
+    if not hasattr(os, "killpg"):  # no process groups (Windows): the process alone
+        proc.kill()
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)  # its own session: the group id is its pid
+        except (ProcessLookupError, PermissionError):  # the whole group has exited already
+            return
+        if sig == signal.SIGTERM:  # a chance to exit cleanly; then SIGKILL for whatever is left (children)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(KILL_GRACE_S)
 
 
 class _RunProgram(Prepared):
@@ -77,8 +114,10 @@ class ProgramWorkload(Workload):
         Environment of the process (default: this process's).
     cwd : path, optional
         Working folder of the process.
-    timeout_s : float, optional
-        Kill the program after this long (an error naming the timeout).
+    timeout_s : float or None, default=DEFAULT_TIMEOUT_S
+        Stop a run (with its process group) after this long, in seconds:
+        an error naming the bound, or with ``check=False`` a run recorded
+        as timed out. ``None``: no bound (a program that never exits hangs).
     name : str, optional
         The run table's ``kernel`` value (default: the program's file name).
     capture_output : bool, default=False
@@ -90,12 +129,13 @@ class ProgramWorkload(Workload):
     tune_params: dict  # {} per instance: a program has no tunable parameters
 
     def __init__(self, argv: Sequence[str], *, simulated=None, env: Mapping | None = None,
-                 cwd: str | os.PathLike | None = None, timeout_s: float | None = None,
+                 cwd: str | os.PathLike | None = None, timeout_s: float | None = DEFAULT_TIMEOUT_S,
                  name: str | None = None, capture_output: bool = False):
         if isinstance(argv, str) or not isinstance(argv, Sequence) or not argv \
                 or not all(isinstance(a, str) for a in argv):
             raise ValueError(f"program: argv must be a non-empty list of strings, got {argv!r}")
-        if timeout_s is not None and not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+        if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                      or not 0 < timeout_s < math.inf):
             raise ValueError(f"program: timeout_s must be a number > 0, got {timeout_s!r}")
         if cwd is not None and not os.path.isdir(cwd):
             raise FileNotFoundError(f"program: cwd {str(cwd)!r} is not a folder")
@@ -118,15 +158,35 @@ class ProgramWorkload(Workload):
     def describe(self) -> str:
         return f"program {self.command!r}"
 
-    def run_once(self, check: bool = True) -> subprocess.CompletedProcess:
-        """Run the program to its exit; ProgramFailed on a non-zero code (when ``check``) or a timeout."""
-        try:
-            done = subprocess.run([self.executable, *self.argv[1:]], env=self.env, cwd=self.cwd,
-                                  timeout=self.timeout_s, check=False, text=True,
-                                  capture_output=self.capture_output)
-        except subprocess.TimeoutExpired:
-            raise ProgramFailed(f"program {self.command!r} did not exit within {self.timeout_s:g} s "
-                                "(killed)", None) from None
+    def run_once(self, check: bool = True) -> ProgramExit:
+        """Run the program to its exit or its bound; ProgramFailed, when ``check``, on a non-zero code or the bound.
+
+        A run stopped at ``timeout_s`` (its process group stopped, see the
+        module) comes back with ``check=False`` as a :class:`ProgramExit`
+        with ``timed_out`` set and the signal's negative return code. An
+        interrupt (Ctrl-C) while it runs stops the group too, then propagates.
+        """
+        pipe = subprocess.PIPE if self.capture_output else None
+        # a session of its own: its process group is killable as one, children included
+        own_group = {"start_new_session": True} if hasattr(os, "killpg") else {}
+        timed_out = False
+        with subprocess.Popen([self.executable, *self.argv[1:]], env=self.env, cwd=self.cwd, text=True,
+                              stdout=pipe, stderr=pipe, **own_group) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _stop_group(proc)
+                stdout, stderr = proc.communicate()
+            except BaseException:  # Ctrl-C or any error here: never leave the program running
+                _stop_group(proc)
+                raise
+        done = ProgramExit(proc.args, proc.returncode, stdout, stderr, timed_out=timed_out)
+        if timed_out and check:
+            default = " (the default bound)" if self.timeout_s == DEFAULT_TIMEOUT_S else ""
+            raise ProgramFailed(f"program {self.command!r} did not exit within {self.timeout_s:g} s{default}: "
+                                "stopped with its process group (timeout_s / --timeout-s sets the bound, "
+                                "'none' for no bound)", None)
         if self.capture_output:
             self.last_output = (done.stdout, done.stderr)
         if check and done.returncode != 0:

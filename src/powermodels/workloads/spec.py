@@ -53,7 +53,7 @@ _COMMON = {"name", "configs", "simulated"}
 _SOURCE = {"kernel", "tune_params", "restrictions", "arguments", "answer", "problem_size", "grid_div_x",
            "grid_div_y", "grid_div_z", "compiler_options", "atol", "default"}
 _CALLABLE = {"args", "kwargs", "timing", "tune_params", "restrictions"}
-_ALLOWED = {"source": _SOURCE, "callable": _CALLABLE, "program": set(), "registry": set()}
+_ALLOWED = {"source": _SOURCE, "callable": _CALLABLE, "program": {"timeout_s"}, "registry": set()}
 
 
 def _dtype(text, where: str) -> np.dtype:
@@ -156,10 +156,12 @@ def _build(key: str, base_dir: str | None, allow_code_outside: bool = False) -> 
         argv = entry["program"]
         if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
             raise ValueError(f"campaign spec: program must be a list of strings (argv), got {argv!r}")
-        from .program import ProgramWorkload
+        from .program import DEFAULT_TIMEOUT_S, ProgramWorkload
 
-        # the program runs in the spec file's folder; its twin (if any) drives the simulated GPU
-        w = ProgramWorkload(list(argv), simulated=twin, cwd=base_dir)
+        # the program runs in the spec file's folder; its twin (if any) drives the simulated GPU;
+        # "timeout_s": its bound per run (null: none), an hour when not given
+        w = ProgramWorkload(list(argv), simulated=twin, cwd=base_dir,
+                            timeout_s=entry.get("timeout_s", DEFAULT_TIMEOUT_S))
         if name:
             w.name = name
         return w
