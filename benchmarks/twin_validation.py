@@ -1,10 +1,17 @@
 """Fit the shipped twin preset and validate it leave-one-series-out on the raw H100 recording.
 
-Usage: ``python benchmarks/twin_validation.py --out DIR [--write-preset]`` (~3 min on 1 core, no GPU).
+Usage: ``python benchmarks/twin_validation.py --out DIR [--write-preset] [--held-out RECORDING]...
+[--held-out-only]`` (~3 min on 1 core for the fit and the folds, ~20 s per held-out recording; no GPU).
 
 Writes ``DIR/in_sample.md`` (the whole-recording preset replayed on its own data),
 ``DIR/folds.md`` (for each workload: fit-twin --hold-out-series W, replay, the held-out rows) and
 the plots of each fold. ``--write-preset`` also replaces ``src/powermodels/twin/presets/h100-sxm.json``.
+
+``--held-out RECORDING`` (repeatable) replays a recording of another board, which no fit saw, on
+the preset (``twin-compare``): ``DIR/held_out_<folder>/`` gets the twin's recording, ``comparison.md``,
+the overlay plots and ``warmup_seconds.csv`` (energy per launch per second, real vs twin).
+``--held-out-only`` skips the fit and the folds and replays the held-out recordings on the shipped
+``h100-sxm`` (e.g. ``--held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb``).
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ import pandas as pd
 
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
-from powermodels.twin.compare import compare_recordings, plot_overlays
+from powermodels.twin import metrics
+from powermodels.twin.compare import compare_recordings, plot_overlays, twin_compare
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
 from powermodels.twin.replay import replay
@@ -31,13 +39,43 @@ WINDOW = {"window_s": 18.41e-3, "delay_s": 9.96e-3,
 BF16_TIME = {"torch_bf16_matmul_8192": {"t_fast_s": 1.506e-3 * 1493.0 / 1980.0, "clock_share": 1.0}}
 
 
+def held_out(folder, preset, out: Path) -> pd.DataFrame:
+    """Replay a recording of a board no fit saw on ``preset``; the table, plots and per-second warm-up."""
+    real = read_recording(folder, trace_optional=True)
+    dest = out / f"held_out_{Path(folder).name}"
+    table = twin_compare(real, preset, dest)
+    twin = read_recording(dest / "twin", trace_optional=True)
+    per_second = []
+    for w in real.phase_rows(kind="series")["workload"]:
+        a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
+        per_second.append(pd.DataFrame({"workload": w, "second": a["second"], "real_j": a["energy_j"],
+                                        "twin_j": b["energy_j"],
+                                        "error_pct": (b["energy_j"] / a["energy_j"] - 1.0) * 100.0,
+                                        "real_temperature_c": a["temperature_c"],
+                                        "twin_temperature_c": b["temperature_c"]}))
+    pd.concat(per_second, ignore_index=True).to_csv(dest / "warmup_seconds.csv", index=False)
+    print(f"held out {real.name} ({real.provenance.get('uuid', '?')}):")
+    print(table.to_string())
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--write-preset", action="store_true")
+    ap.add_argument("--held-out", action="append", default=[], metavar="RECORDING",
+                    help="a raw recording of another board: replay it on the preset (repeatable)")
+    ap.add_argument("--held-out-only", action="store_true",
+                    help="skip the fit and the folds: replay the --held-out recordings on the shipped h100-sxm")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.held_out_only:
+        if not args.held_out:
+            ap.error("--held-out-only needs at least one --held-out RECORDING")
+        for folder in args.held_out:
+            held_out(folder, load_preset("h100-sxm"), out)
+        return
     rec = read_recording(DATA, probes=False)
     old = load_preset("h100-sxm").provenance
     keep = {k: old[k] for k in ("instant_window", "knee") if k in old}
@@ -69,6 +107,8 @@ def main() -> None:
         json.dump(fold.fit.get("cap_gains", {}).get("chosen"), open(out / f"fold_{w}_gains.json", "w"))
     folds = pd.concat(rows, ignore_index=True)
     (out / "folds.md").write_text(markdown_table(folds) + "\n")
+    for folder in args.held_out:
+        held_out(folder, preset, out)
 
 
 if __name__ == "__main__":

@@ -139,9 +139,11 @@ LAUNCH_MODE = "launch_mode"                  # graph / back_to_back / as_called:
 LAUNCH_BOUND = "launch_bound"                # host gaps dominate: the GPU waited for the host
 THERMAL_STATE = "thermal_state"              # cold / warm / hot / reference: where in a warm-up a row was taken
 LOAD_S = "load_s"                            # seconds of the workload's own load before the window started
-#: Where a row's α came from: a calibration file, learned on this GPU (cached per board, workload
-#: and configuration), given by the caller, or the package's assumption (no α known: wide uncertainty).
-ALPHA_SOURCES = ("file", "learned", "given", "assumed")
+#: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
+#: (cached per board, workload and configuration), pooled over the board's other learned α at the
+#: same clock (the workload's own warm-up did not identify one, or ``pool_after`` was reached), given
+#: by the caller, or the package's assumption (no α known: wide uncertainty).
+ALPHA_SOURCES = ("file", "learned", "pooled", "given", "assumed")
 #: How the measured launches were issued (docs/thermal.md says which to report when).
 LAUNCH_MODES = ("graph", "back_to_back", "as_called")
 
@@ -406,7 +408,7 @@ RUN_TABLE = TableSpec(
         Column(CORRECTION_ALPHA_W_PER_C, "float", "W/°C", None, None, True,
                "leakage slope alpha used for the reference-temperature figures (eq. 4.6)"),
         Column(ALPHA_UNCERTAINTY_W_PER_C, "float", "W/°C", 0.0, None, True, "1-sigma uncertainty of alpha"),
-        Column(ALPHA_SOURCE, "str", description="where alpha came from: file / learned / given / assumed"),
+        Column(ALPHA_SOURCE, "str", description="where alpha came from: file / learned / pooled / given / assumed"),
         Column(ALPHA_REGIME, "str", description="fixed_clock or power_capped"),
         Column(TRANSIENT, "bool", description="power-cap controller not settled during the window"),
         Column(SETTLE_S, "float", "s", 0.0, None, True, "load added waiting for the power cap to settle"),

@@ -83,6 +83,24 @@ def test_board_probe_on_one_board_and_bad_probes(tmp_path):
             CampaignSpec.from_dict(dict(SMALL, board_probe=probe))
 
 
+def test_restart_sets_the_board_probe_aside_with_the_runs(tmp_path):
+    """A restart left board_probe/ in place: the old probe runs counted as finished in the new run."""
+    from powermodels.campaigns.boards import PROBE_DIR
+
+    probe = {"kernels": {"stream_triad": "default"}, "repeats": 2}
+    run_campaign(dict(SMALL, kernels={"fp32": "default"}, repeats=1, board_probe=probe), tmp_path, progress=False)
+    old_rows = {p.name: p.read_bytes() for p in (tmp_path / PROBE_DIR / "runs").glob("*.json")}
+    assert len(old_rows) == 2
+    before_restart = time.time_ns()
+    run_campaign(dict(SMALL, kernels={"fp32": ["nr_outer=8"]}, repeats=1, board_probe=probe), tmp_path,
+                 progress=False, restart=True)
+    (aside,) = tmp_path.glob("previous-*")
+    kept = {p.name: p.read_bytes() for p in (aside / PROBE_DIR / "runs").glob("*.json")}
+    assert kept == old_rows                                  # the old probe, kept aside like the runs
+    new_rows = list((tmp_path / PROBE_DIR / "runs").glob("*.json"))
+    assert len(new_rows) == 2 and all(p.stat().st_mtime_ns >= before_restart for p in new_rows)  # measured anew
+
+
 def test_campaign_resumes_and_skips_finished_runs(tmp_path):
     run_campaign(SMALL, tmp_path, progress=False, max_runs=2)
     first = {k: (tmp_path / "runs" / f"{k}.json").stat().st_mtime_ns for k in finished_keys(tmp_path)}

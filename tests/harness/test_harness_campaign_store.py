@@ -143,4 +143,18 @@ def test_bad_keys_and_empty_folder(tmp_path):
     with pytest.raises(ValueError, match="invalid run key"):
         store.write_run("../x", {}, pd.DataFrame({"t_s": [0.0]}))
     assert store.run_table().empty and store.trace_table().empty
-    assert load_runs(tmp_path / "missing").empty and finished_keys(tmp_path / "missing") == set()
+    assert load_runs(tmp_path / "c").empty                    # an existing folder, nothing finished: empty
+    assert finished_keys(tmp_path / "missing") == set()       # (a new campaign's folder: nothing done yet)
+
+
+@pytest.mark.parametrize("reader", ["load_runs", "load_campaign", "load_normalised_runs"])
+def test_reading_a_missing_campaign_folder_names_it(tmp_path, reader):
+    """load_runs on a mistyped folder returned an empty table, as if nothing had finished."""
+    from powermodels.campaigns import boards, run
+
+    read = getattr(boards, reader, None) or getattr(run, reader)
+    (tmp_path / "a-file").write_text("")
+    for path, what in ((tmp_path / "missing", "does not exist"), (tmp_path / "a-file", "is not a folder")):
+        with pytest.raises(FileNotFoundError) as info:
+            read(path)
+        assert str(info.value).count("\n") == 0 and f"campaign folder {str(path)!r} {what}" in str(info.value)

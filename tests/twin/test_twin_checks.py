@@ -141,3 +141,16 @@ def test_a_dead_beat_cap_holds_the_window_and_repeats_its_swings():
     assert max(abs(m / ph.power_limit_w - 1.0) for m in means) < 0.015  # every 1 s window after the first
     first = gpu.true_energy_j(t0, t0 + 0.5) / 0.5
     assert first > ph.power_limit_w + 0.5 * ph.cap_headroom_w  # the start runs into the headroom
+
+
+def test_compare_reads_a_float_throttle_column(made_bursts):
+    # session 5's raw recording (GPU-620707cb) stores throttle_reasons as float64: the cap rows are
+    # still found from its bits (twin-compare stopped with a TypeError on it before)
+    from powermodels.twin.compare import compare_recordings
+
+    rec = made_bursts
+    assert (rec.trace[schema.THROTTLE_REASONS].astype(int) & 0x4).any()  # the bf16 pressure loads cap
+    as_float = replace(rec, trace=rec.trace.astype({schema.THROTTLE_REASONS: "float64"}))
+    as_int = compare_recordings(rec, rec)
+    got = compare_recordings(as_float, rec)
+    pd.testing.assert_frame_equal(got, as_int)

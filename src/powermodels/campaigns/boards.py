@@ -38,12 +38,9 @@ import pandas as pd
 from .. import schema
 from ..boards import BoardNormalisation, board_spread, fit_board_normalisation
 from .plan import CampaignSpec, check_board_probe
-from .store import CampaignStore, atomic_json
+from .store import PROBE_DIR, CampaignStore, atomic_json, existing_campaign_folder
 
 __all__ = ["PROBE_DIR", "load_normalised_runs", "probe_spec", "record_boards", "run_board_probe"]
-
-#: Sub-folder of the campaign folder holding the board probe's own campaign.
-PROBE_DIR = "board_probe"
 
 
 def probe_spec(spec: CampaignSpec) -> CampaignSpec:
@@ -112,8 +109,10 @@ def load_normalised_runs(out_dir: str | os.PathLike) -> pd.DataFrame:
     ------
     ValueError
         The campaign has no normalisation (its spec had no ``board_probe``).
+    FileNotFoundError
+        ``out_dir`` does not exist.
     """
-    meta_path = Path(out_dir) / "metadata.json"
+    meta_path = existing_campaign_folder(out_dir) / "metadata.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     if "board_normalisation" not in meta:
         raise ValueError(f"campaign {str(out_dir)!r} has no board normalisation: add a 'board_probe' to its "

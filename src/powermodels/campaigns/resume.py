@@ -8,7 +8,8 @@ the spec with the one in ``metadata.json`` and refuses any difference that
 matters (everything but ``base_dir`` and ``exclusive``), naming each changed
 field with its old and new value. ``restart=True`` (``powermodels campaign
 --restart``) moves the earlier runs aside into ``previous-<UTC time>/`` in the
-folder and starts anew; nothing is deleted.
+folder and starts anew — the board probe's folder with them, so no probe run of
+the old campaign counts as finished in the new one; nothing is deleted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .plan import RUN_KEY_VERSION, CampaignSpec, PlannedRun, plan, spec_changes
-from .store import RUN_TABLE_FILE, RUNS, TRACES, CampaignStore
+from .store import PROBE_DIR, RUN_TABLE_FILE, RUNS, TRACES, CampaignStore
 
 __all__ = ["METADATA", "check_resume", "folder_plan", "set_aside_previous"]
 
@@ -43,9 +44,14 @@ def _metadata(out: Path) -> dict | None:
 
 
 def set_aside_previous(out_dir) -> Path | None:
-    """Move a folder's runs, traces, run table and metadata into ``previous-<UTC time>/``; its path."""
+    """Move a folder's runs, traces, run table, metadata and board probe into ``previous-<UTC time>/``; its path.
+
+    The board probe (``board_probe/``, its own campaign) goes too: left in
+    place, its finished runs would count as done for the new campaign's probe
+    and the old boards' normalisation would be fitted into the new run.
+    """
     out = Path(out_dir)
-    names = [n for n in (METADATA, RUNS, TRACES, RUN_TABLE_FILE) if (out / n).exists()]
+    names = [n for n in (METADATA, RUNS, TRACES, RUN_TABLE_FILE, PROBE_DIR) if (out / n).exists()]
     if not names:
         return None
     aside = out / f"previous-{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S%fZ}"

@@ -58,7 +58,7 @@ from ..measuring.runner import Runner, make_runner
 from .executor import CampaignExecutor
 from .plan import RUN_KEY_VERSION, CampaignSpec, PlannedRun
 from .resume import check_resume, folder_plan
-from .store import CampaignStore, atomic_json
+from .store import CampaignStore, atomic_json, existing_campaign_folder
 
 __all__ = [
     "GPU_LOCK_WAIT_S",
@@ -285,8 +285,12 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
 
 
 def load_runs(out_dir: str | os.PathLike) -> pd.DataFrame:
-    """The run table of a campaign's finished runs (no trace is read); sorted by run key."""
-    return CampaignStore(out_dir).run_table()
+    """The run table of a campaign's finished runs (no trace is read); sorted by run key.
+
+    An existing folder with no finished run gives an empty table; a folder
+    that does not exist is a ``FileNotFoundError`` naming it.
+    """
+    return CampaignStore(existing_campaign_folder(out_dir)).run_table()
 
 
 def load_campaign(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -298,6 +302,7 @@ def load_campaign(out_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFram
     :func:`load_runs` and the traces one at a time
     (:meth:`~powermodels.campaigns.store.CampaignStore.iter_traces`) or
     as a dataset (``pd.read_parquet(out_dir / "traces", filters=...)``).
+    A folder that does not exist is a ``FileNotFoundError`` naming it.
     """
-    store = CampaignStore(out_dir)
+    store = CampaignStore(existing_campaign_folder(out_dir))
     return store.run_table(), store.trace_table()

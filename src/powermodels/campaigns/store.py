@@ -14,6 +14,7 @@ row (finished) or no row (measured again on resume, its trace overwritten).
       runs/<key>.json        one run-table row per finished run (commit marker)
       traces/<key>.parquet   its trace table; traces/ is a parquet dataset
       runs.parquet           the whole run table, written once every planned run is finished
+      board_probe/           a spec's board probe: a campaign folder of its own (campaigns.boards)
 
 What each step reads, so that a campaign's cost stays flat in its size:
 
@@ -41,11 +42,12 @@ import pandas as pd
 
 from ..files import atomic_open, write_json
 
-__all__ = ["CampaignStore"]
+__all__ = ["CampaignStore", "existing_campaign_folder"]
 
 RUNS = "runs"
 TRACES = "traces"
 RUN_TABLE_FILE = "runs.parquet"
+PROBE_DIR = "board_probe"  # the board probe's own campaign (:mod:`.boards`), set aside with the runs on restart
 INDEX = "_index.parquet"  # in runs/: the rows gathered so far (a cache; "_": never a run key)
 KEY = "__key__"  # the run key, as a column of the index
 STAMP = "__stamp__"  # the row file's modification time (ns) when indexed: a newer file wins
@@ -71,6 +73,20 @@ def atomic_parquet(df: pd.DataFrame, path: Path) -> None:
 def atomic_json(data: Mapping, path: Path, *, indent: int | None = 2, default=_json_value) -> None:
     """Write ``data`` as JSON to ``path`` atomically and durably (:func:`powermodels.files.write_json`)."""
     write_json(path, dict(data), indent=indent, default=default)
+
+
+def existing_campaign_folder(out_dir: str | os.PathLike) -> Path:
+    """``out_dir`` as a Path, or a one-line error naming it when it is not a folder.
+
+    For readers: a mistyped path must not read as a campaign with no finished
+    run (an existing folder with none still gives an empty table).
+    """
+    out = Path(out_dir)
+    if not out.is_dir():
+        what = "is not a folder" if out.exists() else "does not exist"
+        raise FileNotFoundError(f"campaign folder {str(out)!r} {what}: give the --out of a campaign "
+                                "(powermodels campaign SPEC --out FOLDER)")
+    return out
 
 
 class CampaignStore:

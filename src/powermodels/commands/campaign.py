@@ -162,9 +162,9 @@ def run(args) -> int:
     try:
         runs = run_campaign(spec, args.out, progress=not args.no_progress, max_runs=args.max_runs,
                             lock_wait_s=args.wait, executor=executor, restart=args.restart)
-    except KeyboardInterrupt:
-        runs = load_runs(args.out)  # the run table only: no trace is read
-        print(f"\ncampaign interrupted: {len(runs)}/{total} runs saved in {args.out}; run the same "
+    except KeyboardInterrupt:  # the run table only (no trace is read); no folder yet: nothing saved
+        saved = len(load_runs(args.out)) if Path(args.out).is_dir() else 0
+        print(f"\ncampaign interrupted: {saved}/{total} runs saved in {args.out}; run the same "
               "command again to resume", file=sys.stderr)
         return 130
     from .. import schema

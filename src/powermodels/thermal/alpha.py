@@ -185,7 +185,8 @@ def _mean_reference(temps) -> float:
 def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float = 30.0) -> AlphaEstimate | None:
     """Inverse-variance mean of the learned fixed-clock α in ``estimates`` near ``sm_clock_mhz``; None if none.
 
-    Only α fitted on a workload's own warm-up count (not an earlier pool, not an assumption).
+    Only α fitted on a workload's own warm-up count (not an earlier pool, not an assumption); the
+    result's source is ``pooled``, with ``pooled`` the number of workloads in it.
 
     The uncertainty is the larger of the weighted mean's and the spread between the
     estimates (they differ by workload on real boards: 0.75–1.34 W/°C on one H100).
@@ -200,7 +201,7 @@ def pooled_alpha(estimates, sm_clock_mhz: float, *, clock_tolerance_mhz: float =
     mean = float(wts @ vals / wts.sum())
     spread = float(vals.std(ddof=1)) if len(near) > 1 else 0.0
     return AlphaEstimate(
-        alpha_w_per_c=mean, uncertainty_w_per_c=max(math.sqrt(1.0 / wts.sum()), spread), source="learned",
+        alpha_w_per_c=mean, uncertainty_w_per_c=max(math.sqrt(1.0 / wts.sum()), spread), source="pooled",
         regime=FIXED_CLOCK, power_w=float(np.mean([a.power_w for a in near])),
         temperature_min_c=float(min(a.temperature_min_c for a in near)),
         temperature_max_c=float(max(a.temperature_max_c for a in near)),
@@ -254,8 +255,7 @@ def shrunk_alpha(learned: AlphaEstimate, prior: AlphaEstimate) -> AlphaEstimate:
     share = w_l / (w_l + w_p)
     return replace(learned, alpha_w_per_c=float(value), uncertainty_w_per_c=float(sigma),
                    detail=f"{learned.detail}; shrunk toward the board's prior {prior.alpha_w_per_c:.3g} ± "
-                          f"{prior.uncertainty_w_per_c:.2g} W/°C ({prior.source}"
-                          f"{', pooled' if prior.pooled else ''}), own weight {share:.2f}")
+                          f"{prior.uncertainty_w_per_c:.2g} W/°C ({prior.source}), own weight {share:.2f}")
 
 
 def with_board_prior(alpha: AlphaEstimate, board, power_w: float) -> AlphaEstimate:

@@ -72,7 +72,8 @@ def _row_estimate(row, source: str) -> AlphaEstimate:
     return AlphaEstimate(float(row[schema.CORRECTION_ALPHA_W_PER_C]), float(row[schema.ALPHA_UNCERTAINTY_W_PER_C]),
                          source, regime=str(row[schema.ALPHA_REGIME]), power_w=float(row[schema.POWER_W]),
                          sm_clock_mhz=float(row[schema.SM_CLOCK_MHZ]),
-                         reference_temperature_c=float(row[schema.REFERENCE_TEMPERATURE_C]))
+                         reference_temperature_c=float(row[schema.REFERENCE_TEMPERATURE_C]),
+                         pooled=1 if source == "pooled" else 0)
 
 
 def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame, dict]:
@@ -97,8 +98,10 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame
     for _, group in rows.groupby(schema.WORKLOAD, sort=False):
         first = group[group[schema.THERMAL_STATE].isin(STATES)].iloc[0]
         own = _row_estimate(first, str(first[schema.ALPHA_SOURCE]))
-        fixed = own.regime == FIXED_CLOCK and own.source == "learned"
-        was_pooled = any(math.isclose(own.alpha_w_per_c, b.alpha_w_per_c, rel_tol=1e-9) for b in board)
+        fixed = own.regime == FIXED_CLOCK and own.source in ("learned", "pooled")
+        # (runs before `pooled` was a source recorded a pool as `learned`: its α equals an earlier fit's)
+        was_pooled = own.source == "pooled" or any(math.isclose(own.alpha_w_per_c, b.alpha_w_per_c, rel_tol=1e-9)
+                                                   for b in board)
         if fixed and was_pooled:
             alpha = board_alpha(board, own.sm_clock_mhz, own.power_w) or own
         elif fixed:

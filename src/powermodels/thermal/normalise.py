@@ -96,6 +96,9 @@ class AlphaEstimate:
     def __post_init__(self):
         if self.source not in schema.ALPHA_SOURCES:
             raise ValueError(f"AlphaEstimate: source must be one of {schema.ALPHA_SOURCES}, got {self.source!r}")
+        if (self.source == "pooled") != (self.pooled > 0):
+            raise ValueError(f"AlphaEstimate: source 'pooled' goes with pooled >= 1 (the workloads pooled), got "
+                             f"source {self.source!r} with pooled={self.pooled!r}")
         if self.regime not in (FIXED_CLOCK, POWER_CAPPED):
             raise ValueError(f"AlphaEstimate: regime must be {FIXED_CLOCK!r} or {POWER_CAPPED!r}, "
                              f"got {self.regime!r}")
@@ -120,7 +123,14 @@ class AlphaEstimate:
 
     @classmethod
     def from_dict(cls, data: dict) -> AlphaEstimate:
-        """The estimate :meth:`as_dict` wrote (unknown keys are refused by the constructor)."""
+        """The estimate :meth:`as_dict` wrote (unknown keys are refused by the constructor).
+
+        Entries written before ``pooled`` was a source (session 5's H100 caches) said ``learned``
+        for a pool (``pooled`` ≥ 1); they read back as ``pooled``, what they are.
+        """
+        data = dict(data)
+        if data.get("source") == "learned" and int(data.get("pooled", 0) or 0) > 0:
+            data["source"] = "pooled"
         return cls(**data)
 
 

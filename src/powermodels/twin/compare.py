@@ -100,7 +100,11 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
         inside = real.trace.loc[(real.trace[schema.T_S] >= row[schema.T0_S])
                                 & (real.trace[schema.T_S] <= row[schema.T1_S])]
-        if schema.THROTTLE_REASONS not in inside or not (inside[schema.THROTTLE_REASONS] & SW_POWER_CAP).any():
+        if schema.THROTTLE_REASONS not in inside:
+            continue
+        # a recording may store the reasons bit field as float (session 5's): the bits are whole numbers
+        reasons = inside[schema.THROTTLE_REASONS].fillna(0).to_numpy().astype(np.int64)
+        if not (reasons & SW_POWER_CAP).any():
             continue  # not a power-capped load
         ca, cb = metrics.cap_overshoot(real, w), metrics.cap_overshoot(twin, w)
         rows.append(_row("cap overshoot: first-second mean above settled", w, ca["overshoot_w"],
