@@ -42,12 +42,22 @@ TRACE_FIELDS = (schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_
 
 def extract(raw: Path, out: Path) -> None:
     """The raw recording's thermal phase as trace + launch tables per workload (parquet)."""
+    trace, launches, meta = series_tables(raw)
+    out.mkdir(parents=True, exist_ok=True)
+    trace.to_parquet(out / "trace.parquet", index=False)
+    launches.to_parquet(out / "launches.parquet", index=False)
+    prov = json.loads((raw / "provenance.json").read_text())
+    (out / "series.json").write_text(json.dumps({"source": prov, "series": meta}, indent=1))
+    print(f"wrote {out}: {len(meta)} warm-ups")
+
+
+def series_tables(raw: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
+    """The raw recording's thermal series (trace with ``run_id`` = workload, launches, load start/end)."""
     phases = pd.read_parquet(raw / "phases.parquet")
     trace = pd.read_parquet(raw / "trace.parquet")
     energy = pd.read_parquet(raw / "energy.parquet")
     launches = pd.read_parquet(raw / "launches.parquet")
     series = phases[(phases["phase"] == "thermal") & (phases["kind"] == "series")]
-    out.mkdir(parents=True, exist_ok=True)
     traces, lrows, meta = [], [], []
     for _, ph in series.iterrows():
         w, t0, t1 = ph["workload"], float(ph["t0_s"]), float(ph["t1_s"])
@@ -70,16 +80,12 @@ def extract(raw: Path, out: Path) -> None:
                                    schema.END_S: la["end_s"].to_numpy(),
                                    schema.LAUNCHES: la["launches"].to_numpy()}))
         meta.append({"workload": w, "load_start_s": t0, "load_end_s": t1})
-    pd.concat(traces, ignore_index=True).to_parquet(out / "trace.parquet", index=False)
-    pd.concat(lrows, ignore_index=True).to_parquet(out / "launches.parquet", index=False)
-    prov = json.loads((raw / "provenance.json").read_text())
-    (out / "series.json").write_text(json.dumps({"source": prov, "series": meta}, indent=1))
-    print(f"wrote {out}: {len(meta)} warm-ups")
+    return pd.concat(traces, ignore_index=True), pd.concat(lrows, ignore_index=True), meta
 
 
 # -- analyze ---------------------------------------------------------------------------------
 
-def _per_launch(launches: pd.DataFrame) -> np.ndarray:
+def per_launch(launches: pd.DataFrame) -> np.ndarray:
     """Intervals of single launches (a batch of k counts as k equal launches)."""
     k = int(launches[schema.LAUNCHES].iloc[0])
     iv = launches[[schema.START_S, schema.END_S]].to_numpy(dtype=float)
@@ -98,7 +104,7 @@ def analyze_recording(data: Path) -> tuple[pd.DataFrame, dict, dict]:
     for m in meta:
         w = m["workload"]
         tr = trace[trace[schema.RUN_ID] == w]
-        iv = _per_launch(launches[launches[schema.WORKLOAD] == w])
+        iv = per_launch(launches[launches[schema.WORKLOAD] == w])
         inputs[w] = (tr, iv, m["load_start_s"])
         table, own[w] = series_states(tr, iv, load_start_s=m["load_start_s"])
         if own[w] is None:

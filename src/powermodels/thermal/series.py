@@ -27,7 +27,7 @@ from .. import schema
 from ..energy_counter import aligned_window
 from .alpha import AlphaNotIdentified, fit_alpha, usable_spans
 from .normalise import AlphaEstimate, normalise
-from .spans import cap_settled, counter_spans, power_capped, thermal_state
+from .spans import CAP_POWER_TOLERANCE, cap_settled, counter_spans, power_capped, thermal_state
 
 __all__ = ["DEFAULT_STATES", "series_states", "settled_window", "window_measurement"]
 
@@ -75,13 +75,14 @@ def _window_mean(trace: pd.DataFrame, column: str, start_s: float, end_s: float)
 
 def settled_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, *, window_s: float = 1.0,
                    max_settle_s: float = 5.0, step_s: float = 0.1, lookback_s: float = 1.0,
-                   tolerance: float = 0.005, power_limit_w: float | None = None) -> tuple[float, float, bool]:
+                   tolerance: float = CAP_POWER_TOLERANCE, power_limit_w: float | None = None
+                   ) -> tuple[float, float, bool]:
     """Where a ``window_s`` window starting at ``start_s`` ends up under the power cap.
 
     Without the cap reason in the window: ``(start_s, 0, False)``. With it,
     the window moves later in ``step_s`` steps until the spans of its last
-    ``lookback_s`` no longer drift and, given ``power_limit_w``, hold the
-    power at the limit (:func:`~.spans.cap_settled`), at most ``max_settle_s``.
+    ``lookback_s`` hold the power within ``tolerance`` of ``power_limit_w`` (without a limit: of the
+    ``lookback_s`` before; :func:`~.spans.cap_settled`), at most ``max_settle_s``.
 
     Returns
     -------

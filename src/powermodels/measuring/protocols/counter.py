@@ -88,7 +88,8 @@ from ...thermal.normalise import check_reference_temperature
 from ...thermal.row import given_alpha, thermal_fields
 from ..alpha_warmup import row_alpha
 from ...thermal.alpha import regime_of
-from ...thermal.spans import counter_spans, enforced_power_limit_w, extend_until_settled
+from ...thermal.spans import capped_row_window, counter_spans, enforced_power_limit_w, extend_until_settled, \
+    power_capped
 from ..graphs import batch_size
 from .base import Protocol
 from .good_practice import GoodPractice
@@ -279,9 +280,12 @@ class Counter(Protocol):
             lambda: more(launches_for(max(period, 0.5), t1)),
             lambda e: runner.trace(float(first[0, 0]), e, run_id=run_id),
             iv, start, max_settle_s=self.max_settle_s, power_limit_w=enforced_power_limit_w(runner.device))
-        if settle > 0:
-            end = float(iv[-1, 1])
-            window = aligned_window(trace, iv, max(start, end - span), end) or window
+        end = float(iv[-1, 1])
+        if settle > 0 or transient or power_capped(counter_spans(trace, iv, start_s=start, end_s=end,
+                                                                 updates_per_span=1), share=0.0):
+            # a capped row reports the very window the settling rule judged (its last second): session
+            # 5's H100 row judged one window and reported a shorter one, at 724.8 W under a 700 W limit
+            window = capped_row_window(trace, iv, start, end)[0] or window
         # the launches the window saw (the row's time per launch and reference are over these)
         keep = (iv[:, 1] > window.start_s) & (iv[:, 0] < window.end_s)
         observed = observed_means(trace_window(trace, window.start_s, window.end_s), runner)
