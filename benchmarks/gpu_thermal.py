@@ -182,6 +182,29 @@ def _twin_gpu(name: str):
     return load_preset(name).gpu(seed=0)
 
 
+#: what each uncapped workload drew on a real H100 (W, °C): the 12 s reference rows of board GPU-0b4f1a7f
+#: (datasets/h100-2026-11-25-session5/thermal_0b4f1a7f/thermal_rows.csv; cupy_tiny: its graph row); board
+#: GPU-2db598e1's rows (thermal_2db598e1/) check them. The capped bf16 GEMM keeps its twin: its real power
+#: is the cap's, and activity 1 on a fitted preset is that GEMM.
+H100_POWER = {"cupy_matmul_fp32_4096": (665.75, 65.4), "cupy_triad": (406.89, 51.6), "cupy_small": (421.98, 52.7),
+              "cupy_tiny": (260.11, 52.1), "matmul_kernel": (695.57, 64.8), "torch_softmax": (609.62, 60.0)}
+
+
+def on_preset(workload, preset):
+    """``workload`` with the twin that draws its real H100 power on ``preset`` (unchanged without a preset).
+
+    The workloads' twins carry activities for the default simulated GPU; on a
+    fitted preset those activities mean about three times the power (activity 1
+    is the bf16 GEMM that holds the cap), so a fp32 GEMM at 0.95 ran capped at
+    ~1440 MHz where the real H100 runs it uncapped at 1980 MHz (session 5).
+    """
+    if preset is None or workload.name not in H100_POWER:
+        return workload
+    power_w, temperature_c = H100_POWER[workload.name]
+    workload.twin = preset.at_power(workload.simulated(), power_w, temperature_c=temperature_c)
+    return workload
+
+
 # -- measuring ---------------------------------------------------------------------------
 
 
@@ -240,7 +263,7 @@ def measure_workload(runner, w, args, simulated: bool) -> list[dict]:
     one("hot", reference_temperature_c=t_ref)
     if w.name == "cupy_small":
         one("as_called", reference_temperature_c=t_ref, launch="as_called")
-        tiny = cupy_tiny(simulated)
+        tiny = on_preset(cupy_tiny(simulated), getattr(args, "preset", None))
         for state, params in (("graph", {}), ("as_called", {"launch": "as_called"})):
             t0 = time.perf_counter()
             m = powermodels.measure(tiny, device=runner, reference_temperature_c=t_ref, **params)
@@ -415,6 +438,12 @@ def main(argv=None) -> int:
     from powermodels.measuring.runner import make_runner
 
     device = _twin_gpu(args.twin) if args.device == "simulated" and args.twin else open_device(args.device)
+    if args.device == "simulated" and args.twin:
+        from powermodels.twin.preset import load_preset
+
+        args.preset = load_preset(args.twin)  # the workloads draw their real H100 power on it (on_preset)
+    else:
+        args.preset = None
     kind = device.info.kind
     out = Path(args.out or REPO / "benchmarks" / "results" / f"thermal_{kind}")
     out.mkdir(parents=True, exist_ok=True)
@@ -435,7 +464,8 @@ def main(argv=None) -> int:
                 continue
             t0 = time.perf_counter()
             try:
-                rows += measure_workload(runner, makers[name](kind == "simulated"), args, kind == "simulated")
+                w = on_preset(makers[name](kind == "simulated"), args.preset)
+                rows += measure_workload(runner, w, args, kind == "simulated")
             except Exception as err:  # one workload failing must not lose the others
                 traceback.print_exc()
                 notes.append(f"{name}: failed: {type(err).__name__}: {err}")

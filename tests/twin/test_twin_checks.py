@@ -154,3 +154,24 @@ def test_compare_reads_a_float_throttle_column(made_bursts):
     as_int = compare_recordings(rec, rec)
     got = compare_recordings(as_float, rec)
     pd.testing.assert_frame_equal(got, as_int)
+
+
+def test_a_workload_at_its_real_power_runs_uncapped_on_the_fitted_preset():
+    # the fp32 GEMM's twin is written for the default simulated GPU (activity 0.95); on h100-sxm that
+    # activity is ~1440 W and the cap holds it near 1440 MHz, where the real H100 runs it uncapped at
+    # 1980 MHz, 609-666 W (session 5 thermal rows). At its real power it runs at the top clock.
+    preset = load_preset("h100-sxm")
+    written = SimulatedWorkload("fp32", core_work=2.7e-3 * 1980, activity=0.95, mem_activity=0.3)
+    at = preset.at_power(written, 660.0, temperature_c=60.0)
+    assert at.core_work == written.core_work and at.mem_activity == written.mem_activity
+    assert float(preset.physics.power_w(1980, preset.physics.mem_clocks_mhz[0], 60.0, at.activity,
+                                        at.mem_activity)) == pytest.approx(660.0)
+    clocks = {}
+    for name, w in (("written", written), ("at_power", at)):
+        gpu = preset.gpu(seed=0)
+        gpu.start_at_temperature(55.0)
+        gpu.run(w, launches=1500)  # ~4 s back to back
+        clocks[name] = gpu.read().sm_clock_mhz
+    assert clocks["at_power"] >= 1970.0 and clocks["written"] < 1700.0
+    with pytest.raises(ValueError, match="power_w"):
+        preset.at_power(written, float("nan"))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ..devices.physics import GPUPhysics
@@ -102,6 +102,42 @@ class TwinPreset:
         return SimulatedGPU(preset=self.sensor, physics=self.physics, seed=seed,
                             ambient_c=self.ambient_c if ambient_c is None else ambient_c,
                             history_s=history_s, reference_meter=reference_meter)
+
+    def at_power(self, workload: SimulatedWorkload, power_w: float, *, clock_mhz: float | None = None,
+                 temperature_c: float = 50.0) -> SimulatedWorkload:
+        """``workload`` with the core activity that draws ``power_w`` on this preset.
+
+        A workload's activity is a number on its GPU's scale: ``h100-sxm``'s
+        activity 1 is the bf16 GEMM that holds the 700 W cap (it sets the core
+        coefficient), the default simulated GPU's is about a third of that
+        power. A twin written for the default GPU (activity 0.95 for a fp32
+        GEMM) therefore runs into the cap on a fitted preset while the real
+        H100 runs it uncapped (session 5: 609–666 W at 1980 MHz). Given the
+        power a real board drew for the workload, its activity on this preset
+        solves ``P = A + Bc·a + Bm·m`` at that clock and temperature (DSO eq. 1
+        with activity factors and the leakage of thesis §4.2.2, eq. 4.6:
+        :meth:`~powermodels.devices.physics.GPUPhysics.power_terms`), clipped to
+        ``[0.01, 1]``; its time and memory activity are kept.
+
+        Parameters
+        ----------
+        workload : SimulatedWorkload
+        power_w : float
+            Power drawn while it runs (a real measurement, uncapped).
+        clock_mhz : float, optional
+            SM clock it ran at (default the top clock).
+        temperature_c : float, default=50
+            Temperature it ran at (leakage).
+        """
+        if not (math.isfinite(power_w) and power_w > 0):
+            raise ValueError(f"at_power: power_w must be a positive number of watts, got {power_w!r}")
+        ph = self.physics
+        # a real clock reading may stand above the nominal top (1996 MHz): taken as read
+        f = ph.sm_clock_max_mhz if clock_mhz is None or not math.isfinite(clock_mhz) or clock_mhz <= 0 \
+            else float(clock_mhz)
+        a0, bc, bm = (float(x) for x in ph.power_terms(f, ph.mem_clocks_mhz[0], temperature_c))
+        activity = min(max((power_w - a0 - bm * workload.mem_activity) / bc, 0.01), 1.0)
+        return replace(workload, activity=activity)
 
     def workload(self, name: str) -> TwinWorkload:
         """The named workload; a ValueError lists the preset's workloads."""

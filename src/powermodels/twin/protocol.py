@@ -54,16 +54,14 @@ CALLABLE, CAMPAIGN = "callable", "source (campaign)"
 
 
 def _twin_workload(preset, row: pd.Series, name: str) -> SimulatedWorkload:
-    ph = preset.physics
-    f_max = ph.sm_clock_max_mhz
+    f_max = preset.physics.sm_clock_max_mhz
     f = float(row.get("sm_clock_mhz", f_max))
     f = f if np.isfinite(f) and f > 0 else f_max
     t_top = float(row["time_s"]) * min(f, f_max) / f_max
     temp = float(row.get("temperature_c", np.nan))
     temp = temp if np.isfinite(temp) else 50.0
-    a0, bc, bm = (float(x) for x in ph.power_terms(f, ph.mem_clocks_mhz[0], temp))
-    activity = float(np.clip((float(row["reference_power_w"]) - a0 - bm * MEM_ACTIVITY) / bc, 0.01, 1.0))
-    return SimulatedWorkload(name, core_work=t_top * f_max, activity=activity, mem_activity=MEM_ACTIVITY)
+    load = SimulatedWorkload(name, core_work=t_top * f_max, mem_activity=MEM_ACTIVITY)
+    return preset.at_power(load, float(row["reference_power_w"]), clock_mhz=f, temperature_c=temp)
 
 
 def protocol_errors(preset, comparison: pd.DataFrame, *, reference_s: float = 12.0, skip_s: float = 2.0,
