@@ -69,7 +69,9 @@ def checks(run, f_max: float) -> dict:
     out = {"probe_vs_fp32_time": probe_vs_kernel_time(run, "fp32", f_max)}
     val = cal.validation
     out["time_band"] = {r["group"]: {"band_mhz": [r["band_lo_mhz"], r["band_hi_mhz"]], "test_rows": r["test_rows"],
-                                     "mape_pct": r["time_mape_rational_pct"]} for r in val.to_dict("records")}
+                                     "mape_pct": r["time_mape_selected_pct"], "form_cv": r["time_form_cv"],
+                                     "mape_rational_pct": r["time_mape_rational_pct"],
+                                     "mape_dso_pct": r["time_mape_dso_pct"]} for r in val.to_dict("records")}
     out["power_band"] = {r["group"]: {"test_windows": r["power_test_rows"], "mape_pct": r["power_mape_pct"]}
                          for r in val.to_dict("records")}
     t = cal.temperature
@@ -152,7 +154,7 @@ def main(argv=None) -> int:
 
     again = calibrate_from(rec_dir)
     a, b = run.calibration.validation, again.calibration.validation
-    same_time = bool(len(a) == len(b) and np.allclose(a["time_mape_rational_pct"], b["time_mape_rational_pct"],
+    same_time = bool(len(a) == len(b) and np.allclose(a["time_mape_selected_pct"], b["time_mape_selected_pct"],
                                                        equal_nan=True, rtol=1e-6))
     ta, tb = run.calibration.temperature, again.calibration.temperature
     same_alpha = (ta is None and tb is None) or (ta is not None and tb is not None and

@@ -39,7 +39,7 @@ def test_time_model_predicts_the_held_out_clock_band(locked):
     _, run = locked
     v = run.calibration.validation
     assert len(v) == 2
-    assert (v["time_mape_rational_pct"] < 2.0).all()
+    assert (v["time_mape_rational_pct"] < 2.0).all() and (v["time_mape_selected_pct"] < 2.0).all()
     assert (v["energy_error_pct"].abs() < 3.0).all()
 
 

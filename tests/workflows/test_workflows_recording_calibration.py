@@ -163,6 +163,7 @@ def test_real_h100_probed_recording_without_trace():
     assert any("no NVML trace" in line for line in run.findings)
     assert run.calibration.temperature is None
     val = run.calibration.validation.set_index(schema.GROUP)
-    # probed clocks: the compute-bound kernels' held-out band within 2 % (real H100)
+    # probed clocks: the compute-bound kernels' held-out band within 2 % (real H100), by the
+    # form CV chose on the training clocks (0.20 / 0.06 / 1.19 %)
     for w in ("cupy_fp32_matmul_4096", "cupy_fma_loop", "torch_bf16_matmul_8192"):
-        assert val.loc[w, "time_mape_rational_pct"] <= 2.0
+        assert val.loc[w, "time_mape_selected_pct"] <= 2.0

@@ -120,7 +120,8 @@ def _summary(result) -> None:
         print(f"  {r.group:<28} {r.quantity:<12} {status}{span}")
     for r in cal.validation.itertuples(index=False):
         print(f"  {r.group:<28} held-out {r.band_lo_mhz:.0f}–{r.band_hi_mhz:.0f} MHz: time MAPE "
-              f"{r.time_mape_rational_pct:.3g} % ({r.test_rows} launches), power MAPE {r.power_mape_pct:.3g} % "
+              f"{r.time_mape_selected_pct:.3g} % ({r.time_form_cv}, chosen by CV on the training clocks; "
+              f"{r.test_rows} launches), power MAPE {r.power_mape_pct:.3g} % "
               f"({r.power_test_rows} windows)")
     if cal.temperature is not None:
         t = cal.temperature

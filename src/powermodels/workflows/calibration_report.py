@@ -81,8 +81,11 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
         lines += ["## Held-out clock band", "",
                   "Each configuration's time and power models refitted without the middle of its clock "
                   "range and scored there (MAPE %; train_rows/test_rows: launches, power_test_rows: power "
-                  "samples in the band); energy = fitted power × fitted time at the band's clocks vs "
-                  "measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
+                  "samples in the band). Time curves are fitted to one point per clock step; "
+                  "time_form_cv is the form (eq. 4.5 'rational' or DSO eq. 2 'dso') chosen by "
+                  "leave-one-clock-out CV on the training clocks only (time_cv_mape_pct), "
+                  "time_mape_selected_pct its held-out MAPE; energy = fitted power × the chosen time "
+                  "form at the band's clocks vs measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
     if len(cal.comparison):
         lines += ["## Per-config vs global (thesis §5.7)", "", markdown_table(cal.comparison, float_format=".3g"), ""]
     if cal.temperature is not None:
