@@ -87,34 +87,43 @@ RECHECK = {"nvml": ["ffma", "hmma_f32", "cublas_hgemm_8192", "tiled_sgemm_2048"]
 
 
 def preflight(names: list[str], say) -> list[str]:
-    """The ``names`` that launch cleanly on the GPU, each tried once in a child process.
+    """The ``names`` that launch cleanly on the GPU: tried together in a child process, then
+    one by one (each in its own) if that fails.
 
     The Hopper extras had never run on a GPU: a faulting kernel leaves the CUDA context
     unusable, which would lose every later item of the run (and the whole ncu pass).
     """
     import subprocess
 
-    ok = []
-    for name in names:
+    def launches(batch: list[str]) -> tuple[object, str]:
+        launch = "; ".join(f"g.launcher({n!r}, 64)()" for n in batch)
         code = ("import sys, tempfile; from pathlib import Path; "
                 f"sys.path.insert(0, {str(REPO / 'benchmarks')!r}); "
                 "from _readonly_nvml import forbid_nvml_setters; forbid_nvml_setters(); "
                 "from powermodels.microbench.gpu import MicrobenchGpu; "
-                f"g = MicrobenchGpu(Path(tempfile.gettempdir()) / 'pm_cubins', names=[{name!r}]); "
-                f"g.launcher({name!r}, 64)(); g.cp.cuda.Device().synchronize(); "
+                f"g = MicrobenchGpu(Path(tempfile.gettempdir()) / 'pm_cubins', names={batch!r}); "
+                f"{launch}; g.cp.cuda.Device().synchronize(); "
                 "v = float(g.out[:1024].sum()); sys.exit(0 if v == v else 3)")
         try:
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                   timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
                                       [str(REPO / "src"), os.environ.get("PYTHONPATH", "")])})
-            rc, tail = proc.returncode, (proc.stderr or proc.stdout)[-400:]
+            return proc.returncode, (proc.stderr or proc.stdout)[-400:].strip()
         except subprocess.TimeoutExpired:
-            rc, tail = "timeout", "no result in 120 s"
+            return "timeout", "no result in 120 s"
+
+    rc, tail = launches(names)  # all at once first: one child process when nothing faults
+    if rc == 0:
+        say(f"preflight {', '.join(names)}: launched and synchronised cleanly")
+        return list(names)
+    ok = []
+    for name in names:  # then one by one, to keep those that work
+        rc, tail = launches([name])
         if rc == 0:
             ok.append(name)
             say(f"preflight {name}: launched and synchronised cleanly")
         else:
-            say(f"WARNING: preflight {name} failed (rc={rc}): {tail.strip()}; left out of the run")
+            say(f"WARNING: preflight {name} failed (rc={rc}): {tail}; left out of the run")
     return ok
 
 

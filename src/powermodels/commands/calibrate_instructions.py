@@ -58,7 +58,8 @@ def add_arguments(parser) -> None:
                         help="with --transfer-from: share of microbenchmarks measured (default 0.1)")
     parser.add_argument("--ncu", help="path of ncu (default: PATH or the CUDA toolkit)")
     parser.add_argument("--hopper-extras", action="store_true",
-                        help="also measure the sm_90a warp-group MMA (HGMMA) microbenchmark")
+                        help="also measure the sm_90a extras: warp-group MMA (HGMMA) and operand-toggling "
+                             "FFMA/DMMA/HGMMA variants")
 
 
 def _backend(args):

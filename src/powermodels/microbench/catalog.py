@@ -187,11 +187,21 @@ _LIST = [
 #: name → :class:`Microbenchmark`, in a stable order (the 63 of the H200 dataset).
 MICROBENCHMARKS: dict[str, Microbenchmark] = {m.name: m for m in _LIST}
 
-#: Opt-in microbenchmarks for Hopper only (``sm_90a``): warp-group MMA (HGMMA), which cuBLAS
-#: GEMMs use and the mma.sync benchmarks cannot emit (the H200 GEMMs were under-predicted by
-#: 25-27 %). Not yet measured on a GPU; ``calibrate-instructions --hopper-extras`` adds them.
+#: Opt-in microbenchmarks for Hopper only (``sm_90a``), added by ``calibrate-instructions
+#: --hopper-extras`` and ``benchmarks/gpu_wattchmen_transfer.py measure --hopper-extras``:
+#: warp-group MMA (HGMMA), which cuBLAS GEMMs use and the mma.sync benchmarks cannot emit (the
+#: H200 GEMMs were under-predicted by 25-27 %), and operand-toggling variants of FFMA, DMMA and
+#: HGMMA (``operands.cu``): the base benchmarks feed each instruction the same values again and
+#: again, a GEMM on real data does not, and the H100's capped GEMMs (88 % FFMA in
+#: ``cublas_sgemm_4096``) took 1.6-1.9x the dynamic energy the table gave them.
 HOPPER_MICROBENCHMARKS: dict[str, Microbenchmark] = {m.name: m for m in [
     Microbenchmark("hgmma_f32", "wgmma.cu", "mb_hgmma_f32",
+                   ("HGMMA.64x64x16.F32", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE"), "TENSOR",
+                   block=128, arch="sm_90a"),
+    Microbenchmark("ffma_rand", "operands.cu", "mb_ffma_rand", ("FFMA",), "FP32", arch="sm_90a"),
+    Microbenchmark("dmma_rand", "operands.cu", "mb_dmma_rand", ("DMMA.8x8x4",), "TENSOR",
+                   arch="sm_90a"),
+    Microbenchmark("hgmma_f32_rand", "operands.cu", "mb_hgmma_f32_rand",
                    ("HGMMA.64x64x16.F32", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE"), "TENSOR",
                    block=128, arch="sm_90a"),
 ]}
