@@ -139,7 +139,10 @@ def aligned_window(trace: pd.DataFrame, launches: np.ndarray, start_s: float, en
     max_updates : int, optional
         Use at most this many update intervals (the first ones).
 
-    Returns None when fewer than two updates fall inside.
+    Returns
+    -------
+    CounterWindow or None
+        None when fewer than two updates fall inside.
     """
     lo, hi, joules = counter_updates(trace)
     inside = (lo >= start_s) & (hi <= end_s)

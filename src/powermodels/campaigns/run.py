@@ -250,16 +250,18 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         The folder holds runs of another spec: move them into
         ``previous-<time>/`` and start anew, instead of refusing
         (:func:`~powermodels.campaigns.resume.check_resume`).
+    lock_wait_s : float, default=0
+        How long to wait for another campaign holding ``out_dir``
+        (:func:`~powermodels.measuring.exclusive.campaign_lock`); then a
+        ``LockBusy`` error names it.
 
+    Notes
+    -----
     Runs measured on several boards: the spread of the configurations seen on
     more than one is recorded in ``metadata.json`` (``"boards"``) and warned
     about when it exceeds 2σ of the measurement; a spec's ``board_probe`` is
     measured on every board first and the per-board normalisation recorded
     (``"board_normalisation"``; :mod:`powermodels.campaigns.boards`).
-    lock_wait_s : float, default=0
-        How long to wait for another campaign holding ``out_dir``
-        (:func:`~powermodels.measuring.exclusive.campaign_lock`); then a
-        ``LockBusy`` error names it.
     """
     if not isinstance(spec, CampaignSpec):
         spec = CampaignSpec.from_dict(spec)

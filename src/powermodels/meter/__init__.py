@@ -154,6 +154,8 @@ class EnergyMeter:
     wait_timeout_s : float, default=2
         Longest ``end_window`` waits for the counter update after the window.
 
+    Notes
+    -----
     See the module docstring for what a window can and cannot resolve.
     """
 

@@ -230,12 +230,12 @@ def get_kernel(name: str) -> KernelSpec:
 class RegistryKernel(Workload):
     """One of the registry kernels (:data:`KERNELS`) as a :class:`~.base.Workload`.
 
+    Two instances of the same name are equal (runners cache by workload and config).
+
     Parameters
     ----------
     name : str
         Registry name (``fp32``, ``sgemm``, ``stream_copy``, ``stream_triad``, ``square_wave``).
-
-    Two instances of the same name are equal (runners cache by workload and config).
     """
 
     kind = "registry"
