@@ -86,7 +86,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .window_energy import POWER_GAIN_ERROR, WindowMeasurement, measure_window  # noqa: F401
+from .window_energy import POWER_GAIN_ERROR, WindowMeasurement, measure_window, with_thermal  # noqa: F401
 
 __all__ = ["EnergyMeter", "WindowMeasurement"]
 # WindowMeasurement and POWER_GAIN_ERROR live in meter/window_energy.py (the measuring half of the
@@ -153,6 +153,11 @@ class EnergyMeter:
         Counter lag (a value published at ``u`` covers energy up to ``u - delay_s``).
     wait_timeout_s : float, default=2
         Longest ``end_window`` waits for the counter update after the window.
+    reference_temperature_c : float, optional
+        ``T_ref`` of every window's ``energy_at_ref_j`` (thesis eq. 4.7); by default the board's
+        pooled α's, else the window's own temperature rounded. Each window carries the thermal
+        columns of a callable's row (:attr:`WindowMeasurement.thermal`); its α is the board's learned
+        α pooled at the window's clock (the α cache of earlier measurements), else the assumption.
 
     Notes
     -----
@@ -160,8 +165,15 @@ class EnergyMeter:
     """
 
     def __init__(self, device="auto", *, index: int = 0, sync="auto", delay_s: float = 0.0,
-                 wait_timeout_s: float = 2.0):
+                 wait_timeout_s: float = 2.0, reference_temperature_c: float | None = None):
         from ..measuring.counter_log import open_counter_log
+        from ..thermal.normalise import check_reference_temperature
+
+        if reference_temperature_c is not None:
+            reference_temperature_c = check_reference_temperature(reference_temperature_c,
+                                                                  "EnergyMeter: reference_temperature_c")
+        #: ``T_ref`` of every window's ``energy_at_ref_j`` (None: the board α's, else the window's own, rounded)
+        self.reference_temperature_c = reference_temperature_c
 
         if not (sync is None or sync == "auto" or callable(sync)):
             raise ValueError(f"EnergyMeter: sync must be 'auto', a callable or None, got {sync!r}")
@@ -261,10 +273,12 @@ class EnergyMeter:
         try:
             self._synchronize()
             end = self.device.now()
-            return measure_window(self._log, name, record.start, end, delay_s=self.delay_s,
-                                  wait_timeout_s=self.wait_timeout_s, idle_power_w=idle_power_w,
-                                  wait=wait, steady=steady, held=record.held, device=self.device,
-                                  simulated=self.simulated)
+            result = measure_window(self._log, name, record.start, end, delay_s=self.delay_s,
+                                    wait_timeout_s=self.wait_timeout_s, idle_power_w=idle_power_w,
+                                    wait=wait, steady=steady, held=record.held, device=self.device,
+                                    simulated=self.simulated)
+            # the thermal columns a callable's row has (α: the board's pooled, else assumed)
+            return with_thermal(result, self.device, reference_temperature_c=self.reference_temperature_c)
         finally:
             self._log.release(record.held)
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import schema
 from ..devices.clock_probe import CLOCK_STEP_MHZ
 
-__all__ = ["POWER_GAIN_ERROR", "WindowMeasurement", "integrate_window", "measure_window", "window_result"]
+__all__ = ["POWER_GAIN_ERROR", "WindowMeasurement", "integrate_window", "measure_window", "window_result", "with_thermal"]
 
 #: Yang §IV-B: the power readings' gain error is within about ±5 % (Fig. 9).
 POWER_GAIN_ERROR = 0.05
@@ -59,6 +59,13 @@ class WindowMeasurement:
         Range of the SM clock and the hottest temperature seen (NaN when unknown).
     notes : tuple of str
         What was warned about this window.
+    temperature_start_c, temperature_end_c, temperature_mean_c : float
+        The first and last temperature reading in the window and their mean (NaN when unknown; a
+        window longer than the log's history starts at the oldest reading kept).
+    thermal : dict
+        The window's figures at a reference temperature and the α used (schema columns:
+        ``energy_at_ref_j``, ``alpha_source`` ...; :func:`~powermodels.thermal.row.window_thermal_fields`),
+        empty when the device could not say which board it is.
     """
 
     name: str
@@ -77,6 +84,10 @@ class WindowMeasurement:
     sm_clock_max_mhz: float = math.nan
     temperature_max_c: float = math.nan
     notes: tuple = field(default_factory=tuple)
+    temperature_start_c: float = math.nan
+    temperature_end_c: float = math.nan
+    temperature_mean_c: float = math.nan
+    thermal: dict = field(default_factory=dict)
 
     def as_row(self) -> dict:
         """The window as run-table columns (energy and power of the whole window)."""
@@ -90,7 +101,11 @@ class WindowMeasurement:
                 schema.CLOCK_SOURCE: "nvml",
                 schema.CLOCK_RANGE_MHZ: self.sm_clock_max_mhz - self.sm_clock_min_mhz,
                 schema.CLOCK_UNCERTAINTY_MHZ: 0.5 * (self.sm_clock_max_mhz - self.sm_clock_min_mhz) + CLOCK_STEP_MHZ,
-                schema.TEMPERATURE_C: self.temperature_max_c}
+                # the row's temperature is the window's mean (what eq. 4.7 moves from), as a callable's
+                schema.TEMPERATURE_C: self.temperature_mean_c if math.isfinite(self.temperature_mean_c)
+                else self.temperature_max_c,
+                schema.TEMPERATURE_START_C: self.temperature_start_c, schema.TEMPERATURE_END_C: self.temperature_end_c,
+                **self.thermal}
 
 
 def measure_window(log, name: str, start: float, end: float, *, delay_s: float, wait_timeout_s: float,
@@ -211,6 +226,7 @@ def window_result(log, name, start, end, energy, sigma, bounds, method, period, 
     c = log.conditions(max(since, log.history_start()), end)
     clocks = c[schema.SM_CLOCK_MHZ][np.isfinite(c[schema.SM_CLOCK_MHZ])]
     temps = c[schema.TEMPERATURE_C][np.isfinite(c[schema.TEMPERATURE_C])]
+    ends = (float(temps[0]), float(temps[-1]), float(np.mean(temps))) if temps.size else (math.nan,) * 3
     thr = int(np.bitwise_or.reduce(c[schema.THROTTLE_REASONS])) if c[schema.THROTTLE_REASONS].size else 0
     if held is not None and since > start:  # folded in as they left the log's history
         clocks = np.append(clocks, [x for x in (held.clock_min, held.clock_max) if math.isfinite(x)])
@@ -230,4 +246,29 @@ def window_result(log, name, start, end, energy, sigma, bounds, method, period, 
         sm_clock_min_mhz=float(clocks.min()) if clocks.size else math.nan,
         sm_clock_max_mhz=float(clocks.max()) if clocks.size else math.nan,
         temperature_max_c=float(temps.max()) if temps.size else math.nan,
-        notes=tuple(notes))
+        notes=tuple(notes), temperature_start_c=ends[0], temperature_end_c=ends[1], temperature_mean_c=ends[2])
+
+
+def with_thermal(result: WindowMeasurement, device, *, alpha=None, reference_temperature_c: float | None = None,
+                 cache_dir=None) -> WindowMeasurement:
+    """``result`` with its figures at a reference temperature (:attr:`WindowMeasurement.thermal`).
+
+    α as :func:`~powermodels.thermal.row.window_alpha` gives it for the device's board (``alpha``
+    given, the board's pooled α, or the assumption); nothing is added for a device without a UUID or
+    a window without an energy.
+    """
+    from ..thermal.row import window_alpha, window_thermal_fields
+    from ..thermal.spans import POWER_CAP_BITS
+
+    info = getattr(device, "info", None)
+    if info is None or not (math.isfinite(result.energy_j) and result.time_s > 0 and result.energy_j > 0):
+        return result
+    clock = 0.5 * (result.sm_clock_min_mhz + result.sm_clock_max_mhz)
+    est = window_alpha(uuid=info.uuid or f"{info.kind}-{info.index}", driver=info.driver, power_w=result.power_w,
+                       sm_clock_mhz=clock, capped=bool(result.throttle_reasons & POWER_CAP_BITS), given=alpha,
+                       cache_dir=cache_dir)
+    temperature = result.temperature_mean_c if math.isfinite(result.temperature_mean_c) else result.temperature_max_c
+    fields = window_thermal_fields(energy_j=result.energy_j, time_s=result.time_s, temperature_c=temperature,
+                                   alpha=est, reference_temperature_c=reference_temperature_c,
+                                   energy_uncertainty_j=result.uncertainty_j)
+    return replace(result, thermal=fields)

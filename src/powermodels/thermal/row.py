@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 
 from .. import schema
-from .normalise import AlphaEstimate, check_reference_temperature, normalise
+from .normalise import FIXED_CLOCK, POWER_CAPPED, AlphaEstimate, assumed_alpha, check_reference_temperature, normalise
 from .spans import thermal_state
 
-__all__ = ["alpha_from_calibration", "given_alpha", "thermal_fields"]
+__all__ = ["alpha_from_calibration", "given_alpha", "thermal_fields", "window_alpha", "window_thermal_fields"]
 
 
 def given_alpha(alpha_w_per_c: float, uncertainty_w_per_c: float = 0.0, source: str = "given") -> AlphaEstimate:
@@ -76,3 +76,49 @@ def thermal_fields(trace, start_s: float, end_s: float, *, energy_j: float, powe
                        schema.ALPHA_UNCERTAINTY_W_PER_C: alpha.uncertainty_w_per_c,
                        schema.ALPHA_SOURCE: alpha.source, schema.ALPHA_REGIME: alpha.regime})
     return fields
+
+
+def window_alpha(*, uuid: str, driver: str = "", power_w: float, sm_clock_mhz: float = math.nan,
+                 capped: bool = False, given: AlphaEstimate | None = None, cache_dir=None) -> AlphaEstimate:
+    """The α of a window around code the package cannot re-run (an :class:`~powermodels.meter.EnergyMeter`
+    window, a ``measure -- CMD`` program run): as a callable's row (:func:`~powermodels.measuring.alpha_warmup.row_alpha`)
+    without the warm-up — ``given`` if any; else the board's learned fixed-clock α at this clock, pooled
+    (:func:`~.alpha.board_alpha`, the state folder's α cache for GPU ``uuid``); else the assumption at
+    ``power_w``. A capped window (the power-cap reason seen) takes the assumption in the capped regime:
+    the pool is of fixed-clock α.
+    """
+    from .alpha import board_alpha
+    from .alpha_cache import AlphaCache
+
+    if given is not None:
+        return given
+    if not capped and uuid and math.isfinite(sm_clock_mhz) and math.isfinite(power_w) and power_w > 0:
+        pooled = board_alpha(AlphaCache(cache_dir).entries(uuid, driver=driver), sm_clock_mhz, power_w)
+        if pooled is not None:
+            return pooled
+    return assumed_alpha(power_w, POWER_CAPPED if capped else FIXED_CLOCK)
+
+
+def window_thermal_fields(*, energy_j: float, time_s: float, temperature_c: float, alpha: AlphaEstimate,
+                          reference_temperature_c: float | None = None,
+                          energy_uncertainty_j: float = math.nan) -> dict:
+    """The figures at ``T_ref`` of a whole window (energy and mean power over its time, thesis eq. 4.7).
+
+    ``T_ref`` as :func:`thermal_fields` picks it (given, else α's stored one, else the window's
+    temperature rounded). The window's start and end temperatures are the meter's own columns.
+    """
+    power_w = energy_j / time_s if time_s > 0 else math.nan
+    if reference_temperature_c is not None:
+        t_ref = check_reference_temperature(reference_temperature_c, "reference_temperature_c")
+    elif math.isfinite(alpha.reference_temperature_c):
+        t_ref = alpha.reference_temperature_c
+    elif math.isfinite(temperature_c):
+        t_ref = float(round(temperature_c))
+    else:
+        return {schema.REFERENCE_TEMPERATURE_C: math.nan, schema.ENERGY_AT_REF_J: math.nan,
+                schema.POWER_AT_REF_W: math.nan, schema.ENERGY_AT_REF_UNCERTAINTY_J: math.nan,
+                schema.CORRECTION_ALPHA_W_PER_C: alpha.alpha_w_per_c,
+                schema.ALPHA_UNCERTAINTY_W_PER_C: alpha.uncertainty_w_per_c,
+                schema.ALPHA_SOURCE: alpha.source, schema.ALPHA_REGIME: alpha.regime}
+    return normalise(energy_j=energy_j, power_w=power_w, time_s=time_s, temperature_c=temperature_c, alpha=alpha,
+                     reference_temperature_c=t_ref, energy_uncertainty_j=energy_uncertainty_j)

@@ -21,6 +21,7 @@ from ..energy_counter import aligned_window, counter_updates, launches_inside
 
 __all__ = [
     "SPAN_COLUMNS",
+    "POWER_CAP_BITS",
     "CAP_POWER_TOLERANCE",
     "CAP_WINDOW_S",
     "cap_held",
@@ -42,7 +43,8 @@ SPAN_COLUMNS = (schema.START_S, schema.END_S, schema.LAUNCHES, schema.ENERGY_J, 
                 schema.TIME_S, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ,
                 schema.THROTTLE_POWER_CAP_FRACTION)
 
-_POWER_CAP_BITS = 0x4 | 0x80  # SW power cap, HW power brake (NVML clock-event reasons)
+#: NVML clock-event reasons of the power cap: SW power cap, HW power brake.
+POWER_CAP_BITS = 0x4 | 0x80
 
 
 def _readings(trace: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -107,7 +109,7 @@ def counter_spans(trace: pd.DataFrame, launches: np.ndarray, *, start_s: float |
         rows.append((t0, t1, n, energy / n, energy / (t1 - t0),
                      float(np.mean(iv[inside, 1] - iv[inside, 0])),
                      _mean_between(t_temp, temp, t0, t1), _mean_between(t_clock, clock, t0, t1),
-                     float(np.mean((reasons[in_all].astype(np.int64) & _POWER_CAP_BITS) != 0))
+                     float(np.mean((reasons[in_all].astype(np.int64) & POWER_CAP_BITS) != 0))
                      if in_all.any() else math.nan))
     return pd.DataFrame(rows, columns=list(SPAN_COLUMNS))
 
