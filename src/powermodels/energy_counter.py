@@ -60,14 +60,20 @@ def counter_updates(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.nda
     return t[new - 1], t[new], j[new]
 
 
-def launches_inside(launches: np.ndarray, start_s: float, end_s: float) -> float:
-    """Launches within ``[start_s, end_s]``: each counts the fraction of its duration inside."""
+def launches_inside(launches: np.ndarray, start_s: float, end_s: float, counts=None) -> float:
+    """Launches within ``[start_s, end_s]``: each counts the fraction of its duration inside.
+
+    ``counts`` (optional, one per interval) makes each interval a batch of
+    that many launches (a raw recording's rows), counted pro rata the same way.
+    """
     iv = np.asarray(launches, dtype=float).reshape(-1, 2)
     dur = iv[:, 1] - iv[:, 0]
     inside = np.clip(np.minimum(iv[:, 1], end_s) - np.maximum(iv[:, 0], start_s), 0.0, None)
     whole = dur <= 0  # a zero-length launch inside the window counts whole
     frac = np.where(whole, ((iv[:, 0] >= start_s) & (iv[:, 0] <= end_s)).astype(float),
                     inside / np.where(whole, 1.0, dur))
+    if counts is not None:
+        frac = frac * np.asarray(counts, dtype=float).reshape(-1)
     return float(frac.sum())
 
 

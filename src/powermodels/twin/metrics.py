@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from .. import energy_counter, schema
 from ..recording import Recording
 
 __all__ = ["bursts_after_pressure", "cap_overshoot", "clock_recovery", "counter_updates", "energy_between",
@@ -34,11 +34,19 @@ __all__ = ["bursts_after_pressure", "cap_overshoot", "clock_recovery", "counter_
 
 
 def counter_updates(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
-    """Times and values of the energy counter's updates (first read showing each new value)."""
-    e = rec.energy[schema.ENERGY_COUNTER_J].to_numpy(float)
-    t = rec.energy[schema.T_S].to_numpy(float)
-    keep = np.r_[True, np.diff(e) != 0]
-    return t[keep], e[keep]
+    """Times and values of the energy counter: the first read, then the first read showing each new value.
+
+    The updates are :func:`powermodels.energy_counter.counter_updates`' (the
+    read that first shows a value, its bracket's upper end); the recording's
+    first read is kept in front of them as the anchor of the interpolation
+    (:func:`energy_between` from the recording's start), though its value may
+    be older than the read — where the protocols, which difference two
+    updates, leave it out.
+    """
+    _, hi, joules = energy_counter.counter_updates(rec.energy)
+    first = rec.energy.loc[np.isfinite(rec.energy[schema.ENERGY_COUNTER_J].to_numpy(float))].iloc[:1]
+    return (np.r_[first[schema.T_S].to_numpy(float), hi],
+            np.r_[first[schema.ENERGY_COUNTER_J].to_numpy(float), joules])
 
 
 def energy_between(rec: Recording, a, b) -> np.ndarray:
@@ -48,13 +56,11 @@ def energy_between(rec: Recording, a, b) -> np.ndarray:
 
 
 def launches_between(rec: Recording, a: float, b: float, workload: str | None = None) -> float:
-    """Launches run in ``[a, b]``, a batch counted pro rata of its overlap."""
+    """Launches run in ``[a, b]``, a batch counted pro rata of its overlap
+    (:func:`powermodels.energy_counter.launches_inside` over the batches)."""
     la = rec.launches if workload is None else rec.launches.loc[rec.launches[schema.WORKLOAD] == workload]
-    s = la[schema.START_S].to_numpy(float)
-    e = la[schema.END_S].to_numpy(float)
-    n = la[schema.LAUNCHES].to_numpy(float)
-    overlap = np.clip(np.minimum(e, b) - np.maximum(s, a), 0.0, None)
-    return float(np.sum(n * overlap / np.maximum(e - s, 1e-12)))
+    return energy_counter.launches_inside(la[[schema.START_S, schema.END_S]].to_numpy(float), a, b,
+                                          counts=la[schema.LAUNCHES].to_numpy(float))
 
 
 def _entry(rec: Recording, workload: str, kind: str, phase: str | None = None) -> pd.Series:
