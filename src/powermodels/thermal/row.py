@@ -56,6 +56,17 @@ def thermal_fields(trace, start_s: float, end_s: float, *, energy_j: float, powe
     the range it was learned over, so every row of that workload on that board
     shares it), else the row's own temperature rounded to a whole °C.
     """
+    fields = thermal_state(trace, start_s, end_s)
+    fields.update(_at_reference(energy_j=energy_j, power_w=power_w, time_s=time_s, temperature_c=temperature_c,
+                                alpha=alpha, reference_temperature_c=reference_temperature_c,
+                                energy_uncertainty_j=energy_uncertainty_j))
+    return fields
+
+
+def _at_reference(*, energy_j, power_w, time_s, temperature_c, alpha, reference_temperature_c,
+                  energy_uncertainty_j) -> dict:
+    """:func:`~.normalise.normalise` at the ``T_ref`` :func:`thermal_fields` documents; NaN figures
+    (α still named) when there is no temperature at all (a device without the reading)."""
     if reference_temperature_c is not None:
         t_ref = check_reference_temperature(reference_temperature_c, "reference_temperature_c")
     elif math.isfinite(alpha.reference_temperature_c):
@@ -63,19 +74,13 @@ def thermal_fields(trace, start_s: float, end_s: float, *, energy_j: float, powe
     elif math.isfinite(temperature_c):
         t_ref = float(round(temperature_c))
     else:
-        t_ref = math.nan
-    fields = thermal_state(trace, start_s, end_s)
-    if math.isfinite(t_ref):
-        fields.update(normalise(energy_j=energy_j, power_w=power_w, time_s=time_s, temperature_c=temperature_c,
-                                alpha=alpha, reference_temperature_c=t_ref,
-                                energy_uncertainty_j=energy_uncertainty_j))
-    else:  # no temperature at all (a device without the reading): say so, move nothing
-        fields.update({schema.REFERENCE_TEMPERATURE_C: math.nan, schema.ENERGY_AT_REF_J: math.nan,
-                       schema.POWER_AT_REF_W: math.nan, schema.ENERGY_AT_REF_UNCERTAINTY_J: math.nan,
-                       schema.CORRECTION_ALPHA_W_PER_C: alpha.alpha_w_per_c,
-                       schema.ALPHA_UNCERTAINTY_W_PER_C: alpha.uncertainty_w_per_c,
-                       schema.ALPHA_SOURCE: alpha.source, schema.ALPHA_REGIME: alpha.regime})
-    return fields
+        return {schema.REFERENCE_TEMPERATURE_C: math.nan, schema.ENERGY_AT_REF_J: math.nan,
+                schema.POWER_AT_REF_W: math.nan, schema.ENERGY_AT_REF_UNCERTAINTY_J: math.nan,
+                schema.CORRECTION_ALPHA_W_PER_C: alpha.alpha_w_per_c,
+                schema.ALPHA_UNCERTAINTY_W_PER_C: alpha.uncertainty_w_per_c,
+                schema.ALPHA_SOURCE: alpha.source, schema.ALPHA_REGIME: alpha.regime}
+    return normalise(energy_j=energy_j, power_w=power_w, time_s=time_s, temperature_c=temperature_c, alpha=alpha,
+                     reference_temperature_c=t_ref, energy_uncertainty_j=energy_uncertainty_j)
 
 
 def window_alpha(*, uuid: str, driver: str = "", power_w: float, sm_clock_mhz: float = math.nan,
@@ -107,18 +112,6 @@ def window_thermal_fields(*, energy_j: float, time_s: float, temperature_c: floa
     ``T_ref`` as :func:`thermal_fields` picks it (given, else α's stored one, else the window's
     temperature rounded). The window's start and end temperatures are the meter's own columns.
     """
-    power_w = energy_j / time_s if time_s > 0 else math.nan
-    if reference_temperature_c is not None:
-        t_ref = check_reference_temperature(reference_temperature_c, "reference_temperature_c")
-    elif math.isfinite(alpha.reference_temperature_c):
-        t_ref = alpha.reference_temperature_c
-    elif math.isfinite(temperature_c):
-        t_ref = float(round(temperature_c))
-    else:
-        return {schema.REFERENCE_TEMPERATURE_C: math.nan, schema.ENERGY_AT_REF_J: math.nan,
-                schema.POWER_AT_REF_W: math.nan, schema.ENERGY_AT_REF_UNCERTAINTY_J: math.nan,
-                schema.CORRECTION_ALPHA_W_PER_C: alpha.alpha_w_per_c,
-                schema.ALPHA_UNCERTAINTY_W_PER_C: alpha.uncertainty_w_per_c,
-                schema.ALPHA_SOURCE: alpha.source, schema.ALPHA_REGIME: alpha.regime}
-    return normalise(energy_j=energy_j, power_w=power_w, time_s=time_s, temperature_c=temperature_c, alpha=alpha,
-                     reference_temperature_c=t_ref, energy_uncertainty_j=energy_uncertainty_j)
+    return _at_reference(energy_j=energy_j, power_w=energy_j / time_s if time_s > 0 else math.nan, time_s=time_s,
+                         temperature_c=temperature_c, alpha=alpha, reference_temperature_c=reference_temperature_c,
+                         energy_uncertainty_j=energy_uncertainty_j)
