@@ -25,7 +25,7 @@ import pandas as pd
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
-from powermodels.twin.compare import compare_recordings, plot_overlays, twin_compare
+from powermodels.twin.compare import capped_series, compare_recordings, plot_cap_settling, plot_overlays, twin_compare
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
 from powermodels.twin.replay import replay
@@ -54,9 +54,41 @@ def held_out(folder, preset, out: Path) -> pd.DataFrame:
                                         "real_temperature_c": a["temperature_c"],
                                         "twin_temperature_c": b["temperature_c"]}))
     pd.concat(per_second, ignore_index=True).to_csv(dest / "warmup_seconds.csv", index=False)
+    held_out_figure(real, twin, dest / "held_out.png")
     print(f"held out {real.name} ({real.provenance.get('uuid', '?')}):")
     print(table.to_string())
     return table
+
+
+def held_out_figure(real, twin, path: Path) -> None:
+    """One picture for the docs: warm-up energy per launch of every series (top), the capped series' 1 s
+    mean power from their start (bottom), real vs twin."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(real.phase_rows(kind="series")["workload"])
+    capped = capped_series(real, names)
+    fig, axes = plt.subplots(2, max(len(names), 1), figsize=(3.3 * len(names), 6.2), squeeze=False)
+    for ax, w in zip(axes[0], names):
+        a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
+        ax.plot(a["second"] + 0.5, a["energy_j"] * 1e3, "o-", ms=3, label="real")
+        ax.plot(b["second"] + 0.5, b["energy_j"] * 1e3, "s--", ms=3, label="twin")
+        ax.set_title(f"{w}: warm-up", fontsize=8)
+        ax.set_xlabel("s since the series started", fontsize=8)
+    axes[0][0].set_ylabel("energy per launch, mJ")
+    axes[0][0].legend(fontsize=7)
+    for k, ax in enumerate(axes[1]):
+        if k < len(capped):
+            plot_cap_settling(real, twin, ax, capped[k])
+            ax.set_title(f"{capped[k]}: power-capped start", fontsize=8)
+        else:
+            ax.axis("off")
+    fig.suptitle(f"real {real.provenance.get('gpu', '')} {real.provenance.get('uuid', '')[:12]} vs twin "
+                 f"({twin.provenance.get('preset', '?')}; simulated)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main() -> None:

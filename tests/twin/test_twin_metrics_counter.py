@@ -62,3 +62,23 @@ def test_a_counter_reset_is_a_one_line_error():
         pytest.skip("the raw H100 recording is not in this checkout")
     with pytest.raises(ValueError, match="decreased"):
         metrics.counter_updates(replace(rec, energy=energy))
+
+
+def test_capped_series_found_on_both_real_boards(tmp_path):
+    # GPU-620707cb runs hot: its fp32 GEMM series reaches the 700 W cap too (79 % of the readings)
+    from powermodels.twin.compare import capped_series, plot_cap_settling
+
+    found = {}
+    for folder in RECORDINGS:
+        if not folder.is_dir():
+            pytest.skip(f"{folder} is not in this checkout")
+        found[folder.name] = capped_series(read_recording(folder, probes=False))
+    assert found == {"raw-2026-11-25": ["torch_bf16_matmul_8192"],
+                     "raw_recording_620707cb": ["cupy_fp32_matmul_4096", "torch_bf16_matmul_8192"]}
+    plt = pytest.importorskip("matplotlib.pyplot")
+    rec = read_recording(RECORDINGS[0], probes=False)
+    fig, ax = plt.subplots()
+    plot_cap_settling(rec, rec, ax, "torch_bf16_matmul_8192")
+    assert [line.get_label() for line in ax.get_lines() if not line.get_label().startswith("_")] == [
+        "real (settled 1.8 s)", "twin (settled 1.8 s)"]
+    plt.close(fig)

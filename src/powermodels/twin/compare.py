@@ -22,7 +22,8 @@ from .protocol import protocol_errors
 from .replay import adapt_workloads, replay
 from .sensor_check import sensor_window_check
 
-__all__ = ["compare_recordings", "plot_overlays", "protocol_rows", "sensor_rows", "twin_compare"]
+__all__ = ["capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
+           "sensor_rows", "twin_compare"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -96,16 +97,7 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         a, b = metrics.update_period(real, schema.SM_CLOCK_MHZ), metrics.update_period(twin, schema.SM_CLOCK_MHZ)
         rows.append(_row("NVML clock reading update period", "", a, b, b / a - 1.0, TARGETS["period_rel"],
                          "s (relative error)"))
-    for w in names if has_trace else ():
-        row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
-        inside = real.trace.loc[(real.trace[schema.T_S] >= row[schema.T0_S])
-                                & (real.trace[schema.T_S] <= row[schema.T1_S])]
-        if schema.THROTTLE_REASONS not in inside:
-            continue
-        # a recording may store the reasons bit field as float (session 5's): the bits are whole numbers
-        reasons = inside[schema.THROTTLE_REASONS].fillna(0).to_numpy().astype(np.int64)
-        if not (reasons & SW_POWER_CAP).any():
-            continue  # not a power-capped load
+    for w in capped_series(real, names):
         ca, cb = metrics.cap_overshoot(real, w), metrics.cap_overshoot(twin, w)
         rows.append(_row("cap overshoot: first-second mean above settled", w, ca["overshoot_w"],
                          cb["overshoot_w"], cb["overshoot_w"] / ca["overshoot_w"] - 1.0, TARGETS["cap_rel"],
@@ -116,6 +108,47 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
     table = pd.DataFrame(rows)
     table.attrs["not_compared"] = not_compared
     return table
+
+
+def capped_series(real: Recording, workloads=None) -> list[str]:
+    """The workloads whose ``series`` ran power-capped on ``real`` (NVML's software power-cap reason)."""
+    if not real.has_trace:
+        return []
+    series = real.phase_rows(kind="series")
+    names = list(workloads) if workloads is not None else list(series[schema.WORKLOAD])
+    out = []
+    for w in names:
+        row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
+        inside = real.trace.loc[(real.trace[schema.T_S] >= row[schema.T0_S])
+                                & (real.trace[schema.T_S] <= row[schema.T1_S])]
+        if schema.THROTTLE_REASONS not in inside:
+            continue
+        # a recording may store the reasons bit field as float (session 5's): the bits are whole numbers
+        reasons = inside[schema.THROTTLE_REASONS].fillna(0).to_numpy().astype(np.int64)
+        if (reasons & SW_POWER_CAP).any():
+            out.append(w)
+    return out
+
+
+def plot_cap_settling(real: Recording, twin: Recording, ax, workload: str, *, label: str = "twin",
+                      seconds: float = 12.0) -> None:
+    """The 1 s mean power (energy counter, every 0.1 s) from a capped series' start, real vs twin, on ``ax``.
+
+    The same windows :func:`~powermodels.twin.metrics.cap_overshoot` measures
+    the overshoot and settling time on; its settling time is marked.
+    """
+    for rec, style, name in ((real, "-", "real"), (twin, "--", label)):
+        row = rec.phase_rows(kind="series", workload=workload).iloc[0]
+        t0, t1 = float(row[schema.T0_S]), float(row[schema.T1_S])
+        a = t0 + np.arange(0.0, min(seconds, t1 - t0 - 1.0), 0.1)
+        c = metrics.cap_overshoot(rec, workload)
+        line, = ax.plot(a - t0 + 1.0, metrics.energy_between(rec, a, a + 1.0), style, lw=1.0,
+                        label=f"{name} (settled {c['settling_s']:.1f} s)")
+        ax.axvline(c["settling_s"], color=line.get_color(), ls=":", lw=0.8)
+    ax.set_xlabel("s since the series started (1 s window end)", fontsize=8)
+    ax.set_ylabel("1 s mean power, W")
+    ax.set_title(workload, fontsize=8)
+    ax.legend(fontsize=7)
 
 
 def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
@@ -157,6 +190,16 @@ def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
     paths.append(out / "temperature_power.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
+
+    capped = capped_series(real, names)
+    if capped:
+        fig, axes = plt.subplots(1, len(capped), figsize=(4.5 * len(capped), 3.2), squeeze=False)
+        for ax, w in zip(axes[0], capped):
+            plot_cap_settling(real, twin, ax, w, label=label)
+        fig.tight_layout()
+        paths.append(out / "cap_settling.png")
+        fig.savefig(paths[-1], dpi=110)
+        plt.close(fig)
 
     clock_workload = clock_workload or next((w for w in real.workloads if "fma" in w), None)
     if clock_workload is not None and len(real.phase_rows(kind="pressure")):
