@@ -89,19 +89,44 @@ def counter_steady_w(trace: pd.DataFrame, t0: float, t1: float) -> float:
     return float((e[j] - e[i]) / (t[j] - t[i]))
 
 
-def session(runner, runs: int, executions: int, ssp_runs: int, ssp_ms: float, seed: int, log):
+def session(runner, runs: int, executions: int, ssp_runs: int, ssp_ms: float, seed: int, log, parts=None):
     """Record: idle, 3 s steady, idle, the short runs, idle, the long (SSP) runs, all at random gaps.
 
     Returns a launches table (``kind`` steady / short / ssp, ``run``, start, end), the recording's
     start and end, and the idle span after the short runs (for the counter's baseline).
+    ``parts``: a list the runs are appended to as they end (a stopped session keeps them).
     """
+    from powermodels.termination import Terminated
+
     rng = np.random.default_rng(seed)
+    parts = [] if parts is None else parts
     t_start, _ = runner.idle(1.5)
+    idle0 = idle1 = float("nan")
+    try:
+        idle0, idle1 = _session_runs(runner, runs, executions, ssp_runs, ssp_ms, rng, log, parts)
+    except (Terminated, KeyboardInterrupt) as err:  # `timeout` or Ctrl-C: keep the runs that ended
+        log(f"stopped ({err or type(err).__name__}) after {len(parts)} runs: writing what was recorded")
+        t_end = runner.now()
+        return _launch_table(parts), t_start, t_end, (idle0 + 0.3, idle1), str(err) or type(err).__name__
+    _, t_end = runner.idle(0.5)
+    return _launch_table(parts), t_start, t_end, (idle0 + 0.3, idle1), None
+
+
+def _launch_table(parts) -> pd.DataFrame:
+    if not parts:
+        return pd.DataFrame(columns=["kind", schema.RUN_INDEX, schema.EXECUTION, schema.START_S, schema.END_S])
+    return pd.concat([pd.DataFrame({"kind": kind, schema.RUN_INDEX: k, schema.EXECUTION: np.arange(len(iv)),
+                                    schema.START_S: iv[:, 0], schema.END_S: iv[:, 1]})
+                      for kind, k, iv in parts], ignore_index=True)
+
+
+def _session_runs(runner, runs, executions, ssp_runs, ssp_ms, rng, log, parts):
+    """The steady part, the short runs and the SSP runs, appended to ``parts``; returns the idle span."""
     probe = np.asarray(runner.run("fp32", CONFIG, launches=1), dtype=float)
     exec_s = max(probe[0, 1] - probe[0, 0], 1e-4)
     steady = np.asarray(runner.run("fp32", CONFIG, launches=max(1, int(3.0 / exec_s))), dtype=float)
     runner.idle(1.5)
-    parts = [("steady", 0, steady)]
+    parts.append(("steady", 0, steady))
     for k in range(runs):
         runner.idle(float(rng.uniform(0.06, 0.16)))
         parts.append(("short", k, np.asarray(runner.run("fp32", CONFIG, launches=executions), dtype=float)))
@@ -115,11 +140,7 @@ def session(runner, runs: int, executions: int, ssp_runs: int, ssp_ms: float, se
         runner.idle(float(rng.uniform(0.06, 0.16)))
         parts.append(("ssp", k, np.asarray(runner.run("fp32", CONFIG, launches=n_ssp), dtype=float)))
     log(f"{ssp_runs} SSP runs of {n_ssp} executions")
-    _, t_end = runner.idle(0.5)
-    launches = pd.concat([pd.DataFrame({"kind": kind, schema.RUN_INDEX: k, schema.EXECUTION: np.arange(len(iv)),
-                                        schema.START_S: iv[:, 0], schema.END_S: iv[:, 1]})
-                          for kind, k, iv in parts], ignore_index=True)
-    return launches, t_start, t_end, (idle0 + 0.3, idle1)
+    return idle0, idle1
 
 
 def run_spans(launches: pd.DataFrame, kind: str) -> np.ndarray:
@@ -139,9 +160,12 @@ def record(args, log):
     else:
         dev = open_device("nvml")
         runner = make_runner(dev)
-    with runner:
-        launches, t0, t1, idle = session(runner, args.runs, args.executions, args.ssp_runs, args.ssp_ms,
-                                         args.seed, log)
+    from powermodels.termination import terminate_raises
+
+    # SIGTERM (`timeout`) raises inside: the session stops, and what it recorded is written below
+    with runner, terminate_raises():
+        launches, t0, t1, idle, stopped = session(runner, args.runs, args.executions, args.ssp_runs,
+                                                  args.ssp_ms, args.seed, log)
         trace = runner.trace(t0, t1, run_id="fingrav")
         truth = dev.truth(t0, t1) if args.device == "simulated" else None
         sync = getattr(getattr(runner, "clock", None), "estimate", None)
@@ -150,8 +174,13 @@ def record(args, log):
     launches.to_parquet(args.out / f"{name}_launches.parquet")
     meta = {"gpu": dev.info.name, "device": args.device, "config": CONFIG, "idle_s": list(idle),
             "sync": str(sync) if sync is not None else None, "blocked_setters": len(BLOCKED),
-            "command": " ".join(sys.argv), "seed": args.seed}
+            "command": " ".join(sys.argv), "seed": args.seed, "complete": stopped is None}
+    if stopped is not None:
+        meta["stopped"] = stopped
     (args.out / f"{name}_meta.json").write_text(json.dumps(meta, indent=1))
+    if stopped is not None:
+        log(f"recording of the stopped session written to {args.out} ({name}_*); not analysed")
+        raise SystemExit(143 if "SIGTERM" in stopped else 129 if "SIGHUP" in stopped else 130)
     return trace, launches, meta, truth, dev
 
 

@@ -15,7 +15,10 @@ batch, keeps the raw recording, and checks the issue's targets:
 4. α > 0 with a 95 % CI excluding 0 (constant-clock warm-ups, pooled).
 
 Every NVML setter is replaced by a function that raises before the device is opened
-(``benchmarks/_readonly_nvml.py``). Output (≤ 8 files): ``report.md``, three plots,
+(``benchmarks/_readonly_nvml.py``). Nothing is lost on a crash: the raw recording is written to
+``OUT/recording/`` after each workload's part, and a run stopped by SIGTERM (``timeout``), Ctrl-C
+or an error first writes what it holds there (``complete: false`` and ``stopped`` in its
+``provenance.json``); ``powermodels calibrate --from OUT/recording`` refits it. Output (≤ 8 files): ``report.md``, three plots,
 ``calibration.pmcal``, ``checks.json``, ``provenance.json``, ``recording.tar.gz`` (the raw
 recording: ``calibrate --from`` refits it without a GPU).
 
@@ -108,6 +111,7 @@ def main(argv=None) -> int:
     from powermodels.devices import nvml_available, open_device
     from powermodels.workloads.pressure import pressure_gemm
     from powermodels.recording import write_recording
+    from powermodels.termination import terminate_raises
     from powermodels.workflows.calibrate import calibrate, save
     from powermodels.workflows.calibration_report import write_report
 
@@ -128,12 +132,20 @@ def main(argv=None) -> int:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     workloads = ["fp32", "sgemm", "stream_triad", pressure_gemm()]
-    try:
-        f_max = max(f for fs in device.supported_clocks().values() for f in fs)
-        run = calibrate(workloads, device, cycles=args.cycles, burst_s=args.burst_s, pressure_s=args.pressure_s,
-                        series_s=args.series_s, cool_s=args.cool_s, progress=lambda line: print(line, flush=True))
-    finally:
-        device.close()
+    # the recording is written to out/recording as it grows (after each workload's part) and,
+    # on SIGTERM (`timeout`) or any error, with what it holds: `calibrate --from` reads it
+    with terminate_raises():
+        try:
+            f_max = max(f for fs in device.supported_clocks().values() for f in fs)
+            run = calibrate(workloads, device, cycles=args.cycles, burst_s=args.burst_s,
+                            pressure_s=args.pressure_s, series_s=args.series_s, cool_s=args.cool_s,
+                            progress=lambda line: print(line, flush=True), recording_dir=out / "recording")
+        except BaseException as err:
+            print(f"stopped ({err or type(err).__name__}): the recording so far is in {out / 'recording'} "
+                  f"(refit: powermodels calibrate --from {out / 'recording'} --out DIR)", flush=True)
+            raise
+        finally:
+            device.close()
     wall = time.perf_counter() - t0
     save(run, out / "calibration.pmcal")
     write_report(run, out)

@@ -46,7 +46,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "src"))  # works without PYTHONPATH=src too
 from _readonly_nvml import forbid_nvml_setters  # noqa: E402
+from powermodels.termination import Terminated, terminate_raises  # noqa: E402
 
 PROBE_SOURCE = r"""
 extern "C" __global__ void clock_probe(long long* out, int slot, long long spin_cycles) {
@@ -327,30 +329,50 @@ def main(argv=None):
             fn()
     cp.cuda.runtime.deviceSynchronize()
     errors = []
+    stopped = None
     rng = np.random.default_rng(0)
-    try:
-        a = time.perf_counter(); time.sleep(5 * s); rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
-        natural = ["cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB"]
-        pressure_fn = work["torch_bf16_matmul_8192"][0]
-        for rnd, order in enumerate([natural, natural[::-1]]):
-            for name in order:
-                fn, per = work[name]
-                for cyc in range(args.cycles):
-                    repeat = rnd * args.cycles + cyc
-                    a, b = rec.busy(pressure_fn, float(rng.uniform(0, 3)) * s)
-                    rec.phase("natural", "torch_bf16_matmul_8192", repeat, "pressure", a, b)
-                    a, b = rec.timed(fn, name, "natural", repeat, 0.6 * max(s, 0.2), per_batch=per)
-                    rec.phase("natural", name, repeat, "burst", a, b)
-        for rep, name in enumerate(work):
+    # SIGTERM (`timeout`) raises inside: the protocol stops and everything recorded is written below
+    with terminate_raises():
+        try:
+            _protocol(args, rec, work, rng, s)
+        except (Terminated, KeyboardInterrupt) as exc:  # stopped: keep what was recorded
+            stopped = str(exc) or type(exc).__name__
+            errors.append(stopped)
+            print(f"STOPPED ({stopped}): writing what was recorded to {args.out}", flush=True)
+        except Exception as exc:  # keep what was recorded; say what failed
+            errors.append(repr(exc))
+            print("ERROR", repr(exc), flush=True)
+    _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stopped)
+    if stopped is not None:
+        return 143 if "SIGTERM" in stopped else 129 if "SIGHUP" in stopped else 130
+    return 0 if not errors else 1
+
+
+def _protocol(args, rec, work, rng, s) -> None:
+    """The natural and thermal protocols of the module docstring, into ``rec``."""
+    a = time.perf_counter(); time.sleep(5 * s); rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
+    natural = ["cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB"]
+    pressure_fn = work["torch_bf16_matmul_8192"][0]
+    for rnd, order in enumerate([natural, natural[::-1]]):
+        for name in order:
             fn, per = work[name]
-            a = time.perf_counter(); time.sleep(args.idle * s)
-            rec.phase("thermal", "-", rep, "idle", a, time.perf_counter())
-            a, b = rec.timed(fn, name, "thermal", rep, args.series * s, per_batch=per)
-            rec.phase("thermal", name, rep, "series", a, b)
-        a = time.perf_counter(); time.sleep(20 * s); rec.phase("thermal", "-", 99, "idle", a, time.perf_counter())
-    except Exception as exc:  # keep what was recorded; say what failed
-        errors.append(repr(exc))
-        print("ERROR", repr(exc), flush=True)
+            for cyc in range(args.cycles):
+                repeat = rnd * args.cycles + cyc
+                a, b = rec.busy(pressure_fn, float(rng.uniform(0, 3)) * s)
+                rec.phase("natural", "torch_bf16_matmul_8192", repeat, "pressure", a, b)
+                a, b = rec.timed(fn, name, "natural", repeat, 0.6 * max(s, 0.2), per_batch=per)
+                rec.phase("natural", name, repeat, "burst", a, b)
+    for rep, name in enumerate(work):
+        fn, per = work[name]
+        a = time.perf_counter(); time.sleep(args.idle * s)
+        rec.phase("thermal", "-", rep, "idle", a, time.perf_counter())
+        a, b = rec.timed(fn, name, "thermal", rep, args.series * s, per_batch=per)
+        rec.phase("thermal", name, rep, "series", a, b)
+    a = time.perf_counter(); time.sleep(20 * s); rec.phase("thermal", "-", 99, "idle", a, time.perf_counter())
+
+
+def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stopped) -> None:
+    """Stop the samplers and write the recording (also after a stop: ``complete`` says which)."""
     sampler.stop_event.set(); energy.stop_event.set()
     sampler.join(); energy.join()
     import pandas as pd
@@ -378,7 +400,7 @@ def main(argv=None):
         "clock": "time.perf_counter (host); probes mapped by the smallest host−%globaltimer gap of 30 synchronised probes",
         "probe": {"spin_cycles": int(rec.probe_cycles), "globaltimer_offset_s": rec.offset_s},
         "workloads": {k: {"launches_per_batch": v[1]} for k, v in work.items()},
-        "errors": errors, "duration_s": time.perf_counter() - t0,
+        "errors": errors, "complete": stopped is None, "duration_s": time.perf_counter() - t0,
         "samples": len(trace), "sample_rate_hz": len(trace) / max(trace["t_s"].iloc[-1], 1e-9),
         "energy_reads": int(energy.n), "launch_rows": len(launches), "probe_rows": len(probes),
         "made_by": "benchmarks/gpu_raw_recording.py (powermodels, independent of the library's code paths)",
@@ -393,7 +415,6 @@ def main(argv=None):
     print(json.dumps({k: prov[k] for k in ("gpu", "uuid", "duration_s", "samples", "sample_rate_hz",
                                            "launch_rows", "probe_rows", "errors")}, indent=1))
     print(summary.to_string())
-    return 0 if not errors else 1
 
 
 if __name__ == "__main__":

@@ -407,6 +407,25 @@ def rescore(folders, out: Path, power_limit_w: float) -> str:
     return "\n".join(text)
 
 
+def _measure_all(runner, args, makers, kind, start, per_workload, rows, notes, out, env) -> None:
+    """Every workload in turn; rows and report on disk after each one (nothing lost on a stop)."""
+    for name in [n.strip() for n in args.workloads.split(",") if n.strip()]:
+        if time.perf_counter() - start + per_workload > args.max_s:
+            notes.append(f"{name}: skipped, would pass --max-s {args.max_s:.0f} s")
+            continue
+        t0 = time.perf_counter()
+        try:
+            w = on_preset(makers[name](kind == "simulated"), args.preset)
+            rows += measure_workload(runner, w, args, kind == "simulated")
+        except Exception as err:  # one workload failing must not lose the others
+            traceback.print_exc()
+            notes.append(f"{name}: failed: {type(err).__name__}: {err}")
+        notes.append(f"{name}: {time.perf_counter() - t0:.0f} s")
+        table = pd.DataFrame(rows)
+        table.to_csv(out / "thermal_rows.csv", index=False)
+        (out / "report.md").write_text(report(table, env, notes))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
@@ -457,24 +476,20 @@ def main(argv=None) -> int:
     # on the simulated GPU the host's ~10 µs per call (H100, issue 19) so as-called differs from graphs
     runner = make_runner(device, **({"host_call_s": 10.6e-6} if kind == "simulated" else {}))
     per_workload = args.idle_s + 30.0
-    try:
-        for name in [n.strip() for n in args.workloads.split(",") if n.strip()]:
-            if time.perf_counter() - start + per_workload > args.max_s:
-                notes.append(f"{name}: skipped, would pass --max-s {args.max_s:.0f} s")
-                continue
-            t0 = time.perf_counter()
-            try:
-                w = on_preset(makers[name](kind == "simulated"), args.preset)
-                rows += measure_workload(runner, w, args, kind == "simulated")
-            except Exception as err:  # one workload failing must not lose the others
-                traceback.print_exc()
-                notes.append(f"{name}: failed: {type(err).__name__}: {err}")
-            notes.append(f"{name}: {time.perf_counter() - t0:.0f} s")
-            table = pd.DataFrame(rows)
-            table.to_csv(out / "thermal_rows.csv", index=False)
-            (out / "report.md").write_text(report(table, env, notes))
-    finally:
-        runner.close()
+    from powermodels.termination import Terminated, terminate_raises
+
+    stopped = None
+    # thermal_rows.csv and report.md are rewritten after every workload; SIGTERM (`timeout`) or
+    # Ctrl-C stops the loop, and the summary, plot and α cache of the finished workloads are written
+    with terminate_raises():
+        try:
+            _measure_all(runner, args, makers, kind, start, per_workload, rows, notes, out, env)
+        except (Terminated, KeyboardInterrupt) as err:
+            stopped = err
+            notes.append(f"stopped ({err or type(err).__name__}): the workloads that finished are kept")
+            print(f"stopped ({err or type(err).__name__}): writing the finished workloads to {out}", flush=True)
+        finally:
+            runner.close()
     table = pd.DataFrame(rows)
     if len(table):
         summary(table).to_csv(out / "summary.csv", index=False)
@@ -489,6 +504,8 @@ def main(argv=None) -> int:
     (out / "report.md").write_text(text)
     print(text)
     print(f"wrote {out}", flush=True)
+    if stopped is not None:
+        return stopped.code if isinstance(stopped, Terminated) else 130
     return 0 if len(table) and not table[schema.ENERGY_J].isna().all() else 1
 
 

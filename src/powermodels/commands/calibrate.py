@@ -152,21 +152,23 @@ def run(args) -> int:
                                                     else _workload_arg(args.pressure)[0])
     out = out_folder(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    device = _open(args)
-    try:
-        result = calibrate([_workload_arg(w) for w in args.workloads], device,
-                           allow_clock_changes=args.allow_clock_changes, clocks=clocks, pressure=pressure,
-                           cycles=args.cycles, pressure_s=args.pressure_s, burst_s=args.burst_s,
-                           series_s=args.series_s, cool_s=args.cool_s, probe=not args.no_probe,
-                           reference_clock_mhz=args.reference_clock,
-                           reference_temperature_c=args.reference_temperature, min_span_mhz=args.min_span,
-                           progress=lambda line: print(f"  {line}", file=sys.stderr))
-    finally:
-        device.close()
-    if result.recording is not None:  # everything measured, for `calibrate --from`
-        from ..recording import write_recording
+    from ..termination import terminate_raises
 
-        write_recording(result.recording, out / "recording")
+    device = _open(args)
+    # natural DVFS writes its recording as it goes; SIGTERM/SIGHUP raise inside, so a killed run
+    # flushes what it has (locked clocks: the settings guard restores either way)
+    with terminate_raises():
+        try:
+            result = calibrate([_workload_arg(w) for w in args.workloads], device,
+                               allow_clock_changes=args.allow_clock_changes, clocks=clocks, pressure=pressure,
+                               cycles=args.cycles, pressure_s=args.pressure_s, burst_s=args.burst_s,
+                               series_s=args.series_s, cool_s=args.cool_s, probe=not args.no_probe,
+                               reference_clock_mhz=args.reference_clock,
+                               reference_temperature_c=args.reference_temperature, min_span_mhz=args.min_span,
+                               progress=lambda line: print(f"  {line}", file=sys.stderr),
+                               recording_dir=None if args.allow_clock_changes else out / "recording")
+        finally:
+            device.close()
     path = save(result, out / "calibration.pmcal")
     report = calibration_report.write_report(result, out, plots=not args.no_plots)
     cal = result.calibration

@@ -171,7 +171,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
               cool_s: float = 10.0, probe: bool = True, point_s: float = 1.0,
               reference_clock_mhz: float | None = None, reference_temperature_c: float | None = None,
               min_span_mhz: float = 150.0, progress: Callable[[str], None] | None = None,
-              runner: Runner | None = None) -> CalibrationRun:
+              runner: Runner | None = None, recording_dir=None) -> CalibrationRun:
     """Measure and fit the thesis calibration for ``workloads`` on ``device``.
 
     Parameters
@@ -203,6 +203,10 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
         Called with one line per step.
     runner : Runner, optional
         Use this runner (its device) instead of opening ``device``.
+    recording_dir : str or os.PathLike, optional
+        Natural DVFS: write the raw recording here as it grows, and what it holds if the run
+        stops early (``save_to`` of
+        :func:`~powermodels.workflows.natural_recording.record_natural_dvfs`).
 
     Returns
     -------
@@ -230,6 +234,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
                 else pressure
             return _natural(runner, workloads, load, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
                             series_s=series_s, cool_s=cool_s, probe=probe, progress=progress,
+                            recording_dir=recording_dir,
                             reference_clock_mhz=reference_clock_mhz,
                             reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
         calibration = fit_calibration(points, None, None,
@@ -246,6 +251,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
 
 
 def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, cool_s, probe, progress,
+             recording_dir,
              reference_clock_mhz, reference_temperature_c, min_span_mhz) -> CalibrationRun:
     """Natural DVFS: record (probes included), then fit on the recording."""
     from .calibration_fit import group_key
@@ -261,7 +267,7 @@ def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, 
         pressure = (p, p.validate_config(p.parse_config(None)))
     recording = record_natural_dvfs(runner, named, pressure, cycles=cycles, pressure_s=pressure_s,
                                     burst_s=burst_s, series_s=series_s, cool_s=cool_s, probe=probe,
-                                    progress=progress)
+                                    progress=progress, save_to=recording_dir)
     run = calibrate_recording(recording, reference_clock_mhz=reference_clock_mhz,
                               reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
     run.recording = recording

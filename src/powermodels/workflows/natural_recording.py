@@ -31,6 +31,8 @@ from ..devices.clock_probe import probe_times_s
 
 __all__ = ["record_natural_dvfs"]
 
+_LAUNCH_COLUMNS = (schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.BATCH, schema.START_S,
+                   schema.END_S, schema.LAUNCHES, schema.TIME_S)
 _TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ,
                   schema.MEM_CLOCK_MHZ, schema.TEMPERATURE_C, schema.THROTTLE_REASONS)
 
@@ -63,6 +65,7 @@ class _Recorder:
         self.runner, self.probe, self.batch_s = runner, probe, batch_s
         self.phases, self.launches, self.probes, self.traces = [], [], [], []
         self.batch = 0
+        self.finished = False
         self.fetched = runner.now()
         self.t0 = self.fetched
 
@@ -72,6 +75,16 @@ class _Recorder:
         # fetch the trace as we go: the simulated GPU keeps a bounded history
         self.traces.append(self.runner.trace(self.fetched, t1, run_id="recording"))
         self.fetched = t1
+
+    def fetch_rest(self):
+        """Fetch the trace up to now (a stopped run: the readings after its last finished part)."""
+        now = self.runner.now()
+        try:
+            trace = self.runner.trace(self.fetched, now, run_id="recording")
+        except Exception:  # too short a stretch to sample, or the sampler is gone: the parts stand
+            return
+        self.traces.append(trace)
+        self.fetched = now
 
     def idle(self, phase, seconds):
         t0, t1 = self.runner.idle(seconds)
@@ -97,6 +110,21 @@ class _Recorder:
         self.batch += n
         self._entry(phase, label, repeat, kind, float(rows[0, 0]), float(rows[-1, 1]))
 
+    def save(self, folder, provenance: dict, *, stopped: str | None = None):
+        """Write what is recorded so far to ``folder`` (each file atomically replaced).
+
+        ``stopped``: why the run ended early (kept in the provenance as ``complete: false``);
+        None while it goes on or once it has finished.
+        """
+        from ..recording import write_recording
+
+        done = [f"{p[schema.RECORDING_PHASE]} {p[schema.WORKLOAD]} {p[schema.PHASE_KIND]}" for p in self.phases]
+        meta = {**provenance, "complete": stopped is None and self.finished, "parts_recorded": len(done)}
+        if stopped is not None:
+            meta["stopped"] = stopped
+            meta["last_part"] = done[-1] if done else None
+        return write_recording(self.recording(meta), folder)
+
     def recording(self, provenance: dict):
         from ..recording import Recording
 
@@ -113,14 +141,16 @@ class _Recorder:
         if probes is not None:
             probes = probes[[schema.T_S, schema.WORKLOAD, schema.BATCH, schema.PROBE_CLOCK_MHZ,
                              schema.PROBE_CYCLES, schema.PROBE_ELAPSED_NS]]
-        return Recording(trace=trace, energy=energy, launches=pd.concat(self.launches, ignore_index=True),
+        launches = pd.concat(self.launches, ignore_index=True) if self.launches else pd.DataFrame(
+            {c: pd.Series(dtype=float) for c in _LAUNCH_COLUMNS})
+        return Recording(trace=trace, energy=energy, launches=launches,
                          phases=pd.DataFrame(self.phases), provenance=provenance, probes=probes)
 
 
 def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressure_s: float = 1.0,
                         burst_s: float = 0.5, series_s: float = 10.0, cool_s: float = 10.0,
                         lead_idle_s: float = 1.0, batch_s: float = 1e-3, probe=True,
-                        progress: Callable[[str], None] | None = None, command: str = ""):
+                        progress: Callable[[str], None] | None = None, command: str = "", save_to=None):
     """Run the natural-DVFS protocol (see the module) and return it as a raw recording.
 
     Parameters
@@ -147,6 +177,12 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
         Called with one line per workload and part.
     command : str
         What made the recording (kept in the provenance).
+    save_to : str or os.PathLike, optional
+        Write the recording to this folder as it grows (after each workload's part) and, if
+        the run stops early (an error, Ctrl-C, SIGTERM inside
+        :func:`powermodels.termination.terminate_raises`), what it holds then, with
+        ``complete: false`` and ``stopped`` in the provenance: ``calibrate --from`` reads it.
+        A part that was running when the run stopped is lost (its launches are timed at its end).
 
     Returns
     -------
@@ -162,25 +198,7 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
     if probe is None:
         probe = _NoProbe()
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    rec = _Recorder(runner, probe, batch_s)
-    rec.idle("natural", lead_idle_s)
-    p_time = runner.launch_time_s(*pressure) if pressure is not None else math.nan
     items = [(*item, item[0].name) if len(item) == 2 else tuple(item) for item in items]
-    for k, (w, config, label) in enumerate(items):
-        t1 = runner.launch_time_s(w, config)
-        for c in range(cycles):
-            seconds = pressure_s * c / (cycles - 1)
-            if pressure is not None and seconds > 0:
-                rec.pressure("natural", pressure[0], pressure[1], c, seconds, p_time)
-            rec.timed("natural", w, config, label, c, "burst", burst_s, t1)
-        if progress:
-            progress(f"natural DVFS {k + 1}/{len(items)}: {w.name} ({cycles} cycles)")
-    if series_s > 0:
-        for k, (w, config, label) in enumerate(items):
-            rec.idle("thermal", cool_s)
-            rec.timed("thermal", w, config, label, 0, "series", series_s, runner.launch_time_s(w, config))
-            if progress:
-                progress(f"thermal series {k + 1}/{len(items)}: {w.name} ({series_s:g} s after {cool_s:g} s idle)")
     info = device.info
     limits = device.power_limits_w()
     clocks = [float(f) for fs in device.supported_clocks().values() for f in fs]
@@ -196,7 +214,51 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
                      "cool_s": cool_s, "batch_s": batch_s},
         "clock_probe": not isinstance(probe, _NoProbe),
     }
-    return rec.recording(provenance)
+    rec = _Recorder(runner, probe, batch_s)
+
+    def part_done(line: str) -> None:
+        # between parts: the GPU is about to idle or start a new workload, so a write here
+        # costs no measurement; a killed run then keeps every finished part
+        if save_to is not None:
+            rec.save(save_to, provenance)
+        if progress:
+            progress(line)
+
+    try:
+        _protocol(rec, runner, items, pressure, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
+                  series_s=series_s, cool_s=cool_s, lead_idle_s=lead_idle_s, part_done=part_done)
+    except BaseException as err:  # SIGTERM (terminate_raises), Ctrl-C, a failed launch: keep what ran
+        if save_to is not None:
+            try:
+                rec.fetch_rest()
+                rec.save(save_to, provenance, stopped=str(err) or type(err).__name__)
+            except Exception as flush_err:  # never mask the error that stopped the run
+                err.add_note(f"the partial recording could not be written to {save_to}: {flush_err}")
+        raise
+    rec.finished = True
+    if save_to is not None:
+        rec.save(save_to, provenance)
+    return rec.recording({**provenance, "complete": True})
+
+
+def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, series_s, cool_s, lead_idle_s,
+              part_done) -> None:
+    """The schedule of the module docstring; ``part_done(line)`` after each workload's part."""
+    rec.idle("natural", lead_idle_s)
+    p_time = runner.launch_time_s(*pressure) if pressure is not None else math.nan
+    for k, (w, config, label) in enumerate(items):
+        t1 = runner.launch_time_s(w, config)
+        for c in range(cycles):
+            seconds = pressure_s * c / (cycles - 1)
+            if pressure is not None and seconds > 0:
+                rec.pressure("natural", pressure[0], pressure[1], c, seconds, p_time)
+            rec.timed("natural", w, config, label, c, "burst", burst_s, t1)
+        part_done(f"natural DVFS {k + 1}/{len(items)}: {w.name} ({cycles} cycles)")
+    if series_s > 0:
+        for k, (w, config, label) in enumerate(items):
+            rec.idle("thermal", cool_s)
+            rec.timed("thermal", w, config, label, 0, "series", series_s, runner.launch_time_s(w, config))
+            part_done(f"thermal series {k + 1}/{len(items)}: {w.name} ({series_s:g} s after {cool_s:g} s idle)")
 
 
 class _NoProbe:
