@@ -370,17 +370,20 @@ def rescore(folders, out: Path, power_limit_w: float) -> str:
     import matplotlib.pyplot as plt
 
     from powermodels import schema
-    from powermodels.thermal.heldout import STATES, heldout_table, rescore_rows
+    from powermodels.thermal.heldout import STATES, cached_fits, heldout_table, rescore_rows
 
     runs = {Path(f).name: pd.read_csv(Path(f) / "thermal_rows.csv") for f in folders}
+    # what each warm-up fitted (runs that cached it): the rows of such a run hold the shrunk α
+    fits = {Path(f).name: cached_fits(Path(f) / "alpha_cache.json") for f in folders}
     text = []
     for name, rows in runs.items():
-        text += [f"### {name}", "", markdown_table(heldout_table(rows, power_limit_w=power_limit_w)), ""]
+        text += [f"### {name}", "", markdown_table(heldout_table(rows, power_limit_w=power_limit_w,
+                                                                 fits=fits[name])), ""]
     workloads = list(dict.fromkeys(w for rows in runs.values() for w in rows[schema.WORKLOAD]
                                    if w in set(rows.loc[rows[schema.THERMAL_STATE] == "reference", schema.WORKLOAD])))
     fig, axes = plt.subplots(len(runs), len(workloads), figsize=(2.9 * len(workloads), 2.9 * len(runs)), squeeze=False)
     for axrow, (name, rows) in zip(axes, runs.items()):
-        new, _ = rescore_rows(rows[rows[schema.THERMAL_STATE].isin((*STATES, "reference"))])
+        new, _ = rescore_rows(rows[rows[schema.THERMAL_STATE].isin((*STATES, "reference"))], fits=fits[name])
         for ax, w in zip(axrow, workloads):
             g, n = rows[rows[schema.WORKLOAD] == w], new[new[schema.WORKLOAD] == w]
             if not len(n):

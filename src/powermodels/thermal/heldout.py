@@ -13,6 +13,7 @@ the rows themselves imply, for judging a method, never for tuning one.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from .. import schema
 from .alpha import board_alpha, board_prior, shrunk_alpha
 from .normalise import FIXED_CLOCK, AlphaEstimate, normalise
 
-__all__ = ["STATES", "heldout_table", "implied_alpha", "rescore_rows", "state_figures"]
+__all__ = ["STATES", "cached_fits", "heldout_table", "implied_alpha", "rescore_rows", "state_figures"]
 
 #: The thermal states whose figures must agree (issue 19), and the reference's name.
 STATES = ("cold", "warm", "hot")
@@ -76,7 +77,8 @@ def _row_estimate(row, source: str) -> AlphaEstimate:
                          pooled=1 if source == "pooled" else 0)
 
 
-def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame, dict]:
+def rescore_rows(rows: pd.DataFrame, *, pool: bool = True, fits: dict | None = None,
+                 temperature_column: str = schema.TEMPERATURE_C) -> tuple[pd.DataFrame, dict]:
     """``rows`` (one run, in its order) with ``energy_at_ref_j`` recomputed by the shrinkage method.
 
     Online, a workload's own learned fixed-clock α is cached as fitted and the row uses it shrunk
@@ -85,6 +87,13 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame
     workload's was pooled online and is re-pooled (:func:`~.alpha.board_alpha`); assumed and
     capped α are kept. The reference row takes its workload's α. ``pool=False`` shrinks toward the
     assumption alone (the board's earlier fits left out of the prior).
+
+    ``fits`` (workload → :class:`~.normalise.AlphaEstimate`, the run's ``alpha_cache.json``: what
+    each warm-up fitted, before shrinkage) are used as the workloads' own α where given: a run
+    recorded with the shrinkage method (session 5 on) stores the *shrunk* α in its rows, and
+    shrinking that again would score another method than the one that ran. ``temperature_column``
+    is the row temperature α moves from (another column scores a variant, e.g. the window's last
+    reading).
 
     Returns
     -------
@@ -98,6 +107,9 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame
     for _, group in rows.groupby(schema.WORKLOAD, sort=False):
         first = group[group[schema.THERMAL_STATE].isin(STATES)].iloc[0]
         own = _row_estimate(first, str(first[schema.ALPHA_SOURCE]))
+        fit = (fits or {}).get(first[schema.WORKLOAD])
+        if fit is not None and fit.regime == FIXED_CLOCK and fit.source in ("learned", "pooled"):
+            own = fit if fit.source == "learned" else replace(own, source="pooled", pooled=max(fit.pooled, 1))
         fixed = own.regime == FIXED_CLOCK and own.source in ("learned", "pooled")
         # (runs before `pooled` was a source recorded a pool as `learned`: its α equals an earlier fit's)
         was_pooled = own.source == "pooled" or any(math.isclose(own.alpha_w_per_c, b.alpha_w_per_c, rel_tol=1e-9)
@@ -112,13 +124,13 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True) -> tuple[pd.DataFrame
         alphas[first[schema.WORKLOAD]] = alpha
         for _, row in group.iterrows():
             fields = normalise(energy_j=row[schema.ENERGY_J], power_w=row[schema.POWER_W], time_s=row[schema.TIME_S],
-                               temperature_c=row[schema.TEMPERATURE_C], alpha=alpha,
+                               temperature_c=row[temperature_column], alpha=alpha,
                                reference_temperature_c=row[schema.REFERENCE_TEMPERATURE_C])
             out.append({**row.to_dict(), **fields})
     return pd.DataFrame(out), alphas
 
 
-def heldout_table(rows: pd.DataFrame, *, power_limit_w: float = math.nan) -> pd.DataFrame:
+def heldout_table(rows: pd.DataFrame, *, power_limit_w: float = math.nan, fits: dict | None = None) -> pd.DataFrame:
     """Per workload of one run: the recorded α and figures beside :func:`rescore_rows`' (issue 19's targets).
 
     Columns: ``workload``, ``regime``, α recorded / now / implied by the rows and the range meeting
@@ -129,7 +141,7 @@ def heldout_table(rows: pd.DataFrame, *, power_limit_w: float = math.nan) -> pd.
     from .spans import CAP_POWER_TOLERANCE
 
     rows = rows[rows[schema.THERMAL_STATE].isin((*STATES, "reference"))]
-    new, alphas = rescore_rows(rows)
+    new, alphas = rescore_rows(rows, fits=fits)
     out = []
     for w, g in rows.groupby(schema.WORKLOAD, sort=False):
         power = float(g[schema.POWER_W].iloc[0])
@@ -153,3 +165,19 @@ def heldout_table(rows: pd.DataFrame, *, power_limit_w: float = math.nan) -> pd.
             if str(g[schema.ALPHA_REGIME].iloc[0]) != FIXED_CLOCK and math.isfinite(power_limit_w) else "",
         })
     return pd.DataFrame(out)
+
+
+def cached_fits(path) -> dict:
+    """Workload → the α a run cached (``alpha_cache.json`` as ``benchmarks/gpu_thermal.py`` writes it:
+    the α cache's files by name); {} when the run has none (session 4 kept no cache)."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    out = {}
+    for body in json.loads(path.read_text()).values():
+        for entry in body.get("entries", {}).values():
+            out[entry["workload"]] = AlphaEstimate.from_dict(entry["alpha"])
+    return out
