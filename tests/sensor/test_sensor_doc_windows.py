@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import DATASETS, REPO, SHARED_DATA
+
+# Not ``from conftest import``: with several conftest.py files under tests/, the name ``conftest`` is
+# whichever was imported first in a full run (tests/devices/conftest.py), so the paths are made here.
+REPO = Path(__file__).resolve().parents[2]
+DATASETS = REPO / "datasets"
+SHARED_DATA = Path(os.environ.get("POWERMODELS_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 SENSOR_MD = REPO / "docs" / "sensor.md"
 FINGRAV_FIT = re.compile(r"window (?P<window>[\d.]+) ms \[(?P<lo>[\d.]+), (?P<hi>[\d.]+)\], delay (?P<delay>[\d.]+) ms")
