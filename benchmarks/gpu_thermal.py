@@ -47,6 +47,8 @@ Usage::
     PYTHONPATH=src python3 benchmarks/gpu_thermal.py --rescore datasets/h100-2026-11-25-session4/thermal \\
         datasets/h100-2026-11-25-session4/thermal_repeat --out docs/img     # earlier runs, current α method
     PYTHONPATH=src python3 benchmarks/gpu_thermal.py --device simulated --out /tmp/thermal_sim
+    PYTHONPATH=src python3 benchmarks/gpu_thermal.py --plot-runs datasets/h100-2026-11-25-session5/thermal_0b4f1a7f \
+        datasets/h100-2026-11-25-session5/thermal_2db598e1 --out docs/img   # thermal_h100_boards.png
 """
 
 from __future__ import annotations
@@ -323,8 +325,11 @@ def report(table, env, notes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(table: pd.DataFrame, path: Path, title: str) -> None:
-    """Energy per launch vs temperature per workload: raw (grey) and at T_ref (blue), % of the reference."""
+def plot(table, path: Path, title: str) -> None:
+    """Energy per launch vs temperature per workload: raw (grey) and at T_ref (blue), % of the reference.
+
+    ``table`` is one run's rows, or a dict of runs (name → rows): one row of panels per run.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -332,34 +337,63 @@ def plot(table: pd.DataFrame, path: Path, title: str) -> None:
 
     from powermodels import schema
 
-    table = table[table[schema.THERMAL_STATE].isin(["cold", "warm", "hot", "reference"])]
-    workloads = list(dict.fromkeys(table[schema.WORKLOAD]))
-    cols = min(3, len(workloads))
-    rows = math.ceil(len(workloads) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 3.3 * rows), squeeze=False)
-    for ax, w in zip(axes.ravel(), workloads):
-        g = table[table[schema.WORKLOAD] == w]
-        ref = g[g[schema.THERMAL_STATE] == "reference"]
-        base = float(ref[schema.ENERGY_AT_REF_J].iloc[0]) if len(ref) else float(g[schema.ENERGY_AT_REF_J].mean())
-        for state, marker in (("cold", "o"), ("warm", "s"), ("hot", "^"), ("reference", "*")):
-            r = g[g[schema.THERMAL_STATE] == state]
-            ax.plot(r[schema.TEMPERATURE_C], 100 * (r[schema.ENERGY_J] / base - 1), marker, color="0.6", ms=8,
-                    label=f"{state}, raw")
-            ax.errorbar(r[schema.TEMPERATURE_C], 100 * (r[schema.ENERGY_AT_REF_J] / base - 1),
-                        yerr=100 * r[schema.ENERGY_AT_REF_UNCERTAINTY_J].astype(float) / base, fmt=marker,
-                        color="C0", ms=8, label=f"{state}, at T_ref")
-        ax.axhspan(-1, 1, color="C2", alpha=0.12)
-        a = g.iloc[0]
-        ax.set_title(f"{w} (α {a[schema.ALPHA_SOURCE]}, T_ref {a[schema.REFERENCE_TEMPERATURE_C]:.0f} °C)", fontsize=8)
-        ax.set_xlabel("die temperature (°C)")
-        ax.set_ylabel("vs reference at T_ref (%)", fontsize=8)
-    for ax in axes.ravel()[len(workloads):]:
-        ax.axis("off")
-    axes.ravel()[0].legend(fontsize=6)
+    runs = table if isinstance(table, dict) else {"": table}
+    runs = {k: t[t[schema.THERMAL_STATE].isin(["cold", "warm", "hot", "reference"])] for k, t in runs.items()}
+    workloads = list(dict.fromkeys(w for t in runs.values() for w in t[schema.WORKLOAD]))
+    cols = len(workloads) if len(runs) > 1 else min(3, len(workloads))
+    per_run = math.ceil(len(workloads) / cols)
+    fig, axes = plt.subplots(per_run * len(runs), cols, figsize=(3.3 * cols, 3.0 * per_run * len(runs)),
+                             squeeze=False)
+    for r, (name, rows) in enumerate(runs.items()):
+        panels = axes[r * per_run:(r + 1) * per_run].ravel()
+        for ax, w in zip(panels, workloads):
+            g = rows[rows[schema.WORKLOAD] == w]
+            if not len(g):
+                ax.axis("off")
+                continue
+            ref = g[g[schema.THERMAL_STATE] == "reference"]
+            base = float(ref[schema.ENERGY_AT_REF_J].iloc[0]) if len(ref) else float(g[schema.ENERGY_AT_REF_J].mean())
+            for state, marker in (("cold", "o"), ("warm", "s"), ("hot", "^"), ("reference", "*")):
+                s_ = g[g[schema.THERMAL_STATE] == state]
+                ax.plot(s_[schema.TEMPERATURE_C], 100 * (s_[schema.ENERGY_J] / base - 1), marker, color="0.6", ms=8,
+                        label=f"{state}, raw")
+                ax.errorbar(s_[schema.TEMPERATURE_C], 100 * (s_[schema.ENERGY_AT_REF_J] / base - 1),
+                            yerr=100 * s_[schema.ENERGY_AT_REF_UNCERTAINTY_J].astype(float) / base, fmt=marker,
+                            color="C0", ms=8, label=f"{state}, at T_ref")
+            ax.axhspan(-1, 1, color="C2", alpha=0.12)
+            a = g.iloc[0]
+            ax.set_title(f"{name + ': ' if name else ''}{w}\n(α {a[schema.ALPHA_SOURCE]}, "
+                         f"T_ref {a[schema.REFERENCE_TEMPERATURE_C]:.0f} °C)", fontsize=7)
+            ax.set_xlabel("die temperature (°C)", fontsize=7)
+            ax.set_ylabel("vs reference at T_ref (%)", fontsize=7)
+            ax.tick_params(labelsize=7)
+        for ax in panels[len(workloads):]:
+            ax.axis("off")
+    axes.ravel()[0].legend(fontsize=5)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def plot_runs(folders, path: Path) -> None:
+    """One figure of several runs' recorded rows (``thermal_rows.csv``), each labelled by its board (UUID
+    from ``environment.json``); the α source as the run's ``alpha_cache.json`` says (a pool recorded as
+    ``learned`` by the code before session 5's fix reads ``pooled``)."""
+    from powermodels import schema
+    from powermodels.thermal.heldout import cached_fits
+
+    runs = {}
+    for f in map(Path, folders):
+        rows = pd.read_csv(f / "thermal_rows.csv")
+        fits = cached_fits(f / "alpha_cache.json")
+        pooled = [w for w, a in fits.items() if a.source == "pooled"]
+        rows.loc[rows[schema.WORKLOAD].isin(pooled) & (rows[schema.ALPHA_SOURCE] == "learned"),
+                 schema.ALPHA_SOURCE] = "pooled"
+        env = json.loads((f / "environment.json").read_text()) if (f / "environment.json").is_file() else {}
+        runs[str(env.get("uuid", f.name)).removeprefix("GPU-")[:8]] = rows
+    plot(runs, path, "real H100 rows per board: cold / warm / hot and the 12 s reference, raw (grey) and at "
+                     "T_ref (blue), % of the reference at T_ref; green: ±1 %")
 
 
 def rescore(folders, out: Path, power_limit_w: float) -> str:
@@ -443,9 +477,18 @@ def main(argv=None) -> int:
     parser.add_argument("--rescore", nargs="+", default=None, metavar="FOLDER",
                         help="no GPU: re-score earlier runs' thermal_rows.csv with the current α method, print "
                              "the table and write thermal_h100_session4.png to --out")
+    parser.add_argument("--plot-runs", nargs="+", default=None, metavar="FOLDER",
+                        help="no GPU: plot earlier runs' recorded rows, one row of panels per board, to "
+                             "--out/thermal_h100_boards.png")
     parser.add_argument("--power-limit-w", type=float, default=700.0,
                         help="--rescore: the runs' enforced power limit (the capped rows' settling check)")
     args = parser.parse_args(argv)
+    if args.plot_runs:
+        out = Path(args.out or ".")
+        out.mkdir(parents=True, exist_ok=True)
+        plot_runs(args.plot_runs, out / "thermal_h100_boards.png")
+        print(f"wrote {out / 'thermal_h100_boards.png'}")
+        return 0
     if args.rescore:
         print(rescore(args.rescore, Path(args.out or "."), args.power_limit_w))
         return 0

@@ -99,14 +99,17 @@ def analyze_recording(data: Path) -> tuple[pd.DataFrame, dict, dict]:
     """series_states per warm-up of an extracted recording: α learned from its first 10 s, and pooled."""
     trace = pd.read_parquet(data / "trace.parquet")
     launches = pd.read_parquet(data / "launches.parquet")
-    meta = json.loads((data / "series.json").read_text())["series"]
+    series = json.loads((data / "series.json").read_text())
+    meta = series["series"]
+    # a capped window is settled at the board's enforced limit (the recording's provenance)
+    limit = series.get("source", {}).get("power_limit_w")
     own, tables, inputs = {}, [], {}
     for m in meta:
         w = m["workload"]
         tr = trace[trace[schema.RUN_ID] == w]
         iv = per_launch(launches[launches[schema.WORKLOAD] == w])
         inputs[w] = (tr, iv, m["load_start_s"])
-        table, own[w] = series_states(tr, iv, load_start_s=m["load_start_s"])
+        table, own[w] = series_states(tr, iv, load_start_s=m["load_start_s"], power_limit_w=limit)
         if own[w] is None:
             print(f"{w}: α not identified from its first 10 s", file=sys.stderr)
         tables.append(table.assign(**{schema.WORKLOAD: w, "alpha": "own 10 s"}))
@@ -125,7 +128,8 @@ def analyze_recording(data: Path) -> tuple[pd.DataFrame, dict, dict]:
         if alpha is None:
             continue
         t_ref = own[w].reference_temperature_c if own[w] is not None else round(float(first[schema.TEMPERATURE_C].mean()))
-        table, _ = series_states(tr, iv, load_start_s=start, alpha=alpha, reference_temperature_c=t_ref)
+        table, _ = series_states(tr, iv, load_start_s=start, alpha=alpha, reference_temperature_c=t_ref,
+                                 power_limit_w=limit)
         if own[w] is None:  # the row the protocol would write: replace the un-normalised one
             tables = [t for t in tables if t[schema.WORKLOAD].iloc[0] != w]
         tables.append(table.assign(**{schema.WORKLOAD: w, "alpha": how}))
