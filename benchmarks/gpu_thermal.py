@@ -36,7 +36,9 @@ Time on the GPU: per workload ~30 s idle + ~27 s of load ≈ 1 min; with start-u
 not finish in time (the rows so far are kept). Read-only: every NVML setter
 is replaced by a function that raises before anything is opened.
 
-Files in ``--out``: ``thermal_rows.csv`` (every measurement), ``summary.csv``,
+Files in ``--out``: ``thermal_rows.csv`` (every measurement, with the window's ``start_s`` /
+``end_s`` on the trace's clock), ``traces.parquet`` (each workload's NVML trace from 2 s before
+its load to its last row, rows where a reading changed; ``run_id`` = workload), ``summary.csv``,
 ``report.md``, ``thermal_<device>.png`` (energy vs temperature, raw and
 normalised), ``environment.json``, ``alpha_cache.json`` (the learned α as cached, with
 how many warm-up spans breaks in the load cost).
@@ -210,7 +212,7 @@ def on_preset(workload, preset):
 # -- measuring ---------------------------------------------------------------------------
 
 
-def _row(workload, state, m_row, wall) -> dict:
+def _row(workload, state, m_row, wall, launches=None) -> dict:
     from powermodels import schema
 
     keep = (schema.ENERGY_J, schema.POWER_W, schema.TIME_S, schema.ENERGY_UNCERTAINTY_J, schema.TEMPERATURE_C,
@@ -221,6 +223,11 @@ def _row(workload, state, m_row, wall) -> dict:
             schema.LAUNCH_BOUND, schema.THROTTLE_POWER_CAP_FRACTION, schema.PROTOCOL)
     row = {schema.WORKLOAD: workload, schema.THERMAL_STATE: state, "wall_s": wall,
            **{k: m_row.get(k, math.nan) for k in keep}}
+    # where the measured launches ran on the trace's clock (traces.parquet): what a later analysis of
+    # the rows against the die's history (a break in the load just before a row) needs
+    iv = np.asarray(launches if launches is not None else np.empty((0, 2)), dtype=float).reshape(-1, 2)
+    row[schema.START_S] = float(iv[:, 0].min()) if len(iv) else math.nan
+    row[schema.END_S] = float(iv[:, 1].max()) if len(iv) else math.nan
     print(f"  {workload} {state:>9s}: {row[schema.ENERGY_J]:.5g} J at {row[schema.TEMPERATURE_C]:.1f} °C, "
           f"at {row[schema.REFERENCE_TEMPERATURE_C]:.0f} °C {row[schema.ENERGY_AT_REF_J]:.5g} J "
           f"(α {row[schema.ALPHA_SOURCE]}, {row[schema.LAUNCH_MODE]}), {wall:.2f} s", flush=True)
@@ -236,12 +243,13 @@ def measure_workload(runner, w, args, simulated: bool) -> list[dict]:
     rows = []
     print(f"== {w.name}: {args.idle_s:.0f} s idle", flush=True)
     runner.idle(args.idle_s)
+    load_start = runner.now()
 
     def one(state, **params):
         t0 = time.perf_counter()
         # every workload learns its own α (no pooling across them: the point is per-workload learning)
         m = powermodels.measure(w, device=runner, alpha_pool_after=1000, **params)
-        rows.append(_row(w.name, state, m.row, time.perf_counter() - t0))
+        rows.append(_row(w.name, state, m.row, time.perf_counter() - t0, m.launches))
         return m.row
 
     cold = one("cold")
@@ -269,8 +277,23 @@ def measure_workload(runner, w, args, simulated: bool) -> list[dict]:
         for state, params in (("graph", {}), ("as_called", {"launch": "as_called"})):
             t0 = time.perf_counter()
             m = powermodels.measure(tiny, device=runner, reference_temperature_c=t_ref, **params)
-            rows.append(_row(tiny.name, state, m.row, time.perf_counter() - t0))
-    return rows
+            rows.append(_row(tiny.name, state, m.row, time.perf_counter() - t0, m.launches))
+    return rows, workload_trace(runner, w.name, load_start - 2.0, runner.now())
+
+
+def workload_trace(runner, name: str, start_s: float, end_s: float) -> pd.DataFrame:
+    """The NVML trace of one workload's part of the run (2 s of idle before its load, warm-up, rows,
+    reference), only the rows where a reading changed (they change on a ~100 ms grid; every energy
+    counter read is kept): the evidence the rows themselves cannot give (is a row after a break in
+    the load low because the die cooled under a reading that had not moved?)."""
+    from powermodels import schema
+
+    trace = runner.trace(start_s, end_s, run_id=name)
+    values = trace.drop(columns=[c for c in (schema.T_S,) if c in trace.columns]).select_dtypes("number")
+    v = values.to_numpy(dtype=float)
+    same = (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
+    changed = np.r_[True, ~same.all(axis=1)] if len(v) else np.zeros(0, dtype=bool)
+    return trace.loc[changed].reset_index(drop=True)
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -445,7 +468,8 @@ def rescore(folders, out: Path, power_limit_w: float) -> str:
 
 
 def _measure_all(runner, args, makers, kind, start, per_workload, rows, notes, out, env) -> None:
-    """Every workload in turn; rows and report on disk after each one (nothing lost on a stop)."""
+    """Every workload in turn; rows, traces and report on disk after each one (nothing lost on a stop)."""
+    traces = []
     for name in [n.strip() for n in args.workloads.split(",") if n.strip()]:
         if time.perf_counter() - start + per_workload > args.max_s:
             notes.append(f"{name}: skipped, would pass --max-s {args.max_s:.0f} s")
@@ -453,7 +477,10 @@ def _measure_all(runner, args, makers, kind, start, per_workload, rows, notes, o
         t0 = time.perf_counter()
         try:
             w = on_preset(makers[name](kind == "simulated"), args.preset)
-            rows += measure_workload(runner, w, args, kind == "simulated")
+            got, trace = measure_workload(runner, w, args, kind == "simulated")
+            rows += got
+            traces.append(trace)
+            pd.concat(traces, ignore_index=True).to_parquet(out / "traces.parquet", index=False)
         except Exception as err:  # one workload failing must not lose the others
             traceback.print_exc()
             notes.append(f"{name}: failed: {type(err).__name__}: {err}")
