@@ -127,3 +127,21 @@ def test_power_feature_trains_and_is_derived_for_a_saved_predictor(tmp_path, swe
     out = capsys.readouterr().out
     for k in prof[schema.KERNEL]:
         assert k in out
+
+
+def test_time_and_power_each_from_the_predictor_cv_scored_best():
+    """DSO eq. 1 and eq. 2 share no parameter: each quantity's choice is its own CV's (fails before)."""
+    from powermodels.models.dvfs_params import DVFSParams
+    from powermodels.workflows.dvfs_predictor import best_per_quantity, combine_models
+
+    cv = pd.DataFrame({"features": ["A", "A", "B"], "candidate": ["et", "mlp", "et"],
+                       "cv_time_mape": [3.4, 4.0, 3.1], "cv_power_mape": [3.9, 4.4, 5.2]})
+    assert best_per_quantity(cv) == {"time": ("B", "et"), "power": ("A", "et")}
+    timing = {"k": DVFSParams(p0_w=1.0, t0_s=0.1, alpha_s_mhz=2.0, beta_s_mhz=3.0)}
+    power = {"k": DVFSParams(p0_w=50.0, kappa_w=2.0, t0_s=9.0, alpha_s_mhz=9.0, beta_s_mhz=9.0,
+                             voltage_knee_mhz=700.0, voltage_slope_per_ghz=3.0)}
+    both = combine_models(timing, power)["k"]
+    assert (both.t0_s, both.alpha_s_mhz, both.beta_s_mhz) == (0.1, 2.0, 3.0)
+    assert (both.p0_w, both.kappa_w, both.voltage_knee_mhz) == (50.0, 2.0, 700.0)
+    with pytest.raises(ValueError, match="'j'"):
+        combine_models(timing, {**power, "j": power["k"]})

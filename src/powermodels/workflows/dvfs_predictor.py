@@ -22,7 +22,7 @@ limit from the caller (the device, or the sweep's metadata via
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +41,12 @@ from powermodels.models.dvfs_selection import (
 )
 from powermodels.models.dvfs_targets import excluded_clock_counts, kernel_parameters
 
-__all__ = ["TrainedDVFSPredictor", "application_of", "evaluate_models", "fitted_models",
-           "predict_models", "profile_features", "profiles_of", "read_nv_dvfs_config", "train_dvfs_predictor",
-           "with_power_feature"]
+__all__ = ["TrainedDVFSPredictor", "application_of", "best_per_quantity", "combine_models", "evaluate_models",
+           "fitted_models", "predict_models", "profile_features", "profiles_of", "read_nv_dvfs_config",
+           "train_dvfs_predictor", "with_power_feature"]
+
+#: the parameters of DSO eq. 2 (time); the rest of :class:`DVFSParams` is eq. 1 (power) and V(f)
+TIME_PARAMETERS = ("t0_s", "alpha_s_mhz", "beta_s_mhz")
 
 
 def application_of(kernel: str) -> str:
@@ -241,3 +244,46 @@ def evaluate_models(sweep: pd.DataFrame, models: dict) -> pd.DataFrame:
     kernels = list(models)
     t, p = curve_errors(sweep, [models[k] for k in kernels], kernels)
     return pd.DataFrame({"time_mape": t * 100, "power_mape": p * 100}, index=pd.Index(kernels, name=schema.KERNEL))
+
+
+def best_per_quantity(cv: pd.DataFrame, key: str = "features") -> dict:
+    """The CV's best (``key``, candidate) for time and for power separately.
+
+    DSO eq. 1 (power) and eq. 2 (time) share no parameter (§IV-B), and the predictor's time
+    and power shares are separate outputs (§IV-D), so each may come from the predictor whose
+    grouped CV on the training applications scored that quantity best.
+
+    Parameters
+    ----------
+    cv : DataFrame
+        Cross-validation rows with ``key``, ``candidate``, ``cv_time_mape`` and ``cv_power_mape``
+        (:func:`~powermodels.models.dvfs_selection.cross_validate_predictors`, one block per
+        feature set).
+
+    Returns
+    -------
+    dict
+        ``{"time": (key value, candidate), "power": (key value, candidate)}``.
+    """
+    out = {}
+    for quantity in ("time", "power"):
+        column = f"cv_{quantity}_mape"
+        missing = [c for c in (key, "candidate", column) if c not in cv.columns]
+        if missing:
+            raise ValueError(f"cv: column {missing[0]!r} is missing")
+        best = cv.loc[pd.to_numeric(cv[column], errors="coerce").idxmin()]
+        out[quantity] = (best[key], str(best["candidate"]))
+    return out
+
+
+def combine_models(time_models: dict, power_models: dict) -> dict:
+    """Per kernel, DSO eq. 2's parameters from ``time_models`` and eq. 1's (and V(f)) from ``power_models``.
+
+    Both are ``{kernel: DVFSParams}`` for the same kernels (e.g. :func:`predict_models` of two
+    predictors chosen by :func:`best_per_quantity`).
+    """
+    missing = sorted(set(power_models) ^ set(time_models))
+    if missing:
+        raise ValueError(f"combine_models: kernel {missing[0]!r} is in only one of the two model sets")
+    return {k: replace(power_models[k], **{name: getattr(time_models[k], name) for name in TIME_PARAMETERS})
+            for k in power_models}
