@@ -68,3 +68,15 @@ def test_program_rows_have_energy_at_ref(tmp_path, monkeypatch):
     for column in THERMAL:
         assert column in row, column
     assert math.isfinite(row[schema.ENERGY_AT_REF_J])
+
+
+def test_the_alpha_cache_is_read_once_per_meter(tmp_path, monkeypatch):
+    """A window per training step must not read the α cache file per step."""
+    monkeypatch.setenv("POWERMODELS_STATE_DIR", str(tmp_path))
+    calls = []
+    real = AlphaCache.entries
+    monkeypatch.setattr(AlphaCache, "entries", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    with EnergyMeter("simulated") as meter:
+        for _ in range(3):
+            assert math.isfinite(_busy_window(meter, launches=40).as_row()[schema.ENERGY_AT_REF_J])
+    assert len(calls) == 1

@@ -174,6 +174,7 @@ class EnergyMeter:
                                                                   "EnergyMeter: reference_temperature_c")
         #: ``T_ref`` of every window's ``energy_at_ref_j`` (None: the board α's, else the window's own, rounded)
         self.reference_temperature_c = reference_temperature_c
+        self._board_alpha = None  # the α cache's entries for this GPU, read at the first window
 
         if not (sync is None or sync == "auto" or callable(sync)):
             raise ValueError(f"EnergyMeter: sync must be 'auto', a callable or None, got {sync!r}")
@@ -278,9 +279,23 @@ class EnergyMeter:
                                     wait=wait, steady=steady, held=record.held, device=self.device,
                                     simulated=self.simulated)
             # the thermal columns a callable's row has (α: the board's pooled, else assumed)
-            return with_thermal(result, self.device, reference_temperature_c=self.reference_temperature_c)
+            return with_thermal(result, self.device, reference_temperature_c=self.reference_temperature_c,
+                                board=self._board_entries())
         finally:
             self._log.release(record.held)
+
+    def _board_entries(self) -> list:
+        """This GPU's learned α (the state folder's α cache), read once: a window per training step
+        must not read a file per step."""
+        if self._board_alpha is None:
+            from ..thermal.alpha_cache import AlphaCache
+
+            info = self.device.info
+            try:
+                self._board_alpha = AlphaCache().entries(info.uuid or f"{info.kind}-{info.index}", driver=info.driver)
+            except OSError:  # an unreadable state folder: the windows take the assumption
+                self._board_alpha = []
+        return self._board_alpha
 
     def cancel_window(self, name: str) -> None:
         """Forget open window ``name`` without measuring it."""

@@ -250,12 +250,12 @@ def window_result(log, name, start, end, energy, sigma, bounds, method, period, 
 
 
 def with_thermal(result: WindowMeasurement, device, *, alpha=None, reference_temperature_c: float | None = None,
-                 cache_dir=None) -> WindowMeasurement:
+                 cache_dir=None, board=None) -> WindowMeasurement:
     """``result`` with its figures at a reference temperature (:attr:`WindowMeasurement.thermal`).
 
     α as :func:`~powermodels.thermal.row.window_alpha` gives it for the device's board (``alpha``
-    given, the board's pooled α, or the assumption); nothing is added for a device without a UUID or
-    a window without an energy.
+    given, the board's pooled α, or the assumption; ``board``: the α cache's entries for this GPU,
+    read once by the caller); nothing is added for a device without a UUID or a window without an energy.
     """
     from ..thermal.row import window_alpha, window_thermal_fields
     from ..thermal.spans import POWER_CAP_BITS
@@ -266,7 +266,7 @@ def with_thermal(result: WindowMeasurement, device, *, alpha=None, reference_tem
     clock = 0.5 * (result.sm_clock_min_mhz + result.sm_clock_max_mhz)
     est = window_alpha(uuid=info.uuid or f"{info.kind}-{info.index}", driver=info.driver, power_w=result.power_w,
                        sm_clock_mhz=clock, capped=bool(result.throttle_reasons & POWER_CAP_BITS), given=alpha,
-                       cache_dir=cache_dir)
+                       cache_dir=cache_dir, board=board)
     temperature = result.temperature_mean_c if math.isfinite(result.temperature_mean_c) else result.temperature_max_c
     fields = window_thermal_fields(energy_j=result.energy_j, time_s=result.time_s, temperature_c=temperature,
                                    alpha=est, reference_temperature_c=reference_temperature_c,

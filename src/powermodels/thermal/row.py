@@ -84,13 +84,15 @@ def _at_reference(*, energy_j, power_w, time_s, temperature_c, alpha, reference_
 
 
 def window_alpha(*, uuid: str, driver: str = "", power_w: float, sm_clock_mhz: float = math.nan,
-                 capped: bool = False, given: AlphaEstimate | None = None, cache_dir=None) -> AlphaEstimate:
+                 capped: bool = False, given: AlphaEstimate | None = None, cache_dir=None,
+                 board=None) -> AlphaEstimate:
     """The α of a window around code the package cannot re-run (an :class:`~powermodels.meter.EnergyMeter`
     window, a ``measure -- CMD`` program run): as a callable's row (:func:`~powermodels.measuring.alpha_warmup.row_alpha`)
     without the warm-up — ``given`` if any; else the board's learned fixed-clock α at this clock, pooled
     (:func:`~.alpha.board_alpha`, the state folder's α cache for GPU ``uuid``); else the assumption at
     ``power_w``. A capped window (the power-cap reason seen) takes the assumption in the capped regime:
-    the pool is of fixed-clock α.
+    the pool is of fixed-clock α. ``board`` (the cache's entries for ``uuid``, read once by the caller)
+    spares a read of the cache file per window.
     """
     from .alpha import board_alpha
     from .alpha_cache import AlphaCache
@@ -98,7 +100,9 @@ def window_alpha(*, uuid: str, driver: str = "", power_w: float, sm_clock_mhz: f
     if given is not None:
         return given
     if not capped and uuid and math.isfinite(sm_clock_mhz) and math.isfinite(power_w) and power_w > 0:
-        pooled = board_alpha(AlphaCache(cache_dir).entries(uuid, driver=driver), sm_clock_mhz, power_w)
+        if board is None:
+            board = AlphaCache(cache_dir).entries(uuid, driver=driver)
+        pooled = board_alpha(board, sm_clock_mhz, power_w)
         if pooled is not None:
             return pooled
     return assumed_alpha(power_w, POWER_CAPPED if capped else FIXED_CLOCK)
