@@ -1,7 +1,7 @@
 """Fit the shipped twin preset and validate it leave-one-series-out on the raw H100 recording.
 
 Usage: ``python benchmarks/twin_validation.py --out DIR [--write-preset] [--held-out RECORDING]...
-[--held-out-only]`` (~3 min on 1 core for the fit and the folds, ~20 s per held-out recording; no GPU).
+[--held-out-only] [--fit-board RECORDING]... [--cap-variants]`` (~3 min on 1 core for the fit and the folds, ~20 s per held-out recording; no GPU).
 
 Writes ``DIR/in_sample.md`` (the whole-recording preset replayed on its own data),
 ``DIR/folds.md`` (for each workload: fit-twin --hold-out-series W, replay, the held-out rows) and
@@ -12,12 +12,21 @@ the preset (``twin-compare``): ``DIR/held_out_<folder>/`` gets the twin's record
 the overlay plots and ``warmup_seconds.csv`` (energy per launch per second, real vs twin).
 ``--held-out-only`` skips the fit and the folds and replays the held-out recordings on the shipped
 ``h100-sxm`` (e.g. ``--held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb``).
+``--fit-board RECORDING`` fits a preset to that recording alone and runs its own folds
+(``DIR/board_<folder>/``: what a per-board twin reaches; never shipped). ``--cap-variants`` replays
+the capped bf16 series of the fitting and the ``--held-out`` recordings with other cap controllers
+of the fit's grid (``DIR/cap_variants.md``). docs/twin.md's session-5 numbers::
+
+    python benchmarks/twin_validation.py --out DIR --held-out-only --cap-variants \
+        --held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb \
+        --fit-board datasets/h100-2026-11-25-session5/raw_recording_620707cb      # ~6 min
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -27,8 +36,9 @@ from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
 from powermodels.twin.compare import capped_series, compare_recordings, plot_cap_settling, plot_overlays, twin_compare
 from powermodels.twin.fit import fit_twin, series_holdout
+from powermodels.twin.fit_controller import GAIN_FIELDS
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
-from powermodels.twin.replay import replay
+from powermodels.twin.replay import adapt_workloads, replay
 
 DATA = Path(__file__).resolve().parents[1] / "datasets" / "h100" / "raw-2026-11-25"
 WINDOW = {"window_s": 18.41e-3, "delay_s": 9.96e-3,
@@ -91,6 +101,66 @@ def held_out_figure(real, twin, path: Path) -> None:
     plt.close(fig)
 
 
+def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None):
+    """Fit ``rec`` whole (in-sample table, plots) and leave each 25 s series out in turn (the folds).
+
+    Returns the whole-recording preset; writes ``in_sample.md``, ``folds.md``, the plots and each
+    fold's chosen cap gains into ``out``.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    preset = fit_twin(rec, name=name, sensor_window=WINDOW, provenance=provenance)
+    twin = replay(rec, preset)
+    table = compare_recordings(rec, twin)
+    (out / "in_sample.md").write_text(markdown_table(table) + "\n")
+    plot_overlays(rec, twin, out / "in_sample")
+    print(table.to_string())
+    rows = []
+    first = rec.phase_rows(kind="series")["workload"].iloc[0]
+    for w in list(rec.phase_rows(kind="series")["workload"]):
+        fold = fit_twin(rec, name=f"{name}-without-{w}", sensor_window=WINDOW, holdout=series_holdout(rec, w),
+                        workload_times=BF16_TIME)
+        tw = replay(rec, fold)
+        t = compare_recordings(rec, tw)
+        t.insert(0, "held out", w)
+        sel = (t["workload"] == w) | t["metric"].str.contains("clock")
+        t.loc[t["metric"].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
+        held = t.loc[sel & ((t["workload"] == w) | (w == first))]
+        rows.append(held)
+        plot_overlays(rec, tw, out / f"fold_{w}", workloads=[w])
+        print(held.to_string())
+        json.dump(fold.fit.get("cap_gains", {}).get("chosen"), open(out / f"fold_{w}_gains.json", "w"))
+    folds = pd.concat(rows, ignore_index=True)
+    (out / "folds.md").write_text(markdown_table(folds) + "\n")
+    return preset
+
+
+#: controller variants of fit_controller.CAP_GAIN_GRID replayed by --cap-variants (proportional, integral, repeat)
+CAP_VARIANTS = {"shipped": None, "dead-beat: proportional 1000, repeat 1": (1000.0, 0.0, 1.0),
+                "proportional 100, repeat 1": (100.0, 0.0, 1.0), "proportional 100, no repeat": (100.0, 0.0, 0.0)}
+
+
+def cap_variants(folders, out: Path) -> pd.DataFrame:
+    """The capped bf16 series' overshoot and settling, real and on h100-sxm with other cap controllers."""
+    base = load_preset("h100-sxm")
+    rows = []
+    for folder in folders:
+        real = read_recording(folder, trace_optional=True, probes=False)
+        c = metrics.cap_overshoot(real, "torch_bf16_matmul_8192")
+        rows.append({"recording": Path(folder).name, "controller": "real", "overshoot_w": c["overshoot_w"],
+                     "settling_s": c["settling_s"]})
+        for label, gains in CAP_VARIANTS.items():
+            preset = base if gains is None else replace(base, physics=replace(
+                base.physics, **dict(zip(GAIN_FIELDS, gains))))
+            preset, _ = adapt_workloads(preset, real)
+            c = metrics.cap_overshoot(replay(real, preset), "torch_bf16_matmul_8192")
+            rows.append({"recording": Path(folder).name, "controller": label, "overshoot_w": c["overshoot_w"],
+                         "settling_s": c["settling_s"]})
+            print(rows[-1], flush=True)
+    table = pd.DataFrame(rows)
+    (out / "cap_variants.md").write_text(markdown_table(table) + "\n")
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -98,49 +168,39 @@ def main() -> None:
     ap.add_argument("--held-out", action="append", default=[], metavar="RECORDING",
                     help="a raw recording of another board: replay it on the preset (repeatable)")
     ap.add_argument("--held-out-only", action="store_true",
-                    help="skip the fit and the folds: replay the --held-out recordings on the shipped h100-sxm")
+                    help="skip the fit and the folds of h100-sxm: the other options run on the shipped preset")
+    ap.add_argument("--fit-board", action="append", default=[], metavar="RECORDING",
+                    help="fit a preset to this recording alone and run its own folds (OUT/board_<folder>/; "
+                         "not shipped; repeatable)")
+    ap.add_argument("--cap-variants", action="store_true",
+                    help="replay the capped bf16 series of the fitted and the --held-out recordings with other "
+                         "cap controllers (OUT/cap_variants.md)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.held_out_only:
-        if not args.held_out:
-            ap.error("--held-out-only needs at least one --held-out RECORDING")
-        for folder in args.held_out:
-            held_out(folder, load_preset("h100-sxm"), out)
-        return
-    rec = read_recording(DATA, probes=False)
-    old = load_preset("h100-sxm").provenance
-    keep = {k: old[k] for k in ("instant_window", "knee") if k in old}
-    prov = {**keep, "command": "python benchmarks/twin_validation.py --out DIR --write-preset",
-            "validation": "docs/twin.md: leave-one-series-out folds (benchmarks/twin_validation.py)"}
-    preset = fit_twin(rec, name="h100-sxm", sensor_window=WINDOW, provenance=prov)
-    preset.provenance["fitted_from"][0]["recording"] = old["fitted_from"][0]["recording"]
-    save_preset(preset, out / "h100-sxm.json")
-    if args.write_preset:
-        save_preset(preset, PRESET_DIR / "h100-sxm.json")
-    twin = replay(rec, preset)
-    table = compare_recordings(rec, twin)
-    (out / "in_sample.md").write_text(markdown_table(table) + "\n")
-    plot_overlays(rec, twin, out / "in_sample")
-    print(table.to_string())
-    rows = []
-    for w in list(rec.phase_rows(kind="series")["workload"]):
-        fold = fit_twin(rec, name=f"h100-sxm-without-{w}", sensor_window=WINDOW, holdout=series_holdout(rec, w),
-                        workload_times=BF16_TIME)
-        tw = replay(rec, fold)
-        t = compare_recordings(rec, tw)
-        t.insert(0, "held out", w)
-        sel = (t["workload"] == w) | t["metric"].str.contains("clock")
-        t.loc[t["metric"].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
-        held = t.loc[sel & ((t["workload"] == w) | (w == rec.phase_rows(kind="series")["workload"].iloc[0]))]
-        rows.append(held)
-        plot_overlays(rec, tw, out / f"fold_{w}", workloads=[w])
-        print(held.to_string())
-        json.dump(fold.fit.get("cap_gains", {}).get("chosen"), open(out / f"fold_{w}_gains.json", "w"))
-    folds = pd.concat(rows, ignore_index=True)
-    (out / "folds.md").write_text(markdown_table(folds) + "\n")
+        if not (args.held_out or args.fit_board or args.cap_variants):
+            ap.error("--held-out-only needs --held-out RECORDING, --fit-board RECORDING or --cap-variants")
+        preset = load_preset("h100-sxm")
+    else:
+        rec = read_recording(DATA, probes=False)
+        old = load_preset("h100-sxm").provenance
+        keep = {k: old[k] for k in ("instant_window", "knee") if k in old}
+        prov = {**keep, "command": "python benchmarks/twin_validation.py --out DIR --write-preset",
+                "validation": "docs/twin.md: leave-one-series-out folds (benchmarks/twin_validation.py)"}
+        preset = fit_and_folds(rec, "h100-sxm", out, prov)
+        preset.provenance["fitted_from"][0]["recording"] = old["fitted_from"][0]["recording"]
+        save_preset(preset, out / "h100-sxm.json")
+        if args.write_preset:
+            save_preset(preset, PRESET_DIR / "h100-sxm.json")
     for folder in args.held_out:
         held_out(folder, preset, out)
+    for folder in args.fit_board:
+        board = fit_and_folds(read_recording(folder, probes=False), f"board-{Path(folder).name}",
+                              out / f"board_{Path(folder).name}")
+        save_preset(board, out / f"board_{Path(folder).name}" / "preset.json")
+    if args.cap_variants:
+        cap_variants([DATA, *args.held_out], out)
 
 
 if __name__ == "__main__":
