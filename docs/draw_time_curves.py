@@ -11,7 +11,6 @@ fitted to one median point per clock step (:mod:`powermodels.workflows.time_curv
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.models import RationalTimeModel
-from powermodels.recording import Recording
+from powermodels.recording import read_recording
 from powermodels.workflows.launch_clocks import attribute_clocks
 from powermodels.workflows.time_curves import clock_points, fit_time_form
 
@@ -30,17 +29,10 @@ WORKLOAD = "pressure_gemm_bf16_8192"
 
 def kept_batches() -> pd.DataFrame:
     """The workload's batches whose probed clock held, with the recording's memory clock."""
-    launches = pd.read_parquet(RECORDING / "launches.parquet")
-    probes = pd.read_parquet(RECORDING / "probes.parquet")
-    mem = float(pd.read_parquet(RECORDING / "trace.parquet", columns=[schema.MEM_CLOCK_MHZ]).median().iloc[0])
-    empty = pd.DataFrame({c: pd.Series(dtype=float) for c in (schema.T_S, schema.POWER_INSTANT_W,
-                                                               schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C)})
-    rec = Recording(trace=empty, energy=pd.DataFrame(), phases=pd.DataFrame(),
-                    launches=launches.loc[launches[schema.WORKLOAD] == WORKLOAD].reset_index(drop=True),
-                    probes=probes.loc[probes[schema.WORKLOAD] == WORKLOAD].reset_index(drop=True),
-                    provenance=json.loads((RECORDING / "provenance.json").read_text()))
+    rec = read_recording(RECORDING)
     clocks = attribute_clocks(rec)
-    return clocks.loc[clocks[schema.CLOCK_KEPT]].assign(**{schema.MEM_CLOCK_MHZ: mem}).reset_index(drop=True)
+    kept = clocks.loc[clocks[schema.CLOCK_KEPT] & (clocks[schema.WORKLOAD] == WORKLOAD)]
+    return kept.assign(**{schema.MEM_CLOCK_MHZ: float(rec.trace[schema.MEM_CLOCK_MHZ].median())}).reset_index(drop=True)
 
 
 def main() -> Path:

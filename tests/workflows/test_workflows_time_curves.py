@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -71,23 +70,15 @@ def test_held_out_band_of_a_clustered_knee_is_met_by_the_cv_choice():
 @pytest.mark.skipif(not SESSION5.is_dir(), reason="datasets/h100-2026-11-25-session5 not present")
 def test_real_h100_bf16_gemm_held_out_band_within_2pct():
     """Real H100 (GPU-0b4f1a7f), natural DVFS: the capped bf16 GEMM's held-out band (issue 26: ≤ 2 %)."""
-    from powermodels.recording import Recording
+    from powermodels.recording import read_recording
     from powermodels.workflows.launch_clocks import attribute_clocks
 
     w = "pressure_gemm_bf16_8192"
-    launches = pd.read_parquet(SESSION5 / "launches.parquet")
-    probes = pd.read_parquet(SESSION5 / "probes.parquet")
-    mem = float(pd.read_parquet(SESSION5 / "trace.parquet", columns=[schema.MEM_CLOCK_MHZ]).median().iloc[0])
-    trace = pd.DataFrame({c: pd.Series(dtype=float) for c in (schema.T_S, schema.POWER_INSTANT_W,
-                                                               schema.SM_CLOCK_MHZ, schema.TEMPERATURE_C)})
-    rec = Recording(trace=trace, energy=pd.DataFrame(), phases=pd.DataFrame(),
-                    launches=launches.loc[launches[schema.WORKLOAD] == w].reset_index(drop=True),
-                    probes=probes.loc[probes[schema.WORKLOAD] == w].reset_index(drop=True),
-                    provenance=json.loads((SESSION5 / "provenance.json").read_text()))
+    rec = read_recording(SESSION5)
     clocks = attribute_clocks(rec)
-    kept = clocks.loc[clocks[schema.CLOCK_KEPT]]
-    kept = kept.assign(**{schema.KERNEL: w, schema.CONFIG: "", schema.MEM_CLOCK_MHZ: mem,
-                          schema.TEMPERATURE_C: 60.0})
+    kept = clocks.loc[clocks[schema.CLOCK_KEPT] & (clocks[schema.WORKLOAD] == w)]
+    kept = kept.assign(**{schema.KERNEL: w, schema.CONFIG: "", schema.TEMPERATURE_C: 60.0,
+                          schema.MEM_CLOCK_MHZ: float(rec.trace[schema.MEM_CLOCK_MHZ].median())})
     row = fit_calibration(None, kept, None).validation.iloc[0]
     assert row["test_rows"] == 295
     assert row["time_form_cv"] == "dso"
