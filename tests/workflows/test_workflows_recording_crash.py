@@ -66,8 +66,10 @@ def test_a_run_stopped_in_its_last_thermal_series_keeps_every_finished_part(tmp_
     assert rec.provenance["complete"] is False and rec.provenance["stopped"] == "stopped by SIGTERM"
     parts = rec.phases.groupby([schema.RECORDING_PHASE, schema.PHASE_KIND]).size().to_dict()
     assert parts[("thermal", "series")] == 2 and parts[("natural", "burst")] == 6
-    run = calibrate_from(folder)  # refits what it holds
+    run = calibrate_from(folder)  # refits what it holds, and says it is partial
     assert len(run.calibration.validation) == 2
+    assert any(line.startswith("this recording is partial") and "stopped by SIGTERM" in line
+               for line in run.findings)
 
 
 def test_checkpoints_survive_a_hard_kill(tmp_path):

@@ -122,6 +122,12 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
 
 def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[str]:
     lines = []
+    prov = recording.provenance
+    if prov.get("complete") is False:  # a run stopped early (natural_recording: save_to)
+        why = prov.get("stopped") or "killed without a flush (SIGKILL or power loss)"
+        lines.append(f"this recording is partial: the run stopped early ({why}); it holds "
+                     f"{prov.get('parts_recorded', '?')} schedule part(s), the last "
+                     f"{prov.get('last_part') or 'not recorded'} — what follows covers only those.")
     n_probes = 0 if recording.probes is None else len(recording.probes)
     if not len(recording.trace):
         lines.append("no NVML trace: no temperature (α is not identified), no NVML power or clock "
