@@ -30,7 +30,8 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.reporting import markdown_table
-from powermodels.thermal.alpha import pooled_alpha
+from powermodels.thermal.alpha import pooled_alpha, regime_of
+from powermodels.thermal.spans import counter_spans
 from powermodels.thermal.normalise import AlphaEstimate, assumed_alpha, normalise
 from powermodels.thermal.series import series_states
 
@@ -124,7 +125,8 @@ def analyze_recording(data: Path) -> tuple[pd.DataFrame, dict, dict]:
             (None, "")
         if own[w] is None and alpha is None:  # as alpha_for: nothing learned or pooled at this clock
             power = float(first.loc[first[schema.THERMAL_STATE] == "reference", schema.POWER_W].iloc[0])
-            alpha, how = assumed_alpha(power), "assumed"
+            regime = regime_of(counter_spans(tr, iv, start_s=start + 0.5, end_s=start + 10.0))
+            alpha, how = assumed_alpha(power, regime), "assumed"
         if alpha is None:
             continue
         t_ref = own[w].reference_temperature_c if own[w] is not None else round(float(first[schema.TEMPERATURE_C].mean()))

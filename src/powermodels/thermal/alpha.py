@@ -50,8 +50,8 @@ from .normalise import (
 )
 from .spans import power_capped, settled_spans
 
-__all__ = ["CAPPED_MAX_PER_C", "AlphaAssumedWarning", "AlphaNotIdentified", "board_alpha", "board_prior", "fit_alpha", "pooled_alpha",
-           "regime_of", "shrunk_alpha", "usable_spans", "with_board_prior"]
+__all__ = ["CAPPED_MAX_PER_C", "AlphaAssumedWarning", "AlphaNotIdentified", "board_alpha", "board_prior", "capped_prior_from_slopes", "fit_alpha", "pooled_alpha",
+           "regime_of", "shrunk_alpha", "slope_with_uncertainty", "usable_spans", "with_board_prior"]
 
 
 class AlphaNotIdentified(ValueError):
@@ -115,7 +115,7 @@ def fit_alpha(spans: pd.DataFrame, *, min_spans: int = 5, min_range_c: float = 3
     regime = regime_of(used) if regime is None else regime
     time_s = float(used[schema.TIME_S].mean())
     power = used[schema.POWER_W].to_numpy(dtype=float)
-    slope, stderr = _slope(temp, used[schema.ENERGY_J].to_numpy(dtype=float))
+    slope, stderr = slope_with_uncertainty(temp, used[schema.ENERGY_J].to_numpy(dtype=float))
     slope, stderr = slope / time_s, stderr / time_s  # J/°C per launch → W/°C at the mean time per launch
     if regime == FIXED_CLOCK and slope <= 0:
         raise AlphaNotIdentified(f"α = {slope:.3g} W/°C ≤ 0 at a fixed clock over {temp.min():.0f}–"
@@ -153,8 +153,10 @@ def _check_capped(slope: float, stderr: float, power_w: float, temp: np.ndarray)
             "cannot rise faster with temperature than leakage at a fixed clock; the controller was still moving)")
 
 
-def _slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope of y on x and its 1-σ uncertainty (autocorrelation- and quantisation-aware)."""
+def slope_with_uncertainty(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Least-squares slope of ``y`` on ``x`` (a temperature reading, whole °C) and its 1-σ uncertainty,
+    inflated for the residuals' lag-1 autocorrelation and the readings' quantisation (module docstring)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     xc = x - x.mean()
     sxx = float(xc @ xc)
     slope = float(xc @ (y - y.mean())) / sxx
@@ -259,9 +261,32 @@ def shrunk_alpha(learned: AlphaEstimate, prior: AlphaEstimate) -> AlphaEstimate:
 
 
 def with_board_prior(alpha: AlphaEstimate, board, power_w: float) -> AlphaEstimate:
-    """A workload's own learned fixed-clock α shrunk toward the board's prior (:func:`shrunk_alpha`,
-    :func:`board_prior` over ``board``, the board's cached α); pooled, assumed, file and capped α as they are."""
-    if alpha.source != "learned" or alpha.pooled or alpha.regime != FIXED_CLOCK:
+    """A workload's own learned α shrunk toward its prior (:func:`shrunk_alpha`): at a fixed clock the
+    board's (:func:`board_prior` over ``board``, the board's cached α); under the power cap the capped
+    assumption (:func:`~.normalise.assumed_alpha` in :data:`~.normalise.POWER_CAPPED`: a ≤ 10 s warm-up
+    at the cap sees a few °C after the controller settles, ±0.2–0.4 %/°C at 95 % on three real H100s).
+    Pooled, assumed, file and given α as they are."""
+    if alpha.source != "learned" or alpha.pooled:
         return alpha
     power = alpha.power_w if math.isfinite(alpha.power_w) and alpha.power_w > 0 else power_w
+    if alpha.regime == POWER_CAPPED:
+        return shrunk_alpha(alpha, assumed_alpha(power, POWER_CAPPED))
     return shrunk_alpha(alpha, board_prior(board, power, alpha.sm_clock_mhz, exclude=alpha))
+
+
+def capped_prior_from_slopes(slopes_per_c, uncertainties_per_c) -> tuple[float, float]:
+    """The power-capped regime's prior from boards' measured slopes (relative, per °C): their
+    inverse-variance mean and an uncertainty covering both its own error and the spread between
+    boards (combined in quadrature; the spread is the sample sd, what a new board may differ by).
+
+    How :data:`~.normalise.CAPPED_PRIOR_PER_C` was made (``benchmarks/capped_slope_real.py``: fitted on
+    two real H100 boards, checked on a third)."""
+    s = np.asarray(slopes_per_c, dtype=float)
+    u = np.asarray(uncertainties_per_c, dtype=float)
+    if s.size == 0 or s.shape != u.shape or not np.all(np.isfinite(s)) or not np.all(u > 0):
+        raise ValueError("capped_prior_from_slopes: need matching finite slopes and uncertainties > 0, got "
+                         f"{list(s)} ± {list(u)}")
+    w = u ** -2.0
+    mean = float(w @ s / w.sum())
+    spread = float(s.std(ddof=1)) if s.size > 1 else 0.0
+    return mean, math.hypot(math.sqrt(1.0 / w.sum()), spread)

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from .alpha import board_alpha, board_prior, shrunk_alpha
-from .normalise import FIXED_CLOCK, AlphaEstimate, normalise
+from .alpha import board_alpha, board_prior, shrunk_alpha, with_board_prior
+from .normalise import FIXED_CLOCK, POWER_CAPPED, AlphaEstimate, assumed_alpha, normalise
 
 __all__ = ["STATES", "cached_fits", "heldout_table", "implied_alpha", "rescore_rows", "state_figures"]
 
@@ -84,8 +84,10 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True, fits: dict | None = N
     Online, a workload's own learned fixed-clock α is cached as fitted and the row uses it shrunk
     toward the board's prior (:func:`~.alpha.shrunk_alpha`, :func:`~.alpha.board_prior`: the
     board's earlier learned α at this clock, else the assumption). A row whose α equals an earlier
-    workload's was pooled online and is re-pooled (:func:`~.alpha.board_alpha`); assumed and
-    capped α are kept. The reference row takes its workload's α. ``pool=False`` shrinks toward the
+    workload's was pooled online and is re-pooled (:func:`~.alpha.board_alpha`). A capped workload
+    (``alpha_regime = power_capped``) takes the capped regime's model: its own capped fit (``fits``)
+    shrunk toward the capped prior, else that prior (:func:`~.normalise.assumed_alpha` in the capped
+    regime); other α are kept. The reference row takes its workload's α. ``pool=False`` shrinks toward the
     assumption alone (the board's earlier fits left out of the prior).
 
     ``fits`` (workload → :class:`~.normalise.AlphaEstimate`, the run's ``alpha_cache.json``: what
@@ -119,6 +121,11 @@ def rescore_rows(rows: pd.DataFrame, *, pool: bool = True, fits: dict | None = N
         elif fixed:
             alpha = shrunk_alpha(own, board_prior(board if pool else [], own.power_w, own.sm_clock_mhz))
             board.append(own)
+        elif own.regime == POWER_CAPPED and own.source in ("assumed", "learned"):
+            # the capped regime's own model: a capped fit shrunk toward the capped prior, else that prior
+            fit = fit if fit is not None and fit.regime == POWER_CAPPED and fit.source == "learned" else None
+            alpha = with_board_prior(fit, [], own.power_w) if fit is not None else assumed_alpha(own.power_w,
+                                                                                                  POWER_CAPPED)
         else:
             alpha = own
         alphas[first[schema.WORKLOAD]] = alpha

@@ -25,6 +25,8 @@ from .. import schema
 __all__ = [
     "ASSUMED_ALPHA_PER_C",
     "ASSUMED_ALPHA_UNCERTAINTY_PER_C",
+    "CAPPED_PRIOR_PER_C",
+    "CAPPED_PRIOR_UNCERTAINTY_PER_C",
     "FIXED_CLOCK",
     "POWER_CAPPED",
     "AlphaEstimate",
@@ -44,6 +46,19 @@ POWER_CAPPED = "power_capped"
 #: better than it is. Learning α on the GPU (:mod:`.learning`) replaces it.
 ASSUMED_ALPHA_PER_C = 0.0025
 ASSUMED_ALPHA_UNCERTAINTY_PER_C = 0.0012
+
+#: The assumption for power-capped work (``alpha_regime = power_capped``, source ``assumed``): the
+#: relative slope of *energy per launch* with temperature at the cap, 0.096 %/°C, 1 σ 0.038 %/°C.
+#: At the cap the power is pinned (thesis eq. 4.6–4.7: leakage that grows takes its watts from the
+#: dynamic power), so the controller lowers the clock and the energy changes through the time per
+#: launch (eq. 4.5), not through the power: ``d ln E/dT = d ln P/dT + (d ln t/d ln f)(d ln f/dT)``,
+#: far below the fixed-clock leakage slope. Fitted (:func:`~.alpha.capped_prior_from_slopes`) on
+#: two real H100 boards' continuous capped bf16 GEMM 8192² after the controller settled —
+#: GPU-0b4f1a7f 0.076 ± 0.051, GPU-620707cb 0.108 ± 0.039 %/°C — and checked on a third,
+#: GPU-14ab84a0, 0.091 ± 0.083 %/°C (``benchmarks/capped_slope_real.py``). A ≤ 10 s warm-up does
+#: not identify it (± 0.2–0.4 %/°C at 95 % on those boards), so a learned capped α is shrunk toward it.
+CAPPED_PRIOR_PER_C = 0.00096
+CAPPED_PRIOR_UNCERTAINTY_PER_C = 0.00038
 
 
 @dataclass(frozen=True)
@@ -137,14 +152,21 @@ class AlphaEstimate:
 def assumed_alpha(power_w: float, regime: str = FIXED_CLOCK) -> AlphaEstimate:
     """The package's assumption for a GPU whose α is unknown, at a measured power ``power_w``.
 
-    :data:`ASSUMED_ALPHA_PER_C` of the power per °C with a 1-σ of
-    :data:`ASSUMED_ALPHA_UNCERTAINTY_PER_C`; the row's ``alpha_source`` says ``assumed``.
-    ``regime`` is what the measurement saw (under the power cap the slope is at most
-    the fixed-clock one, which the wide uncertainty covers).
+    At a fixed clock :data:`ASSUMED_ALPHA_PER_C` of the power per °C with a 1-σ of
+    :data:`ASSUMED_ALPHA_UNCERTAINTY_PER_C` (the leakage slope); under the power cap
+    (``regime`` :data:`POWER_CAPPED`) :data:`CAPPED_PRIOR_PER_C` ± :data:`CAPPED_PRIOR_UNCERTAINTY_PER_C`,
+    the slope of energy per launch at the cap (the clock, not the power, follows the temperature).
+    The row's ``alpha_source`` says ``assumed`` and ``alpha_regime`` which of the two.
     """
     p = float(power_w)
     if not (math.isfinite(p) and p > 0):
         raise ValueError(f"assumed_alpha: power_w must be finite and > 0, got {power_w!r}")
+    if regime == POWER_CAPPED:
+        return AlphaEstimate(CAPPED_PRIOR_PER_C * p, CAPPED_PRIOR_UNCERTAINTY_PER_C * p, "assumed",
+                             regime=POWER_CAPPED, power_w=p,
+                             detail=f"assumed {100 * CAPPED_PRIOR_PER_C:.3f} ± {100 * CAPPED_PRIOR_UNCERTAINTY_PER_C:.3f}"
+                                    " %/°C of energy per launch at the power cap (three real H100 boards; "
+                                    "no capped α known for this GPU)")
     return AlphaEstimate(ASSUMED_ALPHA_PER_C * p, ASSUMED_ALPHA_UNCERTAINTY_PER_C * p, "assumed", regime=regime,
                          power_w=p, detail=f"assumed {100 * ASSUMED_ALPHA_PER_C:.2f} ± "
                          f"{100 * ASSUMED_ALPHA_UNCERTAINTY_PER_C:.2f} %/°C of the measured power "

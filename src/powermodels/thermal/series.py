@@ -25,8 +25,8 @@ import pandas as pd
 
 from .. import schema
 from ..energy_counter import aligned_window
-from .alpha import AlphaNotIdentified, fit_alpha, usable_spans
-from .normalise import AlphaEstimate, normalise
+from .alpha import AlphaNotIdentified, fit_alpha, usable_spans, with_board_prior
+from .normalise import POWER_CAPPED, AlphaEstimate, normalise
 from .spans import CAP_POWER_TOLERANCE, cap_settled, counter_spans, power_capped, thermal_state
 
 __all__ = ["DEFAULT_STATES", "series_states", "settled_window", "window_measurement"]
@@ -129,7 +129,8 @@ def series_states(trace: pd.DataFrame, launches: np.ndarray, *, load_start_s: fl
         The reference span, seconds of load (the 12 s reference skips 2 s).
     alpha : AlphaEstimate, optional
         The α to use; by default learned from ``[skip_s, learn_s]`` of this
-        trace (the bounded first-time learning). Not identified: the figures
+        trace (the bounded first-time learning; a power-capped fit shrunk toward
+        the capped prior, :func:`~.alpha.with_board_prior`). Not identified: the figures
         at the reference temperature are NaN.
     reference_temperature_c : float, optional
         ``T_ref``; by default the learned α's (the middle of its range).
@@ -155,6 +156,8 @@ def series_states(trace: pd.DataFrame, launches: np.ndarray, *, load_start_s: fl
             alpha = fit_alpha(spans)
         except AlphaNotIdentified:
             alpha = None
+        if alpha is not None and alpha.regime == POWER_CAPPED:  # as the protocol: toward the capped prior
+            alpha = with_board_prior(alpha, [], alpha.power_w)
     t_ref = reference_temperature_c
     if t_ref is None and alpha is not None:
         t_ref = alpha.reference_temperature_c
