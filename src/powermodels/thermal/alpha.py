@@ -16,13 +16,15 @@ temperature range too narrow to tell (a GPU already hot barely warms), is
 
 **Power-capped** (the cap clock-event reason active, the clock moving): the
 controller holds power near the limit and lowers the clock as the die warms;
-this regime is modelled separately (the lent H100's capped bf16 GEMM:
-~0.1–0.2 %/°C once settled), fitted only on spans after the controller settled
+this regime is modelled separately: the power is pinned, so the energy per launch moves through the
+time per launch (eq. 4.5), 0.08–0.11 %/°C on three real H100 boards' capped bf16 GEMM
+(:data:`~.normalise.CAPPED_PRIOR_PER_C`), fitted only on spans after the controller settled
 (:func:`usable_spans`: its overshoot is not a temperature effect), and checked
 against physics: at a fixed power, leakage that grows takes its watts from
 the dynamic power, so the energy per launch cannot rise faster than the
 fixed-clock leakage slope (at most :data:`CAPPED_MAX_PER_C`) nor fall
-significantly; outside that the controller was still moving.
+significantly; outside that the controller was still moving. A capped fit is shrunk toward the capped prior
+(:func:`with_board_prior`), never toward the fixed-clock leakage slope.
 
 The uncertainty is the least-squares standard error inflated for the spans'
 autocorrelation (a warm-up's residuals are not independent: they follow the
