@@ -110,7 +110,7 @@ def board_rows(datasets: Path) -> tuple[pd.DataFrame, dict]:
                      "T °C": f"{temp.min():.0f}–{temp.max():.0f}",
                      "dlnE/dT %/°C (95 % CI)": _ci(*whole),
                      "first 10 s": _ci(*early) if np.isfinite(early[0]) else "< 3 °C",
-                     "dlnP/dT": _ci(p_s, p_u), f"dlnf/dT ({clock_src})": _ci(f_s, f_u),
+                     "dlnP/dT": _ci(p_s, p_u), "dlnf/dT": f"{_ci(f_s, f_u)} ({clock_src})",
                      "dlnt/dlnf": round(float(elastic), 3), "dln(t per launch)/dT": _ci(t_s, t_u),
                      "predicted dlnP/dT + (dlnt/dlnf)(dlnf/dT)": f"{predicted:+.3f}",
                      "mean P W": round(float(power.mean()), 1)})
