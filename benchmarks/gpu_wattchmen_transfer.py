@@ -74,6 +74,10 @@ from powermodels.workflows.instruction_calibration import (  # noqa: E402
 from powermodels.workflows.instruction_selection import (  # noqa: E402
     cross_validate_instruction_models,
 )
+from powermodels.workflows.instruction_diagnostics import (  # noqa: E402
+    clock_check,
+    with_operand_variants,
+)
 from powermodels.workflows.instruction_transfer import compare_transfer  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -103,25 +107,27 @@ def preflight(names: list[str], say) -> list[str]:
                 "from powermodels.microbench.gpu import MicrobenchGpu; "
                 f"g = MicrobenchGpu(Path(tempfile.gettempdir()) / 'pm_cubins', names={batch!r}); "
                 f"{launch}; g.cp.cuda.Device().synchronize(); "
-                "v = float(g.out[:1024].sum()); sys.exit(0 if v == v else 3)")
+                "v = float(g.out[:1024].sum()); print('finite' if v == v else 'NaN in out')")
         try:
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                   timeout=120, env={**os.environ, "PYTHONPATH": os.pathsep.join(
                                       [str(REPO / "src"), os.environ.get("PYTHONPATH", "")])})
-            return proc.returncode, (proc.stderr or proc.stdout)[-400:].strip()
+            # a NaN output (operands read from the wrong place) still runs the instruction: kept
+            return proc.returncode, (proc.stdout if proc.returncode == 0 else
+                                     proc.stderr or proc.stdout)[-400:].strip()
         except subprocess.TimeoutExpired:
             return "timeout", "no result in 120 s"
 
     rc, tail = launches(names)  # all at once first: one child process when nothing faults
     if rc == 0:
-        say(f"preflight {', '.join(names)}: launched and synchronised cleanly")
+        say(f"preflight {', '.join(names)}: launched and synchronised cleanly ({tail})")
         return list(names)
     ok = []
     for name in names:  # then one by one, to keep those that work
         rc, tail = launches([name])
         if rc == 0:
             ok.append(name)
-            say(f"preflight {name}: launched and synchronised cleanly")
+            say(f"preflight {name}: launched and synchronised cleanly ({tail})")
         else:
             say(f"WARNING: preflight {name} failed (rc={rc}): {tail}; left out of the run")
     return ok
@@ -217,18 +223,59 @@ def selection(micro: pd.DataFrame, wl: pd.DataFrame) -> tuple[dict, str]:
     return params, text
 
 
+def clock_section(params: dict, micro: pd.DataFrame, wl: pd.DataFrame) -> str:
+    """Report part: do the workloads that ran below the top clock miss because of the clock?"""
+    check = clock_check(fit_instruction_model(micro, **params), micro, wl)
+    if check.empty:
+        return ("## The clock each workload ran at\n\nEvery workload ran at the microbenchmarks' "
+                "top clock (NVML reading at the end of its power window).\n")
+    return ("## The clock each workload ran at\n\n"
+            f"{len(check)} workloads ran below the microbenchmarks' top clock "
+            f"({check['top_clock_mhz'].iloc[0]:.0f} MHz; NVML reading at the end of the power "
+            "window), held by the power limit. Predicting them at the clock they ran at scales "
+            "each instruction's dynamic energy by (V(f)/V(f_top))² ≤ 1 for any voltage curve "
+            "that does not fall with the clock, so it can only lower the predictions below: the "
+            "errors shown are the best case (V flat). The model's own power for them (E_pred / "
+            "T) is far below the limit they ran at, so by the model they would not have been "
+            "capped at all: their instruction energies are too low, not their clock. "
+            "`dynamic_factor` is what the dynamic part would need to be multiplied by.\n\n"
+            + markdown_table(check.drop(columns=["top_clock_mhz"]).astype({schema.SM_CLOCK_MHZ: int}),
+                             float_format=".3g") + "\n")
+
+
 def cmd_analyze(args) -> int:
+    from powermodels.microbench.catalog import OPERAND_VARIANTS
+
     data = Path(args.data)
-    micro = pd.read_parquet(data / "wattchmen_microbench.parquet")
+    micro_all = pd.read_parquet(data / "wattchmen_microbench.parquet")
     wl = pd.read_parquet(data / "wattchmen_workloads.parquet")
+    variants = sorted(set(micro_all[schema.WORKLOAD]) & set(OPERAND_VARIANTS))
+    # fixed before the workloads are read (instruction_diagnostics says why CV cannot choose):
+    # workloads run on changing data, so a toggling-operand row stands for its instruction
+    micro = with_operand_variants(micro_all, "toggling")
     params, chosen_text = selection(micro, wl)
+    parts = [chosen_text]
+    if variants:
+        fixed = with_operand_variants(micro_all, "fixed")
+        fixed_params, fixed_text = selection(fixed, wl)
+        parts[0] = (f"Operand-toggling rows {variants} stand in for "
+                    f"{[OPERAND_VARIANTS[v] for v in variants]} (chosen before the workloads "
+                    f"were read; the fixed-operand table follows for comparison).\n\n" + chosen_text)
+        parts.append(fixed_text.replace("## Held-out workloads,",
+                                        "## Fixed-operand table (comparison): held-out workloads,", 1))
+    else:
+        fixed, fixed_params = micro, params
+    parts.append(clock_section(params, micro, wl))
     ref_micro = pd.read_parquet(Path(args.reference) / "wattchmen_microbench.parquet")
-    reference = fit_instruction_model(ref_micro, **params)
-    note = (f"reference: `{args.reference}` ({len(ref_micro)} microbenchmarks); "
-            f"new GPU: `{args.data}` ({len(micro)} microbenchmarks, {len(wl)} workloads); "
-            f"every table below with the chosen setting `{params}`")
-    text = report(reference, micro, wl, args.seeds, "Wattchmen §6 transfer", note, params)
-    text = text.replace("\n\n", "\n\n" + chosen_text + "\n## Transfer from the reference GPU\n\n", 1)
+    reference = fit_instruction_model(ref_micro, **fixed_params)
+    shown = Path(args.reference).resolve()
+    shown = shown.relative_to(REPO) if shown.is_relative_to(REPO) else shown
+    note = (f"reference: `{shown}` ({len(ref_micro)} microbenchmarks); "
+            f"new GPU: `{args.data}` ({len(fixed)} fixed-operand microbenchmarks, as the "
+            f"reference's, {len(wl)} workloads); every table below with the setting "
+            f"`{fixed_params}` chosen on them")
+    text = report(reference, fixed, wl, args.seeds, "Wattchmen §6 transfer", note, fixed_params)
+    text = text.replace("\n\n", "\n\n" + "\n".join(parts) + "\n## Transfer from the reference GPU\n\n", 1)
     name = "_".join(data.resolve().parts[-2:])  # datasets/h100/wattchmen -> h100_wattchmen
     return write_report(text, RESULTS / f"wattchmen_transfer_{name}.md")
 

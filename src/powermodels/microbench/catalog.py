@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HOPPER_MICROBENCHMARKS", "MICROBENCHMARKS", "Microbenchmark", "kernel_dir",
-           "microbenchmark"]
+__all__ = ["HOPPER_MICROBENCHMARKS", "MICROBENCHMARKS", "OPERAND_VARIANTS", "Microbenchmark",
+           "kernel_dir", "microbenchmark"]
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -205,6 +205,10 @@ HOPPER_MICROBENCHMARKS: dict[str, Microbenchmark] = {m.name: m for m in [
                    ("HGMMA.64x64x16.F32", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE"), "TENSOR",
                    block=128, arch="sm_90a"),
 ]}
+
+
+#: Operand-toggling variant → the base microbenchmark it re-measures on changing operand values.
+OPERAND_VARIANTS = {"ffma_rand": "ffma", "dmma_rand": "dmma", "hgmma_f32_rand": "hgmma_f32"}
 
 
 def microbenchmark(name: str) -> Microbenchmark:

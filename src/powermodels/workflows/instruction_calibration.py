@@ -42,7 +42,7 @@ __all__ = ["MEASURED_ONLY", "InstructionCalibration", "calibrate_instructions",
            "measure_energy", "prediction_table", "refit_from_raw"]
 
 #: Columns a profiler cannot give: dropped before fitting and predicting.
-MEASURED_ONLY = (schema.POWER_W, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ)
+MEASURED_ONLY = (schema.POWER_W, schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ, schema.CLOCK_SOURCE)
 RECORD = "measure.json"
 MICRO_TABLE = "instructions_microbench.parquet"
 WORKLOAD_TABLE = "instructions_workloads.parquet"

@@ -163,6 +163,11 @@ def record_row(name, meas, counts, r1, r2, idle, static) -> dict:
            schema.STATIC_POWER_W: static, schema.IDLE_POWER_W: idle,
            schema.L1_HIT_RATE: r1, schema.L2_HIT_RATE: r2,
            schema.TEMPERATURE_C: meas["temperature_c"], schema.SM_CLOCK_MHZ: meas["sm_clock_mhz"]}
+    probed = meas.get("probe_clock_mhz")
+    if probed is not None:  # a record with on-GPU clock probes (issue 26): the row says which
+        use = bool(np.isfinite(probed))
+        row[schema.SM_CLOCK_MHZ] = float(probed) if use else meas["sm_clock_mhz"]
+        row[schema.CLOCK_SOURCE] = "probe" if use else "nvml"
     row.update({schema.OPCODE_PREFIX + op: c for op, c in counts.items()})
     return row
 

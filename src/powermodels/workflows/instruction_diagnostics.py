@@ -1,0 +1,103 @@
+"""Two checks of the per-instruction model on real data: operand values and the clock.
+
+**Operand values.** Wattchmen's microbenchmarks (§3.2) isolate one instruction; ours feed it the
+same operand values again and again (``ffma`` sits at the fixed point of ``a = a·0.999 + c``; the
+mma benchmarks reuse one fragment), so the datapath barely switches, while a GEMM on real data
+gives every instruction new values. The Hopper extras re-measure FFMA, DMMA and HGMMA on changing
+operands (:data:`~powermodels.microbench.catalog.OPERAND_VARIANTS`). Which of the two rows stands
+for an opcode is a choice about the workloads' data, not something leave-one-microbenchmark-out
+CV can decide (every other microbenchmark runs on fixed operands, so CV favours consistency with
+them): :func:`with_operand_variants` makes the choice explicit, and it is fixed before any
+workload is read.
+
+**The clock.** The model prices an instruction at the clock its microbenchmark ran at. A kernel
+held at the power limit runs at a lower clock, and dynamic energy per instruction scales with
+V(f)²: predicting at the clock the kernel really ran at can only *lower* its dynamic energy for
+any voltage curve that does not fall with the clock (V flat below the knee leaves it as is).
+:func:`clock_check` lists the workloads that ran below the microbenchmarks' top clock with the
+power the model implies for them (E_pred / T): where that power is far below the measured one
+at the limit, the clock cannot be the reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..microbench.catalog import OPERAND_VARIANTS
+from .instruction_calibration import prediction_table
+
+__all__ = ["clock_check", "with_operand_variants"]
+
+
+def with_operand_variants(micro: pd.DataFrame, operands: str = "toggling") -> pd.DataFrame:
+    """The microbenchmark table with one row per instruction's operand regime.
+
+    Parameters
+    ----------
+    micro : DataFrame
+        Microbenchmark instruction table (``workload`` names as in the catalog).
+    operands : {"toggling", "fixed", "both"}
+        "toggling": a base row (``ffma``) is dropped where its variant (``ffma_rand``) was
+        measured; "fixed": the variants are dropped; "both": the table as is.
+
+    Returns
+    -------
+    DataFrame
+        The kept rows, index reset.
+    """
+    if operands not in ("toggling", "fixed", "both"):
+        raise ValueError(f"operands: must be 'toggling', 'fixed' or 'both', got {operands!r}")
+    names = set(micro[schema.WORKLOAD])
+    if operands == "toggling":
+        drop = {base for variant, base in OPERAND_VARIANTS.items() if variant in names}
+    elif operands == "fixed":
+        drop = set(OPERAND_VARIANTS)
+    else:
+        drop = set()
+    return micro[~micro[schema.WORKLOAD].isin(drop)].reset_index(drop=True)
+
+
+def clock_check(model, micro: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:
+    """Workloads that ran below the microbenchmarks' top clock, with the model's implied power.
+
+    Parameters
+    ----------
+    model : InstructionEnergyModel
+        Fitted on ``micro``.
+    micro, workloads : DataFrame
+        Instruction tables with ``sm_clock_mhz`` and ``power_w`` (as measured).
+
+    Returns
+    -------
+    DataFrame
+        ``workload``, ``sm_clock_mhz``, ``top_clock_mhz`` (highest microbenchmark clock),
+        ``measured_power_w``, ``predicted_power_w`` (E_pred / T), ``error_pct`` (energy),
+        ``dynamic_factor`` (measured ÷ predicted energy above the static part: what the
+        instruction energies would have to be multiplied by). Predicting at the lower clock
+        scales the dynamic part by (V(f)/V(f_top))² ≤ 1, so it can only make ``error_pct``
+        more negative.
+    """
+    for name, table in (("micro", micro), ("workloads", workloads)):
+        missing = [c for c in (schema.SM_CLOCK_MHZ, schema.POWER_W) if c not in table.columns]
+        if missing:
+            raise ValueError(f"{name}: column(s) {missing} missing (measured clock and power)")
+    top = float(np.nanmax(micro[schema.SM_CLOCK_MHZ]))
+    below = workloads[workloads[schema.SM_CLOCK_MHZ] < top]
+    rows = below[np.isfinite(below[schema.ENERGY_J])]
+    table = prediction_table(rows)
+    pred = model.predict(table) if len(table) else np.array([])
+    t = rows[schema.TIME_S].to_numpy(float)
+    y = rows[schema.ENERGY_J].to_numpy(float)
+    static = rows[schema.STATIC_POWER_W].to_numpy(float) * t if schema.STATIC_POWER_W in rows \
+        else np.full(len(rows), model.static_power_w_) * t
+    return pd.DataFrame({
+        schema.WORKLOAD: rows[schema.WORKLOAD].to_numpy(),
+        schema.SM_CLOCK_MHZ: rows[schema.SM_CLOCK_MHZ].to_numpy(float),
+        "top_clock_mhz": top,
+        "measured_power_w": rows[schema.POWER_W].to_numpy(float),
+        "predicted_power_w": pred / t,
+        "error_pct": 100 * (pred / y - 1),
+        "dynamic_factor": (y - static) / (pred - static),
+    })

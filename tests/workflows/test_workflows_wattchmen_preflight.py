@@ -1,0 +1,53 @@
+"""``gpu_wattchmen_transfer.py measure``: the never-run Hopper extras are tried in a child
+process first, and one that faults is left out instead of losing the whole run."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _script():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(
+        "gpu_wattchmen_transfer", REPO / "benchmarks" / "gpu_wattchmen_transfer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_faulting_extra_is_left_out_and_the_others_kept(monkeypatch):
+    script = _script()
+    calls = []
+
+    def fake_run(cmd, **kw):
+        code = cmd[-1]
+        calls.append(code)
+        faults = "'dmma_rand'" in code  # the batch with it, and it alone, fault
+        return subprocess.CompletedProcess(cmd, 1 if faults else 0,
+                                           stdout="" if faults else "finite\n",
+                                           stderr="CUDA_ERROR_ILLEGAL_INSTRUCTION" if faults else "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    lines = []
+    kept = script.preflight(["hgmma_f32", "dmma_rand", "ffma_rand"], lines.append)
+    assert kept == ["hgmma_f32", "ffma_rand"]
+    assert len(calls) == 4  # all together, then one by one
+    assert any(line.startswith("WARNING: preflight dmma_rand failed (rc=1): CUDA_ERROR_ILLEGAL")
+               for line in lines)
+    assert all("forbid_nvml_setters()" in code for code in calls)  # the child is read-only too
+
+
+def test_all_extras_that_launch_cost_one_child_process(monkeypatch):
+    script = _script()
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd) or
+                        subprocess.CompletedProcess(cmd, 0, stdout="finite\n", stderr=""))
+    lines = []
+    assert script.preflight(["hgmma_f32", "ffma_rand"], lines.append) == ["hgmma_f32", "ffma_rand"]
+    assert len(calls) == 1 and lines == ["preflight hgmma_f32, ffma_rand: launched and "
+                                         "synchronised cleanly (finite)"]
