@@ -1,22 +1,12 @@
 """Two checks of the per-instruction model on real data: operand values and the clock.
 
-**Operand values.** Wattchmen's microbenchmarks (§3.2) isolate one instruction; ours feed it the
-same operand values again and again (``ffma`` sits at the fixed point of ``a = a·0.999 + c``; the
-mma benchmarks reuse one fragment), so the datapath barely switches, while a GEMM on real data
-gives every instruction new values. The Hopper extras re-measure FFMA, DMMA and HGMMA on changing
-operands (:data:`~powermodels.microbench.catalog.OPERAND_VARIANTS`). Which of the two rows stands
-for an opcode is a choice about the workloads' data, not something leave-one-microbenchmark-out
-CV can decide (every other microbenchmark runs on fixed operands, so CV favours consistency with
-them): :func:`with_operand_variants` makes the choice explicit, and it is fixed before any
-workload is read.
-
-**The clock.** The model prices an instruction at the clock its microbenchmark ran at. A kernel
-held at the power limit runs at a lower clock, and dynamic energy per instruction scales with
-V(f)²: predicting at the clock the kernel really ran at can only *lower* its dynamic energy for
-any voltage curve that does not fall with the clock (V flat below the knee leaves it as is).
-:func:`clock_check` lists the workloads that ran below the microbenchmarks' top clock with the
-power the model implies for them (E_pred / T): where that power is far below the measured one
-at the limit, the clock cannot be the reason.
+**Operand values**: our microbenchmarks feed an instruction the same values again and again
+(``ffma`` sits at its fixed point), a GEMM on real data does not. Whether a toggling-operand row
+(:data:`~powermodels.microbench.catalog.OPERAND_VARIANTS`) or the fixed one stands for an opcode
+is a choice about the workloads' data that leave-one-microbenchmark-out CV cannot make (every
+other microbenchmark runs on fixed operands): :func:`with_operand_variants` makes it explicit.
+**The clock**: dynamic energy per instruction scales with V(f)², so predicting a power-capped
+kernel at the lower clock it ran at can only lower its prediction (:func:`clock_check`).
 """
 
 from __future__ import annotations
