@@ -226,13 +226,15 @@ def selection(micro: pd.DataFrame, wl: pd.DataFrame) -> tuple[dict, str]:
 def clock_section(params: dict, micro: pd.DataFrame, wl: pd.DataFrame) -> str:
     """Report part: do the workloads that ran below the top clock miss because of the clock?"""
     check = clock_check(fit_instruction_model(micro, **params), micro, wl)
+    probed = schema.CLOCK_SOURCE in wl and (wl[schema.CLOCK_SOURCE] == "probe").all()
+    where = ("median of the on-GPU clock probes of the power window" if probed
+             else "NVML reading at the end of the power window")
     if check.empty:
         return ("## The clock each workload ran at\n\nEvery workload ran at the microbenchmarks' "
-                "top clock (NVML reading at the end of its power window).\n")
+                f"top clock ({where}).\n")
     return ("## The clock each workload ran at\n\n"
             f"{len(check)} workloads ran below the microbenchmarks' top clock "
-            f"({check['top_clock_mhz'].iloc[0]:.0f} MHz; NVML reading at the end of the power "
-            "window), held by the power limit. Predicting them at the clock they ran at scales "
+            f"({check['top_clock_mhz'].iloc[0]:.0f} MHz; {where}), held by the power limit. Predicting them at the clock they ran at scales "
             "each instruction's dynamic energy by (V(f)/V(f_top))² ≤ 1 for any voltage curve "
             "that does not fall with the clock, so it can only lower the predictions below: the "
             "errors shown are the best case (V flat). The model's own power for them (E_pred / "

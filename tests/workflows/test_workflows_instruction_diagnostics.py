@@ -68,3 +68,12 @@ def test_a_row_says_whether_its_clock_was_probed_or_read_from_nvml():
     assert probed[schema.SM_CLOCK_MHZ] == 1431.0 and probed[schema.CLOCK_SOURCE] == "probe"
     none = record_row("w", {**meas, "probe_clock_mhz": float("nan")}, {}, 1.0, 1.0, 100.0, 150.0)
     assert none[schema.SM_CLOCK_MHZ] == 1980.0 and none[schema.CLOCK_SOURCE] == "nvml"
+
+
+def test_probed_clocks_a_few_mhz_apart_are_one_clock(h100):
+    """Probe medians scatter around a steady clock (1,979.9 vs 1,993 MHz on the H100): a
+    workload within one clock step of the top is not counted as held below it."""
+    micro, wl = h100
+    micro = micro.assign(**{schema.SM_CLOCK_MHZ: micro[schema.SM_CLOCK_MHZ].replace(1980.0, 1993.0)})
+    check = clock_check(fit_instruction_model(micro, modifier_depth=0, alpha=0.01), micro, wl)
+    assert len(check) == 4  # the 1,980 MHz workloads are not listed, the capped GEMMs are
