@@ -34,7 +34,7 @@ import pandas as pd
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
-from powermodels.twin.compare import capped_series, compare_recordings, plot_cap_settling, plot_overlays, twin_compare
+from powermodels.twin.compare import AMBIENTS, capped_series, replay_ambient, compare_recordings, plot_cap_settling, plot_overlays, twin_compare
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.fit_controller import GAIN_FIELDS
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
@@ -49,11 +49,11 @@ WINDOW = {"window_s": 18.41e-3, "delay_s": 9.96e-3,
 BF16_TIME = {"torch_bf16_matmul_8192": {"t_fast_s": 1.506e-3 * 1493.0 / 1980.0, "clock_share": 1.0}}
 
 
-def held_out(folder, preset, out: Path) -> pd.DataFrame:
+def held_out(folder, preset, out: Path, ambient: str = "recorded") -> pd.DataFrame:
     """Replay a recording of a board no fit saw on ``preset``; the table, plots and per-second warm-up."""
     real = read_recording(folder, trace_optional=True)
-    dest = out / f"held_out_{Path(folder).name}"
-    table = twin_compare(real, preset, dest)
+    dest = out / f"held_out_{Path(folder).name}" / ambient
+    table = twin_compare(real, preset, dest, ambient=ambient)
     twin = read_recording(dest / "twin", trace_optional=True)
     per_second = []
     for w in real.phase_rows(kind="series")["workload"]:
@@ -65,7 +65,7 @@ def held_out(folder, preset, out: Path) -> pd.DataFrame:
                                         "twin_temperature_c": b["temperature_c"]}))
     pd.concat(per_second, ignore_index=True).to_csv(dest / "warmup_seconds.csv", index=False)
     held_out_figure(real, twin, dest / "held_out.png")
-    print(f"held out {real.name} ({real.provenance.get('uuid', '?')}):")
+    print(f"held out {real.name} ({real.provenance.get('uuid', '?')}), ambient {table.attrs['ambient']}:")
     print(table.to_string())
     return table
 
@@ -101,11 +101,12 @@ def held_out_figure(real, twin, path: Path) -> None:
     plt.close(fig)
 
 
-def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None):
+def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, ambients=("preset",)):
     """Fit ``rec`` whole (in-sample table, plots) and leave each 25 s series out in turn (the folds).
 
-    Returns the whole-recording preset; writes ``in_sample.md``, ``folds.md``, the plots and each
-    fold's chosen cap gains into ``out``.
+    Each fold is replayed with each of ``ambients`` (:data:`powermodels.twin.compare.AMBIENTS`; the
+    column ``ambient`` of ``folds.md``). Returns the whole-recording preset; writes ``in_sample.md``,
+    ``folds.md``, the plots and each fold's chosen cap gains into ``out``.
     """
     out.mkdir(parents=True, exist_ok=True)
     preset = fit_twin(rec, name=name, sensor_window=WINDOW, provenance=provenance)
@@ -119,15 +120,18 @@ def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None):
     for w in list(rec.phase_rows(kind="series")["workload"]):
         fold = fit_twin(rec, name=f"{name}-without-{w}", sensor_window=WINDOW, holdout=series_holdout(rec, w),
                         workload_times=BF16_TIME)
-        tw = replay(rec, fold)
-        t = compare_recordings(rec, tw)
-        t.insert(0, "held out", w)
-        sel = (t["workload"] == w) | t["metric"].str.contains("clock")
-        t.loc[t["metric"].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
-        held = t.loc[sel & ((t["workload"] == w) | (w == first))]
-        rows.append(held)
-        plot_overlays(rec, tw, out / f"fold_{w}", workloads=[w])
-        print(held.to_string())
+        for ambient in ambients:
+            profile, note = replay_ambient(rec, fold, ambient)
+            tw = replay(rec, fold, ambient=profile, ambient_source=note)
+            t = compare_recordings(rec, tw)
+            t.insert(0, "held out", w)
+            t.insert(1, "ambient", ambient)
+            sel = (t["workload"] == w) | t["metric"].str.contains("clock")
+            t.loc[t["metric"].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
+            held = t.loc[sel & ((t["workload"] == w) | (w == first))]
+            rows.append(held)
+            plot_overlays(rec, tw, out / f"fold_{w}_{ambient}", workloads=[w])
+            print(held.to_string(), flush=True)
         json.dump(fold.fit.get("cap_gains", {}).get("chosen"), open(out / f"fold_{w}_gains.json", "w"))
     folds = pd.concat(rows, ignore_index=True)
     (out / "folds.md").write_text(markdown_table(folds) + "\n")
@@ -172,12 +176,20 @@ def main() -> None:
     ap.add_argument("--fit-board", action="append", default=[], metavar="RECORDING",
                     help="fit a preset to this recording alone and run its own folds (OUT/board_<folder>/; "
                          "not shipped; repeatable)")
+    ap.add_argument("--ambient", action="append", choices=AMBIENTS, default=[],
+                    help="where the replays of --held-out and of the folds take the ambient temperature "
+                         "(repeatable: each is run; default recorded for --held-out, preset for the folds)")
+    ap.add_argument("--folds-only", action="store_true",
+                    help="fit and run the folds of the fitting recording, nothing else (no preset written)")
     ap.add_argument("--cap-variants", action="store_true",
                     help="replay the capped bf16 series of the fitted and the --held-out recordings with other "
                          "cap controllers (OUT/cap_variants.md)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.folds_only:
+        fit_and_folds(read_recording(DATA, probes=False), "h100-sxm", out, ambients=args.ambient or ["preset"])
+        return
     if args.held_out_only:
         if not (args.held_out or args.fit_board or args.cap_variants):
             ap.error("--held-out-only needs --held-out RECORDING, --fit-board RECORDING or --cap-variants")
@@ -194,7 +206,8 @@ def main() -> None:
         if args.write_preset:
             save_preset(preset, PRESET_DIR / "h100-sxm.json")
     for folder in args.held_out:
-        held_out(folder, preset, out)
+        for ambient in args.ambient or ["recorded"]:
+            held_out(folder, preset, out, ambient)
     for folder in args.fit_board:
         board = fit_and_folds(read_recording(folder, probes=False), f"board-{Path(folder).name}",
                               out / f"board_{Path(folder).name}")

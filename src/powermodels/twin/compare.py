@@ -18,12 +18,14 @@ from .. import schema
 from ..recording import Recording, write_recording
 from ..reporting import markdown_table
 from . import metrics
+from .ambient import recorded_ambient
+from .preset import load_preset
 from .protocol import protocol_errors
 from .replay import adapt_workloads, replay
 from .sensor_check import sensor_window_check
 
-__all__ = ["capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
-           "sensor_rows", "twin_compare"]
+__all__ = ["AMBIENTS", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
+           "replay_ambient", "sensor_rows", "twin_compare"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -263,8 +265,38 @@ def sensor_rows(preset, sensor_window, *, seed: int = 0) -> pd.DataFrame:
                          for r in check.itertuples(index=False)])
 
 
+#: ways a replay takes its ambient temperature (see :func:`twin_compare`)
+AMBIENTS = ("recorded", "recorded-causal", "preset")
+
+
+def replay_ambient(real: Recording, preset, ambient: str = "recorded") -> tuple[pd.DataFrame | None, str]:
+    """The ambient profile for replaying ``real`` on ``preset`` and a one-line description of it.
+
+    ``"recorded"``: from the recording's idle stretches
+    (:func:`~powermodels.twin.ambient.recorded_ambient`), interpolated;
+    ``"recorded-causal"``: the same from the past only; ``"preset"``: the
+    preset's constant (``None``). A recording without a trace falls back to
+    the preset's, and says so.
+    """
+    if ambient not in AMBIENTS:
+        raise ValueError(f"twin_compare: ambient {ambient!r} is not one of {', '.join(AMBIENTS)}")
+    twin = load_preset(preset)
+    constant = f"the preset's {twin.ambient_c:.1f} °C (constant)"
+    if ambient == "preset":
+        return None, constant
+    if not real.has_trace:
+        return None, f"{constant}: {real.name} has no temperature trace to read an ambient from"
+    profile = recorded_ambient(real, twin, causal=ambient == "recorded-causal")
+    values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)["ambient_c"])
+    how = "from the past only, held from each stretch's end" if ambient == "recorded-causal" \
+        else "linear between stretch middles"
+    return profile, (f"recorded: {len(profile.drop_duplicates(schema.T0_S))} idle stretches of {real.name} through "
+                     f"{twin.name}'s thermal network, {values} °C ({how}); the preset's fit had "
+                     f"{twin.ambient_c:.1f} °C")
+
+
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
-                 sensor_window=None) -> pd.DataFrame:
+                 sensor_window=None, ambient: str = "recorded") -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -278,10 +310,19 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     vs the reference per workload, real vs twin (:func:`protocol_rows`);
     ``sensor_window`` (a real ``sensor_window_nvml.csv``) adds the instant
     reading's window and delay (:func:`sensor_rows`).
+
+    ``ambient`` is where the replay's ambient (inlet) temperature comes
+    from — the environment, like the schedule, not the GPU model:
+    ``"recorded"`` (default) reads it from the recording's idle stretches
+    through the preset's thermal network (:func:`replay_ambient`),
+    ``"recorded-causal"`` the same from the past only, ``"preset"`` keeps
+    the preset's constant. The table's ``attrs["ambient"]``, the
+    ``comparison.md`` and the twin's provenance say which was used.
     """
     out = Path(out_dir)
+    profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
-    twin = replay(real, preset, seed=seed, progress=progress)
+    twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
     twin.provenance["workloads_adapted"] = adapted
     write_recording(twin, out / "twin")
     table = compare_recordings(real, twin)
@@ -293,8 +334,9 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     table.attrs["not_compared"] = notes + [f"workload {k} adapted to this recording: time per launch × "
                                     f"{v['time_ratio']:.3f}, host gap {v['gap_s'] * 1e6:.0f} µs"
                                     for k, v in adapted.items()]
+    table.attrs["ambient"] = ambient_note
     table.to_csv(out / "comparison.csv", index=False)
-    notes = "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
+    notes = f"\nAmbient temperature of the replay: {ambient_note}.\n" + "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
     try:
         plot_overlays(real, twin, out)
     except ImportError:  # matplotlib is an extra: the table and the twin's recording stand without it

@@ -15,6 +15,9 @@ workload's host gap, ``pressure`` entries run it back to back untimed,
 ``idle`` entries idle. The twin starts at the recording's first temperature
 reading (:meth:`~powermodels.devices.simulated.SimulatedGPU.start_at_temperature`:
 the excess over its idle steady state sits on the slowest thermal pole).
+The ambient temperature is the preset's unless ``ambient`` gives a profile
+over time (e.g. :func:`~powermodels.twin.ambient.recorded_ambient`: the
+recording's own inlet), which the twin follows between its steps.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ CHUNK_S = 0.25
 
 
 def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_temperature_c: float | None = None,
-           progress: Callable[[float, float], None] | None = None) -> Recording:
+           progress: Callable[[float, float], None] | None = None, ambient: pd.DataFrame | None = None,
+           ambient_source: str | None = None) -> Recording:
     """Run a schedule on a twin preset and return the recording it makes.
 
     Parameters
@@ -60,6 +64,12 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
         else the preset's idle steady state.
     progress : callable, optional
         Called as ``progress(done_s, total_s)`` after each schedule entry.
+    ambient : pandas.DataFrame, optional
+        ``t_s``, ``ambient_c``: the ambient temperature over time (linear
+        between points, held beyond the ends), a boundary condition the
+        twin follows (updated every ≤ 0.25 s); default the preset's constant.
+    ambient_source : str, optional
+        Where ``ambient`` came from, for the provenance.
 
     Returns
     -------
@@ -76,10 +86,16 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
     validate_recording_table(phases, PHASES_SPEC, source)
     for name in sorted(set(phases.loc[phases[schema.PHASE_KIND] != "idle", schema.WORKLOAD])):
         twin.workload(name)  # every workload the schedule runs must be in the preset, before any work
-    gpu = twin.gpu(seed=seed, history_s=60.0)
+    profile = None
+    if ambient is not None:
+        profile = (np.asarray(ambient[schema.T_S], float), np.asarray(ambient["ambient_c"], float))
+        if not (profile[0].size and np.all(np.isfinite(profile[1])) and np.all(np.diff(profile[0]) >= 0)):
+            raise ValueError("replay: ambient needs finite ambient_c at increasing t_s, at least one row")
+    gpu = twin.gpu(seed=seed, history_s=60.0,
+                   ambient_c=None if profile is None else float(np.interp(0.0, *profile)))
     if start_temperature_c is not None:
         gpu.start_at_temperature(start_temperature_c)
-    run = _Run(gpu, twin, poll_s)
+    run = _Run(gpu, twin, poll_s, profile)
     if isinstance(schedule, Recording):
         run.stalls = host_stalls(schedule)
     total = float(phases[schema.T1_S].max())
@@ -95,7 +111,12 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
         "gpu": f"twin {twin.name} (simulated)", "uuid": f"SIM-twin-{twin.name}-{seed}",
         "power_limit_w": twin.physics.power_limit_w, "max_sm_clock_mhz": twin.physics.sm_clock_max_mhz,
         "made_by": "powermodels.twin.replay", "preset": twin.name, "seed": seed,
-        "schedule_from": source, "poll_s": poll_s, "ambient_c": gpu.ambient_c,
+        "schedule_from": source, "poll_s": poll_s,
+        "ambient_c": twin.ambient_c if profile is None else float(np.interp(0.0, *profile)),
+        "ambient": {"source": f"preset {twin.name} (constant)", "range_c": [twin.ambient_c] * 2}
+        if profile is None else {"source": ambient_source or "given profile",
+                                 "range_c": [float(profile[1].min()), float(profile[1].max())],
+                                 "points": [[float(a), float(b)] for a, b in zip(*profile)]},
         "workloads": {k: {"launches_per_batch": w.launches_per_batch} for k, w in twin.workloads.items()},
         "simulated": True,
     }
@@ -165,8 +186,9 @@ def host_stalls(rec: Recording, *, factor: float = 3.0, min_s: float = 5e-3) -> 
 class _Run:
     """State of one replay: the twin, the trace cut so far, the launch rows."""
 
-    def __init__(self, gpu, twin: TwinPreset, poll_s: float):
+    def __init__(self, gpu, twin: TwinPreset, poll_s: float, ambient=None):
         self.gpu, self.twin, self.poll_s = gpu, twin, poll_s
+        self.ambient = ambient  # (t_s, ambient_c) arrays, or None: the preset's constant
         self.traced_to = 0.0
         self.traces: list[pd.DataFrame] = []
         self.launches: list[dict] = []
@@ -176,8 +198,14 @@ class _Run:
     def until(self, t: float) -> None:
         """Idle until ``t`` (cutting the trace as it goes)."""
         while self.gpu.now() < t - 1e-9:
+            self.follow_ambient()
             self.gpu.idle(min(CHUNK_S, t - self.gpu.now()))
             self.cut()
+
+    def follow_ambient(self) -> None:
+        """Set the twin's ambient to the profile's value now (steps of ≤ CHUNK_S: the inlet moves slowly)."""
+        if self.ambient is not None:
+            self.gpu.ambient_c = float(np.interp(self.gpu.now(), *self.ambient))
 
     def cut(self, final: bool = False) -> None:
         """Trace the time simulated since the last cut (the twin keeps only 60 s of history).
@@ -231,6 +259,7 @@ class _Run:
                 break
             m = max(1, min(math.floor(left / per_batch), math.ceil(CHUNK_S / per_batch)))
             # the host gap falls between batches: spread over the batch's launches (energy is what counts)
+            self.follow_ambient()
             se = self.gpu.run(tw.workload, launches=m * n, gap_s=gap / n)
             per_launch = float(se[-1, 1] - se[-1, 0])
             if timed:

@@ -1,0 +1,67 @@
+"""The replay's ambient from the recording: a twin-made recording whose inlet warms is read back."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import schema
+from powermodels.twin.ambient import ambient_at, recorded_ambient
+from powermodels.twin.compare import twin_compare
+from powermodels.twin.replay import replay
+
+from .test_twin import known_preset
+
+#: the inlet warms by 12 °C over the recording (a hot slot, like GPU-620707cb's 32 → 46 °C)
+DRIFT = pd.DataFrame({schema.T_S: [0.0, 72.0], "ambient_c": [30.0, 42.0]})
+
+
+def drifting_schedule() -> pd.DataFrame:
+    """Idle stretches (12 s) between three 10 s series."""
+    rows = [("thermal", "-", -1, "idle", 0.0, 6.0)]
+    t = 6.0
+    for rep, w in enumerate(["gemm", "bf16", "gemm"]):
+        rows.append(("thermal", w, rep, "series", t, t + 10.0))
+        rows.append(("thermal", "-", -1, "idle", t + 10.0, t + 22.0))
+        t += 22.0
+    return pd.DataFrame(rows, columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
+                                       schema.T0_S, schema.T1_S])
+
+
+@pytest.fixture(scope="module")
+def drifted():
+    preset = known_preset()
+    return preset, replay(drifting_schedule(), preset, seed=1, poll_s=2e-3, ambient=DRIFT,
+                          ambient_source="test: 30 → 42 °C")
+
+
+def test_known_ambient_drift_is_recovered(drifted):
+    preset, rec = drifted
+    assert rec.provenance["ambient"]["range_c"] == [30.0, 42.0]
+    points = recorded_ambient(rec, preset)
+    assert len(points) == 4  # every idle stretch of 3 s or more
+    truth = np.interp(points[schema.T_S], DRIFT[schema.T_S], DRIFT["ambient_c"])
+    assert np.max(np.abs(points["ambient_c"] - truth)) < 0.7, points
+    # from the past only: a stretch's value starts at its end, the earlier one holds until then
+    causal = recorded_ambient(rec, preset, causal=True)
+    ends = points[schema.T1_S].to_numpy()
+    assert ambient_at(causal, ends[1] - 0.01) == pytest.approx(points["ambient_c"].iloc[0])
+    assert ambient_at(causal, ends[1] + 0.01) == pytest.approx(points["ambient_c"].iloc[1])
+
+
+def test_replay_on_the_recorded_ambient_follows_the_drift(drifted, tmp_path):
+    preset, rec = drifted
+    fixed = twin_compare(rec, preset, tmp_path / "preset", ambient="preset")
+    followed = twin_compare(rec, preset, tmp_path / "recorded")
+    cool = fixed["metric"].str.startswith("cooling")
+    assert fixed.loc[cool, "error"].abs().max() > 4.0  # the preset's 30 °C misses the warmed inlet
+    assert followed.loc[cool, "error"].abs().max() <= 1.0
+    assert "recorded: 4 idle stretches" in followed.attrs["ambient"]
+    assert "Ambient temperature of the replay: recorded" in (tmp_path / "recorded" / "comparison.md").read_text()
+    with pytest.raises(ValueError, match="ambient 'inlet' is not one of"):
+        twin_compare(rec, preset, tmp_path / "bad", ambient="inlet")
+
+
+def test_recorded_ambient_needs_idle_stretches(drifted):
+    preset, rec = drifted
+    with pytest.raises(ValueError, match="no idle stretch of 30 s"):
+        recorded_ambient(rec, preset, min_idle_s=30.0)
