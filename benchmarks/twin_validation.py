@@ -178,7 +178,7 @@ def main() -> None:
                          "not shipped; repeatable)")
     ap.add_argument("--ambient", action="append", choices=AMBIENTS, default=[],
                     help="where the replays of --held-out and of the folds take the ambient temperature "
-                         "(repeatable: each is run; default recorded for --held-out, preset for the folds)")
+                         "(repeatable: each is run; default preset)")
     ap.add_argument("--folds-only", action="store_true",
                     help="fit and run the folds of the fitting recording, nothing else (no preset written)")
     ap.add_argument("--cap-variants", action="store_true",
@@ -206,7 +206,7 @@ def main() -> None:
         if args.write_preset:
             save_preset(preset, PRESET_DIR / "h100-sxm.json")
     for folder in args.held_out:
-        for ambient in args.ambient or ["recorded"]:
+        for ambient in args.ambient or ["preset"]:
             held_out(folder, preset, out, ambient)
     for folder in args.fit_board:
         board = fit_and_folds(read_recording(folder, probes=False), f"board-{Path(folder).name}",

@@ -51,11 +51,13 @@ def test_known_ambient_drift_is_recovered(drifted):
 def test_replay_on_the_recorded_ambient_follows_the_drift(drifted, tmp_path):
     preset, rec = drifted
     fixed = twin_compare(rec, preset, tmp_path / "preset", ambient="preset")
-    followed = twin_compare(rec, preset, tmp_path / "recorded")
+    followed = twin_compare(rec, preset, tmp_path / "recorded", ambient="recorded")
     cool = fixed["metric"].str.startswith("cooling")
     assert fixed.loc[cool, "error"].abs().max() > 4.0  # the preset's 30 °C misses the warmed inlet
     assert followed.loc[cool, "error"].abs().max() <= 1.0
     assert "recorded: 4 idle stretches" in followed.attrs["ambient"]
+    assert "the preset's 30.0 °C (constant)" in fixed.attrs["ambient"]
+    assert (tmp_path / "preset" / "twin" / "provenance.json").read_text().count("constant")
     assert "Ambient temperature of the replay: recorded" in (tmp_path / "recorded" / "comparison.md").read_text()
     with pytest.raises(ValueError, match="ambient 'inlet' is not one of"):
         twin_compare(rec, preset, tmp_path / "bad", ambient="inlet")
@@ -65,3 +67,17 @@ def test_recorded_ambient_needs_idle_stretches(drifted):
     preset, rec = drifted
     with pytest.raises(ValueError, match="no idle stretch of 30 s"):
         recorded_ambient(rec, preset, min_idle_s=30.0)
+
+
+def test_cli_twin_compare_says_which_ambient(drifted, tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.recording import write_recording
+
+    preset, rec = drifted
+    folder = write_recording(rec, tmp_path / "rec")
+    preset_file = tmp_path / "known.json"
+    from powermodels.twin import save_preset
+    save_preset(preset, preset_file)
+    assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
+                 "--ambient", "recorded-causal"]) == 0
+    assert "ambient: recorded: 4 idle stretches" in capsys.readouterr().out

@@ -22,10 +22,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", required=True, help="shipped preset name (h100-sxm) or preset JSON file")
     parser.add_argument("--out", required=True, help="folder for the twin's recording, table and plots")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twin's sensor phase and noise")
-    parser.add_argument("--ambient", choices=("recorded", "recorded-causal", "preset"), default="recorded",
-                        help="the replay's ambient temperature: read from the recording's idle stretches "
-                             "through the preset's thermal network (default; -causal: from the past only), or "
-                             "the preset's constant")
+    parser.add_argument("--ambient", choices=("preset", "recorded", "recorded-causal"), default="preset",
+                        help="the replay's ambient temperature: the preset's constant (default), or read from "
+                             "the recording's idle stretches through the preset's thermal network "
+                             "(recorded-causal: from the past only)")
     parser.add_argument("--protocol-comparison", action="append", default=[], metavar="CSV",
                         help="a real comparison.csv of benchmarks/gpu_user_workloads.py: replay its default "
                              "protocol vs reference runs on the twin (repeatable)")
@@ -58,7 +58,8 @@ def run(args) -> int:
         if not Path(path).is_file():  # before the replay, not after it
             raise ValueError(f"twin-compare: {path} is not a file")
     table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
-                         protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window, ambient=args.ambient)
+                         protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window,
+                         ambient=args.ambient)
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"
         print(f"{mark} {row.metric} {row.workload}: real {row.real:.4g}, twin {row.twin:.4g} "
