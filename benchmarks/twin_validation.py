@@ -10,6 +10,9 @@ the plots of each fold. ``--write-preset`` also replaces ``src/powermodels/twin/
 ``--held-out RECORDING`` (repeatable) replays a recording of another board, which no fit saw, on
 the preset (``twin-compare``): ``DIR/held_out_<folder>/`` gets the twin's recording, ``comparison.md``,
 the overlay plots and ``warmup_seconds.csv`` (energy per launch per second, real vs twin).
+``--ambient preset|recorded|recorded-causal`` (repeatable) picks where those replays take the ambient
+temperature (``twin-compare --ambient``); with more than one, ``ambients.md`` / ``folds_ambients.md``
+put them side by side and ``ambient.png`` draws them; ``--folds-only`` runs only the fit's folds.
 ``--held-out-only`` skips the fit and the folds and replays the held-out recordings on the shipped
 ``h100-sxm`` (e.g. ``--held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb``).
 ``--fit-board RECORDING`` fits a preset to that recording alone and runs its own folds
@@ -20,6 +23,13 @@ of the fit's grid (``DIR/cap_variants.md``). docs/twin.md's session-5 numbers::
     python benchmarks/twin_validation.py --out DIR --held-out-only --cap-variants \
         --held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb \
         --fit-board datasets/h100-2026-11-25-session5/raw_recording_620707cb      # ~6 min
+
+and its ambient section (~3 min)::
+
+    python benchmarks/twin_validation.py --out DIR --held-out-only --ambient preset --ambient recorded \
+        --ambient recorded-causal --held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb
+    python benchmarks/twin_validation.py --out DIR --folds-only --ambient preset --ambient recorded \
+        --ambient recorded-causal
 """
 
 from __future__ import annotations
@@ -34,7 +44,8 @@ import pandas as pd
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
-from powermodels.twin.compare import AMBIENTS, capped_series, replay_ambient, compare_recordings, plot_cap_settling, plot_overlays, twin_compare
+from powermodels.twin.compare import (AMBIENTS, capped_series, compare_recordings, plot_cap_settling, plot_overlays,
+                                     replay_ambient, twin_compare)
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.fit_controller import GAIN_FIELDS
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
@@ -101,6 +112,63 @@ def held_out_figure(real, twin, path: Path) -> None:
     plt.close(fig)
 
 
+def ambient_table(table: pd.DataFrame, keys=("metric", "workload")) -> pd.DataFrame:
+    """One row per measurement, one column per ambient: ``twin (error)``, ✗ where outside the target."""
+    rows = []
+    for key, g in table.groupby(list(keys), sort=False, dropna=False):
+        row = dict(zip(keys, key)) | {"real": f"{g['real'].iloc[0]:.4g}"}
+        for r in g.itertuples(index=False):
+            row[r.ambient] = f"{r.twin:.4g} ({r.error:+.3g}){'' if r.within else ' ✗'}"
+        row["target"] = f"{g['target'].iloc[0]:g} {g['unit'].iloc[0]}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ambient_figure(folder, out: Path, ambients, path: Path) -> None:
+    """Temperature over the whole recording (real, the twin with each ambient, the recorded ambient) and
+    the warm-up energy error per second of each series, per ambient: one picture for the docs."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from powermodels import schema
+    real = read_recording(folder, trace_optional=True, probes=False)
+    dest = out / f"held_out_{Path(folder).name}"
+    fig, (top, bottom) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.6, 1]})
+    tr = real.trace.iloc[::50]
+    top.plot(tr[schema.T_S], tr[schema.TEMPERATURE_C], "k-", lw=1, label="real")
+    styles = {"preset": "C0", "recorded": "C1", "recorded-causal": "C2"}
+    for ambient in ambients:
+        twin = read_recording(dest / ambient / "twin", trace_optional=True, probes=False)
+        tt = twin.trace.iloc[::50]
+        top.plot(tt[schema.T_S], tt[schema.TEMPERATURE_C], "-", lw=1, color=styles[ambient],
+                 label=f"twin, ambient {ambient}")
+        if ambient != "preset":
+            pts = twin.provenance["ambient"]["points"]
+            top.plot([p[0] for p in pts], [p[1] for p in pts], "--", lw=1, color=styles[ambient],
+                     label=f"ambient read ({ambient})")
+        else:
+            top.axhline(twin.provenance["ambient"]["range_c"][0], ls="--", lw=1, color=styles[ambient],
+                        label="ambient of the preset")
+        sec = pd.read_csv(dest / ambient / "warmup_seconds.csv")
+        # the FMA loop is another kernel than the fitted one on the held-out boards: says nothing about the twin
+        groups = [(w, g) for w, g in sec.groupby("workload", sort=False) if "fma" not in w]
+        for k, (w, g) in enumerate(groups):
+            bottom.plot(g["second"] + 0.5, g["error_pct"], ["o-", "s-", "^-"][k % 3], ms=3, color=styles[ambient],
+                        label=f"{w}, {ambient}")
+    top.set_xlabel("s since the recording started")
+    top.set_ylabel("temperature reading, °C")
+    top.legend(fontsize=7)
+    top.set_title(f"real {real.provenance.get('uuid', '')[:12]} vs twin h100-sxm (simulated)", fontsize=9)
+    bottom.axhspan(-1, 1, color="0.9")
+    bottom.set_xlabel("s since the series started")
+    bottom.set_ylabel("warm-up energy per launch, twin vs real, %")
+    bottom.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, ambients=("preset",)):
     """Fit ``rec`` whole (in-sample table, plots) and leave each 25 s series out in turn (the folds).
 
@@ -135,6 +203,9 @@ def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, amb
         json.dump(fold.fit.get("cap_gains", {}).get("chosen"), open(out / f"fold_{w}_gains.json", "w"))
     folds = pd.concat(rows, ignore_index=True)
     (out / "folds.md").write_text(markdown_table(folds) + "\n")
+    if len(ambients) > 1:
+        merged = ambient_table(folds, ("held out", "metric", "workload"))
+        (out / "folds_ambients.md").write_text(markdown_table(merged) + "\n")
     return preset
 
 
@@ -206,8 +277,14 @@ def main() -> None:
         if args.write_preset:
             save_preset(preset, PRESET_DIR / "h100-sxm.json")
     for folder in args.held_out:
+        tables = []
         for ambient in args.ambient or ["preset"]:
-            held_out(folder, preset, out, ambient)
+            tables.append(held_out(folder, preset, out, ambient).assign(ambient=ambient))
+        if len(args.ambient) > 1:
+            merged = ambient_table(pd.concat(tables, ignore_index=True))
+            (out / f"held_out_{Path(folder).name}" / "ambients.md").write_text(markdown_table(merged) + "\n")
+            drawn = [a for a in args.ambient if not (a == "recorded-causal" and "recorded" in args.ambient)]
+            ambient_figure(folder, out, drawn, out / f"held_out_{Path(folder).name}" / "ambient.png")
     for folder in args.fit_board:
         board = fit_and_folds(read_recording(folder, probes=False), f"board-{Path(folder).name}",
                               out / f"board_{Path(folder).name}")

@@ -338,7 +338,8 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
                                     for k, v in adapted.items()]
     table.attrs["ambient"] = ambient_note
     table.to_csv(out / "comparison.csv", index=False)
-    notes = f"\nAmbient temperature of the replay: {ambient_note}.\n" + "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
+    notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
+    notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
     try:
         plot_overlays(real, twin, out)
     except ImportError:  # matplotlib is an extra: the table and the twin's recording stand without it
