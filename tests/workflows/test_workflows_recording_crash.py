@@ -162,3 +162,30 @@ def test_gpu_thermal_killed_after_a_workload_writes_its_summary(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM, text
     assert (tmp_path / "summary.csv").is_file() and (tmp_path / "alpha_cache.json").is_file()
     assert "stopped (stopped by SIGTERM)" in (tmp_path / "report.md").read_text()
+
+
+def test_a_failed_flush_of_a_stopped_run_warns_and_keeps_the_error_that_stopped_it(tmp_path, monkeypatch):
+    """Fails before the fix: the failed flush was only an ``add_note`` (no warning; on Python 3.10,
+    which the package supports, ``add_note`` does not exist and its AttributeError replaced the error)."""
+    import powermodels.recording as recording_module
+
+    real_write = recording_module.write_recording
+
+    def write_failing_when_stopped(rec, folder):
+        if "stopped" in rec.provenance:
+            raise OSError("disk full")
+        return real_write(rec, folder)
+
+    monkeypatch.setattr(recording_module, "write_recording", write_failing_when_stopped)
+
+    def progress(line):
+        raise KeyboardInterrupt
+
+    runner = make_runner(_gpu())
+    try:
+        with pytest.raises(KeyboardInterrupt), pytest.warns(RuntimeWarning, match="disk full") as warned:
+            record_natural_dvfs(runner, _items(), None, cycles=3, burst_s=0.2, series_s=0.0,
+                                progress=progress, save_to=tmp_path / "recording")
+    finally:
+        runner.close()
+    assert any(str(tmp_path / "recording") in str(w.message) for w in warned)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -233,7 +234,12 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
                 rec.fetch_rest()
                 rec.save(save_to, provenance, stopped=str(err) or type(err).__name__)
             except Exception as flush_err:  # never mask the error that stopped the run
-                err.add_note(f"the partial recording could not be written to {save_to}: {flush_err}")
+                # warned as well as noted: add_note exists from Python 3.11 (the package supports 3.10,
+                # where calling it would raise AttributeError here and replace the error that stopped the run)
+                message = f"the partial recording could not be written to {save_to}: {flush_err}"
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+                if hasattr(err, "add_note"):
+                    err.add_note(message)
         raise
     rec.finished = True
     if save_to is not None:
