@@ -189,8 +189,8 @@ def power_capped(spans: pd.DataFrame, *, share: float = 0.5) -> bool:
 
 #: Relative distance from the enforced power limit within which a capped load's mean power counts as
 #: held by the controller (:func:`cap_held`). 2 % (14 W at 700 W): over 1 s windows of continuous capped
-#: load from cold the real H100s read 692–706 W after 5 s on GPU-0b4f1a7f and 692–703 W on GPU-14ab84a0
-#: (GPU-620707cb, whose counter publishes some updates late: 671–741 W), while session 4's unsettled rows
+#: load from cold the real H100s read 692–708 W after 5 s on GPU-0b4f1a7f and 693–703 W on GPU-14ab84a0
+#: (GPU-620707cb, whose counter publishes some updates late: 700–740 W), while session 4's unsettled rows
 #: read 797–879 W (``benchmarks/cap_settling_real.py``; docs/thermal.md has the table).
 CAP_POWER_TOLERANCE = 0.02
 
