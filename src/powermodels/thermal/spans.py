@@ -195,7 +195,7 @@ def power_capped(spans: pd.DataFrame, *, share: float = 0.5) -> bool:
 CAP_POWER_TOLERANCE = 0.02
 
 #: Length of the load window a capped row is judged and reported over, s: long enough that the
-#: counter's ~100 ms publication jitter (2.1–2.2 % per 100 ms span on the real H100s, 6.6 % on
+#: counter's ~100 ms publication jitter (2.2–2.3 % per 100 ms span on GPU-0b4f1a7f and GPU-14ab84a0, 6.6 % on
 #: GPU-620707cb) averages down, short enough to keep a capped row near 1.5 s.
 CAP_WINDOW_S = 1.0
 
