@@ -266,7 +266,8 @@ def with_board_prior(alpha: AlphaEstimate, board, power_w: float) -> AlphaEstima
     """A workload's own learned α shrunk toward its prior (:func:`shrunk_alpha`): at a fixed clock the
     board's (:func:`board_prior` over ``board``, the board's cached α); under the power cap the capped
     assumption (:func:`~.normalise.assumed_alpha` in :data:`~.normalise.POWER_CAPPED`: a ≤ 10 s warm-up
-    at the cap sees a few °C after the controller settles, ±0.2–0.4 %/°C at 95 % on three real H100s).
+    at the cap sees a few °C after the controller settles, ±0.36–0.42 %/°C at 95 % on two real H100s; the
+    third warmed < 3 °C).
     Pooled, assumed, file and given α as they are."""
     if alpha.source != "learned" or alpha.pooled:
         return alpha

@@ -56,7 +56,8 @@ ASSUMED_ALPHA_UNCERTAINTY_PER_C = 0.0012
 #: two real H100 boards' continuous capped bf16 GEMM 8192² after the controller settled —
 #: GPU-0b4f1a7f 0.076 ± 0.051, GPU-620707cb 0.108 ± 0.039 %/°C — and checked on a third,
 #: GPU-14ab84a0, 0.091 ± 0.083 %/°C (``benchmarks/capped_slope_real.py``). A ≤ 10 s warm-up does
-#: not identify it (± 0.2–0.4 %/°C at 95 % on those boards), so a learned capped α is shrunk toward it.
+#: not identify it (± 0.36–0.42 %/°C at 95 % on 0b4f1a7f and 620707cb; 14ab84a0 warmed < 3 °C), so a
+#: learned capped α is shrunk toward it.
 CAPPED_PRIOR_PER_C = 0.00096
 CAPPED_PRIOR_UNCERTAINTY_PER_C = 0.00038
 
