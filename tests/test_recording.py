@@ -144,3 +144,13 @@ def test_recording_without_trace_reads_only_when_allowed(tmp_path):
     table = compare_recordings(bare, rec)
     assert list(table["metric"]) == ["warm-up energy per launch, worst second"]
     assert "cooling temperature" in table.attrs["not_compared"][0]
+
+
+def test_downsample_treats_a_reading_the_board_does_not_give_as_unchanged():
+    """Fails before: NaN != NaN kept every row of a trace with an all-NaN reading (not downsampled at all)."""
+    rec = tiny_recording()
+    trace = rec.trace.assign(**{schema.POWER_AVERAGE_W: float("nan")})
+    small = recording.downsample_trace(trace)
+    assert len(small) == 3
+    assert small[schema.POWER_INSTANT_W].tolist() == [70.0, 400.0, 400.0]
+

@@ -388,9 +388,13 @@ def downsample_trace(trace: pd.DataFrame, columns: Iterable[str] | None = None) 
     """
     cols = [c for c in (columns if columns is not None else trace.columns)
             if c not in (schema.T_S, schema.READ_S)]
-    values = trace[cols].to_numpy()
+    values = trace[cols]
     keep = np.ones(len(trace), dtype=bool)
     if len(trace) > 1:
-        keep[1:] = (values[1:] != values[:-1]).any(axis=1)
+        # a reading NVML does not give (NaN in every row: no average power on some boards) repeats
+        # too: NaN != NaN would keep every row of such a trace
+        before = values.shift(1).iloc[1:]
+        now = values.iloc[1:]
+        keep[1:] = ((now != before) & ~(now.isna() & before.isna())).to_numpy().any(axis=1)
         keep[-1] = True
     return trace.loc[keep].reset_index(drop=True)
