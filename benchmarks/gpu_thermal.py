@@ -283,17 +283,13 @@ def measure_workload(runner, w, args, simulated: bool) -> list[dict]:
 
 def workload_trace(runner, name: str, start_s: float, end_s: float) -> pd.DataFrame:
     """The NVML trace of one workload's part of the run (2 s of idle before its load, warm-up, rows,
-    reference), only the rows where a reading changed (they change on a ~100 ms grid; every energy
-    counter read is kept): the evidence the rows themselves cannot give (is a row after a break in
-    the load low because the die cooled under a reading that had not moved?)."""
-    from powermodels import schema
+    reference), only the rows where a reading changed and the row before each (readings change on a
+    ~100 ms grid; the row before keeps every energy-counter update's bracket, so counter windows
+    computed from this trace are where the run's were): the evidence the rows themselves cannot give
+    (is a row after a break in the load low because the die cooled under a reading that had not moved?)."""
+    from powermodels.recording import downsample_trace
 
-    trace = runner.trace(start_s, end_s, run_id=name)
-    values = trace.drop(columns=[c for c in (schema.T_S,) if c in trace.columns]).select_dtypes("number")
-    v = values.to_numpy(dtype=float)
-    same = (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
-    changed = np.r_[True, ~same.all(axis=1)] if len(v) else np.zeros(0, dtype=bool)
-    return trace.loc[changed].reset_index(drop=True)
+    return downsample_trace(runner.trace(start_s, end_s, run_id=name), brackets=True)
 
 
 # -- report ----------------------------------------------------------------------------------

@@ -154,3 +154,19 @@ def test_downsample_treats_a_reading_the_board_does_not_give_as_unchanged():
     assert len(small) == 3
     assert small[schema.POWER_INSTANT_W].tolist() == [70.0, 400.0, 400.0]
 
+
+def test_downsample_with_brackets_keeps_every_counter_update_where_the_full_trace_has_it():
+    """Fails before: without the row before each change an update's lower bracket was the previous
+    change (~100 ms earlier), so counter windows on a downsampled trace (gpu_thermal's traces.parquet) moved."""
+    from powermodels.energy_counter import counter_updates
+
+    t = np.arange(0.0, 1.0, 0.001)
+    trace = pd.DataFrame({schema.T_S: t, schema.ENERGY_COUNTER_J: np.floor(t / 0.1) * 40.0,
+                          schema.TEMPERATURE_C: 50.0})
+    full = counter_updates(trace)
+    kept = recording.downsample_trace(trace, brackets=True)
+    assert len(kept) < len(trace) / 20
+    for a, b in zip(full, counter_updates(kept)):
+        np.testing.assert_array_equal(a, b)
+    lo_plain = counter_updates(recording.downsample_trace(trace))[0]
+    assert not np.array_equal(lo_plain, full[0])   # what the plain form loses
