@@ -267,3 +267,12 @@ def test_a_run_stopped_at_its_bound_is_flagged_with_check_false(recwarn):
     row = schema.validate_run_table(m.table).iloc[0]
     assert bool(row[schema.TIMED_OUT]) and row[schema.EXIT_CODE] != 0 and row[schema.TIME_S] < 5
     assert m.energy_j != m.energy_j                           # not a successful run: no median
+
+
+def test_a_run_stopped_at_its_bound_keeps_what_it_printed():
+    """Fails before: the bound's error was raised before last_output was set (it stayed None)."""
+    w = ProgramWorkload([PY, "-c", "import sys, time; print('step 1 done', flush=True); time.sleep(30)"],
+                        timeout_s=0.5, capture_output=True)
+    with pytest.raises(ProgramFailed, match="did not exit within 0.5 s"):
+        w.run_once()
+    assert w.last_output is not None and "step 1 done" in w.last_output[0]

@@ -182,13 +182,13 @@ class ProgramWorkload(Workload):
                 _stop_group(proc)
                 raise
         done = ProgramExit(proc.args, proc.returncode, stdout, stderr, timed_out=timed_out)
+        if self.capture_output:  # before any error: what a stopped or failed run printed says why
+            self.last_output = (done.stdout, done.stderr)
         if timed_out and check:
             default = " (the default bound)" if self.timeout_s == DEFAULT_TIMEOUT_S else ""
             raise ProgramFailed(f"program {self.command!r} did not exit within {self.timeout_s:g} s{default}: "
                                 "stopped with its process group (timeout_s / --timeout-s sets the bound, "
                                 "'none' for no bound)", None)
-        if self.capture_output:
-            self.last_output = (done.stdout, done.stderr)
         if check and done.returncode != 0:
             tail = ""
             if self.capture_output and done.stderr.strip():
