@@ -191,3 +191,14 @@ def test_after_pool_after_workloads_a_new_one_pools_instead_of_warming_up(runner
     fp32 = as_workload("fp32")
     kept = cache.get(runner.device.info.uuid, "fp32", fp32.config_id(fp32.validate_config(None)))
     assert kept is not None and kept.pooled == 2  # cached under fp32's own configuration
+
+
+def test_the_assumption_warning_names_the_capped_prior_under_the_cap(runner, tmp_path):
+    """Fails before: a capped row's warning said 0.25 ± 0.12 %/°C of the power (the fixed-clock
+    leakage slope) while the row used the capped prior, 0.096 ± 0.038 %/°C of energy per launch."""
+    from powermodels.thermal.normalise import POWER_CAPPED
+
+    with pytest.warns(AlphaAssumedWarning, match=r"0\.096 ± 0\.038 %/°C of energy per launch") as warned:
+        a = alpha_for(runner, "sgemm", power_w=700.0, regime=POWER_CAPPED, learn=False, cache=AlphaCache(tmp_path))
+    assert a.regime == POWER_CAPPED and a.source == "assumed"
+    assert not any("0.25" in str(w.message) for w in warned)

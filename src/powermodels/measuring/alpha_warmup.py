@@ -33,13 +33,7 @@ from .. import schema
 from ..thermal.alpha import AlphaAssumedWarning, AlphaNotIdentified, board_alpha, fit_alpha, usable_spans, \
     with_board_prior
 from ..thermal.alpha_cache import AlphaCache
-from ..thermal.normalise import (
-    ASSUMED_ALPHA_PER_C,
-    ASSUMED_ALPHA_UNCERTAINTY_PER_C,
-    FIXED_CLOCK,
-    AlphaEstimate,
-    assumed_alpha,
-)
+from ..thermal.normalise import FIXED_CLOCK, AlphaEstimate, assumed_alpha
 from ..thermal.spans import continuous_spans, counter_spans
 from .graphs import batch_size, run_launches
 from .runner_base import resolve
@@ -238,10 +232,10 @@ def alpha_for(runner, workload, config=None, *, power_w: float, sm_clock_mhz: fl
             cache.put(uuid, w.name, cid, replace(pooled, detail=f"{pooled.detail}; not learned: {why}"),
                       driver=info.driver)
         return pooled
-    warnings.warn(f"no α for {w.name} [{cid}] on {info.name} ({why}); using the assumed "
-                  f"{100 * ASSUMED_ALPHA_PER_C:.2f} ± {100 * ASSUMED_ALPHA_UNCERTAINTY_PER_C:.2f} %/°C of "
-                  "the measured power", AlphaAssumedWarning, stacklevel=2)
     assumed = assumed_alpha(power_w, regime)
+    # the assumption's own words: under the power cap it is the capped prior, not the leakage slope
+    warnings.warn(f"no α for {w.name} [{cid}] on {info.name} ({why}); using the {assumed.detail}",
+                  AlphaAssumedWarning, stacklevel=2)
     if learn:
         cache.put(uuid, w.name, cid, replace(assumed, detail=f"{assumed.detail}; not learned: {why}"),
                   driver=info.driver)
