@@ -51,9 +51,11 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
     causal : bool, default=False
         Return a profile that uses only the past: each idle stretch's value
         holds from the stretch's end (the first one's from the start) until
-        the next stretch ends. A measurement in an idle stretch then never
-        sees its own temperature through the ambient (the cooling check stays
-        held out). The default interpolates between stretch middles.
+        the next stretch ends. A measurement in an idle stretch after the
+        first then never sees its own temperature through the ambient (the
+        cooling check stays held out); the first stretch's value also stands
+        for the time before it, so that stretch is not held out. The default
+        interpolates between stretch middles.
     settle_s, min_idle_s : float
         Seconds skipped at an idle stretch's start; shortest stretch read.
 
