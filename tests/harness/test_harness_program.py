@@ -276,3 +276,15 @@ def test_a_run_stopped_at_its_bound_keeps_what_it_printed():
     with pytest.raises(ProgramFailed, match="did not exit within 0.5 s"):
         w.run_once()
     assert w.last_output is not None and "step 1 done" in w.last_output[0]
+
+
+def test_a_run_without_a_timed_out_mark_counts_in_the_medians():
+    """Tables concatenated across versions hold NaN in ``timed_out``: only True means stopped."""
+    import pandas as pd
+
+    from powermodels import schema
+    from powermodels.measuring.program import ProgramMeasurement
+
+    table = pd.DataFrame({schema.EXIT_CODE: [0, 0, 0], schema.ENERGY_J: [1.0, 3.0, 100.0],
+                          schema.TIMED_OUT: [float("nan"), None, True]})
+    assert ProgramMeasurement(table).energy_j == 2.0

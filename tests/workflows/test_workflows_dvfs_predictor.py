@@ -145,3 +145,13 @@ def test_time_and_power_each_from_the_predictor_cv_scored_best():
     assert (both.p0_w, both.kappa_w, both.voltage_knee_mhz) == (50.0, 2.0, 700.0)
     with pytest.raises(ValueError, match="'j'"):
         combine_models(timing, {**power, "j": power["k"]})
+
+
+def test_best_per_quantity_without_a_finite_score_names_the_column():
+    """A CV column of NaN only (every candidate failed) is a one-line error, not pandas' idxmin/KeyError."""
+    from powermodels.workflows.dvfs_predictor import best_per_quantity
+
+    cv = pd.DataFrame({"features": ["A", "B"], "candidate": ["et", "et"],
+                       "cv_time_mape": [float("nan")] * 2, "cv_power_mape": [3.9, 4.4]})
+    with pytest.raises(ValueError, match="'cv_time_mape' has no finite score"):
+        best_per_quantity(cv)

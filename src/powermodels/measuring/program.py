@@ -48,7 +48,8 @@ class ProgramMeasurement:
     def _median(self, column: str) -> float:
         ok = self.table[schema.EXIT_CODE] == 0
         if schema.TIMED_OUT in self.table:  # a program may exit 0 on the SIGTERM that stopped it
-            ok &= ~self.table[schema.TIMED_OUT].astype(bool)
+            # only a run marked True was stopped; NaN (a table from before the column) was not
+            ok &= ~self.table[schema.TIMED_OUT].eq(True)
         return float(self.table.loc[ok, column].median()) if ok.any() else math.nan
 
     @property

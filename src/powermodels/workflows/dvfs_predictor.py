@@ -271,7 +271,10 @@ def best_per_quantity(cv: pd.DataFrame, key: str = "features") -> dict:
         missing = [c for c in (key, "candidate", column) if c not in cv.columns]
         if missing:
             raise ValueError(f"cv: column {missing[0]!r} is missing")
-        best = cv.loc[pd.to_numeric(cv[column], errors="coerce").idxmin()]
+        scores = pd.to_numeric(cv[column], errors="coerce")
+        if scores.isna().all():
+            raise ValueError(f"cv: column {column!r} has no finite score: no candidate can be chosen for {quantity}")
+        best = cv.loc[scores.idxmin()]
         out[quantity] = (best[key], str(best["candidate"]))
     return out
 
