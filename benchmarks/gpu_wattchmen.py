@@ -1,6 +1,6 @@
 """Wattchmen on a lent GPU: measure, profile, fit, predict held-out workloads (thin caller).
 
-The workflow is :mod:`powermodels.workflows.instruction_calibration` (``powermodels
+The workflow is :mod:`powermodels.instruction_energy.calibration` (``powermodels
 calibrate-instructions`` is the user's command); this script keeps the dataset's
 file names and prints the comparison tables of ``benchmarks/results/wattchmen*.md``.
 
@@ -47,12 +47,12 @@ if __name__ == "__main__":  # before powermodels is imported: no NVML setter can
 from powermodels import schema  # noqa: E402
 from powermodels.microbench.validation_workloads import WORKLOAD_SETS  # noqa: E402
 from powermodels.models.instruction import InstructionEnergyModel  # noqa: E402
-from powermodels.workflows.instruction_calibration import (  # noqa: E402
+from powermodels.instruction_energy.calibration import (  # noqa: E402
     evaluate_instruction_model,
     measure_and_profile,
     prediction_table,
 )
-from powermodels.workflows.instruction_tables import rebuild_tables  # noqa: E402
+from powermodels.instruction_energy.tables import rebuild_tables  # noqa: E402
 
 # Microbenchmarks measured with a set (the fresh set needs only this run's static power).
 SET_MICRO = {"heldout": None, "fresh": ["nanosleep"]}
@@ -65,7 +65,7 @@ def cmd_measure(args) -> int:
     """Energy phase, both ncu passes and the tables, in one call (the workflow's steps 1-3)."""
     from powermodels.microbench.catalog import MICROBENCHMARKS
     from powermodels.microbench.gpu import CupyNcuBackend
-    from powermodels.workflows.instruction_calibration import logged
+    from powermodels.instruction_energy.calibration import logged
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

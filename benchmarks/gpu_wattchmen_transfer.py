@@ -6,7 +6,7 @@
     and ``fresh``), each with the clock it ran at (on-GPU probes after every batch
     of the power window, and NVML's reading), then both ncu passes
     (``--clock-control none``), with
-    :func:`powermodels.workflows.instruction_calibration.measure_and_profile`.
+    :func:`powermodels.instruction_energy.calibration.measure_and_profile`.
     Instruction counts belong to the code, compiler and GPU model, not the board:
     by default the counts of ``--counts-from`` (``datasets/h100/wattchmen``) are
     reused and ncu profiles only the items it lacks plus four checks (a full
@@ -18,7 +18,7 @@
 ``analyze`` (anywhere)
     First chooses the model's settings by leave-one-microbenchmark-out
     cross-validation on the new GPU's microbenchmarks only
-    (:func:`powermodels.workflows.instruction_selection.cross_validate_instruction_models`;
+    (:func:`powermodels.instruction_energy.selection.cross_validate_instruction_models`;
     the workloads are not read for it) and reports the chosen setting's
     held-out MAPE, with each workload's error. Then, with the chosen setting,
     fits the reference table on ``--reference`` (default ``datasets/h200``),
@@ -65,20 +65,20 @@ from _common import write_report  # noqa: E402
 
 from powermodels import schema  # noqa: E402
 from powermodels.reporting import markdown_table  # noqa: E402
-from powermodels.workflows.instruction_calibration import (  # noqa: E402
+from powermodels.instruction_energy.calibration import (  # noqa: E402
     fit_instruction_model,
     logged,
     measure_and_profile,
     prediction_table,
 )
-from powermodels.workflows.instruction_selection import (  # noqa: E402
+from powermodels.instruction_energy.selection import (  # noqa: E402
     cross_validate_instruction_models,
 )
-from powermodels.workflows.instruction_diagnostics import (  # noqa: E402
+from powermodels.instruction_energy.diagnostics import (  # noqa: E402
     clock_check,
     with_operand_variants,
 )
-from powermodels.workflows.instruction_transfer import compare_transfer  # noqa: E402
+from powermodels.instruction_energy.transfer import compare_transfer  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 WATTCHMEN_FIG14 = "Wattchmen Fig. 14 (air- → water-cooled V100): 10 % 13 %, full table 14 % MAPE"
@@ -284,7 +284,7 @@ def cmd_analyze(args) -> int:
 
 def cmd_simulated(args) -> int:
     from powermodels.microbench.simulated import SimulatedInstructionBackend
-    from powermodels.workflows.instruction_calibration import calibrate_instructions
+    from powermodels.instruction_energy.calibration import calibrate_instructions
 
     with tempfile.TemporaryDirectory() as tmp:
         a = calibrate_instructions(SimulatedInstructionBackend("sim-hopper-a", noise=args.noise,

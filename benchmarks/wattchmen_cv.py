@@ -33,7 +33,7 @@ from _common import write_report  # noqa: E402
 from powermodels import schema  # noqa: E402
 from powermodels.models import InstructionEnergyModel  # noqa: E402
 from powermodels.reporting import markdown_table  # noqa: E402
-from powermodels.workflows.instruction_calibration import prediction_table  # noqa: E402
+from powermodels.instruction_energy.calibration import prediction_table  # noqa: E402
 
 DATA = REPO / "datasets" / "h200"
 OUT = REPO / "benchmarks" / "results" / "wattchmen_cv.md"

@@ -98,3 +98,16 @@ def test_a_script_importing_an_old_path_sees_the_warning_at_its_own_line(tmp_pat
     script.write_text("import os\nimport powermodels.harness.runner\n", encoding="utf-8")
     err = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stderr
     assert f"{script}:2: DeprecationWarning: powermodels.harness.runner moved to powermodels.measuring.runner" in err
+
+
+@pytest.mark.parametrize("job", ["calibration", "tables", "selection", "transfer", "diagnostics"])
+def test_old_instruction_workflow_paths_warn_and_give_the_new_module(job):
+    """``powermodels.workflows.instruction_*`` moved to ``powermodels.instruction_energy``: same module object."""
+    import importlib
+    import sys
+
+    old, new = f"powermodels.workflows.instruction_{job}", f"powermodels.instruction_energy.{job}"
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)

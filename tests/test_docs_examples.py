@@ -157,6 +157,12 @@ SOME_SUBMODULES: dict[str, str] = {
 }
 
 
+def _moved(sub) -> bool:
+    """Whether a submodule found by pkgutil is only a deprecated alias of a moved module."""
+    path = Path(sub.module_finder.path) / f"{sub.name}.py"
+    return path.is_file() and "moved_module(" in path.read_text(encoding="utf-8")
+
+
 def test_the_api_page_covers_every_public_module():
     """recording, thermal, twin and the workflows had no entry on the API page."""
     import importlib
@@ -177,7 +183,9 @@ def test_the_api_page_covers_every_public_module():
                 and not hasattr(importlib.import_module(name), "__all__"):
             # the package's own entry shows only its docstring: each submodule needs its own
             package = importlib.import_module(name)
+            # a deprecated path (``deprecation.moved_module``) is documented at its new home
             missing += [f"{name}.{sub.name}" for sub in pkgutil.iter_modules(package.__path__)
-                        if not sub.name.startswith("_") and f"{name}.{sub.name}" not in entries]
+                        if not sub.name.startswith("_") and f"{name}.{sub.name}" not in entries
+                        and not _moved(sub)]
     assert not missing, f"docs/api.md has no `::: MODULE` entry for {missing} (or say why in NOT_ON_THE_API_PAGE)"
     assert not set(NOT_ON_THE_API_PAGE) - {m.name for m in pkgutil.iter_modules(powermodels.__path__)}

@@ -8,10 +8,12 @@ release and the warning names the new one.
 from __future__ import annotations
 
 import functools
+import importlib
+import sys
 import warnings
 from collections.abc import Callable
 
-__all__ = ["renamed_keywords"]
+__all__ = ["moved_module", "renamed_keywords"]
 
 
 def renamed_keywords(**old_to_new: str) -> Callable:
@@ -46,3 +48,15 @@ def renamed_keywords(**old_to_new: str) -> Callable:
         return wrapper
 
     return decorate
+
+
+def moved_module(old: str, new: str) -> None:
+    """Make the module ``old`` an alias of ``new`` (one module object), with a DeprecationWarning.
+
+    Called at the top of the file left at the old path, e.g. ``moved_module(__name__,
+    "powermodels.instruction_energy.tables")``: ``import old`` then gives ``new`` itself, so its
+    classes and module-level state are the same objects under both names.
+    """
+    warnings.warn(f"{old} moved to {new}; the old path is deprecated and goes away in the next release",
+                  DeprecationWarning, stacklevel=3)
+    sys.modules[old] = importlib.import_module(new)

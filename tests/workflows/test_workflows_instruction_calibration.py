@@ -12,11 +12,11 @@ import pytest
 from powermodels import schema
 from powermodels.io import load_calibration
 from powermodels.microbench.simulated import PRESETS, SimulatedInstructionBackend
-from powermodels.workflows.instruction_calibration import (
+from powermodels.instruction_energy.calibration import (
     calibrate_instructions,
     evaluate_instruction_model,
 )
-from powermodels.workflows.instruction_tables import rebuild_tables
+from powermodels.instruction_energy.tables import rebuild_tables
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "datasets" / "h200"
@@ -163,7 +163,7 @@ def test_real_backend_runs_ncu_with_clock_control_none(tmp_path):
 
 
 def _measure_only(backend, out, resume, lines):
-    from powermodels.workflows.instruction_calibration import measure_energy
+    from powermodels.instruction_energy.calibration import measure_energy
 
     return measure_energy(backend, out, ["fadd", "nanosleep"], resume=resume, say=lines.append)
 

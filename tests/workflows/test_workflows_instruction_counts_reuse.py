@@ -17,8 +17,8 @@ from powermodels import schema
 from powermodels.microbench.catalog import MICROBENCHMARKS
 from powermodels.microbench.gpu import window_clocks
 from powermodels.microbench.simulated import SimulatedInstructionBackend
-from powermodels.workflows.instruction_calibration import measure_and_profile
-from powermodels.workflows.instruction_tables import (
+from powermodels.instruction_energy.calibration import measure_and_profile
+from powermodels.instruction_energy.tables import (
     earlier_profiles,
     rebuild_tables,
     tables_from_profiles,

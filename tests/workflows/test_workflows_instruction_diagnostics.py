@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.workflows.instruction_calibration import fit_instruction_model
-from powermodels.workflows.instruction_diagnostics import clock_check, with_operand_variants
+from powermodels.instruction_energy.calibration import fit_instruction_model
+from powermodels.instruction_energy.diagnostics import clock_check, with_operand_variants
 
 H100 = Path(__file__).resolve().parents[2] / "datasets" / "h100" / "wattchmen"
 
@@ -59,7 +59,7 @@ def test_clock_check_names_a_missing_column(h100):
 
 
 def test_a_row_says_whether_its_clock_was_probed_or_read_from_nvml():
-    from powermodels.workflows.instruction_tables import record_row
+    from powermodels.instruction_energy.tables import record_row
 
     meas = {"time_s": 0.01, "power_w": 600.0, "temperature_c": 70.0, "sm_clock_mhz": 1980.0}
     old = record_row("w", meas, {"FFMA": 1.0}, 1.0, 1.0, 100.0, 150.0)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from powermodels.models import InstructionEnergyModel
-from powermodels.workflows.instruction_calibration import prediction_table
-from powermodels.workflows.instruction_selection import cross_validate_instruction_models
-from powermodels.workflows.instruction_transfer import compare_transfer
+from powermodels.instruction_energy.calibration import prediction_table
+from powermodels.instruction_energy.selection import cross_validate_instruction_models
+from powermodels.instruction_energy.transfer import compare_transfer
 
 H100 = Path(__file__).resolve().parents[2] / "datasets" / "h100" / "wattchmen"
 

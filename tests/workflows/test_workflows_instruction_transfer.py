@@ -9,8 +9,8 @@ from powermodels.io import load_calibration, read_metadata
 from powermodels.microbench.catalog import MICROBENCHMARKS
 from powermodels.microbench.simulated import SimulatedInstructionBackend
 from powermodels.models.instruction_transfer import affine_transfer
-from powermodels.workflows.instruction_calibration import calibrate_instructions, prediction_table
-from powermodels.workflows.instruction_transfer import (
+from powermodels.instruction_energy.calibration import calibrate_instructions, prediction_table
+from powermodels.instruction_energy.transfer import (
     compare_transfer,
     transfer_calibration,
     transfer_subset,

@@ -80,13 +80,13 @@ def _split(text: str) -> list[str]:
 def run(args) -> int:
     from pathlib import Path
 
-    from ..workflows import instruction_calibration as ic
+    from ..instruction_energy import calibration as ic
     from ._common import out_folder
 
     out_folder(args.out)
 
     if args.transfer_from:
-        from ..workflows.instruction_transfer import transfer_calibration
+        from ..instruction_energy.transfer import transfer_calibration
 
         res = transfer_calibration(args.transfer_from, _backend(args), args.out,
                                    fraction=args.fraction, seed=args.seed,

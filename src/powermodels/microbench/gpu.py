@@ -1,7 +1,7 @@
 """Microbenchmark energy and ncu profiles on a real GPU (CuPy + NVML + Nsight Compute).
 
 :class:`CupyNcuBackend` is the real-GPU backend of
-:func:`powermodels.workflows.instruction_calibration.calibrate_instructions`
+:func:`powermodels.instruction_energy.calibration.calibrate_instructions`
 (Wattchmen §3.3, §4):
 
 * **steady-state energy** — the GPU is kept busy with one microbenchmark or
@@ -12,8 +12,8 @@
 * **counts** — this module re-runs itself under
   ``ncu --clock-control none`` (clocks and limits are left to the GPU: nothing
   is locked or changed) and launches every item between two marker kernels
-  (:data:`~powermodels.workflows.instruction_tables.MARKER_KERNEL`):
-  microbenchmarks at the two :data:`~powermodels.workflows.instruction_tables.PROFILE_ITERS`,
+  (:data:`~powermodels.instruction_energy.tables.MARKER_KERNEL`):
+  microbenchmarks at the two :data:`~powermodels.instruction_energy.tables.PROFILE_ITERS`,
   workloads for one step; a first pass for the SASS opcode counts with
   modifiers and the L1/L2 hit rates, a second for the sector counters.
 

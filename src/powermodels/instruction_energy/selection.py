@@ -1,0 +1,94 @@
+"""Choosing the per-instruction model's settings by cross-validation on the microbenchmarks only.
+
+Wattchmen (§3-§5) fits one energy per opcode on the microbenchmarks and is
+judged on workloads it never saw. Which settings of
+:class:`~powermodels.models.InstructionEnergyModel` generalise (how far
+opcodes are grouped, the ridge weight, the memory-level split, …) is a
+model-selection question answered here without the held-out workloads:
+leave one microbenchmark out, fit the rest, predict it. A left-out
+benchmark's main opcode is then unknown to the fit and must come from the
+model's extension (grouping, level scaling, MMA scaling, buckets), which is
+exactly what a workload's rarer opcodes need. ``nanosleep`` (the static-power
+reference, Wattchmen §3.3.1) is never left out.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from .calibration import prediction_table
+from .tables import STATIC_MICROBENCHMARK
+
+__all__ = ["INSTRUCTION_CANDIDATES", "cross_validate_instruction_models"]
+
+#: Candidate settings compared by :func:`cross_validate_instruction_models`: name → parameters
+#: of :class:`~powermodels.models.InstructionEnergyModel`. ``modifier_depth=0`` keeps only the
+#: base opcode (``LDG.E.128`` → ``LDG``; the memory level split and MMA shapes still apply).
+INSTRUCTION_CANDIDATES = {
+    "default": {},
+    "no sector traffic": {"memory_traffic": False},
+    "no memory-level split": {"memory_levels": False},
+    "modifiers: depth 1": {"modifier_depth": 1},
+    "modifiers: base opcode only": {"modifier_depth": 0},
+    "base opcode only, alpha=1e-3": {"modifier_depth": 0, "alpha": 1e-3},
+    "base opcode only, alpha=1e-2": {"modifier_depth": 0, "alpha": 1e-2},
+    "base opcode only, no level split": {"modifier_depth": 0, "memory_levels": False},
+    "min_share=0.01": {"min_share": 0.01},
+    "min_share=0.2": {"min_share": 0.2},
+    "alpha=1e-3": {"alpha": 1e-3},
+    "alpha=1e-2": {"alpha": 1e-2},
+    "alpha=1e-1": {"alpha": 1e-1},
+}
+
+
+def cross_validate_instruction_models(micro: pd.DataFrame, candidates=None, *,
+                                      progress=None) -> pd.DataFrame:
+    """Leave-one-microbenchmark-out error of each candidate setting.
+
+    Parameters
+    ----------
+    micro : DataFrame
+        Microbenchmark instruction table (``workload``, ``energy_j``, ``time_s``,
+        ``op:<OPCODE>`` counts, …) of one GPU.
+    candidates : dict or None
+        Name → :class:`~powermodels.models.InstructionEnergyModel` parameters;
+        default :data:`INSTRUCTION_CANDIDATES`.
+    progress : callable or None
+        Called with a one-line message per candidate.
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate, best first: ``candidate``, ``params``,
+        ``cv_mape_pct`` (mean over left-out microbenchmarks of the absolute
+        relative energy error), ``cv_median_pct`` and ``n`` (benchmarks left out).
+    """
+    from ..models import InstructionEnergyModel
+
+    table = prediction_table(micro)
+    if schema.WORKLOAD not in table.columns:
+        raise ValueError(f"micro: column {schema.WORKLOAD!r} is missing")
+    names = table[schema.WORKLOAD].astype(str).to_numpy()
+    left_out = np.flatnonzero(names != STATIC_MICROBENCHMARK)
+    if left_out.size < 3:
+        raise ValueError(f"micro: needs 3 or more microbenchmarks besides "
+                         f"{STATIC_MICROBENCHMARK!r}, got {left_out.size}")
+    y = table[schema.ENERGY_J].to_numpy(dtype=float)
+    say = progress or (lambda msg: None)
+    rows = []
+    for name, params in (INSTRUCTION_CANDIDATES if candidates is None else candidates).items():
+        err = np.empty(left_out.size)
+        with warnings.catch_warnings():
+            # a fold may leave an opcode unidentifiable; the error shows what that costs
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for j, i in enumerate(left_out):
+                model = InstructionEnergyModel(**params).fit(table.drop(index=i))
+                err[j] = abs(model.predict(table.iloc[[i]])[0] / y[i] - 1)
+        rows.append({"candidate": name, "params": dict(params), "cv_mape_pct": 100 * err.mean(),
+                     "cv_median_pct": 100 * float(np.median(err)), "n": int(left_out.size)})
+        say(f"{name}: leave-one-out MAPE {rows[-1]['cv_mape_pct']:.2f} %")
+    return pd.DataFrame(rows).sort_values("cv_mape_pct", kind="stable", ignore_index=True)
