@@ -1,6 +1,7 @@
-"""Per-instruction energy (Wattchmen) workflows: measure the microbenchmarks, build the instruction
-tables from ncu profiles, choose the model by cross-validation, transfer a table to a new GPU, and
-check it on real data.
+"""Per-instruction energy (Wattchmen) workflows: calibrate instructions, choose, transfer and check the model.
+
+Measure the microbenchmarks, build the instruction tables from ncu profiles, choose the model by
+cross-validation, transfer a table to a new GPU, and check it on real data.
 
 Moved here from ``powermodels.workflows.instruction_*`` (those paths still work for one release, with
 a :class:`DeprecationWarning`): one package for one job, and ``workflows`` stays under 4,000 lines.
