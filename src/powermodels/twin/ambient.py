@@ -91,12 +91,12 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
     for t0, t1 in zip(idle[schema.T0_S].to_numpy(float), idle[schema.T1_S].to_numpy(float)):
         if t1 - t0 < min_idle_s:
             continue
-        sel = (iv[schema.PHASE_KIND].to_numpy() == "idle") & (t - iv["dt_s"].to_numpy(float) >= t0 + settle_s) \
+        sel = (iv[schema.PHASE_KIND].to_numpy() == "idle") & (t - iv[schema.DT_S].to_numpy(float) >= t0 + settle_s) \
             & (t <= t1)
         if sel.sum() < 3:
             continue
         # whole-°C readings: the mean over the stretch resolves finer than one reading
-        rows.append({schema.T_S: 0.5 * (t0 + settle_s + t1), "ambient_c": float(np.mean(estimate[sel])),
+        rows.append({schema.T_S: 0.5 * (t0 + settle_s + t1), schema.AMBIENT_C: float(np.mean(estimate[sel])),
                      schema.T0_S: t0, schema.T1_S: t1, "readings": int(sel.sum())})
     if not rows:
         raise ValueError(f"recorded_ambient: {rec.name} has no idle stretch of {min_idle_s:g} s or more "
@@ -117,4 +117,4 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
 
 def ambient_at(profile: pd.DataFrame, t: float) -> float:
     """The profile's ambient temperature at ``t`` (linear between points, held beyond its ends)."""
-    return float(np.interp(t, profile[schema.T_S].to_numpy(float), profile["ambient_c"].to_numpy(float)))
+    return float(np.interp(t, profile[schema.T_S].to_numpy(float), profile[schema.AMBIENT_C].to_numpy(float)))

@@ -287,7 +287,7 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
     if not real.has_trace:
         return None, f"{constant}: {real.name} has no temperature trace to read an ambient from"
     profile = recorded_ambient(real, twin, causal=ambient == "recorded-causal")
-    values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)["ambient_c"])
+    values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)[schema.AMBIENT_C])
     how = "from the past only, held from each stretch's end" if ambient == "recorded-causal" \
         else "linear between stretch middles"
     return profile, (f"recorded: {len(profile.drop_duplicates(schema.T0_S))} idle stretches of {real.name} through "

@@ -62,7 +62,7 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     """
     t, e = metrics.counter_updates(rec)
     end = t[1:]
-    out = pd.DataFrame({schema.T_S: end, "dt_s": np.diff(t), schema.POWER_W: np.diff(e) / np.diff(t)})
+    out = pd.DataFrame({schema.T_S: end, schema.DT_S: np.diff(t), schema.POWER_W: np.diff(e) / np.diff(t)})
     tr_t = rec.trace[schema.T_S].to_numpy(float)
     i = np.clip(np.searchsorted(tr_t, end, side="right") - 1, 0, len(tr_t) - 1)
     for col in (schema.TEMPERATURE_C, schema.SM_CLOCK_MHZ):
@@ -75,8 +75,8 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     kinds = ph[schema.PHASE_KIND].to_numpy()[j]
     out[schema.PHASE_KIND] = np.where(inside, kinds, "")
     out.loc[out[schema.PHASE_KIND] == "idle", schema.WORKLOAD] = "idle"
-    out["since_s"] = t[:-1] - ph[schema.T0_S].to_numpy(float)[j]
-    return out[out["dt_s"] < 0.25].reset_index(drop=True)
+    out[schema.SINCE_S] = t[:-1] - ph[schema.T0_S].to_numpy(float)[j]
+    return out[out[schema.DT_S] < 0.25].reset_index(drop=True)
 
 
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
@@ -125,7 +125,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     limit = float(prov0["power_limit_w"])
     holdout = [(float(a), float(b)) for a, b in holdout]
     intervals = pd.concat([power_intervals(r) for r in recs], ignore_index=True)
-    kept = _outside(intervals[schema.T_S].to_numpy(float) - intervals["dt_s"].to_numpy(float),
+    kept = _outside(intervals[schema.T_S].to_numpy(float) - intervals[schema.DT_S].to_numpy(float),
                     intervals[schema.T_S].to_numpy(float), holdout)
     recs = [_without_launches(r, holdout) for r in recs]
     clock_workload = clock_workload or next((w for r in recs for w in r.workloads if "fma" in w), None)
@@ -258,7 +258,7 @@ def _fit_thermal(recs, n_poles, holdout, mem_w, report) -> dict:
     iv = power_intervals(recs[0])  # one continuous recording drives the network (a gap would break its state)
     t = iv[schema.T_S].to_numpy(float)
     fit = fit_with_memory_share(t, iv[schema.POWER_W], iv[schema.TEMPERATURE_C], mem_w, n_poles=n_poles,
-                                weight=_outside(t - iv["dt_s"].to_numpy(float), t, holdout))
+                                weight=_outside(t - iv[schema.DT_S].to_numpy(float), t, holdout))
     report["thermal"] = fit
     return fit
 
@@ -266,7 +266,7 @@ def _fit_thermal(recs, n_poles, holdout, mem_w, report) -> dict:
 def _fit_leakage(iv: pd.DataFrame, f_max: float, report) -> tuple[float, float, dict]:
     """α (W/°C) at the top clock pooled over loads; idle intercept; each load's intercept."""
     ok = (iv[schema.SM_CLOCK_MHZ] >= f_max) & (iv[schema.WORKLOAD] != "") \
-        & (iv[schema.PHASE_KIND].isin(["idle", "burst", "series"])) & (iv["since_s"] > 0.3)
+        & (iv[schema.PHASE_KIND].isin(["idle", "burst", "series"])) & (iv[schema.SINCE_S] > 0.3)
     d = iv.loc[ok]
     groups = sorted(d[schema.WORKLOAD].unique())
     if "idle" not in groups:
@@ -293,7 +293,7 @@ def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
     if clock_workload is not None:
         c = pd.concat([since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
         bins = np.arange(0.0, 0.3, 0.01)
-        k = np.digitize(c["since_s"], bins)
+        k = np.digitize(c[schema.SINCE_S], bins)
         traj = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy()).groupby(k).median()
     for w in sorted({w for r in recs for w in r.workloads}):
         la = pd.concat([r.launches.loc[r.launches[schema.WORKLOAD] == w] for r in recs])
@@ -309,8 +309,8 @@ def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
             t_fast = float(np.median(t)) * f_read / f_max
         elif w != clock_workload and traj is not None:
             la2 = pd.concat([since_burst(r, r.launches.loc[r.launches[schema.WORKLOAD] == w]) for r in recs])
-            early = la2.loc[la2["since_s"] < 0.29]
-            f_est = traj.reindex(np.digitize(early["since_s"], bins)).to_numpy(float)
+            early = la2.loc[la2[schema.SINCE_S] < 0.29]
+            f_est = traj.reindex(np.digitize(early[schema.SINCE_S], bins)).to_numpy(float)
             x = f_max / f_est - 1.0
             y = early[schema.TIME_S].to_numpy(float) / t_fast - 1.0
             good = np.isfinite(x) & (x > 0.02)
@@ -335,7 +335,7 @@ def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
     period, rate, delay = 0.015, 5000.0, 0.0
     if clock_workload is not None:
         c = since_burst(rec, metrics.implied_clock(rec, clock_workload))
-        c = c.loc[c["since_s"] < 0.3]
+        c = c.loc[c[schema.SINCE_S] < 0.3]
         f = c[schema.SM_CLOCK_MHZ].to_numpy(float)
         t = c[schema.START_S].to_numpy(float)
         jumps = t[1:][(np.diff(f) > 7.0) & (np.diff(t) < 0.05)]
@@ -347,7 +347,7 @@ def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
         delay, fitted_rate = fit_recovery(c, f_max, period_s=period, recoveries=timed, report=report)
         if np.isfinite(fitted_rate):
             rate = fitted_rate
-    press = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] < 0.6) & (iv["since_s"] > 0.05)]
+    press = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv[schema.SINCE_S] < 0.6) & (iv[schema.SINCE_S] > 0.05)]
     peak = press.groupby(press[schema.T_S].round(0))[schema.POWER_W].max() if len(press) else pd.Series([limit])
     headroom = float(max(np.median(peak) - limit, 0.0))
     out = {"clock_period_s": period, "clock_recovery_mhz_per_s": rate, "clock_recovery_delay_s": delay,
@@ -363,7 +363,7 @@ def _fit_core(physics: GPUPhysics, iv: pd.DataFrame, p_idle_ref: float, limit: f
     # P0 so that the idle power at the top clock and T_ref is p_idle_ref
     rest = float(ph.power_w(ph.sm_clock_max_mhz, fm, ph.t_ref_c)) - ph.p0_w
     ph = replace(ph, p0_w=max(p_idle_ref - rest, 0.0))
-    capped = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv["since_s"] > 1.0)]
+    capped = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv[schema.SINCE_S] > 1.0)]
     if len(capped) < 5:
         report["core"] = {"core_w_per_ghz": ph.core_w_per_ghz, "source": "default (no settled capped load)"}
         return ph

@@ -29,7 +29,7 @@ def since_burst(rec: Recording, rows: pd.DataFrame) -> pd.DataFrame:
     starts = np.asarray(starts)
     j = np.searchsorted(starts, s, side="right") - 1
     out = rows.copy()
-    out["since_s"] = np.where(j >= 0, s - starts[np.clip(j, 0, None)], np.inf) if starts.size else np.inf
+    out[schema.SINCE_S] = np.where(j >= 0, s - starts[np.clip(j, 0, None)], np.inf) if starts.size else np.inf
     return out
 
 
@@ -48,13 +48,13 @@ def burst_power_at_top_clock(recs, clock_workload, iv: pd.DataFrame, physics: GP
         return None
     f_max = physics.sm_clock_max_mhz
     c = pd.concat([since_burst(r, metrics.implied_clock(r, clock_workload)) for r in recs])
-    c = c.loc[np.isfinite(c["since_s"])]
+    c = c.loc[np.isfinite(c[schema.SINCE_S])]
     if c.empty:
         return None
-    k = np.floor(c["since_s"].to_numpy(float) / 0.05).astype(int)
+    k = np.floor(c[schema.SINCE_S].to_numpy(float) / 0.05).astype(int)
     traj = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy(float)).groupby(k).median()
     burst = (iv[schema.PHASE_KIND] == "burst").to_numpy() & iv[schema.WORKLOAD].isin(list(workloads)).to_numpy()
-    mid = iv["since_s"].to_numpy(float) + iv["dt_s"].to_numpy(float) / 2.0
+    mid = iv[schema.SINCE_S].to_numpy(float) + iv[schema.DT_S].to_numpy(float) / 2.0
     f = traj.reindex(np.floor(mid / 0.05).astype(int)).to_numpy(float)
     f = np.where(burst & np.isfinite(f), np.minimum(f, f_max), f_max)
     # only where NVML reads the top clock (what the leakage fit takes as the top clock)

@@ -78,8 +78,8 @@ def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0, r
         grid, ``r`` by least squares): ``d`` is the onset. ``(0, nan)`` with
         fewer than 5 bins.
     """
-    c = clocks.loc[clocks["since_s"] < 0.3]
-    k = np.floor(c["since_s"].to_numpy(float) / 0.01).astype(int)
+    c = clocks.loc[clocks[schema.SINCE_S] < 0.3]
+    k = np.floor(c[schema.SINCE_S].to_numpy(float) / 0.01).astype(int)
     med = pd.Series(c[schema.SM_CLOCK_MHZ].to_numpy(float)).groupby(k).median()
     if len(med) < 5:
         return 0.0, float("nan")

@@ -88,7 +88,7 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
         twin.workload(name)  # every workload the schedule runs must be in the preset, before any work
     profile = None
     if ambient is not None:
-        profile = (np.asarray(ambient[schema.T_S], float), np.asarray(ambient["ambient_c"], float))
+        profile = (np.asarray(ambient[schema.T_S], float), np.asarray(ambient[schema.AMBIENT_C], float))
         if not (profile[0].size and np.all(np.isfinite(profile[1])) and np.all(np.diff(profile[0]) >= 0)):
             raise ValueError("replay: ambient needs finite ambient_c at increasing t_s, at least one row")
     gpu = twin.gpu(seed=seed, history_s=60.0,
