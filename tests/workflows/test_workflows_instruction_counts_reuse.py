@@ -93,3 +93,16 @@ def test_window_clocks_summarise_probes_and_nvml_readings():
     assert empty["n_probes"] == 0 and np.isnan(empty["probe_clock_mhz"])
     assert np.isnan(empty["nvml_clock_mean_mhz"])
     json.dumps(empty)  # the energy record is JSON
+
+
+def test_reused_counts_without_a_sector_profile_say_the_columns_are_left_out():
+    """Real data (datasets/h100/wattchmen): with reused counts but no sector profile on either side,
+    the tables come without sector columns and a warning says so (before: silently)."""
+    for name in ("measure.json", "ncu_raw.csv.gz"):
+        if not (H100 / name).exists():
+            pytest.skip(f"{H100 / name} is absent")
+    record, opcode_csv, _ = earlier_profiles(H100)
+    reused = {**record, "profile_plan": {"micro": [], "workloads": []}}
+    with pytest.warns(UserWarning, match="sector-traffic columns left out .the earlier run has no sector"):
+        micro, _ = tables_from_profiles(reused, "", "", (record, opcode_csv, None))
+    assert not any(c.startswith("sectors_") or "sector" in c for c in micro.columns)

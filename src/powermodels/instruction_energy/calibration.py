@@ -330,8 +330,10 @@ def measure_and_profile(backend, out: Path, micro: list[str], workloads=(), *, r
     for key, name in (("opcode_csv", "ncu_raw.csv.gz"), ("sector_csv", "ncu_sectors.csv.gz")):
         with gzip.open(out / name, "wt") as f:
             f.write(prof[key] or "")
-    return record, *tables_from_profiles(record, prof["opcode_csv"], prof["sector_csv"] or None,
-                                         earlier)
+    # with reused counts an empty sector CSV means "this run profiled nothing itself" (the earlier
+    # run's sector profile then gives every item's traffic); without, it means no sector profile
+    sector_csv = prof["sector_csv"] if earlier is not None else (prof["sector_csv"] or None)
+    return record, *tables_from_profiles(record, prof["opcode_csv"], sector_csv, earlier)
 
 
 def finish_calibration(out: Path, record: dict, micro_t: pd.DataFrame, wl_t: pd.DataFrame,

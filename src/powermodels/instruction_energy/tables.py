@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -249,6 +250,10 @@ def tables_from_profiles(record: dict, opcode_csv: str, sector_csv: str | None =
     if (sector_csv if earlier is None else (sector_csv is not None and old_sec is not None)):
         sectors = sector_columns(record, sector_csv, plan, launches=old_sec)
         micro, wl = (with_sectors(df, sectors) for df in (micro, wl))
+    elif earlier is not None:
+        # the model's memory terms need these columns: say so rather than fit without them unnoticed
+        why = "the earlier run has no sector profile" if old_sec is None else "this run's sector profile is missing"
+        warnings.warn(f"instruction tables: sector-traffic columns left out ({why})", UserWarning, stacklevel=2)
     return micro, wl
 
 
