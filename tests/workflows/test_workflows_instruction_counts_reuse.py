@@ -93,6 +93,8 @@ def test_window_clocks_summarise_probes_and_nvml_readings():
     assert empty["n_probes"] == 0 and np.isnan(empty["probe_clock_mhz"])
     assert np.isnan(empty["nvml_clock_mean_mhz"])
     json.dumps(empty)  # the energy record is JSON
+    # a failed NVML read (NaN) is left out of the mean, as a failed probe is (before: the mean was NaN)
+    assert window_clocks([1980.0], [1980, np.nan, 1950])["nvml_clock_mean_mhz"] == 1965.0
 
 
 def test_reused_counts_without_a_sector_profile_say_the_columns_are_left_out():

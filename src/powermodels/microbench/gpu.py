@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +110,7 @@ def window_clocks(probed_mhz, nvml_mhz) -> dict:
     probed = np.asarray(probed_mhz, dtype=float)
     probed = probed[np.isfinite(probed)]
     nvml = np.asarray(nvml_mhz, dtype=float)
+    nvml = nvml[np.isfinite(nvml)]  # a failed NVML read is NaN, like a failed probe
     pct = np.percentile(probed, [50, 5, 95]) if len(probed) else [np.nan] * 3
     return {"probe_clock_mhz": float(pct[0]), "probe_clock_p05_mhz": float(pct[1]),
             "probe_clock_p95_mhz": float(pct[2]), "n_probes": int(len(probed)),
@@ -198,7 +200,8 @@ class MicrobenchGpu:
                 self._probe.enqueue()  # compiles (NVRTC) and runs once: a failure shows here
                 self._probe.collect()
             except Exception as err:  # noqa: BLE001 - the power window must not depend on it
-                print(f"clock probe unavailable ({type(err).__name__}: {err}); NVML clock only")
+                warnings.warn(f"clock probe unavailable ({type(err).__name__}: {err}); NVML clock only",
+                              RuntimeWarning, stacklevel=2)
                 self._probe = None
         return self._probe
 
