@@ -8,6 +8,7 @@
 // `in`, cycled through registers or alternating shared-memory tiles), so the energy of the
 // instruction on changing data can be measured. Same signature and loop as common.cuh.
 #include "common.cuh"
+#include "wgmma.cuh"
 
 // FFMA: 8 accumulators, 8 multiplicands and 4 multipliers in registers; consecutive FMAs use
 // different (a, b) pairs, as a GEMM's inner loop does. acc grows ~linearly (≤ ~1e6): no overflow.
@@ -56,12 +57,6 @@ extern "C" __global__ void mb_dmma_rand(MB_ARGS) {
   ((double*)out_)[t] = d[0][0] + d[1][1] + d[2][0] + d[3][1];
 }
 
-__device__ __forceinline__ unsigned long long pm_desc_rand(const void* smem) {
-  // as wgmma.cu: no-swizzle descriptor, leading byte offset 128 B, stride byte offset 256 B
-  unsigned long long a = (unsigned long long)__cvta_generic_to_shared(smem);
-  return ((a & 0x3FFFF) >> 4) | (8ull << 16) | (16ull << 32);
-}
-
 // HGMMA m64n64k16 (sm_90a): as mb_hgmma_f32, but consecutive instructions alternate between two
 // different random A and B tiles (as consecutive K-slices of a GEMM are).
 extern "C" __global__ void __launch_bounds__(128) mb_hgmma_f32_rand(MB_ARGS) {
@@ -74,19 +69,12 @@ extern "C" __global__ void __launch_bounds__(128) mb_hgmma_f32_rand(MB_ARGS) {
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  unsigned long long da[2] = {pm_desc_rand(sa[0]), pm_desc_rand(sa[1])};
-  unsigned long long db[2] = {pm_desc_rand(sb[0]), pm_desc_rand(sb[1])};
+  unsigned long long da[2] = {pm_desc(sa[0]), pm_desc(sa[1])};
+  unsigned long long db[2] = {pm_desc(sb[0]), pm_desc(sb[1])};
   float d[32] = {};
   MB_LOOP {
     MB_INNER {
-      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                   "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-                   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}"
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                   : "l"(da[_k & 1]), "l"(db[(_k >> 1) & 1]));
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      pm_hgmma_m64n64k16(d, da[_k & 1], db[(_k >> 1) & 1]);
     }
   }
   float s = 0.f;
