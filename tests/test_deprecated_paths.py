@@ -111,3 +111,13 @@ def test_old_instruction_workflow_paths_warn_and_give_the_new_module(job):
     with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
         module = importlib.import_module(old)
     assert module is importlib.import_module(new)
+
+
+@pytest.mark.parametrize("old", ["powermodels.workflows.instruction_tables", "powermodels.harness.runner",
+                                 "powermodels.harness.workloads.registry"])
+def test_a_script_importing_an_old_path_sees_the_warning_at_its_import_line(old):
+    """Python shows DeprecationWarnings by default only when attributed to ``__main__``: the warning
+    must point at the script's ``import`` line, through importlib and the alias helpers."""
+    err = subprocess.run([sys.executable, "-c", f"import {old}"], capture_output=True, text=True,
+                         check=True).stderr
+    assert f"<string>:1: DeprecationWarning: {old} moved to " in err, err

@@ -13,7 +13,7 @@ import sys
 import warnings
 from collections.abc import Callable
 
-__all__ = ["moved_module", "renamed_keywords"]
+__all__ = ["moved_module", "renamed_keywords", "warn_moved_path"]
 
 
 def renamed_keywords(**old_to_new: str) -> Callable:
@@ -50,6 +50,29 @@ def renamed_keywords(**old_to_new: str) -> Callable:
     return decorate
 
 
+
+def warn_moved_path(old: str, new: str, *inside: str) -> None:
+    """Warn that module ``old`` moved to ``new``, at the line that imported ``old``.
+
+    The warning's ``stacklevel`` steps over this module's frames, ``old``'s own and those of the
+    packages named in ``inside`` (a package of old paths calling this through its own helper);
+    ``warnings.warn`` itself steps over importlib's frames above level 1 (counting them too
+    overshot the stack and the warning was attributed to ``sys``: a script importing an old path,
+    where only ``__main__``'s DeprecationWarnings show, saw none).
+    """
+    ours = (__name__, old, *inside)
+    frame, level = sys._getframe(), 0
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if any(name == p or name.startswith(p + ".") for p in ours):
+            level += 1
+        elif not frame.f_code.co_filename.startswith("<frozen importlib"):
+            break
+        frame = frame.f_back
+    warnings.warn(f"{old} moved to {new}; the old path is deprecated and goes away in the next release",
+                  DeprecationWarning, stacklevel=level + 1)
+
+
 def moved_module(old: str, new: str) -> None:
     """Make the module ``old`` an alias of ``new`` (one module object), with a DeprecationWarning.
 
@@ -57,6 +80,5 @@ def moved_module(old: str, new: str) -> None:
     "powermodels.instruction_energy.tables")``: ``import old`` then gives ``new`` itself, so its
     classes and module-level state are the same objects under both names.
     """
-    warnings.warn(f"{old} moved to {new}; the old path is deprecated and goes away in the next release",
-                  DeprecationWarning, stacklevel=3)
+    warn_moved_path(old, new)
     sys.modules[old] = importlib.import_module(new)

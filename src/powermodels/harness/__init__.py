@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-import warnings
+
+from powermodels.deprecation import warn_moved_path
 
 __all__ = ["MOVED", "alias_module", "warn_moved"]
 
@@ -55,27 +56,9 @@ MOVED: dict[str, str] = {
 }
 
 
-def _outside_import_machinery() -> int:
-    """The ``stacklevel`` of the first frame that is neither importlib nor this package (the importer).
-
-    ``warnings.warn`` itself steps over importlib's frames when it counts a stacklevel above 1,
-    so only this package's frames are counted (counting importlib's too overshot the stack and
-    the warning was attributed to ``sys``: a script importing an old path saw no warning).
-    """
-    frame, level = sys._getframe(1), 1
-    here = __file__.rsplit("/", 1)[0]
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
-                                 or frame.f_code.co_filename.startswith(here)):
-        if frame.f_code.co_filename.startswith(here):
-            level += 1
-        frame = frame.f_back
-    return level
-
-
 def warn_moved(old: str) -> None:
     """Warn that ``old`` moved to ``MOVED[old]`` (a :class:`DeprecationWarning` at the importer's line)."""
-    warnings.warn(f"{old} moved to {MOVED[old]}; the old path is deprecated and goes away in the next "
-                  "release", DeprecationWarning, stacklevel=_outside_import_machinery())
+    warn_moved_path(old, MOVED[old], __name__)
 
 
 def alias_module(old: str) -> None:
