@@ -91,6 +91,27 @@ def test_bad_probe_table_and_provenance(tmp_path):
     (folder / "provenance.json").write_text("[1]")
     with pytest.raises(RecordingError, match="holds a list"):
         read_recording(folder)
+    (folder / "provenance.json").write_text(json.dumps({"gpu": "x", "uuid": "u", "power_limit_w": "700 W",
+                                                        "max_sm_clock_mhz": None}))
+    with pytest.raises(RecordingError, match=r"power_limit_w is '700 W', expected a number or null$"):
+        read_recording(folder)
+
+
+def test_from_an_empty_or_mismatched_recording_says_so(tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.workflows.recording_calibration import calibrate_from
+
+    rec = tiny_recording(probes=True)
+    rec.probes[schema.WORKLOAD] = "other"
+    folder = write_recording(rec, tmp_path / "rec")
+    # probes that name no workload with timed batches are not silently counted as evidence
+    assert any("10 of the 10 probes name workload(s) with no timed batch (other): not used" in line
+               for line in calibrate_from(folder).findings)
+    launches = pd.read_parquet(folder / "launches.parquet").iloc[:0]
+    launches.to_parquet(folder / "launches.parquet", index=False)
+    assert main(["calibrate", "--from", str(folder), "--out", str(tmp_path / "out")]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "launches.parquet has no timed batches" in err
 
 
 @pytest.mark.parametrize("change, message", [

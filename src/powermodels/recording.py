@@ -275,6 +275,10 @@ def _read_provenance(folder: Path) -> dict:
     missing = [k for k in PROVENANCE_KEYS if k not in data]
     if missing:
         raise _error(folder, f"provenance.json lacks key(s) {', '.join(missing)}")
+    for key in ("power_limit_w", "max_sm_clock_mhz"):  # null where the board did not say
+        value = data[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise _error(folder, f"provenance.json: {key} is {value!r}, expected a number or null")
     return data
 
 

@@ -36,8 +36,10 @@ def test_from_reproduces_the_live_fit(recorded, tmp_path, capsys):
     again = calibrate_from(folder)
     pd.testing.assert_frame_equal(run.calibration.validation, again.calibration.validation)
     pd.testing.assert_frame_equal(run.clocks, again.clocks)
-    assert run.calibration.temperature is not None
-    assert again.calibration.temperature.alpha_w_per_c_ == pytest.approx(run.calibration.temperature.alpha_w_per_c_)
+    # both thermal series ran at the 400 W cap: α leaves those blocks out (the controller holds the
+    # power there), live and refitted alike (real α from recordings: test_shared_h100_recording_...)
+    assert run.calibration.temperature is None and again.calibration.temperature is None
+    assert any("block(s) at the power cap" in line for line in again.findings)
     rc = main(["calibrate", "--from", str(folder), "--out", str(tmp_path), "--no-plots"])
     out = capsys.readouterr().out
     assert rc == 0
@@ -163,7 +165,11 @@ def test_real_h100_probed_recording_without_trace():
     assert any("no NVML trace" in line for line in run.findings)
     assert run.calibration.temperature is None
     val = run.calibration.validation.set_index(schema.GROUP)
-    # probed clocks: the compute-bound kernels' held-out band within 2 % (real H100), by the
-    # form CV chose on the training clocks (0.20 / 0.06 / 1.19 %)
-    for w in ("cupy_fp32_matmul_4096", "cupy_fma_loop", "torch_bf16_matmul_8192"):
-        assert val.loc[w, "time_mape_selected_pct"] <= 2.0
+    # probed clocks: every kernel's held-out band within 2 % (real H100 GPU-ae8fffca), by the form
+    # and the fewest launches per clock point that CV chose on the training clocks. The memory-bound
+    # triad missed by 3.20 % when every clock point was fitted: its few-launch points below ~1,600 MHz
+    # (first batches after a pressure load, 338-390 µs at one probed clock) put DSO eq. 2's knee
+    # inside the band, where the kernel is flat at 321 µs
+    for w in ("cupy_fp32_matmul_4096", "cupy_fma_loop", "torch_bf16_matmul_8192", "cupy_triad_256MiB"):
+        assert val.loc[w, "time_mape_selected_pct"] <= 2.0, w
+    assert val.loc["cupy_triad_256MiB", "time_min_launches"] > 1

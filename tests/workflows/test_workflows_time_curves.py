@@ -83,3 +83,21 @@ def test_real_h100_bf16_gemm_held_out_band_within_2pct():
     assert row["test_rows"] == 295
     assert row["time_form_cv"] == "dso"
     assert row["time_mape_selected_pct"] <= 2.0  # 0.49 %; per-launch eq. 4.5 gave 2.07 %
+
+
+def test_cv_leaves_out_few_launch_points_when_they_predict_worse():
+    """A knee kernel whose clocks seen only in transit (2 launches) scatter ±5 %."""
+    from powermodels.workflows.time_curves import select_time_fit
+
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        f = np.arange(1320.0, 1981.0, 15.0)
+        n = np.where(rng.uniform(size=f.size) < 0.3, 2, 40)
+        noise = (n == 2) * rng.normal(0.0, 0.05, f.size)  # a state the SM clock does not show
+        points = pd.DataFrame({schema.SM_CLOCK_MHZ: f, schema.MEM_CLOCK_MHZ: np.nan,
+                               schema.TIME_S: np.maximum(321e-6, 0.50 / f) * (1 + noise), schema.LAUNCHES: n})
+        form, fewest, cv = select_time_fit(points)
+        # every candidate is scored on the same left-out points, the 2-launch ones included
+        assert form == "dso" and fewest > 2 and cv[f"dso≥{fewest}"] < cv["dso≥1"]
+    # too few points for a CV: the thesis' form on every point
+    assert select_time_fit(points.iloc[:4]) == ("rational", 1, {})

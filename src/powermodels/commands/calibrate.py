@@ -11,6 +11,12 @@ NAME = "calibrate"
 HELP = COMMANDS[NAME].help
 
 
+
+def _fewest(r) -> str:
+    """The CV's minimum launches per fitted clock point, where it left some points out."""
+    m = getattr(r, "time_min_launches", 1)
+    return f" on clock points of ≥ {m:.0f} launches" if m == m and m > 1 else ""
+
 def add_arguments(parser) -> None:
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
                         help="registry kernel (fp32, sgemm, ...), optionally NAME:p=v,p=v for a "
@@ -120,7 +126,7 @@ def _summary(result) -> None:
         print(f"  {r.group:<28} {r.quantity:<12} {status}{span}")
     for r in cal.validation.itertuples(index=False):
         print(f"  {r.group:<28} held-out {r.band_lo_mhz:.0f}–{r.band_hi_mhz:.0f} MHz: time MAPE "
-              f"{r.time_mape_selected_pct:.3g} % ({r.time_form_cv}, chosen by CV on the training clocks; "
+              f"{r.time_mape_selected_pct:.3g} % ({r.time_form_cv}{_fewest(r)}, chosen by CV on the training clocks; "
               f"{r.test_rows} launches), power MAPE {r.power_mape_pct:.3g} % "
               f"({r.power_test_rows} windows)")
     if cal.temperature is not None:

@@ -41,7 +41,8 @@ from ..models import (
     compare_per_group_vs_global,
 )
 from ..models.temperature import WeakTemperatureCorrelationWarning
-from .time_curves import clock_points, fit_time_form, select_time_form
+from .held_out_band import held_out_first, validate_band
+from .time_curves import clock_points
 
 __all__ = ["PHASES", "Calibration", "fit_calibration", "group_key"]
 
@@ -82,7 +83,9 @@ class Calibration:
     validation : DataFrame
         Held-out clock band per group: time MAPE of eq. 4.5 and DSO eq. 2, the form chosen by
         leave-one-clock-out CV on the training clocks only (``time_form_cv``, its CV MAPE
-        ``time_cv_mape_pct``) and its held-out MAPE (``time_mape_selected_pct``), energy at the band.
+        ``time_cv_mape_pct``, with the fewest launches a fitted clock point needs,
+        ``time_min_launches``) and its held-out MAPE (``time_mape_selected_pct``), energy at the
+        band (:mod:`powermodels.workflows.held_out_band`).
     clock_range_mhz, temperature_range_c : tuple of float
         The calibrated ranges (outside them a correction extrapolates).
     """
@@ -155,18 +158,6 @@ def _identified(lo, hi, n, min_span, min_clocks, what: str) -> tuple[bool, str]:
                        f"is narrower than {min_span:.0f} MHz / {min_clocks} clocks: the {what} "
                        f"curve is not identified (the kernel never moved the clock far enough)")
     return True, ""
-
-
-def _band_split(clocks: np.ndarray, band: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.nanmin(clocks) + band[0] * (np.nanmax(clocks) - np.nanmin(clocks))
-    hi = np.nanmin(clocks) + band[1] * (np.nanmax(clocks) - np.nanmin(clocks))
-    test = (clocks >= lo) & (clocks <= hi)
-    return ~test, test
-
-
-def _mape(y, pred) -> float:
-    y, pred = np.asarray(y, float), np.asarray(pred, float)
-    return float(100.0 * np.mean(np.abs(pred - y) / np.abs(y))) if y.size else math.nan
 
 
 # --------------------------------------------------------------------------
@@ -320,15 +311,18 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         if not ok:
             continue
         keep_time |= m
-        validation.append(_validate_band(time_data.loc[m], power_data.loc[pg == g] if len(pg) else None,
+        validation.append(validate_band(time_data.loc[m], power_data.loc[pg == g] if len(pg) else None,
                                          g, holdout_band, clock_step_mhz))
     time_models = dvfs_time_models = None
     if keep_time.any():
         cols = [schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]
         # one point per clock and group, as in the validation (time_curves says why)
         kept = time_data.loc[keep_time].assign(**{schema.GROUP: tg[keep_time]})
-        per_group = [clock_points(rows, clock_step_mhz).assign(**{schema.GROUP: g})
-                     for g, rows in kept.groupby(schema.GROUP, sort=False)]
+        # and only the clock points with the launches the band's CV chose (held_out_band)
+        fewest = {r[schema.GROUP]: r.get("time_min_launches", 1) for r in validation}
+        per_group = [clock_points(rows, clock_step_mhz).pipe(lambda p, m=fewest.get(g, 1): p.loc[
+            p[schema.LAUNCHES] >= (m if m == m else 1)]).assign(**{schema.GROUP: g})
+            for g, rows in kept.groupby(schema.GROUP, sort=False)]
         points_all = pd.concat(per_group, ignore_index=True)
         X = points_all[cols]
         y = points_all[schema.TIME_S].to_numpy(float)
@@ -352,7 +346,7 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         dvfs_time_models=dvfs_time_models, temperature=temperature,
         reference_clock_mhz=f_ref, reference_temperature_c=t_ref,
         identifiability=pd.DataFrame(ident_rows), comparison=comparison,
-        validation=_held_out_first(pd.DataFrame(validation)),
+        validation=held_out_first(pd.DataFrame(validation)),
         clock_range_mhz=(float(np.nanmin(clocks_all)), float(np.nanmax(clocks_all))),
         temperature_range_c=((math.nan, math.nan) if no_temperature
                              else (float(np.nanmin(temps_all)), float(np.nanmax(temps_all)))),
@@ -373,59 +367,6 @@ def _stable_clock_rows(table, step_mhz: float, min_span_c: float) -> pd.DataFram
     size = t.groupby(schema.GROUP).size()
     good = span.index[(span >= min_span_c) & (size >= 3)]
     return t.loc[t[schema.GROUP].isin(good)].reset_index(drop=True)
-
-
-def _held_out_first(validation: pd.DataFrame) -> pd.DataFrame:
-    """The chosen form's held-out MAPE and the choice right after the band (the figure to quote)."""
-    first = [c for c in (schema.GROUP, "band_lo_mhz", "band_hi_mhz", "train_rows", "test_rows",
-                         "time_mape_selected_pct", "time_form_cv", "time_cv_mape_pct") if c in validation]
-    return validation[first + [c for c in validation.columns if c not in first]]
-
-
-def _validate_band(time_rows: pd.DataFrame, power_rows, group: str, band, step_mhz: float) -> dict:
-    """Hold out the middle band of the clocks: time MAPE (eq. 4.5, DSO eq. 2, the CV's choice), energy there."""
-    time_rows = time_rows.reset_index(drop=True)
-    f = time_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
-    train, test = _band_split(f, band)
-    row = {schema.GROUP: group, "band_lo_mhz": float(f[test].min()) if test.any() else math.nan,
-           "band_hi_mhz": float(f[test].max()) if test.any() else math.nan, "train_rows": int(train.sum()),
-           "test_rows": int(test.sum())}
-    if test.sum() < 1 or train.sum() < 4 or np.unique(np.round(f[train])).size < 3:
-        return {**row, "time_mape_rational_pct": math.nan, "time_mape_dso_pct": math.nan,
-                "time_form_cv": "", "time_cv_mape_pct": math.nan, "time_mape_selected_pct": math.nan,
-                "energy_measured_j": math.nan, "energy_predicted_j": math.nan, "energy_error_pct": math.nan,
-                "power_test_rows": 0, "power_mape_pct": math.nan}
-    X = time_rows[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(drop=True)
-    y = time_rows[schema.TIME_S].to_numpy(float)
-    # one point per training clock (time_curves: a per-launch fit fits the clocks the controller
-    # preferred); the form is chosen by CV on those points, so the band is never seen
-    points = clock_points(time_rows.loc[train], step_mhz)
-    rational = fit_time_form("rational", points)
-    row["time_mape_rational_pct"] = _mape(y[test], rational(X.loc[test]))
-    row["time_mape_dso_pct"] = _mape(y[test], fit_time_form("dso", points)(X.loc[test]))
-    form, cv = select_time_form(points)
-    row["time_form_cv"] = form
-    row["time_cv_mape_pct"] = cv.get(form, math.nan)
-    row["time_mape_selected_pct"] = row[f"time_mape_{form}_pct"]
-    selected = fit_time_form(form, points)
-    row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan,
-               power_test_rows=0, power_mape_pct=math.nan)
-    if power_rows is not None and len(power_rows):
-        pf = power_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
-        p = power_rows[schema.POWER_W].to_numpy(float)
-        lo, hi = row["band_lo_mhz"], row["band_hi_mhz"]
-        p_test = (pf >= lo) & (pf <= hi)
-        p_train = ~p_test
-        if p_test.any() and np.unique(np.round(pf[p_train])).size >= 3:
-            pmodel = FrequencyPowerModel().fit(pf[p_train, None], p[p_train])
-            row.update(power_test_rows=int(p_test.sum()),
-                       power_mape_pct=_mape(p[p_test], pmodel.predict_at(pf[p_test])))
-            f_band = f[test]
-            measured = float(np.mean(p[p_test])) * float(np.mean(y[test]))
-            predicted = float(np.mean(pmodel.predict_at(f_band) * selected(X.loc[test])))
-            row.update(energy_measured_j=measured, energy_predicted_j=predicted,
-                       energy_error_pct=100.0 * (predicted - measured) / measured)
-    return row
 
 
 def _comparison(power_rows, power_groups, time_rows, time_groups, step_mhz) -> pd.DataFrame:

@@ -83,7 +83,8 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
                   "range and scored there (MAPE %; train_rows/test_rows: launches, power_test_rows: power "
                   "samples in the band). Time curves are fitted to one point per clock step; "
                   "time_form_cv is the form (eq. 4.5 'rational' or DSO eq. 2 'dso') chosen by "
-                  "leave-one-clock-out CV on the training clocks only (time_cv_mape_pct), "
+                  "leave-one-clock-out CV on the training clocks only (time_cv_mape_pct), with "
+                  "the fewest launches a fitted clock point needs (time_min_launches), "
                   "time_mape_selected_pct its held-out MAPE; energy = fitted power × the chosen time "
                   "form at the band's clocks vs measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
     if len(cal.comparison):

@@ -100,6 +100,10 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
         g = g.sort_values(schema.START_S)
         iv = merge_intervals(g[[schema.START_S, schema.END_S]].to_numpy(float), tol_s=2e-4)
         share = covered_time(w0, w1, iv) / (w1 - w0)
+        # a stretch ends at a pause longer than gap_s: a host hiccup of a few tenths of a ms
+        # between batches (several per 25 s series on the H100 and H200) does not reset the die's
+        # thermal history, and α leaves out the first settle_s of every stretch
+        stretches = merge_intervals(iv, tol_s=gap_s)
         for i in np.flatnonzero(share >= min_coverage):
             s = g[schema.START_S].to_numpy(float)
             en = g[schema.END_S].to_numpy(float)
@@ -114,12 +118,12 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
             dur = np.minimum(part[schema.END_S].to_numpy(float), w1[i]) - np.maximum(
                 part[schema.START_S].to_numpy(float), w0[i])
             # the stretch this window belongs to began at the start of its merged interval
-            k = np.searchsorted(iv[:, 0], w0[i], side="right") - 1
+            k = np.searchsorted(stretches[:, 0], w0[i], side="right") - 1
             rows.append({schema.WORKLOAD: w, WINDOW_START_S: w0[i], WINDOW_END_S: w1[i],
                          schema.POWER_W: power[i], schema.SM_CLOCK_MHZ: float(np.average(f, weights=dur)),
                          schema.TEMPERATURE_C: (float(held_mean(tt, temp, w0[i], w1[i])) if len(temp)
                                                 else np.nan),
-                         SINCE_START_S: w0[i] - iv[k, 0], STRETCH: int(k),
+                         SINCE_START_S: w0[i] - stretches[k, 0], STRETCH: int(k),
                          schema.RECORDING_PHASE: str(part[schema.RECORDING_PHASE].iloc[0])})
     return pd.DataFrame(rows, columns=cols)
 

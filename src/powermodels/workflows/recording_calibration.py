@@ -13,7 +13,11 @@ both end here, so a recording re-analysed without a GPU gives the same report an
    one group per workload, clock and stretch of back-to-back launches (each stretch has its
    own thermal history), pooled over workloads, without the first ``settle_s`` of each
    stretch (the die temperature reading does not yet describe the die: on the H100
-   recording the first second from idle reads 1.8 % high for the FMA loop).
+   recording the first second from idle reads 1.8 % high for the FMA loop), and without
+   blocks at the power cap (:func:`at_power_cap`: there the controller holds the power, so
+   power vs temperature is the controller's, not the leakage slope; on the H200 recording
+   ``datasets/h200-2026-11-27/natural_dvfs_168e6658`` the capped bf16 GEMM alone gave
+   α = 4.18 W/°C, three times the uncapped kernels' slope on the H100s).
 
 Two inputs: a raw recording (:func:`powermodels.recording.read_recording`), and the older
 ``calibrate`` output folder (``launches.parquet`` + ``samples.parquet``, e.g.
@@ -39,7 +43,7 @@ from .launch_clocks import (
     launch_clock_summary,
 )
 
-__all__ = ["calibrate_from", "calibrate_legacy_folder", "calibrate_recording"]
+__all__ = ["at_power_cap", "calibrate_from", "calibrate_legacy_folder", "calibrate_recording"]
 
 _SOURCE_WORDS = {"probe": "probed on the GPU (clock64 / %globaltimer) before and after each batch",
                  "kernel_time": "implied by the reference kernel's own time (t ∝ 1/clock)",
@@ -81,6 +85,10 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
         ``launches``: the kept launches; ``samples``: the counter blocks; ``clocks``: the
         per-workload kept/dropped summary; ``findings``: what the recording identifies.
     """
+    if not len(recording.launches):
+        from ..recording import RecordingError
+
+        raise RecordingError(f"recording {recording.name}: launches.parquet has no timed batches (nothing to fit)")
     probes = recording.probes
     probed = set(probes[schema.WORKLOAD]) if probes is not None and len(probes) else set()
     unprobed = [w for w in recording.workloads if w not in probed]
@@ -96,7 +104,10 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
     launches = kept.assign(**{schema.KERNEL: kept[schema.WORKLOAD], schema.CONFIG: ""})
     samples = blocks.assign(**{schema.KERNEL: blocks[schema.WORKLOAD], schema.CONFIG: ""}) if len(blocks) \
         else None
-    alpha_rows = samples.loc[samples[schema.SINCE_START_S] >= settle_s] if samples is not None else None
+    alpha_rows = None
+    if samples is not None:
+        capped = at_power_cap(samples, recording)
+        alpha_rows = samples.loc[(samples[schema.SINCE_START_S].to_numpy(float) >= settle_s) & ~capped]
     if reference_clock_mhz is None:  # the board's highest clock, not the fastest launch's noise
         reference_clock_mhz = recording.provenance.get("max_sm_clock_mhz")
     calibration = fit_calibration(None, launches if len(launches) else None, samples,
@@ -120,6 +131,35 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
                           clocks=summary, findings=findings)
 
 
+def at_power_cap(blocks: pd.DataFrame, recording, *, limit_share: float = 0.97) -> np.ndarray:
+    """Which counter blocks ran at the power cap.
+
+    A block is capped when NVML's clock-event reasons show the power cap (``POWER_CAP_BITS``)
+    in at least half of the trace rows inside it; without that column in the trace, when its
+    counter power is at least ``limit_share`` of the recording's ``power_limit_w``.
+    """
+    from ..thermal.spans import POWER_CAP_BITS
+
+    capped = np.zeros(len(blocks), dtype=bool)
+    if not len(blocks):
+        return capped
+    trace = recording.trace
+    t0 = blocks[schema.WINDOW_START_S].to_numpy(float)
+    t1 = blocks[schema.WINDOW_END_S].to_numpy(float)
+    if schema.THROTTLE_REASONS in trace and len(trace):
+        t = trace[schema.T_S].to_numpy(float)
+        cap = (trace[schema.THROTTLE_REASONS].to_numpy(np.int64) & POWER_CAP_BITS) != 0
+        cum = np.concatenate([[0], np.cumsum(cap)])
+        a, b = np.searchsorted(t, t0), np.searchsorted(t, t1)
+        rows = b - a
+        return np.where(rows > 0, (cum[b] - cum[a]) >= 0.5 * np.maximum(rows, 1), False)
+    try:
+        limit = float(recording.provenance.get("power_limit_w"))
+    except (TypeError, ValueError):
+        return capped
+    return blocks[schema.POWER_W].to_numpy(float) >= limit_share * limit if np.isfinite(limit) else capped
+
+
 def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[str]:
     lines = []
     prov = recording.provenance
@@ -135,6 +175,10 @@ def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[
     lines.append(f"{len(recording.launches)} timed batches of {len(recording.workloads)} workload(s), "
                  f"{len(recording.trace)} trace rows, {len(recording.energy)} energy-counter reads, "
                  f"{n_probes} clock probes.")
+    stray = sorted(set(recording.probes[schema.WORKLOAD]) - set(recording.workloads)) if n_probes else []
+    if stray:
+        lines.append(f"{int(recording.probes[schema.WORKLOAD].isin(stray).sum())} of the {n_probes} probes name "
+                     f"workload(s) with no timed batch ({', '.join(map(str, stray))}): not used.")
     for src in summary[schema.CLOCK_SOURCE].unique():
         ws = ", ".join(summary.loc[summary[schema.CLOCK_SOURCE] == src, schema.WORKLOAD])
         lines.append(f"clock {_SOURCE_WORDS[src]}: {ws}.")
@@ -150,7 +194,9 @@ def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[
     _, _, how = counter_updates(recording.energy)
     lines.append(f"energy counter: updates placed on {'a fitted regular grid' if how == 'grid' else 'bracket midpoints'}; "
                  f"{len(windows)} windows of one workload at one known clock, joined into {len(blocks)} "
-                 f"blocks; α leaves out the first {settle_s:g} s of each stretch of launches.")
+                 f"blocks; α leaves out the first {settle_s:g} s of each stretch of launches"
+                 + (f" and the {int(at_power_cap(blocks, recording).sum())} block(s) at the power cap "
+                    "(the controller holds the power there)." if len(blocks) else "."))
     return lines
 
 
