@@ -137,42 +137,58 @@ def _settings(alpha_w_per_c: float, has_instant: bool, idle_w: float) -> list[di
             for f in FORMS for t in temps for s in sources for p in statics]
 
 
+def _instant_offset(cw: ClockWindows, train, params: dict) -> float:
+    """The instant field's offset from the counter: fitted, else the median training residual."""
+    if params["instant_offset_w"] or params["sources"] != "counter":
+        return params["instant_offset_w"]
+    inst = train[(cw.table[schema.WINDOW_SOURCE].to_numpy(object)[train] == "instant")]
+    if not inst.size:
+        return 0.0
+    return float(np.median(cw.table[schema.POWER_W].to_numpy(float)[inst] - predict_setting(cw, inst, params)))
+
+
 def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
                    reference_temperature_c: float = math.nan, idle_w: float = math.nan,
                    idle_temperature_c: float = math.nan, bin_mhz: float = 50.0,
                    min_folds: int = 3) -> tuple[dict, float, pd.DataFrame]:
     """Choose the setting by leave-one-clock-bin-out CV on windows ``rows`` (training clocks only).
 
-    Folds are ``bin_mhz`` bins of the windows' mean clock; each fold's counter windows are
-    predicted by a fit on every window outside the bin, and the fold's MAPE counts once
-    (the many windows at the highest clock do not outweigh the few below it).
+    Folds are ``bin_mhz`` bins of the windows' mean clock. Each fold's windows — counter
+    windows and instant readings, the latter with the instant field's offset (fitted, or the
+    median residual of the training readings for a counter-only fit) — are predicted by a fit
+    on every window outside the bin, and each fold's MAPE counts once: the many windows at the
+    highest clock do not outweigh the few below it, and the instant readings, which reach the
+    lowest clocks of each recovery, let the CV see the curve's shape there.
 
     Returns
     -------
     (dict, float, DataFrame)
         The chosen setting, its CV MAPE (%), and every setting's CV MAPE. With fewer than
-        ``min_folds`` bins the first setting (linear, α where known, counter) is returned
-        with a NaN score.
+        ``min_folds`` bins the first setting (linear, α where known, counter, P_static free)
+        is returned with a NaN score.
     """
     rows = np.asarray(rows)
     t = cw.table.iloc[rows]
     counter = (t[schema.WINDOW_SOURCE] == "counter").to_numpy()
+    instant = ~counter
     bins = np.floor(t[schema.SM_CLOCK_MHZ].to_numpy(float) / bin_mhz)
-    folds = np.unique(bins[counter])
-    settings = _settings(alpha_w_per_c, bool((~counter).any()), idle_w)
+    folds = np.unique(bins)
+    settings = _settings(alpha_w_per_c, bool(instant.any()), idle_w)
     if folds.size < min_folds:
         return settings[0], math.nan, pd.DataFrame()
+    y_all = cw.table[schema.POWER_W].to_numpy(float)
     scores = []
     for s in settings:
         fold_mape = []
         for b in folds:
-            train, test = rows[bins != b], rows[(bins == b) & counter]
-            if not (cw.table.iloc[train][schema.WINDOW_SOURCE] == "counter").any():
+            train, test = rows[bins != b], rows[bins == b]
+            if not counter[bins != b].any():
                 continue
             params = fit_setting(cw, train, s, alpha_w_per_c=alpha_w_per_c,
                                  reference_temperature_c=reference_temperature_c, idle_w=idle_w,
                                  idle_temperature_c=idle_temperature_c)
-            fold_mape.append(_mape(cw.table[schema.POWER_W].to_numpy(float)[test], predict_setting(cw, test, params)))
+            pred = predict_setting(cw, test, params) + instant[bins == b] * _instant_offset(cw, train, params)
+            fold_mape.append(_mape(y_all[test], pred))
         scores.append({**s, "cv_mape_pct": float(np.mean(fold_mape)) if fold_mape else math.nan})
     table = pd.DataFrame(scores)
     best = int(np.nanargmin(table["cv_mape_pct"].to_numpy(float)))

@@ -149,6 +149,7 @@ def _candidate_windows(recording, sources, window_s, delay_s) -> list[tuple[str,
 def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "instant"),
                   min_coverage: float = 0.95, instant_window_s: float = INSTANT_WINDOW_S,
                   instant_delay_s: float = INSTANT_DELAY_S, max_gap_s: float = 0.005,
+                  pressure_guard_s: float = 0.005,
                   step_s: float = 5e-4) -> ClockWindows:
     """Every window one workload's launches touch, its clock trajectory, kept or dropped.
 
@@ -171,6 +172,10 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
         is interpolated linearly between points, so a longer gap could hide a 10–20 ms step.
     step_s : float
         The trajectory is sampled on this grid inside each window.
+    pressure_guard_s : float
+        A window must also keep this far from a pressure load: the instant window's delay is
+        known only to ±4 ms (5.5–13.4 ms over the five H100 runs), a counter update to
+        about half the ~4.6 ms between counter reads.
 
     Returns
     -------
@@ -204,13 +209,13 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
                 a, b = j0[i], j1[i]
                 ov = np.minimum(en[a:b], w1[i]) - np.maximum(s[a:b], w0[i])
                 cover = ov.sum() / (w1[i] - w0[i])
-                k = np.searchsorted(pressure[:, 0], w1[i]) - 1 if len(pressure) else -1
+                k = np.searchsorted(pressure[:, 0], w1[i] + pressure_guard_s) - 1 if len(pressure) else -1
                 # the trajectory's points around the window: one at or before its start, one at
                 # or after its end, none further apart than max_gap_s
                 q0 = np.searchsorted(tp, w0[i], side="right") - 1
                 q1 = np.searchsorted(tp, w1[i], side="left")
                 reason = ""
-                if k >= 0 and pressure[k, 1] > w0[i]:
+                if k >= 0 and pressure[k, 1] + pressure_guard_s > w0[i]:
                     reason = _DROP_PRESSURE
                 elif cover < min_coverage:
                     reason = _DROP_COVERAGE
