@@ -100,6 +100,9 @@ CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch
 # the clock a launch ran at, and where it came from (powermodels.workflows.launch_clocks)
 CLOCK_SOURCE = "clock_source"        # probe / kernel_time / nvml
 CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (probe tick, sensor lag)
+# NVML's clock reading as a sensor, where no probe ran (powermodels.meter.window_clock)
+CLOCK_READING_PERIOD_S = "clock_reading_period_s"  # its update period
+CLOCK_READING_LAG_S = "clock_reading_lag_s"        # delay + window: how late a value describes the clock
 CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
 CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
 PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
