@@ -309,10 +309,11 @@ def heldout_power_from_recording(recording, clocks: pd.DataFrame, *, alpha_w_per
     pp = pressure_power(recording)
     if len(pp):
         p = pp[schema.POWER_W].to_numpy(float)
+        lo5, hi95 = np.percentile(p, [5, 95])
         lines.append(f"pressure load over {p.size} counter windows (after its first second): "
-                     f"{np.median(p):.0f} W median, {np.percentile(p, 5):.0f}–{np.percentile(p, 95):.0f} W "
-                     "(5–95 %): not pinned at the cap over 100 ms, so a window straddling its end cannot "
-                     "be split between the two loads; such windows are dropped.")
+                     f"{np.median(p):.0f} W median, {lo5:.0f}–{hi95:.0f} W (5–95 %): the pressure's share of a "
+                     f"window straddling its end is known only to about ±{(hi95 - lo5) / 2:.0f} W, so such "
+                     "windows are dropped, not split.")
     if len(table):
         done = table.loc[np.isfinite(table["power_mape_pct"].to_numpy(float))]
         figures = ", ".join(f"{r[schema.WORKLOAD]} {r['power_mape_pct']:.2f} % ({r['test_windows']} windows)"
