@@ -142,3 +142,23 @@ def test_bad_band_is_one_line():
     cw_table = pd.DataFrame({schema.WORKLOAD: ["w"]})
     with pytest.raises(ValueError, match="band_mhz"):
         power_at_heldout_clocks(type("CW", (), {"table": cw_table})(), band_mhz=(1800, 1500))
+
+
+def test_a_stalled_counter_read_is_placed_on_the_local_grid():
+    """A read that stalled 60 ms around an update: the midpoint is ~30 ms off, the local grid is not."""
+    from powermodels.workflows.clock_windows import local_grid_updates
+
+    period = 0.1000137  # a drifting period (not the 100 ms a global grid would fit), with a phase jump
+    truth = np.concatenate([0.031 + period * np.arange(60), 6.0437 + period * np.arange(60)])
+    reads = np.arange(0.0, 12.1, 0.0046)
+    stall = (reads > truth[30] - 0.055) & (reads < truth[30] + 0.005)  # no read for 60 ms
+    reads = reads[~stall]
+    energy = np.searchsorted(truth, reads, side="right") * 50.0  # +50 J at each update
+    table = pd.DataFrame({schema.T_S: reads, schema.ENERGY_COUNTER_J: energy})
+    placed, _, unc = local_grid_updates(table)
+    lo = reads[np.searchsorted(reads, truth[30]) - 1]
+    hi = reads[np.searchsorted(reads, truth[30])]
+    assert abs(0.5 * (lo + hi) - truth[30]) > 0.02     # the bracket's midpoint
+    assert abs(placed[30] - truth[30]) < 0.0025        # the local grid
+    assert np.median(np.abs(placed - truth[:placed.size])) < 0.0025
+    assert unc[30] < 0.005

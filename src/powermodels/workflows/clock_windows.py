@@ -13,7 +13,7 @@ Two kinds of window (``window_source``):
 
 ``counter``
     the energy between two updates of the total-energy counter (every ~100 ms on Hopper,
-    placed by :func:`~powermodels.workflows.counter_windows.counter_updates`): exact;
+    placed by :func:`local_grid_updates`): exact;
 ``instant``
     one update of NVML's instant power field (186), the boxcar mean of power over a window of
     ``instant_window_s`` ending ``instant_delay_s`` before the update (Yang §IV-C; the H100
@@ -39,7 +39,8 @@ from .. import schema
 from ..sensor.clock_reading import held_mean
 from .counter_windows import counter_updates
 
-__all__ = ["INSTANT_DELAY_S", "INSTANT_WINDOW_S", "ClockWindows", "clock_windows", "idle_power", "pressure_power"]
+__all__ = ["INSTANT_DELAY_S", "INSTANT_WINDOW_S", "ClockWindows", "clock_windows", "idle_power", "local_grid_updates",
+           "pressure_power"]
 
 #: The instant field's boxcar window and delay on an H100 (medians of five characterisation runs,
 #: ``../shared/data/h100-2026-11-24/sensor_window/sensor_window_nvml.md``).
@@ -48,6 +49,7 @@ INSTANT_DELAY_S = 0.0100
 
 _DROP_PRESSURE = "overlaps a pressure load (its power is not this workload's)"
 _DROP_COVERAGE = "the workload's launches cover less than the window"
+_DROP_BRACKET = "a counter update's time is uncertain (its read bracket is too wide)"
 _DROP_CLOCK = "the clock trajectory has a gap (no probe or known batch clock)"
 
 
@@ -132,24 +134,74 @@ def _instant_updates(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return t[new], v[new]
 
 
-def _candidate_windows(recording, sources, window_s, delay_s) -> list[tuple[str, np.ndarray, np.ndarray,
-                                                                             np.ndarray]]:
+def _update_brackets(energy: pd.DataFrame) -> np.ndarray:
+    """Width of each counter update's read bracket (s), in :func:`counter_updates`' order.
+
+    A table that kept only the first read of each value has no bracket: its widths are 0.
+    """
+    t = energy[schema.T_S].to_numpy(float)
+    new = np.flatnonzero(np.diff(energy[schema.ENERGY_COUNTER_J].to_numpy(float)) != 0) + 1
+    width = t[new] - t[new - 1]
+    if width.size >= 2 and np.median(width) > 0.5 * np.median(np.diff(t[new])):
+        return np.zeros(width.size)
+    return width
+
+
+def local_grid_updates(energy: pd.DataFrame, half_width: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counter updates placed on a *local* regular grid: ``(t_s, energy_j, uncertainty_s)``.
+
+    Where :func:`~powermodels.workflows.counter_windows.counter_updates` finds no single grid
+    (the update period drifts, or the phase jumps: GPU-620707cb, H200 GPU-168e6658), each update
+    is placed by a straight line through the bracket midpoints of its ``half_width`` neighbours
+    on each side whose brackets are narrow (≤ 2× the median), indexed by whole update periods,
+    and clipped into its own bracket. A read that stalled (a bracket of 10–120 ms, ~1 % of the
+    updates on the H100 recordings, most often when a burst starts) is then placed to within
+    the neighbours' scatter instead of at its bracket's midpoint. ``uncertainty_s`` is the
+    placement's half-range: the neighbours' residual scatter (RMS), at most half the bracket.
+    """
+    u, e, how = counter_updates(energy)
+    t = energy[schema.T_S].to_numpy(float)
+    new = np.flatnonzero(np.diff(energy[schema.ENERGY_COUNTER_J].to_numpy(float)) != 0) + 1
+    width = _update_brackets(energy)
+    if how == "grid" or new.size < 2 * half_width + 2 or not width.any():
+        return u, e, np.minimum(width / 2, 5e-4) if how == "grid" else width / 2
+    lo, hi = t[new - 1], t[new]
+    mid = 0.5 * (lo + hi)
+    narrow = width <= 2 * np.median(width)
+    period = float(np.median(np.diff(mid[narrow])))
+    k = np.concatenate([[0.0], np.cumsum(np.maximum(np.round(np.diff(mid) / period), 1.0))])
+    placed, unc = mid.copy(), width / 2
+    for j in range(mid.size):
+        a, b = max(0, j - half_width), min(mid.size, j + half_width + 1)
+        sel = np.arange(a, b)[narrow[a:b] & (np.arange(a, b) != j)]
+        if sel.size < 4:
+            continue
+        coef = np.polyfit(k[sel], mid[sel], 1)
+        rms = float(np.sqrt(np.mean((np.polyval(coef, k[sel]) - mid[sel]) ** 2)))
+        placed[j] = np.clip(np.polyval(coef, k[j]), lo[j], hi[j])
+        unc[j] = min(unc[j], max(rms, 1e-4))
+    return placed, e, unc
+
+
+def _candidate_windows(recording, sources, window_s, delay_s, max_bracket_s) -> list[tuple]:
+    """``(source, start, end, power, uncertain)`` per kind of window."""
     out = []
     if "counter" in sources and len(recording.energy):
-        u, e, _ = counter_updates(recording.energy)
+        u, e, unc = local_grid_updates(recording.energy)
         if u.size >= 2:
-            out.append(("counter", u[:-1], u[1:], np.diff(e) / np.diff(u)))
+            uncertain = np.maximum(unc[:-1], unc[1:]) > max_bracket_s / 2
+            out.append(("counter", u[:-1], u[1:], np.diff(e) / np.diff(u), uncertain))
     if "instant" in sources:
         t, v = _instant_updates(recording.trace)
         if t.size:
-            out.append(("instant", t - delay_s - window_s, t - delay_s, v))
+            out.append(("instant", t - delay_s - window_s, t - delay_s, v, np.zeros(t.size, dtype=bool)))
     return out
 
 
 def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "instant"),
                   min_coverage: float = 0.95, instant_window_s: float = INSTANT_WINDOW_S,
                   instant_delay_s: float = INSTANT_DELAY_S, max_gap_s: float = 0.005,
-                  pressure_guard_s: float = 0.005,
+                  pressure_guard_s: float = 0.005, max_bracket_s: float = 0.01,
                   step_s: float = 5e-4) -> ClockWindows:
     """Every window one workload's launches touch, its clock trajectory, kept or dropped.
 
@@ -172,6 +224,11 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
         is interpolated linearly between points, so a longer gap could hide a 10–20 ms step.
     step_s : float
         The trajectory is sampled on this grid inside each window.
+    max_bracket_s : float
+        A counter window is dropped when either update bounding it is placed
+        (:func:`local_grid_updates`) to worse than ± half this: its length, hence its power,
+        is uncertain (placed at their brackets' midpoints, stalled reads on GPU-620707cb
+        gave pairs of 1,270 W and 450 W around a capped 700 W).
     pressure_guard_s : float
         A window must also keep this far from a pressure load: the instant window's delay is
         known only to ±4 ms (5.5–13.4 ms over the five H100 runs), a counter update to
@@ -195,7 +252,8 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
     temp = trace[schema.TEMPERATURE_C].to_numpy(float) if len(trace) else np.array([])
     rows, seg_f, seg_t, counts = [], [], [], []
     trajectories = {w: _trajectory(recording, clocks, w) for w in pd.unique(clocks[schema.WORKLOAD])}
-    for source, w0, w1, power in _candidate_windows(recording, sources, instant_window_s, instant_delay_s):
+    for source, w0, w1, power, uncertain in _candidate_windows(recording, sources, instant_window_s,
+                                                               instant_delay_s, max_bracket_s):
         for w, idx in clocks.groupby(schema.WORKLOAD, sort=False).groups.items():
             g = clocks.loc[idx].sort_values(schema.START_S)
             tp, fp = trajectories[w]
@@ -217,6 +275,8 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
                 reason = ""
                 if k >= 0 and pressure[k, 1] + pressure_guard_s > w0[i]:
                     reason = _DROP_PRESSURE
+                elif uncertain[i]:
+                    reason = _DROP_BRACKET
                 elif cover < min_coverage:
                     reason = _DROP_COVERAGE
                 elif q0 < 0 or q1 >= tp.size or np.diff(tp[q0:q1 + 1]).max(initial=0) > max_gap_s:
@@ -268,7 +328,7 @@ def pressure_power(recording) -> pd.DataFrame:
     phases = recording.phases
     if phases is None or not len(phases) or not len(recording.energy):
         return pd.DataFrame(columns=[schema.WINDOW_START_S, schema.WINDOW_END_S, schema.POWER_W])
-    u, e, _ = counter_updates(recording.energy)
+    u, e, _ = local_grid_updates(recording.energy)
     p = np.diff(e) / np.diff(u)
     rows = []
     for t0, t1 in phases.loc[phases[schema.PHASE_KIND] == "pressure", [schema.T0_S, schema.T1_S]].to_numpy(float):
@@ -286,7 +346,7 @@ def idle_power(recording, settle_s: float = 2.0) -> tuple[float, float]:
     phases = recording.phases
     if phases is None or not len(phases) or not len(recording.energy):
         return math.nan, math.nan
-    u, e, _ = counter_updates(recording.energy)
+    u, e, _ = local_grid_updates(recording.energy)
     p = np.diff(e) / np.diff(u)
     inside = np.zeros(p.size, dtype=bool)
     for t0, t1 in phases.loc[phases[schema.PHASE_KIND] == "idle", [schema.T0_S, schema.T1_S]].to_numpy(float):
