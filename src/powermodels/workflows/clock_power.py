@@ -98,7 +98,9 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     if setting["form"] == "linear":
         grid = [(math.nan, 0.0)]
     else:
-        f = cw.seg_clock_mhz
+        # the knee's grid spans the clocks of the windows fitted on (never the held-out ones)
+        f = np.concatenate([cw.seg_clock_mhz[cw.seg_offset[i]:cw.seg_offset[i + 1]] for i in idx]) if idx.size \
+            else np.array([])
         lo, hi = (np.nanpercentile(f, 1), np.nanpercentile(f, 99)) if f.size else (0.0, 1.0)
         grid = list(itertools.product(np.linspace(lo, hi, 16), _SLOPES_PER_GHZ))
     best = None
