@@ -162,3 +162,18 @@ def test_a_stalled_counter_read_is_placed_on_the_local_grid():
     assert abs(placed[30] - truth[30]) < 0.0025        # the local grid
     assert np.median(np.abs(placed - truth[:placed.size])) < 0.0025
     assert unc[30] < 0.005
+
+
+def test_calibrate_from_reports_the_power_table(recorded, tmp_path):
+    """The hook: a recording refitted (as ``calibrate --from`` does) carries the table into report.md."""
+    from powermodels.workflows.calibration_report import write_report
+    from powermodels.workflows.recording_calibration import calibrate_recording
+
+    rec, _, _ = recorded
+    run = calibrate_recording(rec)
+    assert list(run.power_clock[schema.WORKLOAD]) == ["fp32"]
+    assert run.power_clock["dropped_pressure"].iloc[0] > 0
+    assert any(line.startswith("power at held-out clocks") for line in run.findings)
+    report = write_report(run, tmp_path, plots=False).read_text()
+    assert "## Power at held-out clocks (windows with a moving clock)" in report
+    assert "power_mape_pct" in report.split("## Power at held-out clocks")[1]
