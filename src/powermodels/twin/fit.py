@@ -82,7 +82,7 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
-             search_cap_gains: bool = True) -> TwinPreset:
+             search_cap_gains: bool = True, burst_clock: str = "model") -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -116,7 +116,16 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         capped spans (:func:`~powermodels.twin.fit_controller.fit_cap_gains`,
         ~1 s of compute per candidate and capped second); False keeps the
         defaults (integral gain 4/s, no proportional term).
+    burst_clock : {"model", "data", "none"}, default="model"
+        How bursts after a cap load, which run a bin below the top clock while
+        NVML reads the top clock, enter the fit: brought to the top clock with
+        the first fit's V(f) (``"model"``), with that correction scaled by what
+        the fitted workloads' own bursts and series show (``"data"``,
+        :func:`~powermodels.twin.fit_bursts.burst_power_at_top_clock`), or as
+        read (``"none"``).
     """
+    if burst_clock not in ("model", "data", "none"):
+        raise ValueError(f"fit_twin: burst_clock must be 'model', 'data' or 'none', got {burst_clock!r}")
     recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
     if not recs:
         raise ValueError("fit_twin: no recordings")
@@ -166,7 +175,8 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     # after a cap load the real clock stays a bin or two below the top for a while although NVML reads the
     # top clock (the clock workload's launch times show it): the bursts' power is brought to the top clock
     # with the first fit's physics, and everything is fitted again
-    corrected = burst_power_at_top_clock(recs, clock_workload, intervals, physics, workloads, report)
+    corrected = None if burst_clock == "none" else burst_power_at_top_clock(
+        recs, clock_workload, intervals, physics, workloads, report, scale_from_data=burst_clock == "data")
     if corrected is not None:
         physics, workloads = physics_and_workloads(corrected)
     provenance = {

@@ -1,0 +1,99 @@
+"""The first raw H200 recording against the twin: replay on ``h200``, and a preset fitted to it, held out.
+
+Usage: ``python benchmarks/twin_h200_validation.py --out DIR [--replay-only] [--folds-only] [--calibrated]``
+(no GPU; ~5 min for the replay, ~25 min for the fit and its four folds on one busy core).
+
+The recording is ``datasets/h200-2026-11-27/raw_recording_168e6658`` (real NVIDIA H200 GPU-168e6658, 2026-11-27,
+``benchmarks/gpu_raw_recording.py``: the natural and thermal protocols of the H100 raw recordings,
+a full-rate NVML trace, a clock probe per batch). Two questions:
+
+1. **The shipped ``h200`` preset** (built by ``twin_h200_preset.py`` from ``datasets/h200/`` files of
+   another H200 run, never from this recording) replays the recording's schedule
+   (``twin-compare``), each recording workload played by the preset's workload of the same kind
+   (:data:`ALIASES`: the shipped preset has none of these names): ``DIR/replay_h200/`` gets the twin's recording, ``comparison.md``, the overlay
+   plots, ``warmup_seconds.csv`` and ``held_out.png``. Every row is held out.
+2. **A preset fitted to this recording** (``fit_twin``, the H200's own instant window from
+   ``datasets/h200/characterize_cli_9s_result.csv``): leave-one-series-out folds as for ``h100-sxm``
+   (each fold fits on the natural phase and the other three series, and is replayed on the whole
+   schedule; the held-out series' rows are the validation). ``DIR/fit/``: ``in_sample.md``,
+   ``folds.md``, ``folds_seconds.csv``, each fold's preset and plots, ``preset.json`` (the whole-
+   recording fit, with provenance; ``--write-preset`` would not be honest here: see docs/twin.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from twin_validation import fit_and_folds, held_out  # noqa: E402
+
+from powermodels import schema  # noqa: E402
+from powermodels.recording import read_recording  # noqa: E402
+from powermodels.twin.preset import load_preset, save_preset  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "datasets" / "h200-2026-11-27" / "raw_recording_168e6658"
+SENSOR = ROOT / "datasets" / "h200" / "characterize_cli_9s_result.csv"
+
+
+#: the shipped h200 preset has no workload of the recording's names (it was built from other runs): each
+#: recording workload is replayed with the preset's workload of the same kind (its activity; the time per
+#: launch and host gap are then taken from the recording by ``adapt_workloads``, as for any recording)
+ALIASES = {"cupy_fp32_matmul_4096": "sgemm",            # fp32 GEMM (CLBlast-style SGEMM tuned config)
+           "cupy_triad_256MiB": "stream_triad",         # memory-bound triad
+           "cupy_fma_loop": "fp32_long",                # dependent fp32 FMA loop of the harness
+           "torch_bf16_matmul_8192": "cublas_hgemm_8192"}  # half-precision GEMM 8192 held at the cap
+
+
+def with_aliases(preset, aliases: dict = ALIASES):
+    """``preset`` with each recording workload as a copy of the preset workload it stands for."""
+    workloads = dict(preset.workloads)
+    for name, source in aliases.items():
+        tw = preset.workload(source)
+        workloads[name] = replace(tw, workload=replace(tw.workload, name=name))
+    prov = {**preset.provenance, "aliases": {k: f"copy of {v}" for k, v in aliases.items()}}
+    return replace(preset, workloads=workloads, provenance=prov)
+
+
+def h200_window() -> dict:
+    """The H200's instant window and delay from its ``characterize`` run (9 s records)."""
+    fit = pd.read_csv(SENSOR).set_index("field")
+    return {"window_s": float(fit.loc[schema.POWER_INSTANT_W, "window_s"]),
+            "delay_s": float(fit.loc[schema.POWER_INSTANT_W, "delay_s"]),
+            "source": "datasets/h200/characterize_cli_9s_result.csv (another H200 run)"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--replay-only", action="store_true", help="only replay the recording on the shipped h200")
+    ap.add_argument("--folds-only", action="store_true", help="only fit the recording and run its folds")
+    ap.add_argument("--calibrated", action="store_true",
+                    help="also replay on h200 with the recorded ambient, and calibrated per workload from the first "
+                         "idle and each series' first second (in-sample seconds; DIR/replay_h200/…/recorded*)")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.folds_only:
+        held_out(DATA, with_aliases(load_preset("h200")), out / "replay_h200", ambient="preset")
+        if args.calibrated:
+            held_out(DATA, with_aliases(load_preset("h200")), out / "replay_h200", ambient="recorded")
+            held_out(DATA, with_aliases(load_preset("h200")), out / "replay_h200", ambient="recorded",
+                     calibrate="workload")
+    if not args.replay_only:
+        rec = read_recording(DATA, probes=False)
+        prov = {"command": "python benchmarks/twin_h200_validation.py --out DIR --folds-only",
+                "validation": "docs/twin.md: leave-one-series-out folds on the same recording (one board)",
+                "instant_window": h200_window()}
+        preset = fit_and_folds(rec, "h200-raw-168e6658", out / "fit", prov, window=h200_window())
+        save_preset(preset, out / "fit" / "preset.json")
+
+
+if __name__ == "__main__":
+    main()
