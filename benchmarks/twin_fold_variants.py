@@ -35,19 +35,28 @@ from powermodels.twin.replay import replay  # noqa: E402
 UNCAPPED = ("cupy_fp32_matmul_4096", "cupy_triad_256MiB", "cupy_fma_loop")
 
 
-def fold_seconds(rec, workload: str, burst_clock: str) -> pd.DataFrame:
-    """Per second of ``workload``'s held-out series: real and twin energy per launch and temperature."""
-    fold = fit_twin(rec, name="fold", sensor_window=WINDOW, holdout=series_holdout(rec, workload),
-                    workload_times=BF16_TIME, search_cap_gains=False, burst_clock=burst_clock)
+def fold_seconds(rec, workload: str, burst_clock: str = "model", *, window: dict | None = None,
+                 search_cap_gains: bool = False) -> pd.DataFrame:
+    """Per second of ``workload``'s held-out series: real and twin energy per launch and temperature.
+
+    The fold's preset is in ``attrs["preset"]``; ``window``: the instant reading's (default the H100's).
+    """
+    fold = fit_twin(rec, name=f"fold-without-{workload}", sensor_window=window or WINDOW,
+                    holdout=series_holdout(rec, workload), workload_times=BF16_TIME,
+                    search_cap_gains=search_cap_gains, burst_clock=burst_clock)
     ph = rec.phases.reset_index(drop=True)
     i = int(ph.index[(ph[schema.WORKLOAD] == workload) & (ph[schema.PHASE_KIND] == "series")][0])
     twin = replay(ph.iloc[:i + 2], fold, poll_s=5e-3,
                   start_temperature_c=float(rec.trace[schema.TEMPERATURE_C].iloc[0]))
     a, b = metrics.warmup_energy_per_launch(rec, workload), metrics.warmup_energy_per_launch(twin, workload)
-    return pd.DataFrame({"burst_clock": burst_clock, "held_out": workload, "second": a["second"],
-                         "error_pct": (b[schema.ENERGY_J] / a[schema.ENERGY_J] - 1.0) * 100.0,
-                         "temperature_diff_c": b[schema.TEMPERATURE_C] - a[schema.TEMPERATURE_C],
-                         "burst_scale": fold.fit.get("burst_clock", {}).get("scale", 0.0)})
+    out = pd.DataFrame({"burst_clock": burst_clock, "held_out": workload, "second": a["second"],
+                        "real_j": a[schema.ENERGY_J], "twin_j": b[schema.ENERGY_J],
+                        "error_pct": (b[schema.ENERGY_J] / a[schema.ENERGY_J] - 1.0) * 100.0,
+                        "real_temperature_c": a[schema.TEMPERATURE_C], "twin_temperature_c": b[schema.TEMPERATURE_C],
+                        "temperature_diff_c": b[schema.TEMPERATURE_C] - a[schema.TEMPERATURE_C],
+                        "burst_scale": fold.fit.get("burst_clock", {}).get("scale", 0.0)})
+    out.attrs["preset"] = fold
+    return out
 
 
 def main() -> None:

@@ -221,3 +221,16 @@ def test_burst_correction_scale_from_the_workloads_own_series():
     # bursts that draw more than their series: no correction at all (clipped at 0)
     iv.loc[low, schema.POWER_W] += 20.0
     assert fit_bursts._scale_from_series(iv, low, iv["add"].to_numpy(), 1980.0, ["a", "b"], 1.0)[0] == 0.0
+
+
+def test_a_late_counter_update_merges_two_intervals():
+    from powermodels.twin import fit as fit_module
+    # updates every 0.1 s at 500 W, one published 0.09 s late: 0.19 s, then 0.01 s
+    t = np.array([0.0, 0.1, 0.2, 0.39, 0.4, 0.5, 0.6])
+    e = 500.0 * np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6])  # the late update carries the energy up to 0.3 s
+    t2, e2 = fit_module._merge_late_updates(t, e)
+    assert t2.tolist() == [0.0, 0.1, 0.2, 0.4, 0.5, 0.6]
+    assert np.allclose(np.diff(e2) / np.diff(t2), 500.0)
+    # regular updates with a little jitter are all kept
+    t3 = np.arange(0, 2, 0.1) + np.random.default_rng(0).uniform(-0.01, 0.01, 20)
+    assert fit_module._merge_late_updates(t3, t3 * 400.0)[0].size == 20
