@@ -97,7 +97,30 @@ def quick_folds(rec, out: Path, provenance: dict, search: bool = True):
         print(f"fold {w}: worst {e[abs(e).argmax()]:+.2f} mean {e.mean():+.2f} | "
               + " ".join(f"{x:+.1f}" for x in e), flush=True)
     pd.concat(rows, ignore_index=True).to_csv(out / "folds_seconds.csv", index=False)
+    folds_figure(out / "folds_seconds.csv", out / "folds.png")
     return preset
+
+
+def folds_figure(csv: Path, path: Path) -> None:
+    """Warm-up energy per launch of each held-out series, real vs its fold's twin (one panel each)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    d = pd.read_csv(csv)
+    groups = list(d.groupby("held_out", sort=False))
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.3 * len(groups), 3.2), squeeze=False)
+    for ax, (w, g) in zip(axes[0], groups):
+        ax.plot(g["second"] + 0.5, g["real_j"] * 1e3, "o-", ms=3, label="real")
+        ax.plot(g["second"] + 0.5, g["twin_j"] * 1e3, "s--", ms=3, label="twin, fold without it")
+        ax.set_title(f"{w} held out", fontsize=8)
+        ax.set_xlabel("s since the series started", fontsize=8)
+    axes[0][0].set_ylabel("energy per launch, mJ")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("real H200 GPU-168e6658 vs leave-one-series-out twins (simulated)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main() -> None:
