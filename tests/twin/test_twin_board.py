@@ -94,3 +94,17 @@ def test_another_kernel_under_the_same_name_does_not_set_the_board_factor(other_
     assert report["series"]["gemm"]["same_kernel"] is False
     assert report["series"]["triad"]["same_kernel"] is True
     assert report["dynamic_scale"] == pytest.approx(report["series"]["triad"]["ratio"])
+
+
+def test_cli_twin_compare_calibrates_and_says_so(other_board, tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.recording import write_recording
+    from powermodels.twin import save_preset
+
+    folder = write_recording(other_board, tmp_path / "rec")
+    preset_file = save_preset(board(), tmp_path / "b.json")
+    assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
+                 "--calibrate-board", "board"]) == 0
+    out = capsys.readouterr().out
+    assert "board calibration (board; its seconds are in-sample)" in out and "board x 1.0" in out
+    assert "board calibration" in (tmp_path / "cmp" / "comparison.md").read_text()
