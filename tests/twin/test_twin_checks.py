@@ -180,7 +180,7 @@ def test_a_workload_at_its_real_power_runs_uncapped_on_the_fitted_preset():
 def test_h200_raw_preset_is_fitted_to_the_raw_h200_recording():
     p = load_preset("h200-raw")
     fitted = p.provenance["fitted_from"][0]
-    assert fitted["uuid"].startswith("GPU-168e6658") and fitted["recording"] == "datasets/h200/raw-2026-11-27"
+    assert fitted["uuid"].startswith("GPU-168e6658") and fitted["recording"] == "datasets/h200-2026-11-27/raw_recording_168e6658"
     assert set(p.provenance["borrowed_from_h100_sxm"]) == {"cap_proportional", "cap_gain_per_s", "cap_repeat",
                                                             "cap_offset_w"}
     assert "held_out_folds" in p.provenance["validation"]
