@@ -81,6 +81,9 @@ from powermodels.instruction_energy.diagnostics import (  # noqa: E402
 from powermodels.instruction_energy.transfer import compare_transfer  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
+#: What ``analyze`` chose and scored, in order (toggling-operand table first): written beside its
+#: report as JSON for the docs' picture (``benchmarks/plot_wattchmen_heldout.py``).
+SUMMARY: list[dict] = []
 WATTCHMEN_FIG14 = "Wattchmen Fig. 14 (air- → water-cooled V100): 10 % 13 %, full table 14 % MAPE"
 
 
@@ -213,6 +216,10 @@ def selection(micro: pd.DataFrame, wl: pd.DataFrame,
     shown = cv.assign(heldout_mape_pct=held, params=cv["params"].map(lambda p: str(p) or "{}"))
     per_wl = pd.DataFrame({"workload": per[schema.WORKLOAD], "measured_j": y,
                            "predicted_j": chosen.predict(per), "error_pct": err})
+    SUMMARY.append({"candidate": best["candidate"], "params": params,
+                    "cv_mape_pct": float(best["cv_mape_pct"]), "n_micro": int(best["n"]),
+                    "heldout_mape_pct": float(np.mean(np.abs(err))),
+                    "per_workload_error_pct": dict(zip(per_wl["workload"], map(float, err)))})
     text = (f"## Held-out workloads, settings chosen on the microbenchmarks\n\n"
             f"**{np.mean(np.abs(err)):.1f} % MAPE** over {len(per)} held-out workloads with "
             f"**{best['candidate']}** (`{params}`), the setting with the lowest "
@@ -299,6 +306,10 @@ def cmd_analyze(args) -> int:
         fixed, fixed_params = micro, params
     parts.append(clock_section(params, micro, wl))
     name = "_".join(data.resolve().parts[-2:])  # datasets/h100/wattchmen -> h100_wattchmen
+    import json
+
+    (RESULTS / f"wattchmen_transfer_{name}.json").write_text(json.dumps(
+        {"data": str(args.data), "power_limit_w": limit, "tables": SUMMARY}, indent=1) + "\n")
     if args.reference == "none":
         return write_report("# Wattchmen on one GPU\n\n" + "\n".join(parts),
                             RESULTS / f"wattchmen_transfer_{name}.md")
