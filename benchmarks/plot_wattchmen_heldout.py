@@ -3,8 +3,9 @@
 ``benchmarks/gpu_wattchmen_transfer.py analyze`` writes, beside its report, what it chose by
 leave-one-microbenchmark-out CV and each held-out workload's error
 (``benchmarks/results/wattchmen_transfer_<dataset>.json``). This draws them side by side: one
-bar per table and workload, the capped GEMMs and the irregular-memory kernels marked, and the
-±10 % target band.
+bar per table and workload, and the ±10 % target band. ``LABEL=PATH`` takes the table analyze
+reports first (the toggling-operand one where there is a choice); ``LABEL=PATH@1`` the next (the
+fixed-operand comparison).
 
 Usage::
 
@@ -23,12 +24,13 @@ from pathlib import Path
 
 
 def load(spec: str) -> tuple[str, dict]:
-    """``label=path`` → (label, first table of the JSON: the one analyze chose and reports first)."""
+    """``LABEL=PATH[@INDEX]`` → (label, that table of the JSON; 0: the one analyze reports first)."""
     label, _, path = spec.partition("=")
+    path, _, index = path.partition("@")
     if not path:
-        raise SystemExit(f"{spec!r}: give LABEL=PATH")
+        raise SystemExit(f"{spec!r}: give LABEL=PATH or LABEL=PATH@INDEX")
     tables = json.loads(Path(path).read_text())["tables"]
-    return label, tables[0]
+    return label, tables[int(index or 0)]
 
 
 def main(argv=None) -> int:
@@ -47,7 +49,7 @@ def main(argv=None) -> int:
     for _, t in runs[1:]:
         names += [n for n in t["per_workload_error_pct"] if n not in names]
     width = 0.8 / len(runs)
-    fig, ax = plt.subplots(figsize=(12, 4.8))
+    fig, ax = plt.subplots(figsize=(14, 5.2))
     x = np.arange(len(names))
     for k, (label, t) in enumerate(runs):
         err = [t["per_workload_error_pct"].get(n, np.nan) for n in names]
