@@ -112,6 +112,11 @@ WINDOW_END_S = "window_end_s"        # counter update that closes it
 SINCE_START_S = "since_start_s"      # seconds since the workload's stretch of launches began
 STRETCH = "stretch"                  # index of a workload's stretch of back-to-back launches
 WINDOWS = "windows"                  # counter windows joined into one block
+# power vs clock over windows whose clock moves (powermodels.workflows.clock_power)
+WINDOW_SOURCE = "window_source"      # counter (energy between two updates) / instant (field 186's window)
+WINDOW_KEPT = "window_kept"          # the window is one workload's, at a known clock trajectory
+WINDOW_DROP_REASON = "window_drop_reason"  # why not ("" when kept)
+BAND_SHARE = "band_share"            # share of a window's time at clocks inside the held-out band
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature

@@ -155,3 +155,20 @@ def test_best_per_quantity_without_a_finite_score_names_the_column():
                        "cv_time_mape": [float("nan")] * 2, "cv_power_mape": [3.9, 4.4]})
     with pytest.raises(ValueError, match="'cv_time_mape' has no finite score"):
         best_per_quantity(cv)
+
+
+def test_curve_targets_train_by_grouped_cv_and_predict_held_out_kernels(sweeps):
+    """targets="curve": the CV compares candidates on the measured curves; eq. 1-2 are fitted to the prediction."""
+    train, test = sweeps
+    trained = train_dvfs_predictor(train, FEATS, candidates=("ridge", "extra_trees"), seeds=(0,),
+                                   n_splits=3, targets="curve")
+    assert set(trained.cv["targets"]) == {"curve"} and set(trained.cv["candidate"]) == {"ridge", "extra_trees"}
+    assert trained.target_kind == "curve" and trained.metadata["target_kind"] == "curve"
+    assert trained.curve_clocks.shape[1] == 2 and len(trained.metadata["curve_clocks"]) == len(trained.curve_clocks)
+    from powermodels.models.dvfs_targets import kernel_parameters
+
+    test_table = kernel_parameters(test, **trained.voltage)
+    pred = evaluate_models(test, predict_models(trained, profiles_of(test, FEATS, test_table)))
+    assert pred["time_mape"].mean() < 15 and pred["power_mape"].mean() < 10
+    with pytest.raises(ValueError, match="targets must be one of"):
+        train_dvfs_predictor(train, FEATS, candidate="ridge", targets="parameters")

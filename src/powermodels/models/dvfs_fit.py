@@ -51,26 +51,37 @@ def relative_scale(y):
     return np.maximum(a, 1e-9 * max(float(a.max(initial=0.0)), 1e-300))
 
 
-def _huber_rows(pred, y, huber_scale):
+def _huber_rows(pred, y, huber_scale, root_weight):
     """Row weights sqrt(w)/|y| of one IRLS step: Huber weights on the relative residual."""
     den = relative_scale(y)
     r = (pred - y) / den
     mad = 1.4826 * np.median(np.abs(r - np.median(r)))
     c = max(huber_scale, 1.5 * mad)
     w = np.where(np.abs(r) <= c, 1.0, c / np.maximum(np.abs(r), 1e-300))
-    return np.sqrt(w) / den
+    return root_weight * np.sqrt(w) / den
 
 
-def _irls(fit_once, y, loss, huber_scale):
-    """Iteratively reweighted fit: ``fit_once(sw) -> (pred, result)``."""
+def _root_weight(sample_weight, y):
+    """sqrt of the row weights (1 without ``sample_weight``); each weight must be ≥ 0 and finite."""
+    if sample_weight is None:
+        return np.ones(np.shape(y))
+    w = np.asarray(sample_weight, dtype=float)
+    if w.shape != np.shape(y) or not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
+        raise ValueError(f"sample_weight must hold {np.size(y)} finite weights ≥ 0, not all 0")
+    return np.sqrt(w)
+
+
+def _irls(fit_once, y, loss, huber_scale, sample_weight=None):
+    """Iteratively reweighted fit: ``fit_once(sw) -> (pred, result)``; ``sample_weight`` scales each row's loss."""
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    sw = 1.0 / relative_scale(y)
+    root_weight = _root_weight(sample_weight, y)
+    sw = root_weight / relative_scale(y)
     pred, result = fit_once(sw)
     if loss == "squared":
         return result
     for _ in range(_IRLS_ITERATIONS):
-        new_sw = _huber_rows(pred, y, huber_scale)
+        new_sw = _huber_rows(pred, y, huber_scale, root_weight)
         if np.allclose(new_sw, sw, rtol=1e-6, atol=0):
             break
         sw = new_sw
@@ -78,12 +89,13 @@ def _irls(fit_once, y, loss, huber_scale):
     return result
 
 
-def fit_power(fc, fm, y, knee, slope, *, loss="huber", huber_scale=0.01):
+def fit_power(fc, fm, y, knee, slope, *, loss="huber", huber_scale=0.01, sample_weight=None):
     """Fit DSO eq. 1 with non-negative coefficients ``(P0, κ, γ, c)``.
 
     Columns that are constant in the data are not identifiable beside P0: a
     fixed memory clock puts γ·f_m into P0, clocks all below the knee put κ·V
-    there; those coefficients are 0.
+    there; those coefficients are 0. ``sample_weight`` (one weight ≥ 0 per
+    point, default 1) multiplies each point's loss.
 
     Returns
     -------
@@ -97,7 +109,7 @@ def fit_power(fc, fm, y, knee, slope, *, loss="huber", huber_scale=0.01):
         coef, _ = _nnls_fit(A, y, keep, sw)
         return A @ coef, coef
 
-    return _irls(once, y, loss, huber_scale)
+    return _irls(once, y, loss, huber_scale, sample_weight)
 
 
 def _line_fits(Z, y, q):
@@ -154,15 +166,17 @@ def _time_once(fc, fm, y, sw):
     return t0v + np.maximum(alpha * u, beta * w), (t0v, alpha, beta)
 
 
-def fit_time(fc, fm, y, *, loss="huber", huber_scale=0.01):
+def fit_time(fc, fm, y, *, loss="huber", huber_scale=0.01, sample_weight=None):
     """Fit DSO eq. 2, ``T = t0 + max(α/f_m, β/f_c)``, with t0, α, β ≥ 0.
+
+    ``sample_weight`` (one weight ≥ 0 per point, default 1) multiplies each point's loss.
 
     Returns
     -------
     tuple of float
         ``(t0, α, β)`` in s, s·MHz, s·MHz.
     """
-    return _irls(lambda sw: _time_once(fc, fm, y, sw), y, loss, huber_scale)
+    return _irls(lambda sw: _time_once(fc, fm, y, sw), y, loss, huber_scale, sample_weight)
 
 
 def fit_voltage_curve(core_mhz, mem_mhz, power_w, groups, *, knees=None,

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
+from powermodels.models.dvfs_curves import TARGET_KINDS, curve_clocks, curve_targets, params_from_curves
 from powermodels.models.dvfs_fit import fit_voltage_curve
 from powermodels.models.dvfs_params import DVFSParams
 from powermodels.models.dvfs_predictor import DVFSParameterPredictor
@@ -124,6 +125,10 @@ class TrainedDVFSPredictor:
     cv: pd.DataFrame
     regime_clocks: pd.DataFrame
     metadata: dict = field(default_factory=dict)
+    #: what the predictor learned: ``"shares"`` (DSO §IV-D) or ``"curve"`` (models.dvfs_curves)
+    target_kind: str = "shares"
+    #: the training grid's clock pairs, shape (n_pairs, 2), for ``targets="curve"``
+    curve_clocks: np.ndarray | None = None
 
     @property
     def voltage(self) -> dict:
@@ -135,7 +140,7 @@ class TrainedDVFSPredictor:
 def train_dvfs_predictor(sweep: pd.DataFrame, feature_columns, *, groups=None,
                          candidates=CANDIDATES, candidate: str | None = None, seeds=(0, 1, 2),
                          n_splits: int = 6, detect: bool = True, voltage=None,
-                         progress=None) -> TrainedDVFSPredictor:
+                         progress=None, targets: str = "shares") -> TrainedDVFSPredictor:
     """Train the DVFS parameter predictor on a training sweep, choosing the regressor by grouped CV.
 
     Parameters
@@ -162,6 +167,11 @@ def train_dvfs_predictor(sweep: pd.DataFrame, feature_columns, *, groups=None,
         V(f) ``(knee_mhz, slope_per_ghz)``; default chosen from the sweep's power.
     progress : callable or None
         Called with a one-line message per step.
+    targets : {"shares", "curve"}, default="shares"
+        What the regressor learns: DSO's parameter shares (§IV-D), or the measured time
+        and power curves at the clock pairs every training kernel has, to which eq. 1-2
+        are fitted at prediction (:mod:`~powermodels.models.dvfs_curves`); the CV compares
+        candidates with this target.
 
     Returns
     -------
@@ -171,6 +181,8 @@ def train_dvfs_predictor(sweep: pd.DataFrame, feature_columns, *, groups=None,
     cols = list(feature_columns)
     if not cols:
         raise ValueError("feature_columns: at least one feature is needed")
+    if targets not in TARGET_KINDS:
+        raise ValueError(f"targets must be one of {TARGET_KINDS}, got {targets!r}")
     if voltage is None:
         knee, slope = fit_voltage_curve(sweep[schema.SM_CLOCK_MHZ], sweep[schema.MEM_CLOCK_MHZ],
                                         sweep[schema.POWER_W], sweep[schema.KERNEL])
@@ -185,18 +197,22 @@ def train_dvfs_predictor(sweep: pd.DataFrame, feature_columns, *, groups=None,
     g = np.array([group_of(k) for k in table.index])
     if candidate is None:
         cv = cross_validate_predictors(feats, table, sweep, g, **vkw, candidates=candidates,
-                                       seeds=seeds, n_splits=n_splits)
+                                       seeds=seeds, n_splits=n_splits, targets=targets)
         candidate = str(cv["candidate"].iloc[0])
         say(f"cross-validated {len(cv)} candidates over {len(np.unique(g))} applications: "
             f"{candidate} (CV MAPE {cv['cv_mape'].iloc[0]:.2f} %)")
     else:
         cv = pd.DataFrame()
     trusted = table[schema.DVFS_TRUSTED].to_numpy(dtype=bool)
-    pred = make_candidate(candidate, seeds[0] if len(seeds) else None).fit(
-        feats[trusted], table.loc[trusted, list(schema.DVFS_SHARES)])
+    clocks = curve_clocks(sweep) if targets == "curve" else None
+    y = (curve_targets(sweep, table, clocks) if targets == "curve"
+         else table[list(schema.DVFS_SHARES)].to_numpy(dtype=float))
+    pred = make_candidate(candidate, seeds[0] if len(seeds) else None).fit(feats[trusted], y[trusted])
+    meta = {**vkw, "candidate": candidate, "feature_columns": cols, "target_kind": targets}
+    if clocks is not None:
+        meta["curve_clocks"] = clocks.tolist()
     return TrainedDVFSPredictor(pred, candidate, knee, slope, cols, table, cv,
-                                excluded_clock_counts(table),
-                                {**vkw, "candidate": candidate, "feature_columns": cols})
+                                excluded_clock_counts(table), meta, targets, clocks)
 
 
 def predict_models(trained: TrainedDVFSPredictor, profiles: pd.DataFrame, *, voltage=None) -> dict:
@@ -212,13 +228,17 @@ def predict_models(trained: TrainedDVFSPredictor, profiles: pd.DataFrame, *, vol
     for col in needed:
         if col not in profiles.columns:
             raise ValueError(f"profiles: column {col!r} is missing")
-    plist = trained.predictor.predict_params(
-        profiles[trained.feature_columns], **(trained.voltage if voltage is None else {
-            "voltage_knee_mhz": float(voltage[0]), "voltage_slope_per_ghz": float(voltage[1])}),
-        reference_sm_clock_mhz=profiles[schema.SM_CLOCK_MHZ].to_numpy(dtype=float),
-        reference_mem_clock_mhz=profiles[schema.MEM_CLOCK_MHZ].to_numpy(dtype=float),
-        reference_time_s=profiles[schema.TIME_S].to_numpy(dtype=float),
-        reference_power_w=profiles[schema.POWER_W].to_numpy(dtype=float))
+    vkw = trained.voltage if voltage is None else {
+        "voltage_knee_mhz": float(voltage[0]), "voltage_slope_per_ghz": float(voltage[1])}
+    refs = {"reference_sm_clock_mhz": profiles[schema.SM_CLOCK_MHZ].to_numpy(dtype=float),
+            "reference_mem_clock_mhz": profiles[schema.MEM_CLOCK_MHZ].to_numpy(dtype=float),
+            "reference_time_s": profiles[schema.TIME_S].to_numpy(dtype=float),
+            "reference_power_w": profiles[schema.POWER_W].to_numpy(dtype=float)}
+    features = profiles[trained.feature_columns]
+    if trained.target_kind == "curve":
+        plist = params_from_curves(trained.predictor.predict(features), trained.curve_clocks, **vkw, **refs)
+    else:
+        plist = trained.predictor.predict_params(features, **vkw, **refs)
     return dict(zip(profiles[schema.KERNEL], plist, strict=True))
 
 

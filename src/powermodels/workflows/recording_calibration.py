@@ -18,6 +18,9 @@ both end here, so a recording re-analysed without a GPU gives the same report an
    power vs temperature is the controller's, not the leakage slope; on the H200 recording
    ``datasets/h200-2026-11-27/natural_dvfs_168e6658`` the capped bf16 GEMM alone gave
    α = 4.18 W/°C, three times the uncapped kernels' slope on the H100s).
+5. power vs clock is also fitted on windows whose clock *moved* (the recovery after each
+   pressure load), over each window's probed clock trajectory, and scored at a held-out clock
+   band (:mod:`~powermodels.workflows.clock_power`): ``CalibrationRun.power_clock``.
 
 Two inputs: a raw recording (:func:`powermodels.recording.read_recording`), and the older
 ``calibrate`` output folder (``launches.parquet`` + ``samples.parquet``, e.g.
@@ -35,6 +38,7 @@ import pandas as pd
 from .. import schema
 from .calibration_fit import fit_calibration
 from .calibration_run import CalibrationRun
+from .clock_power import heldout_power_from_recording
 from .counter_windows import counter_blocks, counter_updates, counter_windows
 from .launch_clocks import (
     DEFAULT_CLOCK_STEP_MHZ,
@@ -126,9 +130,12 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
             f"{p_mean:.0f} W), pooled over {t.n_groups_} group(s) (workload × clock × stretch) of "
             f"{', '.join(sorted(set(alpha_rows[schema.WORKLOAD])))} from "
             f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
+    power_clock, lines = heldout_power_from_recording(
+        recording, clocks, alpha_w_per_c=t.alpha_w_per_c_ if t is not None else None,
+        reference_temperature_c=calibration.reference_temperature_c)
     return CalibrationRun(points=pd.DataFrame(), launches=launches, samples=samples if samples is not None
                           else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
-                          clocks=summary, findings=findings)
+                          clocks=summary, findings=findings + lines, power_clock=power_clock)
 
 
 def at_power_cap(blocks: pd.DataFrame, recording, *, limit_share: float = 0.97) -> np.ndarray:
