@@ -108,3 +108,12 @@ def test_cli_twin_compare_calibrates_and_says_so(other_board, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "board calibration (board; its seconds are in-sample)" in out and "board x 1.0" in out
     assert "board calibration" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_a_recording_without_an_idle_entry_is_one_line(other_board):
+    """No idle phase to read the board's idle power from: a one-line error naming the recording."""
+    phases = other_board.phases
+    no_idle = replace(other_board, phases=phases.loc[phases[schema.PHASE_KIND] != "idle"].reset_index(drop=True))
+    with pytest.raises(ValueError, match="no idle entry") as err:
+        calibrate_board(board(), no_idle)
+    assert other_board.name in str(err.value) and "\n" not in str(err.value)

@@ -124,7 +124,10 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
         raise ValueError(f"calibrate_board: {rec.name} has no trace (the temperature readings are needed)")
     ph = twin.physics
     f, fm = ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]
-    idle = rec.phases.loc[rec.phases[schema.PHASE_KIND] == "idle"].iloc[0]
+    idles = rec.phases.loc[rec.phases[schema.PHASE_KIND] == "idle"]
+    if not len(idles):
+        raise ValueError(f"calibrate_board: {rec.name} has no idle entry in phases.parquet (the idle power is read there)")
+    idle = idles.iloc[0]
     a, b = float(idle[schema.T0_S]) + settle_s, float(idle[schema.T1_S])
     p_idle, t_idle = _counter_power(rec, a, b), _temperature(rec, a, b)
     if not (np.isfinite(p_idle) and np.isfinite(t_idle)):
