@@ -177,3 +177,21 @@ def test_calibrate_from_reports_the_power_table(recorded, tmp_path):
     report = write_report(run, tmp_path, plots=False).read_text()
     assert "## Power at held-out clocks (windows with a moving clock)" in report
     assert "power_mape_pct" in report.split("## Power at held-out clocks")[1]
+
+
+def test_no_counter_window_to_fit_on_is_one_line():
+    """Only instant readings: fit_setting returned P = 0 W silently and select_setting an all-NaN error."""
+    from powermodels.workflows.clock_windows import ClockWindows
+
+    n = 8
+    f = np.linspace(1200.0, 1900.0, n)
+    table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: ["instant"] * n,
+                          schema.POWER_W: 200 + 0.2 * f, schema.SM_CLOCK_MHZ: f, schema.TIME_SHARE: 1.0,
+                          schema.TEMPERATURE_C: 50.0, schema.WINDOW_KEPT: True})
+    cw = ClockWindows(table, f.copy(), np.full(n, 0.1), np.arange(n + 1))
+    setting = {"form": "linear", "temperature": "none", "sources": "counter", "p_static": "free"}
+    with pytest.raises(ValueError, match="counter window") as err:
+        fit_setting(cw, np.arange(n), setting)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="select_setting: none of the 8 window"):
+        select_setting(cw, np.arange(n))

@@ -82,11 +82,19 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     dict
         ``p_static_w``, ``a_w_per_mhz``, ``knee_mhz``, ``slope_per_ghz``, ``instant_offset_w``
         and the setting; ``a`` multiplies ``f·V(f)²`` (MHz), ``P_static`` is at ``T_ref``.
+
+    Raises
+    ------
+    ValueError
+        When no counter window is among ``rows`` (the fit's scale is the counter's).
     """
     t = cw.table.iloc[np.asarray(rows)]
     if setting["sources"] == "counter":
         t = t.loc[t[schema.WINDOW_SOURCE] == "counter"]
     idx = cw.table.index.get_indexer(t.index)
+    if not (t[schema.WINDOW_SOURCE] == "counter").any():
+        raise ValueError(f"fit_setting: none of the {len(rows)} window(s) given is a counter window "
+                         f"({schema.WINDOW_SOURCE}), the meter the fit is scaled to")
     y = t[schema.POWER_W].to_numpy(float)
     alpha = alpha_w_per_c if setting["temperature"] == "alpha" else 0.0
     if alpha:
@@ -178,6 +186,9 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
     settings = _settings(alpha_w_per_c, bool(instant.any()), idle_w)
     if folds.size < min_folds:
         return settings[0], math.nan, pd.DataFrame()
+    if not counter.any():
+        raise ValueError(f"select_setting: none of the {rows.size} window(s) given is a counter window "
+                         f"({schema.WINDOW_SOURCE}): no fold can be fitted")
     y_all = cw.table[schema.POWER_W].to_numpy(float)
     scores = []
     for s in settings:
