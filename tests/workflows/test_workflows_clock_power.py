@@ -195,3 +195,26 @@ def test_no_counter_window_to_fit_on_is_one_line():
     assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match="select_setting: none of the 8 window"):
         select_setting(cw, np.arange(n))
+
+
+def test_idle_static_needs_the_idle_temperature_with_alpha():
+    """P_static='idle' with α but no idle temperature was fitted free (200 W here) under the label 'idle'."""
+    from powermodels.workflows.clock_windows import ClockWindows
+
+    n = 12
+    f = np.linspace(1200.0, 1900.0, n)
+    table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: ["counter"] * n,
+                          schema.POWER_W: 200 + 0.2 * f, schema.SM_CLOCK_MHZ: f, schema.TIME_SHARE: 1.0,
+                          schema.TEMPERATURE_C: 50.0, schema.WINDOW_KEPT: True})
+    cw = ClockWindows(table, f.copy(), np.full(n, 0.1), np.arange(n + 1))
+    known = {"alpha_w_per_c": 1.0, "reference_temperature_c": 50.0, "idle_w": 90.0}
+    setting = {"form": "linear", "temperature": "alpha", "sources": "counter", "p_static": "idle"}
+    with pytest.raises(ValueError, match="idle_temperature_c"):
+        fit_setting(cw, np.arange(n), setting, **known)
+    # with the idle temperature the idle power is what P_static is held at
+    held = fit_setting(cw, np.arange(n), setting, idle_temperature_c=40.0, **known)
+    assert held["p_static_w"] == pytest.approx(90.0 - 1.0 * (40.0 - 50.0))
+    # the CV compares only settings it can fit as labelled
+    _, _, scores = select_setting(cw, np.arange(n), **known)
+    assert not ((scores["temperature"] == "alpha") & (scores["p_static"] == "idle")).any()
+    assert ((scores["temperature"] == "none") & (scores["p_static"] == "idle")).any()

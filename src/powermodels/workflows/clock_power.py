@@ -86,7 +86,8 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     Raises
     ------
     ValueError
-        When no counter window is among ``rows`` (the fit's scale is the counter's).
+        When no counter window is among ``rows`` (the fit's scale is the counter's), or
+        ``p_static="idle"`` without a finite ``idle_w`` (and ``idle_temperature_c`` with α).
     """
     t = cw.table.iloc[np.asarray(rows)]
     if setting["sources"] == "counter":
@@ -103,6 +104,10 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     p_static = math.nan
     if setting.get("p_static", "free") == "idle":
         p_static = idle_w - (alpha * (idle_temperature_c - reference_temperature_c) if alpha else 0.0)
+        if not np.isfinite(p_static):  # else the fit below would free P_static under the label "idle"
+            raise ValueError(f"fit_setting: p_static='idle' needs a finite idle_w (got {idle_w!r})"
+                             + (f" and, with the temperature term, idle_temperature_c (got {idle_temperature_c!r})"
+                                if alpha else ""))
     if setting["form"] == "linear":
         grid = [(math.nan, 0.0)]
     else:
@@ -139,12 +144,14 @@ def _mape(y, p) -> float:
     return float(100 * np.mean(np.abs(p - y) / np.abs(y))) if y.size else math.nan
 
 
-def _settings(alpha_w_per_c: float, has_instant: bool, idle_w: float) -> list[dict]:
+def _settings(alpha_w_per_c: float, has_instant: bool, idle_w: float, idle_temperature_c: float) -> list[dict]:
     temps = TEMPERATURES if np.isfinite(alpha_w_per_c) else ("none",)
     sources = SOURCES if has_instant else ("counter",)
     statics = STATICS if np.isfinite(idle_w) else ("free",)
+    # the idle power moves to T_ref with α only at a known idle temperature
     return [{"form": f, "temperature": t, "sources": s, "p_static": p}
-            for f in FORMS for t in temps for s in sources for p in statics]
+            for f in FORMS for t in temps for s in sources for p in statics
+            if not (p == "idle" and t == "alpha" and not np.isfinite(idle_temperature_c))]
 
 
 def _instant_offset(cw: ClockWindows, train, params: dict) -> float:
@@ -183,7 +190,7 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
     instant = ~counter
     bins = np.floor(t[schema.SM_CLOCK_MHZ].to_numpy(float) / bin_mhz)
     folds = np.unique(bins)
-    settings = _settings(alpha_w_per_c, bool(instant.any()), idle_w)
+    settings = _settings(alpha_w_per_c, bool(instant.any()), idle_w, idle_temperature_c)
     if folds.size < min_folds:
         return settings[0], math.nan, pd.DataFrame()
     if not counter.any():
