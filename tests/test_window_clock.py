@@ -92,3 +92,21 @@ def test_an_uncharacterised_reading_bounds_delay_and_window_by_one_period():
     assert clock.clock_mhz == pytest.approx(1500.0)
     # measured too early, the readings that describe its end are not all published yet
     assert not window_clock(_Log(t[t <= 1.25], f[t <= 1.25], now=1.25), object(), 1.0, 1.2).covered
+
+
+def test_the_clock_uncertainty_bounds_the_whole_range_from_the_mean():
+    """The clock is the readings' time-weighted mean, not their midrange: the half range bounded it no more."""
+    from powermodels.devices.clock_probe import CLOCK_STEP_MHZ
+    from powermodels.meter.window_energy import WindowMeasurement
+
+    # a window that spent most of its time at 1,470 MHz and its last reading at 1,980 MHz
+    r = WindowMeasurement(name="w", start_s=0.0, end_s=1.0, time_s=1.0, energy_j=300.0, power_w=300.0,
+                          uncertainty_j=1.0, sm_clock_min_mhz=1470.0, sm_clock_max_mhz=1980.0, sm_clock_mhz=1500.0)
+    row = r.as_row()
+    assert row[schema.SM_CLOCK_MHZ] == 1500.0
+    # the true mean can be anywhere in [1470, 1980]: 480 MHz above the reported clock
+    assert row[schema.CLOCK_UNCERTAINTY_MHZ] == pytest.approx(1980.0 - 1500.0 + CLOCK_STEP_MHZ)
+    # an older result without the mean keeps the midrange and the half range
+    old = WindowMeasurement(name="w", start_s=0.0, end_s=1.0, time_s=1.0, energy_j=300.0, power_w=300.0,
+                            uncertainty_j=1.0, sm_clock_min_mhz=1470.0, sm_clock_max_mhz=1980.0).as_row()
+    assert old[schema.CLOCK_UNCERTAINTY_MHZ] == pytest.approx(255.0 + CLOCK_STEP_MHZ)

@@ -117,7 +117,9 @@ class WindowMeasurement:
                 schema.CLOCK_READING_LAG_S: (self.clock_reading.delay_s + self.clock_reading.window_s
                                              if self.clock_reading is not None else math.nan),
                 schema.CLOCK_RANGE_MHZ: self.sm_clock_max_mhz - self.sm_clock_min_mhz,
-                schema.CLOCK_UNCERTAINTY_MHZ: 0.5 * (self.sm_clock_max_mhz - self.sm_clock_min_mhz) + CLOCK_STEP_MHZ,
+                # the readings' mean is not their midrange: the bound reaches the farther end of the range
+                schema.CLOCK_UNCERTAINTY_MHZ: float(np.max([self.clock_mhz - self.sm_clock_min_mhz,
+                                                            self.sm_clock_max_mhz - self.clock_mhz])) + CLOCK_STEP_MHZ,
                 # the row's temperature is the window's mean (what eq. 4.7 moves from), as a callable's
                 schema.TEMPERATURE_C: self.temperature_mean_c if math.isfinite(self.temperature_mean_c)
                 else self.temperature_max_c,
