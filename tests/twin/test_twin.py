@@ -234,3 +234,13 @@ def test_a_late_counter_update_merges_two_intervals():
     # regular updates with a little jitter are all kept
     t3 = np.arange(0, 2, 0.1) + np.random.default_rng(0).uniform(-0.01, 0.01, 20)
     assert fit_module._merge_late_updates(t3, t3 * 400.0)[0].size == 20
+
+
+def test_a_late_first_counter_update_is_dropped_too():
+    """The first update published late: its short interval alone read ~5 kW and stayed in every fit."""
+    from powermodels.twin import fit as fit_module
+    t = np.array([0.09, 0.1, 0.2, 0.3, 0.4, 0.5])
+    e = 500.0 * np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5])  # the late first update carries energy up to 0.0 s
+    t2, e2 = fit_module._merge_late_updates(t, e)
+    assert t2.tolist() == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert np.allclose(np.diff(e2) / np.diff(t2), 500.0)

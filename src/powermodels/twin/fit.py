@@ -94,7 +94,9 @@ def _merge_late_updates(t: np.ndarray, e: np.ndarray, share: float = 0.6) -> tup
         return t, e
     short = np.diff(t) < share * float(np.median(np.diff(t)))
     keep = np.ones(t.size, bool)
-    keep[1:-1] = ~short[1:]  # update i (1 ≤ i < n−1) goes when the interval after it is short
+    # update i (i < n−1) goes when the interval after it is short; the first one too (then no interval
+    # is merged: the span before it was not measured)
+    keep[:-1] = ~short
     return t[keep], e[keep]
 
 
