@@ -172,3 +172,34 @@ def test_curve_targets_train_by_grouped_cv_and_predict_held_out_kernels(sweeps):
     assert pred["time_mape"].mean() < 15 and pred["power_mape"].mean() < 10
     with pytest.raises(ValueError, match="targets must be one of"):
         train_dvfs_predictor(train, FEATS, candidate="ridge", targets="parameters")
+
+
+def test_cli_curve_targets_train_save_and_load(tmp_path, sweeps, capsys):
+    """optimize --targets curve: the saved predictor keeps its grid and gives the same clocks when loaded."""
+    train, test = sweeps
+    from powermodels.models.dvfs_targets import kernel_parameters
+
+    prof = profiles_of(test, FEATS, kernel_parameters(test, voltage_knee_mhz=1005.0, voltage_slope_per_ghz=3.0))
+    sw, fe, cal = tmp_path / "sweep.csv", tmp_path / "apps.csv", tmp_path / "pred.pmcal"
+    trained_out, loaded_out = tmp_path / "trained.csv", tmp_path / "loaded.csv"
+    train.to_csv(sw, index=False)
+    prof.to_csv(fe, index=False)
+    assert main(["optimize", "--train-sweep", str(sw), "--features", str(fe), "--candidates", "ridge",
+                 "--targets", "curve", "--p-max-w", "700", "--save-predictor", str(cal),
+                 "--output", str(trained_out)]) == 0
+    assert main(["optimize", "--features", str(fe), "--predictor", str(cal), "--device", "simulated",
+                 "--p-max-w", "700", "--output", str(loaded_out)]) == 0
+    capsys.readouterr()
+    from powermodels.commands.optimize import recommend_from_features
+    from powermodels.io import load_calibration
+
+    predictor, meta = load_calibration(cal, return_metadata=True)
+    assert meta["target_kind"] == "curve" and len(meta["curve_clocks"]) >= 3
+    clocks = np.unique(train[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].to_numpy(dtype=float), axis=0)
+    again = recommend_from_features(prof, predictor, meta, clocks, max_slowdown=0.05, p_max_w=700.0)
+    a = pd.read_csv(trained_out)
+    assert list(a[schema.KERNEL]) == list(prof[schema.KERNEL]) == list(pd.read_csv(loaded_out)[schema.KERNEL])
+    np.testing.assert_allclose(a["predicted_energy_saving"], again["predicted_energy_saving"], rtol=1e-9)
+    with pytest.raises(ValueError, match="curve_clocks"):
+        recommend_from_features(prof, predictor, {k: v for k, v in meta.items() if k != "curve_clocks"},
+                                clocks, max_slowdown=0.05, p_max_w=700.0)
