@@ -50,7 +50,8 @@ Usage::
         datasets/h100-2026-11-25-session4/thermal_repeat --out docs/img     # earlier runs, current α method
     PYTHONPATH=src python3 benchmarks/gpu_thermal.py --device simulated --out /tmp/thermal_sim
     PYTHONPATH=src python3 benchmarks/gpu_thermal.py --plot-runs datasets/h100-2026-11-25-session5/thermal_0b4f1a7f \
-        datasets/h100-2026-11-25-session5/thermal_2db598e1 --out docs/img   # thermal_h100_boards.png
+        datasets/h100-2026-11-25-session5/thermal_2db598e1 datasets/h200-2026-11-27/thermal_0a8f0427 \
+        --out docs/img   # thermal_boards.png
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def measure_workload(runner, w, args, simulated: bool) -> list[dict]:
                  schema.REFERENCE_TEMPERATURE_C: t_ref, **at,
                  schema.ALPHA_SOURCE: cold[schema.ALPHA_SOURCE], schema.ALPHA_REGIME: cold[schema.ALPHA_REGIME],
                  schema.CORRECTION_ALPHA_W_PER_C: cold[schema.CORRECTION_ALPHA_W_PER_C],
-                 schema.PROTOCOL: "reference"})
+                 schema.LAUNCH_MODE: ref.launch_mode, schema.PROTOCOL: "reference"})
     print(f"  {w.name} reference: {ref.energy_j:.5g} J at {ref.temperature_c:.1f} °C "
           f"({ref.temperature_start_c:.0f}→{ref.temperature_end_c:.0f}), at {t_ref:.0f} °C "
           f"{at[schema.ENERGY_AT_REF_J]:.5g} J", flush=True)
@@ -295,6 +296,35 @@ def workload_trace(runner, name: str, start_s: float, end_s: float) -> pd.DataFr
 # -- report ----------------------------------------------------------------------------------
 
 
+#: rows and reference whose time per launch differ more than this did not launch the same way
+SAME_LAUNCH_REL = 0.05
+
+
+def launch_note(states: pd.DataFrame, ref: pd.DataFrame) -> str:
+    """"" when the reference launched as the rows did, else why the two are not the same quantity.
+
+    A µs kernel's energy per launch depends on how it is launched (graph-batched: the GPU's own
+    cost; one host call each: the host's gaps too). The reference's ``launch_mode`` says it since
+    session 6; earlier recordings only show it in the time per launch (on the real H200
+    GPU-0a8f0427 the add's reference ran 25.7 µs per launch, its graph rows 21.1 µs); that check
+    is made at a fixed clock only (under the power cap the clock sets the time per launch).
+    """
+    from powermodels import schema
+
+    if ref.empty or states.empty:
+        return ""
+    modes = sorted(set(states[schema.LAUNCH_MODE].dropna().astype(str)))
+    ref_mode = str(ref[schema.LAUNCH_MODE].iloc[0]) if schema.LAUNCH_MODE in ref else "nan"
+    t_rows, t_ref = float(states[schema.TIME_S].median()), float(ref[schema.TIME_S].iloc[0])
+    if ref_mode not in ("nan", "", *modes):
+        return f"reference launched {ref_mode}, rows {'/'.join(modes)}: not the same quantity"
+    fixed = (states[schema.ALPHA_REGIME] == "fixed_clock").all()  # (under the cap the clock moves the time)
+    if fixed and abs(t_ref / t_rows - 1) > SAME_LAUNCH_REL:
+        return (f"reference {1e6 * t_ref:.3g} µs per launch, rows {1e6 * t_rows:.3g} µs: launched differently "
+                f"({ref_mode if ref_mode not in ('nan', '') else 'mode not recorded'}), not the same quantity")
+    return ""
+
+
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     from powermodels import schema
 
@@ -310,6 +340,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
         vs_ref = 100 * float(np.max(np.abs(norm / e_ref - 1)))
         known = states[states[schema.THERMAL_STATE] != "cold"]["wall_s"]
         a = g.iloc[0]
+        note = launch_note(states, ref)
         out.append({
             "workload": w, "alpha %/°C": 100 * a[schema.CORRECTION_ALPHA_W_PER_C] / a[schema.POWER_W],
             "alpha source": a[schema.ALPHA_SOURCE], "regime": a[schema.ALPHA_REGIME],
@@ -320,6 +351,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
             "cold wall s": float(states["wall_s"].iloc[0]),
             "transient": bool(states[schema.TRANSIENT].fillna(False).astype(bool).any()),
             "within targets": bool(spread <= SPREAD_PCT and vs_ref <= REFERENCE_PCT and known.max() <= WALL_S),
+            "note": note,
         })
     return pd.DataFrame(out)
 
@@ -381,8 +413,10 @@ def plot(table, path: Path, title: str) -> None:
                             color="C0", ms=8, label=f"{state}, at T_ref")
             ax.axhspan(-1, 1, color="C2", alpha=0.12)
             a = g.iloc[0]
+            other = launch_note(g[g[schema.THERMAL_STATE] != "reference"], ref)
             ax.set_title(f"{name + ': ' if name else ''}{w}\n(α {a[schema.ALPHA_SOURCE]}, "
-                         f"T_ref {a[schema.REFERENCE_TEMPERATURE_C]:.0f} °C)", fontsize=7)
+                         f"T_ref {a[schema.REFERENCE_TEMPERATURE_C]:.0f} °C"
+                         f"{'; reference launched otherwise' if other else ''})", fontsize=7)
             ax.set_xlabel("die temperature (°C)", fontsize=7)
             ax.set_ylabel("vs reference at T_ref (%)", fontsize=7)
             ax.tick_params(labelsize=7)
@@ -410,8 +444,9 @@ def plot_runs(folders, path: Path) -> None:
         rows.loc[rows[schema.WORKLOAD].isin(pooled) & (rows[schema.ALPHA_SOURCE] == "learned"),
                  schema.ALPHA_SOURCE] = "pooled"
         env = json.loads((f / "environment.json").read_text()) if (f / "environment.json").is_file() else {}
-        runs[str(env.get("uuid", f.name)).removeprefix("GPU-")[:8]] = rows
-    plot(runs, path, "real H100 rows per board: cold / warm / hot and the 12 s reference, raw (grey) and at "
+        kind = next((k for k in ("H100", "H200", "B200", "A100") if k in str(env.get("device", ""))), "")
+        runs[f"{kind} {str(env.get('uuid', f.name)).removeprefix('GPU-')[:8]}".strip()] = rows
+    plot(runs, path, "real rows per board: cold / warm / hot and the 12 s reference, raw (grey) and at "
                      "T_ref (blue), % of the reference at T_ref; green: ±1 %")
 
 
@@ -502,15 +537,15 @@ def main(argv=None) -> int:
                              "the table and write thermal_h100_session4.png to --out")
     parser.add_argument("--plot-runs", nargs="+", default=None, metavar="FOLDER",
                         help="no GPU: plot earlier runs' recorded rows, one row of panels per board, to "
-                             "--out/thermal_h100_boards.png")
+                             "--out/thermal_boards.png")
     parser.add_argument("--power-limit-w", type=float, default=700.0,
                         help="--rescore: the runs' enforced power limit (the capped rows' settling check)")
     args = parser.parse_args(argv)
     if args.plot_runs:
         out = Path(args.out or ".")
         out.mkdir(parents=True, exist_ok=True)
-        plot_runs(args.plot_runs, out / "thermal_h100_boards.png")
-        print(f"wrote {out / 'thermal_h100_boards.png'}")
+        plot_runs(args.plot_runs, out / "thermal_boards.png")
+        print(f"wrote {out / 'thermal_boards.png'}")
         return 0
     if args.rescore:
         print(rescore(args.rescore, Path(args.out or "."), args.power_limit_w))

@@ -81,6 +81,9 @@ from powermodels.instruction_energy.diagnostics import (  # noqa: E402
 from powermodels.instruction_energy.transfer import compare_transfer  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
+#: What ``analyze`` chose and scored, in order (toggling-operand table first): written beside its
+#: report as JSON for the docs' picture (``benchmarks/plot_wattchmen_heldout.py``).
+SUMMARY: list[dict] = []
 WATTCHMEN_FIG14 = "Wattchmen Fig. 14 (air- → water-cooled V100): 10 % 13 %, full table 14 % MAPE"
 
 
@@ -193,13 +196,15 @@ def report(reference, micro: pd.DataFrame, wl: pd.DataFrame, seeds: int, title: 
     return text
 
 
-def selection(micro: pd.DataFrame, wl: pd.DataFrame) -> tuple[dict, str]:
+def selection(micro: pd.DataFrame, wl: pd.DataFrame,
+              power_limit_w: float | None = None) -> tuple[dict, str]:
     """Settings chosen by leave-one-microbenchmark-out CV (workloads unread), and the report part.
 
     The held-out errors of every candidate are printed too (after the choice, which they do not
-    enter), so that a reader can see what the choice cost or gained.
+    enter), so that a reader can see what the choice cost or gained. With ``power_limit_w`` every
+    candidate is also scored with its predictions held at the limit.
     """
-    cv = cross_validate_instruction_models(micro, progress=print)
+    cv = cross_validate_instruction_models(micro, power_limit_w=power_limit_w, progress=print)
     best = cv.iloc[0]
     params = dict(best["params"])
     chosen = fit_instruction_model(micro, **params)
@@ -211,6 +216,10 @@ def selection(micro: pd.DataFrame, wl: pd.DataFrame) -> tuple[dict, str]:
     shown = cv.assign(heldout_mape_pct=held, params=cv["params"].map(lambda p: str(p) or "{}"))
     per_wl = pd.DataFrame({"workload": per[schema.WORKLOAD], "measured_j": y,
                            "predicted_j": chosen.predict(per), "error_pct": err})
+    SUMMARY.append({"candidate": best["candidate"], "params": params,
+                    "cv_mape_pct": float(best["cv_mape_pct"]), "n_micro": int(best["n"]),
+                    "heldout_mape_pct": float(np.mean(np.abs(err))),
+                    "per_workload_error_pct": dict(zip(per_wl["workload"], map(float, err)))})
     text = (f"## Held-out workloads, settings chosen on the microbenchmarks\n\n"
             f"**{np.mean(np.abs(err)):.1f} % MAPE** over {len(per)} held-out workloads with "
             f"**{best['candidate']}** (`{params}`), the setting with the lowest "
@@ -245,29 +254,65 @@ def clock_section(params: dict, micro: pd.DataFrame, wl: pd.DataFrame) -> str:
                              float_format=".3g") + "\n")
 
 
+def held_out_workloads(data: Path) -> pd.DataFrame:
+    """The held-out workloads of a dataset folder: ``wattchmen_workloads.parquet``, and the fresh
+    set ``wattchmen_fresh_workloads.parquet`` where the folder has one (the H200's second set, its
+    own static power; opcodes one set lacks count 0)."""
+    files = (data / "wattchmen_workloads.parquet", data / "wattchmen_fresh_workloads.parquet")
+    tables = [pd.read_parquet(f) for f in files if f.is_file()]
+    wl = pd.concat(tables, ignore_index=True)
+    return wl.fillna({c: 0.0 for c in schema.opcode_columns(wl)})
+
+
+def power_limit(data: Path, given: float | None) -> float | None:
+    """The board's power limit: ``--power-limit-w``, else the record's ``info.power_limit_w``."""
+    if given:
+        return float(given)
+    record = data / "measure.json"
+    if record.is_file():
+        import json
+
+        value = json.loads(record.read_text()).get("info", {}).get("power_limit_w")
+        return float(value) if value else None
+    return None
+
+
 def cmd_analyze(args) -> int:
     from powermodels.microbench.catalog import OPERAND_VARIANTS
 
     data = Path(args.data)
     micro_all = pd.read_parquet(data / "wattchmen_microbench.parquet")
-    wl = pd.read_parquet(data / "wattchmen_workloads.parquet")
+    wl = held_out_workloads(data)
+    limit = power_limit(data, args.power_limit_w)
     variants = sorted(set(micro_all[schema.WORKLOAD]) & set(OPERAND_VARIANTS))
     # fixed before the workloads are read (instruction_diagnostics says why CV cannot choose):
     # workloads run on changing data, so a toggling-operand row stands for its instruction
     micro = with_operand_variants(micro_all, "toggling")
-    params, chosen_text = selection(micro, wl)
-    parts = [chosen_text]
+    params, chosen_text = selection(micro, wl, limit)
+    source = "--power-limit-w" if args.power_limit_w else "measure.json"
+    limit_note = (f"Power limit {limit:g} W ({source}): every candidate is scored with and "
+                  "without its predictions held at limit × time." if limit
+                  else "No power limit known: predictions unlimited.")
+    parts = [limit_note + "\n\n" + chosen_text]
     if variants:
         fixed = with_operand_variants(micro_all, "fixed")
-        fixed_params, fixed_text = selection(fixed, wl)
+        fixed_params, fixed_text = selection(fixed, wl, limit)
         parts[0] = (f"Operand-toggling rows {variants} stand in for "
                     f"{[OPERAND_VARIANTS[v] for v in variants]} (chosen before the workloads "
-                    f"were read; the fixed-operand table follows for comparison).\n\n" + chosen_text)
+                    f"were read; the fixed-operand table follows for comparison).\n\n" + parts[0])
         parts.append(fixed_text.replace("## Held-out workloads,",
                                         "## Fixed-operand table (comparison): held-out workloads,", 1))
     else:
         fixed, fixed_params = micro, params
     parts.append(clock_section(params, micro, wl))
+    name = "_".join(data.resolve().parts[-2:])  # datasets/h100/wattchmen -> h100_wattchmen
+    import json
+
+    (RESULTS / f"wattchmen_transfer_{name}.json").write_text(json.dumps(
+        {"data": str(args.data), "power_limit_w": limit, "tables": SUMMARY}, indent=1) + "\n")
+    if args.reference == "none":
+        return write_report("# Wattchmen on one GPU\n\n" + "\n".join(parts),
+                            RESULTS / f"wattchmen_transfer_{name}.md")
     ref_micro = pd.read_parquet(Path(args.reference) / "wattchmen_microbench.parquet")
     reference = fit_instruction_model(ref_micro, **fixed_params)
     shown = Path(args.reference).resolve()
@@ -278,7 +323,6 @@ def cmd_analyze(args) -> int:
             f"`{fixed_params}` chosen on them")
     text = report(reference, fixed, wl, args.seeds, "Wattchmen §6 transfer", note, fixed_params)
     text = text.replace("\n\n", "\n\n" + "\n".join(parts) + "\n## Transfer from the reference GPU\n\n", 1)
-    name = "_".join(data.resolve().parts[-2:])  # datasets/h100/wattchmen -> h100_wattchmen
     return write_report(text, RESULTS / f"wattchmen_transfer_{name}.md")
 
 
@@ -317,7 +361,11 @@ def main(argv=None) -> int:
                         "'none' profiles every item (~12 min on an H100)")
     a = sub.add_parser("analyze")
     a.add_argument("--data", default=str(REPO / "datasets" / "h100" / "wattchmen"))
-    a.add_argument("--reference", default=str(REPO / "datasets" / "h200"))
+    a.add_argument("--reference", default=str(REPO / "datasets" / "h200"),
+                   help="reference GPU's dataset for the transfer rows; 'none' leaves them out")
+    a.add_argument("--power-limit-w", type=float, default=None,
+                   help="the board's power limit (W) when measure.json does not record it; each "
+                        "candidate is then also scored with predictions held at limit × time")
     a.add_argument("--seeds", type=int, default=20)
     s = sub.add_parser("simulated")
     s.add_argument("--seeds", type=int, default=20)

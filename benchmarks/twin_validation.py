@@ -60,25 +60,34 @@ WINDOW = {"window_s": 18.41e-3, "delay_s": 9.96e-3,
 BF16_TIME = {"torch_bf16_matmul_8192": {"t_fast_s": 1.506e-3 * 1493.0 / 1980.0, "clock_share": 1.0}}
 
 
-def held_out(folder, preset, out: Path, ambient: str = "recorded") -> pd.DataFrame:
-    """Replay a recording of a board no fit saw on ``preset``; the table, plots and per-second warm-up."""
+def held_out(folder, preset, out: Path, ambient: str = "recorded", calibrate: str | None = None) -> pd.DataFrame:
+    """Replay a recording of a board no fit saw on ``preset``; the table, plots and per-second warm-up.
+
+    ``calibrate``: ``twin_compare(..., calibrate=)`` (the board's first idle and each series' first second
+    in-sample; ``DIR/held_out_<folder>/<ambient>-calibrated-<calibrate>/``).
+    """
     real = read_recording(folder, trace_optional=True)
-    dest = out / f"held_out_{Path(folder).name}" / ambient
-    table = twin_compare(real, preset, dest, ambient=ambient)
+    dest = out / f"held_out_{Path(folder).name}" / (ambient + (f"-calibrated-{calibrate}" if calibrate else ""))
+    table = twin_compare(real, preset, dest, ambient=ambient, calibrate=calibrate)
     twin = read_recording(dest / "twin", trace_optional=True)
+    warmup_seconds(real, twin).to_csv(dest / "warmup_seconds.csv", index=False)
+    held_out_figure(real, twin, dest / "held_out.png")
+    print(f"held out {real.name} ({real.provenance.get('uuid', '?')}), ambient {table.attrs['ambient']}:")
+    print(table.to_string())
+    return table
+
+
+def warmup_seconds(real, twin, workloads=None) -> pd.DataFrame:
+    """Warm-up energy per launch per second of each series (default every one), real vs twin."""
     per_second = []
-    for w in real.phase_rows(kind="series")["workload"]:
+    for w in workloads or list(real.phase_rows(kind="series")["workload"]):
         a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
         per_second.append(pd.DataFrame({"workload": w, "second": a["second"], "real_j": a["energy_j"],
                                         "twin_j": b["energy_j"],
                                         "error_pct": (b["energy_j"] / a["energy_j"] - 1.0) * 100.0,
                                         "real_temperature_c": a["temperature_c"],
                                         "twin_temperature_c": b["temperature_c"]}))
-    pd.concat(per_second, ignore_index=True).to_csv(dest / "warmup_seconds.csv", index=False)
-    held_out_figure(real, twin, dest / "held_out.png")
-    print(f"held out {real.name} ({real.provenance.get('uuid', '?')}), ambient {table.attrs['ambient']}:")
-    print(table.to_string())
-    return table
+    return pd.concat(per_second, ignore_index=True)
 
 
 def held_out_figure(real, twin, path: Path) -> None:
@@ -169,25 +178,30 @@ def ambient_figure(folder, out: Path, ambients, path: Path) -> None:
     plt.close(fig)
 
 
-def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, ambients=("preset",)):
+def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, ambients=("preset",),
+                  window: dict | None = None):
     """Fit ``rec`` whole (in-sample table, plots) and leave each 25 s series out in turn (the folds).
 
     Each fold is replayed with each of ``ambients`` (:data:`powermodels.twin.compare.AMBIENTS`; the
-    column ``ambient`` of ``folds.md``). Returns the whole-recording preset; writes ``in_sample.md``,
-    ``folds.md``, the plots and each fold's chosen cap gains into ``out``.
+    column ``ambient`` of ``folds.md``). ``window``: the instant reading's window and delay
+    (default :data:`WINDOW`, the H100's). Returns the whole-recording preset; writes ``in_sample.md``,
+    ``folds.md``, ``folds_seconds.csv`` (each held-out series' warm-up per second), the plots and each
+    fold's chosen cap gains into ``out``.
     """
     out.mkdir(parents=True, exist_ok=True)
-    preset = fit_twin(rec, name=name, sensor_window=WINDOW, provenance=provenance)
+    window = window or WINDOW
+    preset = fit_twin(rec, name=name, sensor_window=window, provenance=provenance)
     twin = replay(rec, preset)
     table = compare_recordings(rec, twin)
     (out / "in_sample.md").write_text(markdown_table(table) + "\n")
     plot_overlays(rec, twin, out / "in_sample")
     print(table.to_string())
-    rows = []
+    rows, seconds = [], []
     first = rec.phase_rows(kind="series")["workload"].iloc[0]
     for w in list(rec.phase_rows(kind="series")["workload"]):
-        fold = fit_twin(rec, name=f"{name}-without-{w}", sensor_window=WINDOW, holdout=series_holdout(rec, w),
+        fold = fit_twin(rec, name=f"{name}-without-{w}", sensor_window=window, holdout=series_holdout(rec, w),
                         workload_times=BF16_TIME)
+        save_preset(fold, out / f"fold_{w}.json")
         for ambient in ambients:
             profile, note = replay_ambient(rec, fold, ambient)
             tw = replay(rec, fold, ambient=profile, ambient_source=note)
@@ -198,10 +212,12 @@ def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, amb
             t.loc[t["metric"].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
             held = t.loc[sel & ((t["workload"] == w) | (w == first))]
             rows.append(held)
+            seconds.append(warmup_seconds(rec, tw, [w]).assign(held_out=w, ambient=ambient))
             plot_overlays(rec, tw, out / f"fold_{w}_{ambient}", workloads=[w])
             print(held.to_string(), flush=True)
         json.dump(fold.fit.get("cap_gains", {}).get("chosen"), open(out / f"fold_{w}_gains.json", "w"))
     folds = pd.concat(rows, ignore_index=True)
+    pd.concat(seconds, ignore_index=True).to_csv(out / "folds_seconds.csv", index=False)
     (out / "folds.md").write_text(markdown_table(folds) + "\n")
     if len(ambients) > 1:
         merged = ambient_table(folds, ("held out", "metric", "workload"))
@@ -250,6 +266,9 @@ def main() -> None:
     ap.add_argument("--ambient", action="append", choices=AMBIENTS, default=[],
                     help="where the replays of --held-out and of the folds take the ambient temperature "
                          "(repeatable: each is run; default preset)")
+    ap.add_argument("--calibrate-board", choices=("board", "workload"), action="append", default=[],
+                    help="also replay each --held-out recording on the preset calibrated to its board (first idle "
+                         "+ each series' first second, in-sample; repeatable)")
     ap.add_argument("--folds-only", action="store_true",
                     help="fit and run the folds of the fitting recording, nothing else (no preset written)")
     ap.add_argument("--cap-variants", action="store_true",
@@ -279,10 +298,13 @@ def main() -> None:
     for folder in args.held_out:
         tables = []
         for ambient in args.ambient or ["preset"]:
-            tables.append(held_out(folder, preset, out, ambient).assign(ambient=ambient))
-        if len(args.ambient) > 1:
+            for cal in [None, *args.calibrate_board]:
+                label = ambient + (f", calibrated ({cal})" if cal else "")
+                tables.append(held_out(folder, preset, out, ambient, cal).assign(ambient=label))
+        if len(tables) > 1:
             merged = ambient_table(pd.concat(tables, ignore_index=True))
             (out / f"held_out_{Path(folder).name}" / "ambients.md").write_text(markdown_table(merged) + "\n")
+        if len(args.ambient) > 1:
             drawn = [a for a in args.ambient if not (a == "recorded-causal" and "recorded" in args.ambient)]
             ambient_figure(folder, out, drawn, out / f"held_out_{Path(folder).name}" / "ambient.png")
     for folder in args.fit_board:

@@ -100,6 +100,9 @@ CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch
 # the clock a launch ran at, and where it came from (powermodels.workflows.launch_clocks)
 CLOCK_SOURCE = "clock_source"        # probe / kernel_time / nvml
 CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (probe tick, sensor lag)
+# NVML's clock reading as a sensor, where no probe ran (powermodels.meter.window_clock)
+CLOCK_READING_PERIOD_S = "clock_reading_period_s"  # its update period
+CLOCK_READING_LAG_S = "clock_reading_lag_s"        # delay + window: how late a value describes the clock
 CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
 CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
 PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
@@ -109,6 +112,11 @@ WINDOW_END_S = "window_end_s"        # counter update that closes it
 SINCE_START_S = "since_start_s"      # seconds since the workload's stretch of launches began
 STRETCH = "stretch"                  # index of a workload's stretch of back-to-back launches
 WINDOWS = "windows"                  # counter windows joined into one block
+# power vs clock over windows whose clock moves (powermodels.workflows.clock_power)
+WINDOW_SOURCE = "window_source"      # counter (energy between two updates) / instant (field 186's window)
+WINDOW_KEPT = "window_kept"          # the window is one workload's, at a known clock trajectory
+WINDOW_DROP_REASON = "window_drop_reason"  # why not ("" when kept)
+BAND_SHARE = "band_share"            # share of a window's time at clocks inside the held-out band
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature

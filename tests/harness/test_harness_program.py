@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import warnings
 
 import pytest
 
@@ -41,9 +42,18 @@ def test_non_zero_exit_is_an_error_naming_the_code_unless_check_false():
     with pytest.raises(ProgramFailed, match="exited with code 3") as err:
         measure_program(failing, SimulatedGPU(seed=0), repeats=1, idle_s=0.0)
     assert err.value.returncode == 3 and isinstance(err.value, OSError)
-    with pytest.warns(RuntimeWarning, match="shorter than the counter"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         m = measure_program(failing, SimulatedGPU(seed=0), repeats=1, idle_s=0.0, check=False)
     assert int(m.table[schema.EXIT_CODE].iloc[0]) == 3
+    # the note depends on the process's wall time against the 100 ms counter period, which a loaded
+    # machine stretches past it: check it on the side the run actually fell
+    noted = any("shorter than the counter" in str(w.message) for w in caught)
+    wall_s = m.table[schema.TIME_S].iloc[0]
+    if wall_s < 0.09:
+        assert noted
+    elif wall_s > 0.2:
+        assert not noted
     assert m.table[schema.ENERGY_J].iloc[0] > 0
 
 
@@ -247,15 +257,15 @@ def test_an_interrupt_stops_the_whole_process_group(tmp_path, monkeypatch):
     import subprocess
 
     argv, pid_file = _spawner(tmp_path)
-    real = subprocess.Popen.communicate
+    real = subprocess.Popen.wait
 
     def interrupted(self, *args, **kwargs):  # Ctrl-C while the program runs
         while not pid_file.exists() or not pid_file.read_text().strip():
             pass
-        monkeypatch.setattr(subprocess.Popen, "communicate", real)
+        monkeypatch.setattr(subprocess.Popen, "wait", real)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(subprocess.Popen, "communicate", interrupted)
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ProgramWorkload(argv).run_once()
     assert _gone(int(pid_file.read_text()))
@@ -276,6 +286,35 @@ def test_a_run_stopped_at_its_bound_keeps_what_it_printed():
     with pytest.raises(ProgramFailed, match="did not exit within 0.5 s"):
         w.run_once()
     assert w.last_output is not None and "step 1 done" in w.last_output[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "setsid"), reason="sessions are POSIX")
+def test_a_process_that_escapes_the_group_and_holds_the_output_does_not_block_the_run(monkeypatch):
+    """Fails before: communicate() waited for end of file, which the escaped process held for 30 s."""
+    import signal
+    import time
+
+    from powermodels.workloads import program
+
+    monkeypatch.setattr(program, "KILL_GRACE_S", 0.3)
+    daemon = ("import subprocess, sys; "
+              "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'], start_new_session=True); "
+              "print('daemon', p.pid, flush=True); print('to stderr', file=sys.stderr, flush=True)")
+    w = ProgramWorkload([PY, "-c", daemon], capture_output=True)
+    start = time.monotonic()
+    with pytest.warns(RuntimeWarning, match="outside its process group still holds its output"):
+        done = w.run_once()
+    elapsed = time.monotonic() - start
+    pid = int(done.stdout.split()[1])
+    os.kill(pid, signal.SIGKILL)                            # the test's own clean-up of the escaped process
+    assert elapsed < 10 and done.returncode == 0 and not done.timed_out
+    assert done.stdout.startswith("daemon ") and done.stderr == "to stderr\n"
+    assert w.last_output == (done.stdout, done.stderr)
+
+
+def test_captured_output_is_text_with_universal_newlines():
+    done = ProgramWorkload([PY, "-c", "import sys; sys.stdout.write('a\\r\\nb\\rc')"], capture_output=True).run_once()
+    assert done.stdout == "a\nb\nc" and done.stderr == ""
 
 
 def test_a_run_without_a_timed_out_mark_counts_in_the_medians():

@@ -290,3 +290,20 @@ def test_other_mma_shapes_scale_by_macs_not_by_name():
     bd = model.breakdown(app).set_index("opcode")
     assert bd.loc["DMMA.16x8x8", "source"] == "scaled"
     assert bd.loc["DMMA.16x8x8", "energy_per_instruction_j"] == pytest.approx(4000e-12, rel=1e-3)
+
+
+def test_power_limit_holds_predictions_at_limit_times_time():
+    rng = np.random.default_rng(11)
+    df = _table(_microbenchmarks(rng), OPS, TRUE_E, rng)
+    free = InstructionEnergyModel().fit(df)
+    power = free.predict(df) / df[schema.TIME_S].to_numpy()
+    limit = float(np.median(power))  # half the rows draw more than this by the table
+    held = InstructionEnergyModel(power_limit_w=limit).fit(df)
+    pd.testing.assert_series_equal(held.energies_, free.energies_)  # the fit does not change
+    got = held.predict(df)
+    over = power > limit
+    assert over.any() and (~over).any()
+    np.testing.assert_allclose(got[over], limit * df[schema.TIME_S].to_numpy()[over], rtol=1e-12)
+    np.testing.assert_allclose(got[~over], free.predict(df)[~over], rtol=1e-12)
+    with pytest.raises(ValueError, match="power_limit_w"):
+        InstructionEnergyModel(power_limit_w=0.0).fit(df)

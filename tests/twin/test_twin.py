@@ -188,3 +188,49 @@ def test_cli_fit_and_compare(made, tmp_path, capsys):
     assert (tmp_path / "cmp" / "comparison.csv").is_file() and (tmp_path / "cmp" / "twin" / "trace.parquet").is_file()
     assert main(["fit-twin", str(folder), "--out", str(out), "--workload-time", "bf16"]) == 1
     assert "expected NAME=T_S" in capsys.readouterr().err
+
+
+def test_burst_clock_choices(made):
+    _, rec = made
+    times = {"bf16": {"t_fast_s": 1.5e-3, "clock_share": 1.0}}
+    none = fit_twin(rec, clock_workload="fma", search_cap_gains=False, workload_times=times, burst_clock="none")
+    assert "burst_clock" not in none.fit
+    with pytest.raises(ValueError, match="burst_clock must be"):
+        fit_twin(rec, clock_workload="fma", burst_clock="clock")
+
+
+def test_burst_correction_scale_from_the_workloads_own_series():
+    from powermodels.twin import fit_bursts
+    # two workloads: bursts below the top clock draw 5 W (a) and 3 W (b) less than their series at the
+    # same temperature, where the V(f) model's correction says 10 W and 6 W: the data say half of it
+    rows = []
+    for w, deficit, corr in (("a", 5.0, 10.0), ("b", 3.0, 6.0)):
+        for k in range(30):
+            t = 50.0 + k % 5
+            rows.append((w, "series", 1.0, 400.0 + 1.0 * t, t, 0.0))
+        for k in range(8):
+            t = 55.0
+            rows.append((w, "burst", 0.4, 400.0 + 1.0 * t - deficit, t, corr))
+    iv = pd.DataFrame(rows, columns=[schema.WORKLOAD, schema.PHASE_KIND, schema.SINCE_S, schema.POWER_W, "die_c",
+                                     "add"])
+    iv[schema.SM_CLOCK_MHZ] = 1980.0
+    low = (iv[schema.PHASE_KIND] == "burst").to_numpy()
+    scale, evidence = fit_bursts._scale_from_series(iv, low, iv["add"].to_numpy(), 1980.0, ["a", "b"], 1.0)
+    assert scale == pytest.approx(0.5)
+    assert evidence["a"] == {"deficit_w": pytest.approx(5.0), "model_correction_w": pytest.approx(10.0)}
+    # bursts that draw more than their series: no correction at all (clipped at 0)
+    iv.loc[low, schema.POWER_W] += 20.0
+    assert fit_bursts._scale_from_series(iv, low, iv["add"].to_numpy(), 1980.0, ["a", "b"], 1.0)[0] == 0.0
+
+
+def test_a_late_counter_update_merges_two_intervals():
+    from powermodels.twin import fit as fit_module
+    # updates every 0.1 s at 500 W, one published 0.09 s late: 0.19 s, then 0.01 s
+    t = np.array([0.0, 0.1, 0.2, 0.39, 0.4, 0.5, 0.6])
+    e = 500.0 * np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6])  # the late update carries the energy up to 0.3 s
+    t2, e2 = fit_module._merge_late_updates(t, e)
+    assert t2.tolist() == [0.0, 0.1, 0.2, 0.4, 0.5, 0.6]
+    assert np.allclose(np.diff(e2) / np.diff(t2), 500.0)
+    # regular updates with a little jitter are all kept
+    t3 = np.arange(0, 2, 0.1) + np.random.default_rng(0).uniform(-0.01, 0.01, 20)
+    assert fit_module._merge_late_updates(t3, t3 * 400.0)[0].size == 20

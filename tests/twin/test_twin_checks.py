@@ -175,3 +175,18 @@ def test_a_workload_at_its_real_power_runs_uncapped_on_the_fitted_preset():
     assert clocks["at_power"] >= 1970.0 and clocks["written"] < 1700.0
     with pytest.raises(ValueError, match="power_w"):
         preset.at_power(written, float("nan"))
+
+
+def test_h200_raw_preset_is_fitted_to_the_raw_h200_recording():
+    p = load_preset("h200-raw")
+    fitted = p.provenance["fitted_from"][0]
+    assert fitted["uuid"].startswith("GPU-168e6658") and fitted["recording"] == "datasets/h200-2026-11-27/raw_recording_168e6658"
+    assert set(p.provenance["borrowed_from_h100_sxm"]) == {"cap_proportional", "cap_gain_per_s", "cap_repeat",
+                                                            "cap_offset_w"}
+    assert "held_out_folds" in p.provenance["validation"]
+    assert set(p.workloads) == {"cupy_fma_loop", "cupy_fp32_matmul_4096", "cupy_triad_256MiB",
+                                "torch_bf16_matmul_8192"}
+    assert len(p.physics.thermal_poles) == 2 and p.physics.power_limit_w == 700.0
+    gpu = p.gpu(seed=0)
+    gpu.run(p.workload("torch_bf16_matmul_8192").workload, launches=3000)  # the bf16 GEMM holds the cap
+    assert gpu.true_energy_j(gpu.now() - 1.0, gpu.now()) == pytest.approx(700.0, rel=0.03)

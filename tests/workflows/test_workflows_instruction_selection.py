@@ -49,3 +49,26 @@ def test_compare_transfer_full_fit_uses_the_given_settings(micro):
     full = "full fit on the new GPU"
     assert (a.set_index("table").loc[full, "mape_pct"]
             != pytest.approx(b.set_index("table").loc[full, "mape_pct"]))
+
+
+def test_cv_scores_each_candidate_with_and_without_the_power_limit(micro):
+    small = micro[micro["workload"].isin(["fadd", "ffma", "dadd", "dfma", "nanosleep", "sts32",
+                                          "lds32"])]
+    cv = cross_validate_instruction_models(small, {"depth 0": {"modifier_depth": 0}},
+                                           power_limit_w=400.0).set_index("candidate")
+    assert set(cv.index) == {"depth 0", "depth 0, power limit"}
+    assert cv.loc["depth 0, power limit", "params"] == {"modifier_depth": 0, "power_limit_w": 400.0}
+    # by hand: the same folds, predictions held at 400 W × time
+    table = prediction_table(small)
+    err = []
+    for i in range(len(table)):
+        if table["workload"].iloc[i] == "nanosleep":
+            continue
+        model = InstructionEnergyModel(modifier_depth=0, power_limit_w=400.0)
+        pred = model.fit(table.drop(index=i)).predict(table.iloc[[i]])[0]
+        assert pred <= 400.0 * table["time_s"].iloc[i] * (1 + 1e-12)
+        err.append(abs(pred / table["energy_j"].iloc[i] - 1))
+    assert cv.loc["depth 0, power limit", "cv_mape_pct"] == pytest.approx(100 * np.mean(err))
+    # a 400 W limit lowers some predictions (these rows draw 300-600 W), so the scores differ
+    assert cv.loc["depth 0, power limit", "cv_mape_pct"] != pytest.approx(
+        cv.loc["depth 0", "cv_mape_pct"])

@@ -51,3 +51,27 @@ def test_all_extras_that_launch_cost_one_child_process(monkeypatch):
     assert script.preflight(["hgmma_f32", "ffma_rand"], lines.append) == ["hgmma_f32", "ffma_rand"]
     assert len(calls) == 1 and lines == ["preflight hgmma_f32, ffma_rand: launched and "
                                          "synchronised cleanly (finite)"]
+
+
+def test_analyze_joins_the_fresh_set_and_finds_the_power_limit(tmp_path):
+    import json
+
+    import pandas as pd
+
+    script = _script()
+    h200 = REPO / "datasets" / "h200"
+    wl = script.held_out_workloads(h200)
+    first = pd.read_parquet(h200 / "wattchmen_workloads.parquet")
+    fresh = pd.read_parquet(h200 / "wattchmen_fresh_workloads.parquet")
+    assert list(wl["workload"]) == [*first["workload"], *fresh["workload"]]
+    ops = [c for c in wl.columns if c.startswith("op:")]
+    assert not wl[ops].isna().any().any()  # an opcode one set lacks counts 0 in its rows
+    # each set keeps its own static power (the fresh set ran on another card)
+    assert wl["static_power_w"].nunique() == 2
+    # the limit: the option first, else measure.json's info, else unknown
+    assert script.power_limit(tmp_path, 650.0) == 650.0
+    assert script.power_limit(tmp_path, None) is None
+    (tmp_path / "measure.json").write_text(json.dumps({"info": {"power_limit_w": 700.0}}))
+    assert script.power_limit(tmp_path, None) == 700.0
+    (tmp_path / "measure.json").write_text(json.dumps({"info": {"gpu": "x"}}))
+    assert script.power_limit(tmp_path, None) is None

@@ -60,6 +60,22 @@ def _fmt(x: float, spec: str) -> str:
     return format(x, spec) if math.isfinite(x) else "n/a"
 
 
+def _clock(r) -> str:
+    """A run's SM clock and where it came from (a program's: NVML's reading as a sensor)."""
+    from .. import schema
+
+    f, u = float(r.get(schema.SM_CLOCK_MHZ, math.nan)), float(r.get(schema.CLOCK_UNCERTAINTY_MHZ, math.nan))
+    period = float(r.get(schema.CLOCK_READING_PERIOD_S, math.nan))
+    lag = float(r.get(schema.CLOCK_READING_LAG_S, math.nan))
+    if not math.isfinite(period):
+        how = str(r.get(schema.CLOCK_SOURCE, "NVML reading"))
+    elif period > 0:
+        how = f"NVML reading as a sensor: {period * 1e3:.0f} ms updates, values up to {lag * 1e3:.0f} ms late"
+    else:
+        how = "NVML reading, live on this simulated GPU"
+    return f"SM {_fmt(f, '.0f')} ± {_fmt(u, '.0f')} MHz ({how})"
+
+
 def summary_lines(m, device_name: str) -> list[str]:
     """The program's runs and medians as a few readable lines."""
     from .. import schema
@@ -71,7 +87,7 @@ def summary_lines(m, device_name: str) -> list[str]:
                      f"{r[schema.ENERGY_UNCERTAINTY_J]:.2g} J in {r[schema.TIME_S]:.3f} s "
                      f"({r[schema.POWER_W]:.1f} W; idle {_fmt(r[schema.IDLE_POWER_W], '.1f')} W, "
                      f"above idle {_fmt(r[schema.ENERGY_ABOVE_IDLE_J], '.4g')} J), "
-                     f"exit code {int(r[schema.EXIT_CODE])}"
+                     f"exit code {int(r[schema.EXIT_CODE])}; {_clock(r)}"
                      + (" (stopped at its --timeout-s bound)" if r.get(schema.TIMED_OUT, False) else ""))
     lines.append(f"  median: {_fmt(m.energy_j, '.4g')} J, {_fmt(m.time_s, '.3f')} s, "
                  f"{_fmt(m.power_w, '.1f')} W")

@@ -26,6 +26,10 @@ def add_arguments(parser) -> None:
                         help="the replay's ambient temperature: the preset's constant (default), or read from "
                              "the recording's idle stretches through the preset's thermal network "
                              "(recorded-causal: from the past only)")
+    parser.add_argument("--calibrate-board", choices=("board", "workload"), default=None,
+                        help="first bring the preset to the recording's board from its first idle entry and "
+                             "each uncapped series' first second (twin.board.calibrate_board): one dynamic-power "
+                             "factor for the board, or one per workload; those seconds are then in-sample")
     parser.add_argument("--protocol-comparison", action="append", default=[], metavar="CSV",
                         help="a real comparison.csv of benchmarks/gpu_user_workloads.py: replay its default "
                              "protocol vs reference runs on the twin (repeatable)")
@@ -59,7 +63,7 @@ def run(args) -> int:
             raise ValueError(f"twin-compare: {path} is not a file")
     table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
                          protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window,
-                         ambient=args.ambient)
+                         ambient=args.ambient, calibrate=args.calibrate_board)
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"
         print(f"{mark} {row.metric} {row.workload}: real {row.real:.4g}, twin {row.twin:.4g} "

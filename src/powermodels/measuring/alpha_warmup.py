@@ -35,7 +35,7 @@ from ..thermal.alpha import AlphaAssumedWarning, AlphaNotIdentified, board_alpha
 from ..thermal.alpha_cache import AlphaCache
 from ..thermal.normalise import FIXED_CLOCK, AlphaEstimate, assumed_alpha
 from ..thermal.spans import continuous_spans, counter_spans
-from .graphs import batch_size, run_launches
+from .graphs import batch_size, rebatch, run_launches
 from .runner_base import resolve
 
 __all__ = ["Warmup", "alpha_for", "fast_counter_reads", "learn_alpha", "row_alpha"]
@@ -141,6 +141,8 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
             chunk = run_launches(runner, w, config, _launches_for(chunk_s, t1), batch)
             parts.append(chunk)
             t1 = float(np.median(np.diff(chunk, axis=1)))
+            # a host pause inside the one launch timed first only lengthens it (graphs.rebatch)
+            batch = rebatch(batch, t1, chunk, below_s=batch_below_s, target_s=batch_s)
             iv = np.vstack(parts)
             end = float(iv[-1, 1])
             elapsed = end - start

@@ -64,6 +64,8 @@ class HeldWindow:
         self.throttle = 0
         self.power_j = 0.0  # ∫ power readings (held until the next) over [start, summarised_until]
         self.power_readings = 0
+        self.clock_mhz_s = 0.0  # ∫ SM-clock readings (held until the next) over [start, summarised_until]
+        self.clock_s = 0.0      # the seconds that integral covers (readings that were finite)
 
     def absorb_reads(self, rows) -> None:
         """Keep the reads among ``rows`` ``(t0, t1, joules)`` that overlap ``[lo, hi]``."""
@@ -87,6 +89,10 @@ class HeldWindow:
             ok = np.isfinite(p)
             self.power_j += float(np.sum(p[ok] * np.diff(edges)[ok]))
             self.power_readings += int(np.count_nonzero(ok & (t >= self.start)))
+            f = np.asarray(clock, dtype=float)
+            held = np.isfinite(f)
+            self.clock_mhz_s += float(np.sum(f[held] * np.diff(edges)[held]))
+            self.clock_s += float(np.sum(np.diff(edges)[held]))
         self.summarised_until = max(self.summarised_until, float(until))
 
 

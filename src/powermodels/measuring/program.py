@@ -149,7 +149,10 @@ def measure_program(workload, device="auto", *, repeats: int = 3, idle_s: float 
             if meter.simulated:  # the twin's load for the program's real wall time
                 workload.apply_twin(dev, time.perf_counter() - wall0)
             # the GPU idled (at the power just measured) up to the start and idles after the exit
-            run = meter.end_window("program", idle_power_w=None if idle is None else idle.power_w)
+            # the clock comes from NVML's reading (no probe runs inside a program), modelled as a
+            # sensor: wait for the values published after the exit that still describe the run
+            run = meter.end_window("program", idle_power_w=None if idle is None else idle.power_w,
+                                   wait_clock=True)
             rows.append(_row(workload, dev, repeat, run, idle, done, time.perf_counter() - wall0))
             if progress is not None:
                 stopped = f" (stopped at its {workload.timeout_s:g} s bound)" if done.timed_out else ""

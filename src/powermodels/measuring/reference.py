@@ -33,7 +33,8 @@ import numpy as np
 from .. import schema
 from ..thermal.normalise import AlphaEstimate, normalise
 from ..thermal.spans import thermal_state
-from .graphs import batch_size
+from ..thermal.launch import launch_mode
+from .graphs import batch_size, rebatch
 from .protocols.launches import (
     aligned_window,
     has_energy_counter,
@@ -71,6 +72,9 @@ class ReferenceEnergy:
         Temperature readings at the window's start and end.
     sm_clock_mhz : float
         Mean SM clock reading during the window.
+    launch_mode : str
+        How the launches ran (:func:`~powermodels.thermal.launch.launch_mode`): ``graph``
+        or ``back_to_back``; compare it with the rows' (a µs kernel's energy depends on it).
     truth_energy_j : float
         Simulated truth (or external meter) per launch over the window's whole
         launches; NaN where the runner knows no truth.
@@ -90,6 +94,7 @@ class ReferenceEnergy:
     temperature_start_c: float = math.nan
     temperature_end_c: float = math.nan
     sm_clock_mhz: float = math.nan
+    launch_mode: str = ""
 
     def error(self, energy_j: float) -> float:
         """Relative error of ``energy_j`` against this reference (``+0.01`` = 1 % high)."""
@@ -145,10 +150,11 @@ def reference_energy(runner, workload, config=None, *, duration_s: float = 12.0,
                          "(the reference method reads it)")
     wall0 = time.perf_counter()
     first = run_launches(runner, workload, config, 1)
-    t1 = float(first[0, 1] - first[0, 0])
+    t1 = t_first = float(first[0, 1] - first[0, 0])
     batch = batch_size(max(t1, 1e-9), below_s=batch_below_s, target_s=batch_s)
     probe = run_launches(runner, workload, config, launches_for(min(0.05, duration_s / 10), t1), batch)
     t1 = float(np.median(np.diff(probe, axis=1)))
+    batch = rebatch(batch, t_first, probe, below_s=batch_below_s, target_s=batch_s)  # a paused first launch
     start = float(first[0, 0])
     left = duration_s - (float(probe[-1, 1]) - start)
     parts = [first, probe]
@@ -182,4 +188,5 @@ def reference_energy(runner, workload, config=None, *, duration_s: float = 12.0,
         temperature_start_c=state[schema.TEMPERATURE_START_C],
         temperature_end_c=state[schema.TEMPERATURE_END_C],
         sm_clock_mhz=observed[schema.SM_CLOCK_MHZ],
+        launch_mode=launch_mode(batch),
     )

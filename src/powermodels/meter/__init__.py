@@ -222,7 +222,7 @@ class EnergyMeter:
             record.start = start
 
     def end_window(self, name: str, *, wait: bool = True, steady: bool = False,
-                   idle_power_w: float | None = None) -> WindowMeasurement:
+                   idle_power_w: float | None = None, wait_clock: bool = False) -> WindowMeasurement:
         """Close window ``name`` and measure it (waits for the counter's next update, ~0.1 s).
 
         Of two threads ending the same window at once, one measures it and
@@ -257,6 +257,12 @@ class EnergyMeter:
             update outside the window instead of interpolated across the
             load change, which leaves only the update instants' brackets as
             error (:func:`~powermodels.measuring.counter_log.anchored_energy`).
+        wait_clock : bool, default=False
+            Also wait until every SM-clock reading that can describe the window's end is
+            published (delay + window + one update period after it: ~0.2 s on an H100 whose
+            reading is not characterised), so the window's clock and its uncertainty cover the
+            whole window (:mod:`powermodels.meter.window_clock`). Without it the readings
+            published by then are used and ``clock_covered`` says whether they were all.
         """
         if idle_power_w is not None and not (isinstance(idle_power_w, (int, float))
                                              and math.isfinite(idle_power_w) and idle_power_w >= 0):
@@ -277,7 +283,7 @@ class EnergyMeter:
             result = measure_window(self._log, name, record.start, end, delay_s=self.delay_s,
                                     wait_timeout_s=self.wait_timeout_s, idle_power_w=idle_power_w,
                                     wait=wait, steady=steady, held=record.held, device=self.device,
-                                    simulated=self.simulated)
+                                    simulated=self.simulated, wait_clock=wait_clock)
             # the thermal columns a callable's row has (α: the board's pooled, else assumed)
             return with_thermal(result, self.device, reference_temperature_c=self.reference_temperature_c,
                                 board=self._board_entries())

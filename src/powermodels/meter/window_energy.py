@@ -56,7 +56,9 @@ class WindowMeasurement:
     throttle_reasons : int
         NVML clock-event reasons seen during the window, OR-ed (0 when none or unknown).
     sm_clock_min_mhz, sm_clock_max_mhz, temperature_max_c : float
-        Range of the SM clock and the hottest temperature seen (NaN when unknown).
+        Range of the SM-clock readings whose values describe the window (NVML's reading as a
+        sensor: those published from ``start + delay`` to ``end + delay + window + period``,
+        :mod:`powermodels.meter.window_clock`) and the hottest temperature seen (NaN when unknown).
     notes : tuple of str
         What was warned about this window.
     temperature_start_c, temperature_end_c, temperature_mean_c : float
@@ -66,6 +68,14 @@ class WindowMeasurement:
         The window's figures at a reference temperature and the α used (schema columns:
         ``energy_at_ref_j``, ``alpha_source`` ...; :func:`~powermodels.thermal.row.window_thermal_fields`),
         empty when the device could not say which board it is.
+    sm_clock_mhz : float
+        The window's SM clock: the time-weighted mean of those readings (no probe runs inside
+        someone else's code).
+    clock_reading : ClockReadingSensor or None
+        The reading's sensor model used (update period, delay, window).
+    clock_covered : bool
+        Every reading that can describe the window's end had been published when it was measured
+        (``end_window(..., wait_clock=True)`` waits for them).
     """
 
     name: str
@@ -88,6 +98,9 @@ class WindowMeasurement:
     temperature_end_c: float = math.nan
     temperature_mean_c: float = math.nan
     thermal: dict = field(default_factory=dict)
+    sm_clock_mhz: float = math.nan
+    clock_reading: object = None
+    clock_covered: bool = True
 
     def as_row(self) -> dict:
         """The window as run-table columns (energy and power of the whole window)."""
@@ -95,10 +108,14 @@ class WindowMeasurement:
                 schema.POWER_W: self.power_w, schema.ENERGY_UNCERTAINTY_J: self.uncertainty_j,
                 schema.START_S: self.start_s, schema.END_S: self.end_s,
                 schema.THROTTLE_REASONS: int(self.throttle_reasons),
-                schema.SM_CLOCK_MHZ: 0.5 * (self.sm_clock_min_mhz + self.sm_clock_max_mhz),
+                schema.SM_CLOCK_MHZ: self.clock_mhz,
                 # no probe runs inside someone else's code: NVML's reading, a lagging ~100 ms sensor
-                # that can show a clock one step off for seconds (docs/recordings.md)
+                # that can show a clock one step off for seconds (docs/recordings.md), modelled as
+                # a sensor (period, delay + window) whose values describing the window are used
                 schema.CLOCK_SOURCE: "nvml",
+                schema.CLOCK_READING_PERIOD_S: getattr(self.clock_reading, "update_period_s", math.nan),
+                schema.CLOCK_READING_LAG_S: (self.clock_reading.delay_s + self.clock_reading.window_s
+                                             if self.clock_reading is not None else math.nan),
                 schema.CLOCK_RANGE_MHZ: self.sm_clock_max_mhz - self.sm_clock_min_mhz,
                 schema.CLOCK_UNCERTAINTY_MHZ: 0.5 * (self.sm_clock_max_mhz - self.sm_clock_min_mhz) + CLOCK_STEP_MHZ,
                 # the row's temperature is the window's mean (what eq. 4.7 moves from), as a callable's
@@ -107,17 +124,30 @@ class WindowMeasurement:
                 schema.TEMPERATURE_START_C: self.temperature_start_c, schema.TEMPERATURE_END_C: self.temperature_end_c,
                 **self.thermal}
 
+    @property
+    def clock_mhz(self) -> float:
+        """The window's SM clock (the readings' mean; the middle of their range for an older result)."""
+        if math.isfinite(self.sm_clock_mhz):
+            return self.sm_clock_mhz
+        return 0.5 * (self.sm_clock_min_mhz + self.sm_clock_max_mhz)
+
 
 def measure_window(log, name: str, start: float, end: float, *, delay_s: float, wait_timeout_s: float,
                    idle_power_w=None, wait: bool = True, steady: bool = False, held=None,
-                   device=None, simulated: bool = False) -> WindowMeasurement:
+                   device=None, simulated: bool = False, wait_clock: bool = False) -> WindowMeasurement:
     """Measure window ``name`` from ``start`` to ``end`` (host clock) out of the counter log ``log``.
 
     What :meth:`powermodels.meter.EnergyMeter.end_window` does once the window is
     closed; its parameters are that method's (``delay_s``/``wait_timeout_s`` the
     meter's, ``held`` what ``log.hold`` kept at the start, ``device``/``simulated``
-    for a GPU without a counter). See :mod:`powermodels.meter` for the method.
+    for a GPU without a counter and for the clock reading's model, ``wait_clock`` to wait
+    until every clock reading that can describe the end is published). See
+    :mod:`powermodels.meter` for the method.
     """
+    if wait_clock:
+        from .window_clock import wait_for_clock
+
+        wait_for_clock(log, device, end, wait_timeout_s)
     if not log.has_counter:
         return integrate_window(log, device, simulated, name, start, end, held)
     from ..measuring.counter_log import anchored_energy, energy_bounds, merge_reads
@@ -182,7 +212,7 @@ def measure_window(log, name: str, start: float, end: float, *, delay_s: float, 
                      f"period ({period * 1e3:.3g} ms): its energy is the surrounding updates' power × "
                      f"its time, uncertainty ± {sigma:.3g} J")
     return window_result(log, name, start, end, energy, sigma, bounds, "energy_counter", period, short,
-                        notes, held)
+                        notes, held, device)
 
 def integrate_window(log, device, simulated: bool, name: str, start: float, end: float,
                      held=None) -> WindowMeasurement:
@@ -217,19 +247,23 @@ def integrate_window(log, device, simulated: bool, name: str, start: float, end:
     warnings.warn(notes[0], RuntimeWarning, stacklevel=3)
     short = (end - start) < period
     return window_result(log, name, start, end, energy, sigma, (math.nan, math.nan), "power_integration",
-                        period, short, notes, held)
+                        period, short, notes, held, device)
 
 def window_result(log, name, start, end, energy, sigma, bounds, method, period, short, notes,
-                  held=None) -> WindowMeasurement:
-    """The :class:`WindowMeasurement` of an energy, with the clocks, temperatures and clock events seen."""
+                  held=None, device=None) -> WindowMeasurement:
+    """The :class:`WindowMeasurement` of an energy, with the clocks, temperatures and clock events seen.
+
+    The clock is NVML's reading modelled as a sensor (:func:`~powermodels.meter.window_clock.window_clock`).
+    """
+    from .window_clock import window_clock
+
     since = start if held is None else max(start, held.summarised_until)
     c = log.conditions(max(since, log.history_start()), end)
-    clocks = c[schema.SM_CLOCK_MHZ][np.isfinite(c[schema.SM_CLOCK_MHZ])]
+    clock = window_clock(log, device if device is not None else getattr(log, "device", None), start, end, held)
     temps = c[schema.TEMPERATURE_C][np.isfinite(c[schema.TEMPERATURE_C])]
     ends = (float(temps[0]), float(temps[-1]), float(np.mean(temps))) if temps.size else (math.nan,) * 3
     thr = int(np.bitwise_or.reduce(c[schema.THROTTLE_REASONS])) if c[schema.THROTTLE_REASONS].size else 0
     if held is not None and since > start:  # folded in as they left the log's history
-        clocks = np.append(clocks, [x for x in (held.clock_min, held.clock_max) if math.isfinite(x)])
         if math.isfinite(held.temperature_max):
             temps = np.append(temps, held.temperature_max)
         thr |= held.throttle
@@ -243,8 +277,8 @@ def window_result(log, name, start, end, energy, sigma, bounds, method, period, 
         power_w=float(energy / time_s) if time_s > 0 else math.nan, uncertainty_j=float(sigma),
         energy_bounds_j=tuple(float(x) for x in bounds), method=method,
         update_period_s=float(period), short=bool(short), throttle_reasons=thr,
-        sm_clock_min_mhz=float(clocks.min()) if clocks.size else math.nan,
-        sm_clock_max_mhz=float(clocks.max()) if clocks.size else math.nan,
+        sm_clock_min_mhz=clock.low_mhz, sm_clock_max_mhz=clock.high_mhz, sm_clock_mhz=clock.clock_mhz,
+        clock_reading=clock.sensor, clock_covered=clock.covered,
         temperature_max_c=float(temps.max()) if temps.size else math.nan,
         notes=tuple(notes), temperature_start_c=ends[0], temperature_end_c=ends[1], temperature_mean_c=ends[2])
 
@@ -263,7 +297,7 @@ def with_thermal(result: WindowMeasurement, device, *, alpha=None, reference_tem
     info = getattr(device, "info", None)
     if info is None or not (math.isfinite(result.energy_j) and result.time_s > 0 and result.energy_j > 0):
         return result
-    clock = 0.5 * (result.sm_clock_min_mhz + result.sm_clock_max_mhz)
+    clock = result.clock_mhz
     est = window_alpha(uuid=info.uuid or f"{info.kind}-{info.index}", driver=info.driver, power_w=result.power_w,
                        sm_clock_mhz=clock, capped=bool(result.throttle_reasons & POWER_CAP_BITS), given=alpha,
                        cache_dir=cache_dir, board=board)

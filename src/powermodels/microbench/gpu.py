@@ -157,7 +157,16 @@ class MicrobenchGpu:
                 "driver": _text(nv.nvmlSystemGetDriverVersion()),
                 "sm_count": int(self.sm_count),
                 "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "cupy": self.cp.__version__}
+                "cupy": self.cp.__version__,
+                "power_limit_w": self._power_limit_w()}
+
+    def _power_limit_w(self) -> float | None:
+        """The enforced power limit (a read; the predictions of InstructionEnergyModel are held
+        at it), None where the driver does not say."""
+        try:
+            return self.nvml.nvmlDeviceGetEnforcedPowerLimit(self.h) / 1000.0
+        except self.nvml.NVMLError:
+            return None
 
     def energy_mj(self) -> int:
         return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.h)

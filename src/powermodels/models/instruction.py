@@ -49,6 +49,7 @@ from .. import schema
 from ._plain_state import PlainStateMixin
 from .instruction_opcodes import (
     BUCKETS,
+    closest_variant,
     LEVELS,
     STATIC,
     TRAFFIC,
@@ -112,6 +113,12 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
     solver : {"nnls", "bvls"}, default="nnls"
         ``scipy.optimize.nnls`` (falls back to ``lsq_linear(method="bvls")``
         if it does not converge) or ``lsq_linear(method="bvls")`` directly.
+    power_limit_w : float or None, default=None
+        The board's power limit. When set, a prediction is at most
+        ``power_limit_w · time_s``: a kernel whose table energy would draw more is
+        held at the limit by the GPU (clock and voltage lowered), and its measured
+        time is the time at that lower clock. ``breakdown`` shows the table's
+        (unlimited) attribution. None: no limit.
 
     Attributes
     ----------
@@ -155,11 +162,12 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         "min_share": [Interval(Real, 0, 1, closed="left")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"nnls", "bvls"})],
+        "power_limit_w": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     def __init__(self, modifier_depth=None, group_rules=True, extension="bucket",
                  memory_levels=True, memory_traffic=True, static_power_w=None,
-                 min_share=0.05, alpha=1e-6, solver="nnls"):
+                 min_share=0.05, alpha=1e-6, solver="nnls", power_limit_w=None):
         self.modifier_depth = modifier_depth
         self.group_rules = group_rules
         self.extension = extension
@@ -169,6 +177,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         self.min_share = min_share
         self.alpha = alpha
         self.solver = solver
+        self.power_limit_w = power_limit_w
 
     # ------------------------------------------------------------------ input
 
@@ -371,7 +380,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
             per_mac = self.mac_energies_.get(mma_family(op), self.mac_energies_.get(""))
             if per_mac is not None:
                 return m * per_mac, "scaled"
-        grouped = self._closest_variant(op)
+        grouped = closest_variant(op, self.energies_)
         if grouped is not None:
             return grouped, "grouped"
         level = op.split("@")[1] if "@" in op else ""
@@ -380,31 +389,6 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
             return self.bucket_energies_[key], "bucket"
         return 0.0, "none"
 
-    def _closest_variant(self, op: str) -> float | None:
-        """Energy of the fitted variant of the same base opcode and level sharing the most
-        leading modifiers (ties: the one with fewest modifiers, then their mean)."""
-        name, _, level = op.partition("@")
-        mods = name.split(".")
-        best, score = [], None
-        for other in self.energies_.index:
-            oname, _, olevel = other.partition("@")
-            omods = oname.split(".")
-            if omods[0] != mods[0] or olevel != level:
-                continue
-            common = 0
-            for a, b in zip(mods[1:], omods[1:], strict=False):
-                if a != b:
-                    break
-                common += 1
-            key = (common, -len(omods))
-            if score is None or key > score:
-                best, score = [other], key
-            elif key == score:
-                best.append(other)
-        if not best:
-            return None
-        return float(np.mean([self.energies_[b] for b in best]))
-
     def _energy_table(self, counts: pd.DataFrame, extension: str | None = None) -> pd.DataFrame:
         ext = self.extension if extension is None else extension
         rows = [(op, *self._lookup(op, ext)) for op in counts.columns]
@@ -412,6 +396,10 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         """Total energy per run: ``time·(P_const + P_static) + Σ count·e`` (Wattchmen §3.5).
+
+        With ``power_limit_w`` set, ``min(that, power_limit_w · time)``: the GPU's power
+        controller holds a kernel at its limit (not in Wattchmen, whose tables are taken
+        below the limit).
 
         Parameters
         ----------
@@ -426,8 +414,11 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self, "energies_")
         counts, time, static = self._predict_inputs(X)
         table = self._energy_table(counts)
-        dyn = counts.to_numpy() @ table[schema.ENERGY_PER_INSTRUCTION_J].to_numpy()
-        return time * static + dyn
+        energy = (time * static
+                  + counts.to_numpy() @ table[schema.ENERGY_PER_INSTRUCTION_J].to_numpy())
+        if self.power_limit_w is None:
+            return energy
+        return np.where(time > 0, np.minimum(energy, self.power_limit_w * time), energy)
 
     def _predict_inputs(self, X):
         if self._table_mode and not self._is_table(X):

@@ -16,7 +16,8 @@ import pandas as pd
 from .. import schema
 
 __all__ = ["BUCKETS", "LEVELS", "LOADS", "STATIC", "STORES", "TRAFFIC", "base_opcode",
-           "group_opcode", "mma_family", "mma_macs", "opcode_bucket", "split_levels"]
+           "closest_variant", "group_opcode", "mma_family", "mma_macs", "opcode_bucket",
+           "split_levels"]
 
 LOADS = frozenset({"LDG", "LD"})
 STORES = frozenset({"STG", "ST", "RED", "REDG", "ATOMG", "ATOM", "LDGSTS"})
@@ -154,3 +155,33 @@ def split_levels(counts: pd.DataFrame, hits) -> pd.DataFrame:
             key = f"{op}@{level}"
             out[key] = out.get(key, 0.0) + v
     return pd.DataFrame(out, index=counts.index)
+
+
+def closest_variant(op: str, energies: pd.Series) -> float | None:
+    """Energy of the fitted variant of ``op``'s base opcode and level sharing the most leading
+    modifiers (ties: the one with fewest modifiers, then their mean); None when there is none.
+
+    Wattchmen §3.4's grouping at prediction: ``IMAD.MOV.U32`` takes ``IMAD``'s energy.
+    ``energies``: fitted energy per feature (``OP.MOD…[@LEVEL]`` → J).
+    """
+    name, _, level = op.partition("@")
+    mods = name.split(".")
+    best, score = [], None
+    for other in energies.index:
+        oname, _, olevel = other.partition("@")
+        omods = oname.split(".")
+        if omods[0] != mods[0] or olevel != level:
+            continue
+        common = 0
+        for a, b in zip(mods[1:], omods[1:], strict=False):
+            if a != b:
+                break
+            common += 1
+        key = (common, -len(omods))
+        if score is None or key > score:
+            best, score = [other], key
+        elif key == score:
+            best.append(other)
+    if not best:
+        return None
+    return float(np.mean([energies[b] for b in best]))

@@ -9,7 +9,9 @@ compared against is a *reference clock* known at many instants: on-GPU probes
 
 Where no probe can run (a whole program), :func:`reading_clock_uncertainty_mhz` turns the
 readings around a run into the clock and its uncertainty: every reading whose window can
-overlap the run is a value the clock may have had.
+overlap the run is a value the clock may have had. A program's run has no reference clock to
+characterise the reading against; :func:`uncharacterised_clock_reading` then measures the update
+period from the reading's own changes and bounds delay + window by one update period.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ClockReadingSensor", "characterize_clock_reading", "held_mean", "reading_clock_uncertainty_mhz"]
+__all__ = ["ClockReadingSensor", "characterize_clock_reading", "held_mean", "reading_clock_uncertainty_mhz",
+           "uncharacterised_clock_reading"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,8 @@ class ClockReadingSensor:
         the updates scored; ``naive_median_error_mhz`` is the same for the reading taken as the
         clock at the moment it was read (no window, no delay).
     updates_scored : int
-        Updates during clock transitions that scored the model.
+        Updates during clock transitions that scored the model (0: not characterised
+        against a reference clock, see :func:`uncharacterised_clock_reading`).
     """
 
     update_period_s: float
@@ -48,6 +52,11 @@ class ClockReadingSensor:
     p95_error_mhz: float
     naive_median_error_mhz: float
     updates_scored: int
+
+    @property
+    def lag_s(self) -> float:
+        """How long after a run's end a published value may still describe it (delay + window + period)."""
+        return self.delay_s + self.window_s + self.update_period_s
 
 
 def held_mean(ref_t: np.ndarray, ref_f: np.ndarray, t0, t1) -> np.ndarray:
@@ -177,3 +186,42 @@ def reading_clock_uncertainty_mhz(reading_t_s, reading_mhz, start_s, end_s, sens
         low[k] = float(seg.min()) - step_mhz
         high[k] = float(seg.max()) + step_mhz
     return clock, low, high
+
+
+def uncharacterised_clock_reading(reading_t_s=(), reading_mhz=(), *, default_period_s: float = 0.1,
+                                  delay_s: float | None = None) -> ClockReadingSensor:
+    """The reading's sensor model where no reference clock characterised it (a program's run).
+
+    Parameters
+    ----------
+    reading_t_s, reading_mhz : array-like
+        The polled reading around the run.
+    default_period_s : float
+        Update period where the reading changed fewer than four times (a steady clock shows
+        no updates): the power readings' or the counter's period (the H100's clock reading
+        updates in step with them).
+    delay_s : float, optional
+        A known delay (a simulated sensor's). None: delay and window are not identified
+        without a reference clock and are bounded together by one update period (window =
+        one period, delay 0): every value published up to two periods after the run may
+        describe it. Characterised H100 readings (``docs/recordings.md``) had a delay of
+        10–32 ms and no window, inside that bound.
+
+    Returns
+    -------
+    ClockReadingSensor
+        ``updates_scored = 0`` and NaN errors: not scored against a reference.
+    """
+    t = np.asarray(reading_t_s, float)
+    v = np.asarray(reading_mhz, float)
+    ok = np.isfinite(t) & np.isfinite(v)
+    t, v = t[ok], v[ok]
+    changes = t[np.flatnonzero(np.diff(v) != 0) + 1] if v.size > 1 else t[:0]
+    period = _period(np.diff(changes)) if changes.size >= 4 else float(default_period_s)
+    if delay_s is None:
+        delay, window = 0.0, period
+    else:
+        delay, window = float(delay_s), 0.0
+    nan = float("nan")
+    return ClockReadingSensor(update_period_s=period, delay_s=delay, window_s=window, median_error_mhz=nan,
+                              p95_error_mhz=nan, naive_median_error_mhz=nan, updates_scored=0)

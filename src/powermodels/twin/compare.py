@@ -19,6 +19,7 @@ from ..recording import Recording, write_recording
 from ..reporting import markdown_table
 from . import metrics
 from .ambient import recorded_ambient
+from .board import calibrate_board
 from .preset import load_preset
 from .protocol import protocol_errors
 from .replay import adapt_workloads, replay
@@ -296,7 +297,7 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
 
 
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
-                 sensor_window=None, ambient: str = "preset") -> pd.DataFrame:
+                 sensor_window=None, ambient: str = "preset", calibrate: str | None = None) -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -320,8 +321,16 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     and the twin's provenance say which was used. (Default off: on the
     held-out H100 GPU-620707cb it brings the cooling within 2–3 °C but
     leaves most of the warm-up energy's miss; docs/twin.md.)
+
+    ``calibrate`` (``"board"`` or ``"workload"``) first brings the preset to
+    the recording's board from its first idle entry and each uncapped series'
+    first second (:func:`~powermodels.twin.board.calibrate_board` with that
+    ``scale``): those seconds are then in-sample, the rest of each series is
+    the validation.
     """
     out = Path(out_dir)
+    if calibrate:
+        preset = calibrate_board(preset, real, scale=calibrate)
     profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
     twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
@@ -337,6 +346,12 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
                                     f"{v['time_ratio']:.3f}, host gap {v['gap_s'] * 1e6:.0f} µs"
                                     for k, v in adapted.items()]
     table.attrs["ambient"] = ambient_note
+    if calibrate:
+        cal = preset.fit["board_calibration"]
+        table.attrs["not_compared"].append(
+            f"board calibration ({calibrate}; its seconds are in-sample): idle {cal['idle_offset_w']:+.1f} W, "
+            "dynamic power x " + ", ".join(f"{r['ratio']:.3f} ({w})" for w, r in cal["series"].items())
+            + (f", board x {cal['dynamic_scale']:.3f}" if calibrate == "board" else "") + f"; read {cal['read']}")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
     notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))

@@ -59,8 +59,13 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     Columns: ``t_s`` (interval end), ``dt_s``, ``power_w``, ``temperature_c``
     and ``sm_clock_mhz`` readings at the end, the schedule entry running
     (``workload``, ``kind``) and ``since_s`` (time since that entry began).
+    An update published late (the next one follows within 0.6 of the counter's
+    period: ~0.19 s then ~0.01 s on the H200 of 2026-11-27) makes one interval
+    of the two, the exact energy over their span (the short one alone would
+    read thousands of watts and weigh in every fit).
     """
     t, e = metrics.counter_updates(rec)
+    t, e = _merge_late_updates(t, e)
     end = t[1:]
     out = pd.DataFrame({schema.T_S: end, schema.DT_S: np.diff(t), schema.POWER_W: np.diff(e) / np.diff(t)})
     tr_t = rec.trace[schema.T_S].to_numpy(float)
@@ -79,10 +84,24 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     return out[out[schema.DT_S] < 0.25].reset_index(drop=True)
 
 
+def _merge_late_updates(t: np.ndarray, e: np.ndarray, share: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
+    """Drop each update that the next one follows within ``share`` of the median period (a late publication).
+
+    The two intervals around it become one, whose mean power is exact. Regular updates of the H100s and the
+    H200 come 0.083–0.13 s apart (0.1st to 99.9th percentile); the late ones are followed after 0.01–0.05 s.
+    """
+    if t.size < 3:
+        return t, e
+    short = np.diff(t) < share * float(np.median(np.diff(t)))
+    keep = np.ones(t.size, bool)
+    keep[1:-1] = ~short[1:]  # update i (1 ≤ i < n−1) goes when the interval after it is short
+    return t[keep], e[keep]
+
+
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
-             search_cap_gains: bool = True) -> TwinPreset:
+             search_cap_gains: bool = True, burst_clock: str = "model") -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -116,7 +135,16 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         capped spans (:func:`~powermodels.twin.fit_controller.fit_cap_gains`,
         ~1 s of compute per candidate and capped second); False keeps the
         defaults (integral gain 4/s, no proportional term).
+    burst_clock : {"model", "data", "none"}, default="model"
+        How bursts after a cap load, which run a bin below the top clock while
+        NVML reads the top clock, enter the fit: brought to the top clock with
+        the first fit's V(f) (``"model"``), with that correction scaled by what
+        the fitted workloads' own bursts and series show (``"data"``,
+        :func:`~powermodels.twin.fit_bursts.burst_power_at_top_clock`), or as
+        read (``"none"``).
     """
+    if burst_clock not in ("model", "data", "none"):
+        raise ValueError(f"fit_twin: burst_clock must be 'model', 'data' or 'none', got {burst_clock!r}")
     recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
     if not recs:
         raise ValueError("fit_twin: no recordings")
@@ -166,7 +194,8 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     # after a cap load the real clock stays a bin or two below the top for a while although NVML reads the
     # top clock (the clock workload's launch times show it): the bursts' power is brought to the top clock
     # with the first fit's physics, and everything is fitted again
-    corrected = burst_power_at_top_clock(recs, clock_workload, intervals, physics, workloads, report)
+    corrected = None if burst_clock == "none" else burst_power_at_top_clock(
+        recs, clock_workload, intervals, physics, workloads, report, scale_from_data=burst_clock == "data")
     if corrected is not None:
         physics, workloads = physics_and_workloads(corrected)
     provenance = {

@@ -34,7 +34,7 @@ def since_burst(rec: Recording, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def burst_power_at_top_clock(recs, clock_workload, iv: pd.DataFrame, physics: GPUPhysics, workloads: dict,
-                              report) -> pd.DataFrame | None:
+                              report, *, scale_from_data: bool = False) -> pd.DataFrame | None:
     """``iv`` with each burst interval's power raised to what it would draw at the top clock.
 
     The real clock over a burst after a cap load is the clock workload's
@@ -43,6 +43,14 @@ def burst_power_at_top_clock(recs, clock_workload, iv: pd.DataFrame, physics: GP
     it would draw at the top clock adds ``P(f_max) − P(f)`` of the
     workload's first-fit activity at the interval's die temperature.
     None when there is no clock workload or no burst ran below the top.
+
+    ``scale_from_data``: the correction is scaled by ``k`` (clipped to
+    ``[0, 1]``), the least-squares factor that makes each fitted workload's
+    bursts draw what its series draws at the top clock (medians of power less
+    α·T, α the first fit's; workloads with ≥ 5 such burst and ≥ 20 series
+    intervals): the board's own power one bin below the top instead of the
+    V(f) model's. ``report["burst_clock"]`` gives ``k`` and each workload's
+    deficit and correction.
     """
     if clock_workload is None:
         return None
@@ -69,9 +77,30 @@ def burst_power_at_top_clock(recs, clock_workload, iv: pd.DataFrame, physics: GP
         t = float(iv["die_c"].iloc[i])
         add[i] = float(physics.power_w(f_max, fm, t, w.activity, w.mem_activity)
                        - physics.power_w(f[i], fm, t, w.activity, w.mem_activity))
-    out[schema.POWER_W] = out[schema.POWER_W] + add
+    scale, evidence = 1.0, {}
+    if scale_from_data:
+        scale, evidence = _scale_from_series(iv, low, add, f_max, list(workloads),
+                                             float(report["leakage"]["alpha_w_per_c"]))
+    out[schema.POWER_W] = out[schema.POWER_W] + scale * add
     out[schema.SM_CLOCK_MHZ] = np.where(low, f_max, out[schema.SM_CLOCK_MHZ])
-    report["burst_clock"] = {"intervals_below_top": int(low.sum()), "median_clock_mhz": float(np.median(f[low])),
-                             "median_added_w": float(np.median(add[low])),
+    report["burst_clock"] = {"scale": scale, "scale_from": evidence if scale_from_data else "the V(f) model","intervals_below_top": int(low.sum()), "median_clock_mhz": float(np.median(f[low])),
+                             "median_added_w": float(np.median(scale * add[low])),
                              "trajectory_mhz": {int(b * 50): float(v) for b, v in traj.items() if b < 20}}
     return out
+
+
+def _scale_from_series(iv: pd.DataFrame, low: np.ndarray, add: np.ndarray, f_max: float, names, alpha: float):
+    """Least-squares scale of the burst correction from workloads seen in bursts and in a series."""
+    y = iv[schema.POWER_W].to_numpy(float) - alpha * iv["die_c"].to_numpy(float)
+    top = (iv[schema.SM_CLOCK_MHZ].to_numpy(float) >= f_max) & (iv[schema.SINCE_S].to_numpy(float) > 0.3)
+    series = (iv[schema.PHASE_KIND] == "series").to_numpy()
+    num = den = 0.0
+    evidence = {}
+    for w in names:
+        is_w = (iv[schema.WORKLOAD] == w).to_numpy()
+        b, s = is_w & low & top, is_w & top & series
+        if b.sum() >= 5 and s.sum() >= 20:
+            deficit, corr = float(np.median(y[s]) - np.median(y[b])), float(np.median(add[b]))
+            num, den = num + corr * deficit, den + corr * corr
+            evidence[w] = {"deficit_w": deficit, "model_correction_w": corr}
+    return (float(np.clip(num / den, 0.0, 1.0)) if den > 0 else 1.0), evidence

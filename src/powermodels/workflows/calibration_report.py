@@ -86,6 +86,14 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
                   "leave-one-clock-out CV on the training clocks only (time_cv_mape_pct), "
                   "time_mape_selected_pct its held-out MAPE; energy = fitted power × the chosen time "
                   "form at the band's clocks vs measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
+    if len(run.power_clock):
+        lines += ["## Power at held-out clocks (windows with a moving clock)", "",
+                  "Thesis eq. 4.1 fitted on energy-counter windows (and, where the CV chose them, instant "
+                  "readings) over each window's probed clock trajectory, without the windows whose mean clock "
+                  "lies in the band; power_mape_pct: the counter windows in the band (held out), first. "
+                  "form/temperature/sources/p_static were chosen by leave-one-clock-bin-out CV on the training "
+                  "windows only (cv_mape_pct). Windows overlapping a pressure load are dropped "
+                  "(dropped_pressure).", "", markdown_table(run.power_clock, float_format=".3g"), ""]
     if len(cal.comparison):
         lines += ["## Per-config vs global (thesis §5.7)", "", markdown_table(cal.comparison, float_format=".3g"), ""]
     if cal.temperature is not None:

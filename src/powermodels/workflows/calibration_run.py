@@ -42,6 +42,10 @@ class CalibrationRun:
     recording : Recording or None
         Natural DVFS: everything measured (:mod:`powermodels.recording`), to write with
         :func:`powermodels.recording.write_recording` and refit with ``calibrate --from``.
+    power_clock : DataFrame
+        Power at a held-out clock band from windows whose clock moved
+        (:func:`~powermodels.workflows.clock_power.power_at_heldout_clocks`), one row per
+        workload; empty when the run was not fitted from a recording.
     """
 
     points: pd.DataFrame
@@ -52,3 +56,4 @@ class CalibrationRun:
     clocks: pd.DataFrame = field(default_factory=pd.DataFrame)
     findings: list = field(default_factory=list)
     recording: object = None
+    power_clock: pd.DataFrame = field(default_factory=pd.DataFrame)

@@ -13,7 +13,10 @@ both end here, so a recording re-analysed without a GPU gives the same report an
    one group per workload, clock and stretch of back-to-back launches (each stretch has its
    own thermal history), pooled over workloads, without the first ``settle_s`` of each
    stretch (the die temperature reading does not yet describe the die: on the H100
-   recording the first second from idle reads 1.8 % high for the FMA loop).
+   recording the first second from idle reads 1.8 % high for the FMA loop);
+5. power vs clock is also fitted on windows whose clock *moved* (the recovery after each
+   pressure load), over each window's probed clock trajectory, and scored at a held-out clock
+   band (:mod:`~powermodels.workflows.clock_power`): ``CalibrationRun.power_clock``.
 
 Two inputs: a raw recording (:func:`powermodels.recording.read_recording`), and the older
 ``calibrate`` output folder (``launches.parquet`` + ``samples.parquet``, e.g.
@@ -31,6 +34,7 @@ import pandas as pd
 from .. import schema
 from .calibration_fit import fit_calibration
 from .calibration_run import CalibrationRun
+from .clock_power import heldout_power_from_recording
 from .counter_windows import counter_blocks, counter_updates, counter_windows
 from .launch_clocks import (
     DEFAULT_CLOCK_STEP_MHZ,
@@ -115,9 +119,12 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
             f"{p_mean:.0f} W), pooled over {t.n_groups_} group(s) (workload × clock × stretch) of "
             f"{', '.join(sorted(set(alpha_rows[schema.WORKLOAD])))} from "
             f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
+    power_clock, lines = heldout_power_from_recording(
+        recording, clocks, alpha_w_per_c=t.alpha_w_per_c_ if t is not None else None,
+        reference_temperature_c=calibration.reference_temperature_c)
     return CalibrationRun(points=pd.DataFrame(), launches=launches, samples=samples if samples is not None
                           else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
-                          clocks=summary, findings=findings)
+                          clocks=summary, findings=findings + lines, power_clock=power_clock)
 
 
 def _findings(recording, summary, reference, windows, blocks, settle_s) -> list[str]:

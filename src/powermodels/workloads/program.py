@@ -16,12 +16,15 @@ runs in a session of its own for that; it has no controlling terminal.
 from __future__ import annotations
 
 import contextlib
+import locale
 import math
 import os
 import shlex
 import shutil
 import signal
 import subprocess
+import threading
+import warnings
 from collections.abc import Mapping, Sequence
 
 from .base import Prepared, Workload
@@ -81,6 +84,45 @@ def _stop_group(proc: subprocess.Popen) -> None:
         if sig == signal.SIGTERM:  # a chance to exit cleanly; then SIGKILL for whatever is left (children)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(KILL_GRACE_S)
+
+
+class _OutputReaders:
+    """Read a program's stdout and stderr pipes on threads, so that waiting for the program never waits for them.
+
+    ``communicate()`` reads until every writer has closed the pipe. A process
+    the program started in a session of its own (``setsid``, a daemon) is
+    outside its process group: it survives :func:`_stop_group`, and while it
+    holds the pipe ``communicate()`` never returns. Here the program is waited
+    for on its own, and its output is read until end of file or, once the
+    program has exited, for at most :data:`KILL_GRACE_S` more.
+    """
+
+    def __init__(self, proc: subprocess.Popen):
+        self._chunks: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
+        self._threads = [threading.Thread(target=self._drain, args=(getattr(proc, name), self._chunks[name]),
+                                          name=f"powermodels-program-{name}", daemon=True)
+                         for name in ("stdout", "stderr")]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _drain(pipe, chunks: list[bytes]) -> None:
+        # raw reads: whatever arrived is kept even if the reading is given up before end of file
+        with pipe:
+            while data := os.read(pipe.fileno(), 65536):
+                chunks.append(data)
+
+    def collect(self, command: str) -> tuple[str, str]:
+        """The output read so far, as text (universal newlines, like ``text=True``); a warning if a pipe stays open."""
+        for thread in self._threads:
+            thread.join(KILL_GRACE_S)
+        if any(thread.is_alive() for thread in self._threads):
+            warnings.warn(f"program {command!r} exited, but a process it started outside its process group "
+                          f"still holds its output open; the output read within {KILL_GRACE_S:g} s after the "
+                          "exit is kept and the rest is not waited for", RuntimeWarning, stacklevel=3)
+        encoding = locale.getpreferredencoding(False)
+        return tuple(b"".join(list(self._chunks[name])).decode(encoding, errors="replace")
+                     .replace("\r\n", "\n").replace("\r", "\n") for name in ("stdout", "stderr"))
 
 
 class _RunProgram(Prepared):
@@ -170,17 +212,21 @@ class ProgramWorkload(Workload):
         # a session of its own: its process group is killable as one, children included
         own_group = {"start_new_session": True} if hasattr(os, "killpg") else {}
         timed_out = False
-        with subprocess.Popen([self.executable, *self.argv[1:]], env=self.env, cwd=self.cwd, text=True,
-                              stdout=pipe, stderr=pipe, **own_group) as proc:
-            try:
-                stdout, stderr = proc.communicate(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _stop_group(proc)
-                stdout, stderr = proc.communicate()
-            except BaseException:  # Ctrl-C or any error here: never leave the program running
-                _stop_group(proc)
-                raise
+        stdout = stderr = None
+        proc = subprocess.Popen([self.executable, *self.argv[1:]], env=self.env, cwd=self.cwd,
+                                stdout=pipe, stderr=pipe, **own_group)
+        readers = _OutputReaders(proc) if self.capture_output else None
+        try:
+            proc.wait(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _stop_group(proc)
+            proc.wait()
+        except BaseException:  # Ctrl-C or any error here: never leave the program running
+            _stop_group(proc)
+            raise
+        if readers is not None:
+            stdout, stderr = readers.collect(self.command)
         done = ProgramExit(proc.args, proc.returncode, stdout, stderr, timed_out=timed_out)
         if self.capture_output:  # before any error: what a stopped or failed run printed says why
             self.last_output = (done.stdout, done.stderr)

@@ -90,7 +90,7 @@ from ..alpha_warmup import row_alpha
 from ...thermal.alpha import regime_of
 from ...thermal.spans import capped_row_window, counter_spans, enforced_power_limit_w, extend_until_settled, \
     power_capped
-from ..graphs import batch_size
+from ..graphs import batch_size, rebatch
 from .base import Protocol
 from .good_practice import GoodPractice
 from .launches import (
@@ -254,6 +254,11 @@ class Counter(Protocol):
             # (the tolerance keeps 0.2 s of 0.1 s launches at 2, not 3, launches)
             ivs.append(more(launches_for(self.settle_s - t1 - 1e-9, t1)))
             t1 = float(np.median(np.diff(ivs[-1], axis=1)))
+            if not as_called and batch == 1:  # a host pause inside the first launch only lengthens it
+                batch = rebatch(batch, t_first, ivs[-1], below_s=self.batch_below_s, target_s=self.batch_s)
+                left = self.settle_s - (float(ivs[-1][-1, 1]) - float(first[0, 0]))
+                if batch > 1 and left > 0:  # (graphs.rebatch) and the rest of the settling in graphs
+                    ivs.append(more(launches_for(left, t1)))
         span = max(self.window_s, self.min_updates * period) + 1.5 * period
         measured = [more(launches_for(span, t1))]
         start = float(measured[0][0, 0])

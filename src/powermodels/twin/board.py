@@ -1,0 +1,179 @@
+"""A short board calibration: a preset brought to one board from its first idle and first second.
+
+Boards of one model differ: at the same die temperature the held-out H100
+GPU-620707cb drew 4.1 % more than the fitted board on the fp32 GEMM and 3.7 %
+less at idle (docs/twin.md). That is the board's own static and dynamic power,
+which no preset fitted to another board can know. :func:`calibrate_board`
+reads two short pieces of a recording of the new board and changes two
+numbers of the preset, nothing else (the thermal network, leakage slope,
+controller, sensors and each workload's activity stay the preset's):
+
+* **idle** — the counter's mean power over the recording's first idle entry
+  (from ``settle_s`` in) against the preset's idle power at the temperature
+  read there: the difference goes into the constant power ``P0``;
+* **dynamic power** — the counter's mean power over the first ``first_s``
+  of each uncapped series (from ``skip_s`` in: the die pole has jumped)
+  against the preset's power of that workload at the top clock and the
+  temperature read there; the ratio of the dynamic parts (power less the
+  calibrated zero-activity power). ``scale="board"``: their median scales
+  the core and memory coefficients, one factor for the board (DSO eq. 1:
+  dynamic power is ``c·f·V²·a``; a board with more capacitance or a higher
+  V(f) draws more at every activity), and ``P0`` is set again so that the
+  idle power stays calibrated. ``scale="workload"``: each series' workload
+  gets its own ratio on its core and memory activity (a workload of the
+  same name may be another kernel on another machine; the board's share
+  and the workload's cannot be told apart from one second).
+
+A capped series (NVML's clock reading below the top clock or the power-cap
+reason set in most of its first second; without those readings, a power
+above ``cap_share`` of the limit) says nothing about dynamic power and is
+skipped; so is, for the board's factor, a workload
+whose time per launch at the top clock differs from the preset's by more
+than ``same_kernel`` (another kernel under the same name: its power is the
+kernel's, not the board's; :func:`~powermodels.twin.replay.adapt_workloads`
+adapts its time). Whatever is compared afterwards on those first
+seconds is in-sample: report the rest of each series as the validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .. import schema
+from ..recording import Recording
+from . import metrics
+from .preset import TwinPreset, load_preset
+
+__all__ = ["calibrate_board"]
+
+
+def _counter_power(rec: Recording, a: float, b: float) -> float:
+    """Mean power (W) between the counter updates nearest ``a`` and ``b``."""
+    t, e = metrics.counter_updates(rec)
+    i, j = int(np.searchsorted(t, a)), int(np.searchsorted(t, b)) - 1
+    if j <= i:
+        return float("nan")
+    return float((e[j] - e[i]) / (t[j] - t[i]))
+
+
+def _temperature(rec: Recording, a: float, b: float) -> float:
+    tr = rec.trace
+    sel = (tr[schema.T_S] >= a) & (tr[schema.T_S] <= b)
+    return float(tr.loc[sel, schema.TEMPERATURE_C].mean())
+
+
+#: NVML clock-event reason bit: software power cap
+SW_POWER_CAP = 0x4
+
+
+def _capped(rec: Recording, a: float, b: float, f_max: float) -> bool | None:
+    """Whether NVML's readings say the board ran power-capped over ``[a, b]`` (None: no such readings)."""
+    tr = rec.trace
+    tr = tr.loc[(tr[schema.T_S] >= a) & (tr[schema.T_S] <= b)]
+    reasons = tr[schema.THROTTLE_REASONS].dropna() if schema.THROTTLE_REASONS in tr else tr.iloc[:0, :0]
+    clocks = tr[schema.SM_CLOCK_MHZ].dropna() if schema.SM_CLOCK_MHZ in tr else tr.iloc[:0, :0]
+    if not (len(reasons) or len(clocks)):
+        return None
+    capped = bool(len(reasons)) and float(np.mean((reasons.to_numpy().astype(np.int64) & SW_POWER_CAP) > 0)) > 0.5
+    return capped or (bool(len(clocks)) and float(np.median(clocks)) < f_max - 1.0)
+
+
+def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: float = 1.0,
+                    skip_s: float = 0.2, cap_share: float = 0.97, scale: str = "board",
+                    same_kernel: float = 0.02) -> TwinPreset:
+    """``preset`` brought to the board of ``rec`` from its first idle and each series' first second.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset (fitted to another board).
+    rec : Recording
+        A raw recording of the board, with a trace (temperature readings).
+    settle_s : float, default=2
+        Where in the first idle entry the idle power is read from (its end is
+        the entry's end).
+    first_s : float, default=1
+        How much of each series' start is read (the calibration data; the
+        rest of the series is not used).
+    skip_s : float, default=0.2
+        Start of the read within each series (the die's fast pole has risen).
+    cap_share : float, default=0.97
+        Without clock and clock-event readings, a series whose first second
+        draws more than this share of the power limit counts as capped.
+    scale : {"board", "workload"}, default="board"
+        One dynamic-power factor for the board (the median of the series'),
+        or each series' workload its own activity factor.
+    same_kernel : float, default=0.02
+        Relative difference of the time per launch at the top clock (5th
+        percentile of the recording's launches) beyond which a workload is
+        another kernel: left out of the board's factor (``scale="board"``).
+
+    Returns
+    -------
+    TwinPreset
+        The calibrated preset, named ``<preset>@<board uuid prefix>``; its
+        ``fit["board_calibration"]`` and provenance say what was read and
+        changed.
+    """
+    twin = load_preset(preset)
+    if scale not in ("board", "workload"):
+        raise ValueError(f"calibrate_board: scale must be 'board' or 'workload', got {scale!r}")
+    if not rec.has_trace:
+        raise ValueError(f"calibrate_board: {rec.name} has no trace (the temperature readings are needed)")
+    ph = twin.physics
+    f, fm = ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]
+    idle = rec.phases.loc[rec.phases[schema.PHASE_KIND] == "idle"].iloc[0]
+    a, b = float(idle[schema.T0_S]) + settle_s, float(idle[schema.T1_S])
+    p_idle, t_idle = _counter_power(rec, a, b), _temperature(rec, a, b)
+    if not (np.isfinite(p_idle) and np.isfinite(t_idle)):
+        raise ValueError(f"calibrate_board: {rec.name}'s first idle entry is too short to read ({b - a:.2f} s)")
+    idle_offset = p_idle - float(ph.power_w(f, fm, t_idle))
+    cal = replace(ph, p0_w=ph.p0_w + idle_offset)
+    rows = {}
+    for s in rec.phase_rows(kind="series").itertuples(index=False):
+        w = getattr(s, schema.WORKLOAD)
+        if w not in twin.workloads:
+            continue
+        t0 = float(getattr(s, schema.T0_S))
+        a1, b1 = t0 + skip_s, t0 + skip_s + first_s
+        p, t = _counter_power(rec, a1, b1), _temperature(rec, a1, b1)
+        capped = _capped(rec, a1, b1, f)
+        if capped is None:
+            capped = p > cap_share * ph.power_limit_w
+        if not (np.isfinite(p) and np.isfinite(t)) or capped:
+            continue
+        wl = twin.workloads[w].workload
+        base = float(cal.power_w(f, fm, t))
+        times = rec.launches.loc[rec.launches[schema.WORKLOAD] == w, schema.TIME_S].to_numpy(float)
+        time_ratio = float(np.percentile(times, 5)) / float(wl.time_s(f, fm)) if times.size else float("nan")
+        rows[w] = {"real_w": p, "preset_w": float(cal.power_w(f, fm, t, wl.activity, wl.mem_activity)),
+                   "temperature_c": t, "time_ratio": time_ratio,
+                   "same_kernel": bool(abs(time_ratio - 1.0) <= same_kernel)}
+        rows[w]["ratio"] = (p - base) / (rows[w]["preset_w"] - base)
+    workloads = dict(twin.workloads)
+    if scale == "board":
+        same = [r["ratio"] for r in rows.values() if r["same_kernel"]]
+        factor = float(np.median(same)) if same else 1.0
+        cal = replace(cal, core_w_per_ghz=ph.core_w_per_ghz * factor, mem_w_per_ghz=ph.mem_w_per_ghz * factor)
+        # the idle power has core and memory idle-activity terms: keep it at the calibrated value
+        cal = replace(cal, p0_w=cal.p0_w + p_idle - float(cal.power_w(f, fm, t_idle)))
+    else:
+        factor = float("nan")
+        for w, r in rows.items():
+            wl = workloads[w].workload
+            wl = replace(wl, activity=float(np.clip(wl.activity * r["ratio"], 0.0, 1.0)),
+                         mem_activity=float(np.clip(wl.mem_activity * r["ratio"], 0.0, 1.0)))
+            workloads[w] = replace(workloads[w], workload=wl)
+    if cal.p0_w < 0:
+        raise ValueError(f"calibrate_board: the idle power of {rec.name} ({p_idle:.1f} W at {t_idle:.1f} °C) "
+                         f"needs a negative constant power on {twin.name}")
+    uuid = str(rec.provenance.get("uuid", rec.name))
+    report = {"recording": rec.name, "uuid": uuid, "idle_w": p_idle, "idle_temperature_c": t_idle,
+              "idle_read_s": [a, b], "idle_offset_w": idle_offset, "scale": scale, "dynamic_scale": factor, "series": rows,
+              "read": f"first idle entry from {settle_s:g} s; each uncapped series from {skip_s:g} s for "
+                      f"{first_s:g} s"}
+    prov = {**twin.provenance, "board_calibration": report}
+    return replace(twin, name=f"{twin.name}@{uuid.removeprefix('GPU-')[:8]}", physics=cal, workloads=workloads,
+                   provenance=prov, fit={**twin.fit, "board_calibration": report})

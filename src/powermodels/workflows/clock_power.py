@@ -1,0 +1,326 @@
+"""Power vs clock from windows whose clock moves, scored at a held-out clock band.
+
+Thesis eq. 4.1, ``P(f) = P_static + a·f·V(f)²`` (§4.1.1), with α's temperature term (eq. 4.6/4.7,
+§4.2.3), fitted on windows of one workload whose clock trajectory is known
+(:mod:`~powermodels.workflows.clock_windows`). Over a window the mean power is
+
+    P̄ = P_static + a·s·mean(g(f(t))) + α·(T̄ − T_ref),   g(f) = f·V(f)²,
+
+with ``s`` the share of the window the workload's launches cover (between batches — the clock
+probes, host gaps — the dynamic term is idle), linear in ``P_static`` and ``a`` for a given
+voltage shape, however the clock moved inside the window. The settings are chosen by cross-validation on the training clocks only
+(:func:`select_setting`):
+
+* the form: ``linear`` (V constant, ``P = P_static + a·f``) or ``v2f`` (V rising linearly above
+  a knee, the Kernel Tuner shape of :func:`~powermodels.models.voltage.relative_voltage`,
+  knee and slope on a grid with the linear part solved at each point);
+* the temperature term: ``alpha`` (the α fitted at constant clock, thesis §4.2.1) or ``none``;
+* the windows fitted on: ``counter`` only, or ``counter+instant`` (with a free offset for the
+  instant field), always *scored* on counter windows, the exact meter.
+
+:func:`power_at_heldout_clocks` holds out the windows whose mean clock lies in a band, fits on
+the rest (those with at most ``max_band_share`` of their time in the band), and reports the
+held-out MAPE per workload first, with how many windows were kept and why the others were not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..models.voltage import relative_voltage
+from .clock_windows import ClockWindows
+
+__all__ = ["DEFAULT_BAND_MHZ", "fit_setting", "heldout_power_from_recording", "power_at_heldout_clocks",
+           "predict_setting", "select_setting"]
+
+#: The held-out band of issue 26 (the clocks an uncapped workload passes through after a pressure load).
+DEFAULT_BAND_MHZ = (1500.0, 1800.0)
+
+FORMS = ("linear", "v2f")
+TEMPERATURES = ("alpha", "none")
+SOURCES = ("counter", "counter+instant")
+STATICS = ("free", "idle")
+_SLOPES_PER_GHZ = (0.25, 0.5, 1.0, 1.5, 2.0)
+
+
+def _g(form: str, knee: float, slope: float):
+    if form == "linear":
+        return lambda f: f
+    return lambda f: f * relative_voltage(f, knee, slope) ** 2
+
+
+def _solve(cw: ClockWindows, rows: np.ndarray, y: np.ndarray, instant: np.ndarray, form, knee, slope,
+           p_static: float):
+    x = cw.mean_of(_g(form, knee, slope), rows) * cw.table[schema.TIME_SHARE].to_numpy(float)[rows]
+    offset = [instant.astype(float)] if instant.any() and (~instant).any() else []
+    if np.isfinite(p_static):  # P_static held at the measured idle power (thesis eq. 4.1's definition)
+        A = np.column_stack([x] + offset)
+        coef, *_ = np.linalg.lstsq(A, y - p_static, rcond=None)
+        sse = float(np.sum((A @ coef + p_static - y) ** 2))
+        return np.r_[p_static, coef], sse
+    A = np.column_stack([np.ones_like(x), x] + offset)
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    sse = float(np.sum((A @ coef - y) ** 2))
+    return coef, sse
+
+
+def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float = math.nan,
+                reference_temperature_c: float = math.nan, idle_w: float = math.nan,
+                idle_temperature_c: float = math.nan) -> dict:
+    """Fit one setting (``form``, ``temperature``, ``sources``, ``p_static``) on windows ``rows``.
+
+    ``p_static="idle"`` holds ``P_static`` at the measured idle power ``idle_w`` (moved to
+    ``T_ref`` with α when the temperature term is on), "free" fits it.
+
+    Returns
+    -------
+    dict
+        ``p_static_w``, ``a_w_per_mhz``, ``knee_mhz``, ``slope_per_ghz``, ``instant_offset_w``
+        and the setting; ``a`` multiplies ``f·V(f)²`` (MHz), ``P_static`` is at ``T_ref``.
+    """
+    t = cw.table.iloc[np.asarray(rows)]
+    if setting["sources"] == "counter":
+        t = t.loc[t[schema.WINDOW_SOURCE] == "counter"]
+    idx = cw.table.index.get_indexer(t.index)
+    y = t[schema.POWER_W].to_numpy(float)
+    alpha = alpha_w_per_c if setting["temperature"] == "alpha" else 0.0
+    if alpha:
+        y = y - alpha * (t[schema.TEMPERATURE_C].to_numpy(float) - reference_temperature_c)
+    instant = (t[schema.WINDOW_SOURCE] == "instant").to_numpy()
+    p_static = math.nan
+    if setting.get("p_static", "free") == "idle":
+        p_static = idle_w - (alpha * (idle_temperature_c - reference_temperature_c) if alpha else 0.0)
+    if setting["form"] == "linear":
+        grid = [(math.nan, 0.0)]
+    else:
+        # the knee's grid spans the clocks of the windows fitted on (never the held-out ones)
+        f = np.concatenate([cw.seg_clock_mhz[cw.seg_offset[i]:cw.seg_offset[i + 1]] for i in idx]) if idx.size \
+            else np.array([])
+        lo, hi = (np.nanpercentile(f, 1), np.nanpercentile(f, 99)) if f.size else (0.0, 1.0)
+        grid = list(itertools.product(np.linspace(lo, hi, 16), _SLOPES_PER_GHZ))
+    best = None
+    for knee, slope in grid:
+        coef, sse = _solve(cw, idx, y, instant, setting["form"], knee, slope, p_static)
+        if best is None or sse < best[0]:
+            best = (sse, coef, knee, slope)
+    _, coef, knee, slope = best
+    return {**setting, "p_static_w": float(coef[0]), "a_w_per_mhz": float(coef[1]), "knee_mhz": float(knee),
+            "slope_per_ghz": float(slope), "instant_offset_w": float(coef[2]) if coef.size > 2 else 0.0,
+            "alpha_w_per_c": float(alpha), "reference_temperature_c": float(reference_temperature_c)}
+
+
+def predict_setting(cw: ClockWindows, rows, params: dict) -> np.ndarray:
+    """Predicted measured power of windows ``rows`` (the temperature term added back; counter scale)."""
+    rows = np.asarray(rows)
+    x = (cw.mean_of(_g(params["form"], params["knee_mhz"], params["slope_per_ghz"]), rows)
+         * cw.table[schema.TIME_SHARE].to_numpy(float)[rows])
+    p = params["p_static_w"] + params["a_w_per_mhz"] * x
+    if params["alpha_w_per_c"]:
+        temp = cw.table[schema.TEMPERATURE_C].to_numpy(float)[rows]
+        p = p + params["alpha_w_per_c"] * (temp - params["reference_temperature_c"])
+    return p
+
+
+def _mape(y, p) -> float:
+    y, p = np.asarray(y, float), np.asarray(p, float)
+    return float(100 * np.mean(np.abs(p - y) / np.abs(y))) if y.size else math.nan
+
+
+def _settings(alpha_w_per_c: float, has_instant: bool, idle_w: float) -> list[dict]:
+    temps = TEMPERATURES if np.isfinite(alpha_w_per_c) else ("none",)
+    sources = SOURCES if has_instant else ("counter",)
+    statics = STATICS if np.isfinite(idle_w) else ("free",)
+    return [{"form": f, "temperature": t, "sources": s, "p_static": p}
+            for f in FORMS for t in temps for s in sources for p in statics]
+
+
+def _instant_offset(cw: ClockWindows, train, params: dict) -> float:
+    """The instant field's offset from the counter: fitted, else the median training residual."""
+    if params["instant_offset_w"] or params["sources"] != "counter":
+        return params["instant_offset_w"]
+    inst = train[(cw.table[schema.WINDOW_SOURCE].to_numpy(object)[train] == "instant")]
+    if not inst.size:
+        return 0.0
+    return float(np.median(cw.table[schema.POWER_W].to_numpy(float)[inst] - predict_setting(cw, inst, params)))
+
+
+def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
+                   reference_temperature_c: float = math.nan, idle_w: float = math.nan,
+                   idle_temperature_c: float = math.nan, bin_mhz: float = 50.0,
+                   min_folds: int = 3) -> tuple[dict, float, pd.DataFrame]:
+    """Choose the setting by leave-one-clock-bin-out CV on windows ``rows`` (training clocks only).
+
+    Folds are ``bin_mhz`` bins of the windows' mean clock. Each fold's windows — counter
+    windows and instant readings, the latter with the instant field's offset (fitted, or the
+    median residual of the training readings for a counter-only fit) — are predicted by a fit
+    on every window outside the bin, and each fold's MAPE counts once: the many windows at the
+    highest clock do not outweigh the few below it, and the instant readings, which reach the
+    lowest clocks of each recovery, let the CV see the curve's shape there.
+
+    Returns
+    -------
+    (dict, float, DataFrame)
+        The chosen setting, its CV MAPE (%), and every setting's CV MAPE. With fewer than
+        ``min_folds`` bins the first setting (linear, α where known, counter, P_static free)
+        is returned with a NaN score.
+    """
+    rows = np.asarray(rows)
+    t = cw.table.iloc[rows]
+    counter = (t[schema.WINDOW_SOURCE] == "counter").to_numpy()
+    instant = ~counter
+    bins = np.floor(t[schema.SM_CLOCK_MHZ].to_numpy(float) / bin_mhz)
+    folds = np.unique(bins)
+    settings = _settings(alpha_w_per_c, bool(instant.any()), idle_w)
+    if folds.size < min_folds:
+        return settings[0], math.nan, pd.DataFrame()
+    y_all = cw.table[schema.POWER_W].to_numpy(float)
+    scores = []
+    for s in settings:
+        fold_mape = []
+        for b in folds:
+            train, test = rows[bins != b], rows[bins == b]
+            if not counter[bins != b].any():
+                continue
+            params = fit_setting(cw, train, s, alpha_w_per_c=alpha_w_per_c,
+                                 reference_temperature_c=reference_temperature_c, idle_w=idle_w,
+                                 idle_temperature_c=idle_temperature_c)
+            pred = predict_setting(cw, test, params) + instant[bins == b] * _instant_offset(cw, train, params)
+            fold_mape.append(_mape(y_all[test], pred))
+        scores.append({**s, "cv_mape_pct": float(np.mean(fold_mape)) if fold_mape else math.nan})
+    table = pd.DataFrame(scores)
+    best = int(np.nanargmin(table["cv_mape_pct"].to_numpy(float)))
+    return settings[best], float(table["cv_mape_pct"].iloc[best]), table
+
+
+def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ,
+                            alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None,
+                            idle_w: float | None = None, idle_temperature_c: float | None = None,
+                            max_band_share: float = 0.5, min_train: int = 6, bin_mhz: float = 50.0) -> pd.DataFrame:
+    """Per workload: power at the held-out clock band predicted from the other clocks' windows.
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        :func:`~powermodels.workflows.clock_windows.clock_windows` of a recording.
+    band_mhz : (float, float)
+        Held-out band: counter windows whose mean clock lies inside are the test set.
+    alpha_w_per_c, reference_temperature_c : float, optional
+        α at constant clock (thesis eq. 4.6) and ``T_ref``; without them only ``none`` is tried.
+    idle_w, idle_temperature_c : float, optional
+        Measured idle power and its temperature
+        (:func:`~powermodels.workflows.clock_windows.idle_power`); without them ``P_static``
+        is always fitted.
+    max_band_share : float
+        A training window may spend at most this share of its time at clocks in the band.
+    min_train : int
+        Least training counter windows for a fit.
+    bin_mhz : float
+        CV fold width (:func:`select_setting`).
+
+    Returns
+    -------
+    DataFrame
+        One row per workload, the held-out figure first: ``power_mape_pct`` (counter windows
+        in the band), ``test_windows``, ``train_windows``, then the CV's choice and score, the
+        fitted parameters, the window counts and the main reason windows were dropped.
+    """
+    lo, hi = float(band_mhz[0]), float(band_mhz[1])
+    if not lo < hi:
+        raise ValueError(f"band_mhz must be (low, high) with low < high, got {band_mhz!r}")
+    alpha = math.nan if alpha_w_per_c is None else float(alpha_w_per_c)
+    t_ref = math.nan if reference_temperature_c is None else float(reference_temperature_c)
+    idle = {"idle_w": math.nan if idle_w is None else float(idle_w),
+            "idle_temperature_c": math.nan if idle_temperature_c is None else float(idle_temperature_c)}
+    if not np.isfinite(t_ref):
+        alpha = math.nan
+    table = cw.table
+    if not len(table):
+        return pd.DataFrame()
+    f = table[schema.SM_CLOCK_MHZ].to_numpy(float)
+    kept = table[schema.WINDOW_KEPT].to_numpy(bool)
+    share = cw.band_share(lo, hi)
+    temp_ok = np.isfinite(table[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha)
+    out = []
+    for w, g in table.groupby(schema.WORKLOAD, sort=False):
+        idx = table.index.get_indexer(g.index)
+        counter = (g[schema.WINDOW_SOURCE] == "counter").to_numpy()
+        k = kept[idx] & temp_ok[idx]
+        in_band = (f[idx] >= lo) & (f[idx] <= hi)
+        test = idx[k & counter & in_band]
+        train = idx[k & ~in_band & (share[idx] <= max_band_share)]
+        reasons = g.loc[counter & ~kept[idx], schema.WINDOW_DROP_REASON].value_counts()
+        row = {schema.WORKLOAD: w, "band_lo_mhz": lo, "band_hi_mhz": hi, "power_mape_pct": math.nan,
+               "power_bias_pct": math.nan, "test_windows": int(test.size),
+               "train_windows": int(np.sum(counter[np.isin(idx, train)])),
+               "train_instant": int(np.sum(~counter[np.isin(idx, train)])),
+               "form_cv": "", "temperature_cv": "", "sources_cv": "", "p_static_cv": "", "cv_mape_pct": math.nan,
+               "counter_windows": int(counter.sum()), "counter_kept": int((counter & kept[idx]).sum()),
+               "instant_kept": int((~counter & kept[idx]).sum()),
+               "kept_clock_lo_mhz": float(np.nanmin(f[idx[k & counter]])) if (k & counter).any() else math.nan,
+               "dropped_pressure": int(reasons.filter(like="pressure").sum()),
+               "main_drop_reason": reasons.index[0] if len(reasons) else "", "note": ""}
+        n_train_counter = row["train_windows"]
+        if test.size == 0:
+            row["note"] = f"no kept counter window's mean clock lies in {lo:.0f}–{hi:.0f} MHz"
+        elif n_train_counter < min_train:
+            row["note"] = f"only {n_train_counter} training counter window(s) (< {min_train})"
+        else:
+            setting, cv, _ = select_setting(cw, train, alpha_w_per_c=alpha, reference_temperature_c=t_ref,
+                                            bin_mhz=bin_mhz, **idle)
+            params = fit_setting(cw, train, setting, alpha_w_per_c=alpha, reference_temperature_c=t_ref, **idle)
+            y = table[schema.POWER_W].to_numpy(float)[test]
+            p = predict_setting(cw, test, params)
+            train_lo = np.nanmin(f[train]) if train.size else math.nan
+            row.update(power_mape_pct=_mape(y, p), power_bias_pct=float(100 * np.mean((p - y) / y)),
+                       form_cv=setting["form"], temperature_cv=setting["temperature"],
+                       sources_cv=setting["sources"], p_static_cv=setting["p_static"], cv_mape_pct=cv,
+                       p_static_w=params["p_static_w"], a_w_per_mhz=params["a_w_per_mhz"],
+                       knee_mhz=params["knee_mhz"], slope_per_ghz=params["slope_per_ghz"],
+                       note="" if train_lo < lo else "no training window below the band: the band is extrapolated")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def heldout_power_from_recording(recording, clocks: pd.DataFrame, *, alpha_w_per_c: float | None = None,
+                                 reference_temperature_c: float | None = None,
+                                 band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`power_at_heldout_clocks` on a recording, and what it found in words.
+
+    Builds the windows (:func:`~powermodels.workflows.clock_windows.clock_windows`), measures
+    the idle power and checks whether the pressure load's power is pinned over a counter window
+    (:func:`~powermodels.workflows.clock_windows.pressure_power`).
+
+    Returns
+    -------
+    (DataFrame, list of str)
+        The per-workload table and the findings for the report.
+    """
+    from .clock_windows import clock_windows, idle_power, pressure_power
+
+    cw = clock_windows(recording, clocks)
+    idle_w, idle_t = idle_power(recording)
+    table = power_at_heldout_clocks(cw, band_mhz=band_mhz, alpha_w_per_c=alpha_w_per_c,
+                                    reference_temperature_c=reference_temperature_c, idle_w=idle_w,
+                                    idle_temperature_c=idle_t)
+    lines = []
+    pp = pressure_power(recording)
+    if len(pp):
+        p = pp[schema.POWER_W].to_numpy(float)
+        lo5, hi95 = np.percentile(p, [5, 95])
+        lines.append(f"pressure load over {p.size} counter windows (after its first second): "
+                     f"{np.median(p):.0f} W median, {lo5:.0f}–{hi95:.0f} W (5–95 %): the pressure's share of a "
+                     f"window straddling its end is known only to about ±{(hi95 - lo5) / 2:.0f} W, so such "
+                     "windows are dropped, not split.")
+    if len(table):
+        done = table.loc[np.isfinite(table["power_mape_pct"].to_numpy(float))]
+        figures = ", ".join(f"{r[schema.WORKLOAD]} {r['power_mape_pct']:.2f} % ({r['test_windows']} windows)"
+                            for _, r in done.iterrows()) or "none"
+        lines.append(f"power at held-out clocks {band_mhz[0]:.0f}–{band_mhz[1]:.0f} MHz (counter windows, "
+                     f"thesis eq. 4.1 over each window's probed clock trajectory, setting chosen by CV on the "
+                     f"training clocks): {figures}.")
+    return table, lines

@@ -1,0 +1,110 @@
+"""A short board calibration: a preset brought to another board from its first idle and first second."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import schema
+from powermodels.devices.physics import GPUPhysics
+from powermodels.devices.sensor_emulation import PRESETS
+from powermodels.devices.simulated_workload import SimulatedWorkload
+from powermodels.twin import metrics
+from powermodels.twin.board import calibrate_board
+from powermodels.twin.preset import TwinPreset, TwinWorkload
+from powermodels.twin.replay import replay
+
+
+def board(core_w_per_ghz: float = 230.0, p0_w: float = 25.0) -> TwinPreset:
+    ph = GPUPhysics(thermal_poles=((0.025, 0.1), (0.025, 20.0)), voltage_knee_mhz=1100.0, leakage_per_c=0.012,
+                    core_w_per_ghz=core_w_per_ghz, p0_w=p0_w)
+    sensor = replace(PRESETS["hopper"], name="b", noise_w=0.0, energy_read_s=3e-3)
+    w = {"gemm": TwinWorkload(SimulatedWorkload("gemm", core_work=2.0e-3 * 1980, activity=0.45, mem_activity=0.2),
+                              0.0, 1),
+         "triad": TwinWorkload(SimulatedWorkload("triad", core_work=1e-4 * 1980, t0_s=2e-4, activity=0.2,
+                                                 mem_activity=0.8), 0.0, 8)}
+    return TwinPreset("b", ph, sensor, 30.0, w, {"made_by": "tests"})
+
+
+def schedule() -> pd.DataFrame:
+    rows = [("thermal", "-", -1, "idle", 0.0, 5.0), ("thermal", "gemm", 0, "series", 5.0, 9.0),
+            ("thermal", "-", -1, "idle", 9.0, 13.0), ("thermal", "triad", 0, "series", 13.0, 17.0),
+            ("thermal", "-", -1, "idle", 17.0, 19.0)]
+    return pd.DataFrame(rows, columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
+                                       schema.T0_S, schema.T1_S])
+
+
+@pytest.fixture(scope="module")
+def other_board():
+    # another board of the same model: 5 % more dynamic power, 6 W less constant power
+    return replay(schedule(), board(core_w_per_ghz=230.0 * 1.05, p0_w=19.0), seed=1, poll_s=2e-3,
+                  start_temperature_c=40.0)
+
+
+def test_board_scale_and_idle_are_recovered(other_board):
+    preset = board()
+    cal = calibrate_board(preset, other_board)
+    report = cal.fit["board_calibration"]
+    assert report["dynamic_scale"] == pytest.approx(1.05, abs=0.02)
+    assert cal.physics.core_w_per_ghz == pytest.approx(230.0 * 1.05, rel=0.02)
+    # idle power at the idle temperature read is the recording's
+    t = report["idle_temperature_c"]
+    assert float(cal.physics.power_w(1980.0, 2619.0, t)) == pytest.approx(report["idle_w"], abs=0.5)
+    assert cal.name == "b@SIM-twin" and cal.provenance["board_calibration"]["scale"] == "board"
+    # what the calibration did not read stays the preset's
+    assert cal.physics.thermal_poles == preset.physics.thermal_poles
+    assert cal.workloads == preset.workloads
+
+
+def test_calibrated_preset_replays_the_other_board_closer(other_board):
+    preset = board()
+    cal = calibrate_board(preset, other_board)
+    errors = {}
+    for name, p in (("preset", preset), ("calibrated", cal)):
+        tw = replay(schedule(), p, seed=1, poll_s=2e-3, start_temperature_c=40.0)
+        a, b = metrics.warmup_energy_per_launch(other_board, "gemm", 4), metrics.warmup_energy_per_launch(tw, "gemm", 4)
+        errors[name] = np.abs(b[schema.ENERGY_J].to_numpy()[1:] / a[schema.ENERGY_J].to_numpy()[1:] - 1).max()
+    assert errors["preset"] > 0.02
+    assert errors["calibrated"] < 0.01
+
+
+def test_per_workload_scale_and_capped_series_skipped(other_board):
+    preset = board()
+    cal = calibrate_board(preset, other_board, scale="workload")
+    series = cal.fit["board_calibration"]["series"]
+    assert set(series) == {"gemm", "triad"}
+    assert cal.physics.core_w_per_ghz == preset.physics.core_w_per_ghz
+    assert cal.workload("gemm").workload.activity > preset.workload("gemm").workload.activity
+    # a board held at a limit below the series' power: NVML reads the cap, nothing to scale from
+    low = replace(preset, physics=replace(preset.physics, power_limit_w=250.0, power_limit_min_w=200.0))
+    capped = replay(schedule(), low, seed=1, poll_s=2e-3, start_temperature_c=40.0)
+    assert calibrate_board(preset, capped).fit["board_calibration"]["series"] == {}
+    with pytest.raises(ValueError, match="scale must be"):
+        calibrate_board(preset, other_board, scale="gpu")
+
+
+def test_another_kernel_under_the_same_name_does_not_set_the_board_factor(other_board):
+    preset = board()
+    gemm = preset.workload("gemm")
+    # the preset's gemm runs twice as long as the recording's: another kernel
+    other = replace(preset, workloads={**preset.workloads, "gemm": replace(
+        gemm, workload=replace(gemm.workload, core_work=2 * gemm.workload.core_work))})
+    report = calibrate_board(other, other_board).fit["board_calibration"]
+    assert report["series"]["gemm"]["same_kernel"] is False
+    assert report["series"]["triad"]["same_kernel"] is True
+    assert report["dynamic_scale"] == pytest.approx(report["series"]["triad"]["ratio"])
+
+
+def test_cli_twin_compare_calibrates_and_says_so(other_board, tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.recording import write_recording
+    from powermodels.twin import save_preset
+
+    folder = write_recording(other_board, tmp_path / "rec")
+    preset_file = save_preset(board(), tmp_path / "b.json")
+    assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
+                 "--calibrate-board", "board"]) == 0
+    out = capsys.readouterr().out
+    assert "board calibration (board; its seconds are in-sample)" in out and "board x 1.0" in out
+    assert "board calibration" in (tmp_path / "cmp" / "comparison.md").read_text()
