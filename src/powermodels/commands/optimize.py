@@ -64,7 +64,10 @@ def add_arguments(parser) -> None:
                              "of both tables)")
     parser.add_argument("--candidates", nargs="+", default=None,
                         help="with --train-sweep: regressors compared by grouped CV "
-                             "(mlp gradient_boosting extra_trees ridge_log)")
+                             "(mlp gradient_boosting extra_trees random_forest ridge ridge_log)")
+    parser.add_argument("--targets", default="shares", choices=("shares", "curve"),
+                        help="with --train-sweep: what the regressor learns — DSO's parameter shares "
+                             "(default) or the measured curves that eq. 1-2 are fitted to")
     parser.add_argument("--save-predictor", help="with --train-sweep: write the trained predictor "
                                                  "as a calibration file")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"),
@@ -233,13 +236,20 @@ def recommend_from_features(features, predictor, metadata: dict, clocks, *, max_
             raise ValueError(f"--features: column {col!r} has missing values in "
                              f"{int(features[col].isna().sum())} rows (fill them, e.g. 0 for a pipe ncu "
                              "does not report)")
-    models = predictor.predict_params(
-        features[cols], voltage_knee_mhz=float(metadata["voltage_knee_mhz"]),
-        voltage_slope_per_ghz=float(metadata["voltage_slope_per_ghz"]),
-        reference_sm_clock_mhz=features[schema.SM_CLOCK_MHZ].to_numpy(dtype=float),
-        reference_mem_clock_mhz=features[schema.MEM_CLOCK_MHZ].to_numpy(dtype=float),
-        reference_time_s=features[schema.TIME_S].to_numpy(dtype=float),
-        reference_power_w=features[schema.POWER_W].to_numpy(dtype=float))
+    kw = {"voltage_knee_mhz": float(metadata["voltage_knee_mhz"]),
+          "voltage_slope_per_ghz": float(metadata["voltage_slope_per_ghz"]),
+          "reference_sm_clock_mhz": features[schema.SM_CLOCK_MHZ].to_numpy(dtype=float),
+          "reference_mem_clock_mhz": features[schema.MEM_CLOCK_MHZ].to_numpy(dtype=float),
+          "reference_time_s": features[schema.TIME_S].to_numpy(dtype=float),
+          "reference_power_w": features[schema.POWER_W].to_numpy(dtype=float)}
+    if metadata.get("target_kind", "shares") == "curve":  # models.dvfs_curves: fit eq. 1-2 to the curves
+        from ..models.dvfs_curves import params_from_curves
+
+        if "curve_clocks" not in metadata:
+            raise ValueError("--predictor: a curve-target predictor's metadata lacks 'curve_clocks'")
+        models = params_from_curves(predictor.predict(features[cols]), metadata["curve_clocks"], **kw)
+    else:
+        models = predictor.predict_params(features[cols], **kw)
     out = []
     for kernel, params in zip(features[schema.KERNEL], models, strict=True):
         choice = (optimize_clocks(params, clocks, eta=eta, p_max_w=p_max_w) if eta is not None
@@ -275,7 +285,7 @@ def _run_train(args) -> int:
         raise ValueError("--train-sweep and --features share no feat:* column; name them with "
                          "--feature-columns")
     trained = train_dvfs_predictor(sweep, cols, candidates=tuple(args.candidates or CANDIDATES),
-                                   progress=print)
+                                   progress=print, targets=args.targets)
     print(trained.cv.to_string(index=False, float_format=_fmt))
     clocks = np.unique(sweep[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].to_numpy(dtype=float), axis=0)
     p_max = args.p_max_w if args.p_max_w is not None else float(sweep[schema.POWER_W].max())
