@@ -7,6 +7,8 @@ must never be kept.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import numpy as np
@@ -113,7 +115,7 @@ def test_heldout_band_is_reported_first_with_counts(recorded):
     rec, clocks, _ = recorded
     cw = clock_windows(rec, clocks)
     counter = cw.table.loc[cw.table[schema.WINDOW_KEPT] & (cw.table[schema.WINDOW_SOURCE] == "counter")]
-    lo, hi = np.percentile(counter[schema.SM_CLOCK_MHZ], [5, 40])
+    lo, hi = np.percentile(counter[schema.SM_CLOCK_MHZ], [40, 75])   # training windows on both sides
     idle_w, idle_t = idle_power(rec)
     table = power_at_heldout_clocks(cw, band_mhz=(lo, hi), idle_w=idle_w, idle_temperature_c=idle_t)
     row = table.iloc[0]
@@ -123,6 +125,27 @@ def test_heldout_band_is_reported_first_with_counts(recorded):
     assert row["power_mape_pct"] < 3.0
     assert row["form_cv"] in ("linear", "v2f") and math.isfinite(row["cv_mape_pct"])
     assert row["dropped_pressure"] > 0
+
+
+def test_no_window_with_time_in_the_band_is_fitted_by_default(recorded):
+    """Fails before (max_band_share was 0.5): a training window partly in the band carried its power into the fit."""
+    rec, clocks, _ = recorded
+    cw = clock_windows(rec, clocks)
+    counter = cw.table.loc[cw.table[schema.WINDOW_KEPT] & (cw.table[schema.WINDOW_SOURCE] == "counter")]
+    lo, hi = np.percentile(counter[schema.SM_CLOCK_MHZ], [40, 75])   # training windows on both sides
+    idle_w, idle_t = idle_power(rec)
+    f = cw.table[schema.SM_CLOCK_MHZ].to_numpy(float)
+    touching = (cw.band_share(lo, hi) > 0) & ~((f >= lo) & (f <= hi))   # in the band part of the time only
+    assert touching.sum() >= 1
+
+    def figure(table):
+        return power_at_heldout_clocks(dataclasses.replace(cw, table=table), band_mhz=(lo, hi), idle_w=idle_w,
+                                       idle_temperature_c=idle_t)["power_mape_pct"].iloc[0]
+
+    before = figure(cw.table)
+    spoiled = cw.table.copy()
+    spoiled.loc[touching, schema.POWER_W] *= 3
+    assert figure(spoiled) == before
 
 
 def test_selection_sees_only_the_training_rows(recorded):

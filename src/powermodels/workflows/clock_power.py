@@ -19,7 +19,8 @@ voltage shape, however the clock moved inside the window. The settings are chose
   instant field), always *scored* on counter windows, the exact meter.
 
 :func:`power_at_heldout_clocks` holds out the windows whose mean clock lies in a band, fits on
-the rest (those with at most ``max_band_share`` of their time in the band), and reports the
+the rest (by default only windows that spend no time at clocks in the band: a window partly in
+the band carries the band's power into the fit), and reports the
 held-out MAPE per workload first, with how many windows were kept and why the others were not.
 """
 
@@ -218,7 +219,7 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
 def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ,
                             alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None,
                             idle_w: float | None = None, idle_temperature_c: float | None = None,
-                            max_band_share: float = 0.5, min_train: int = 6, bin_mhz: float = 50.0) -> pd.DataFrame:
+                            max_band_share: float = 0.0, min_train: int = 6, bin_mhz: float = 50.0) -> pd.DataFrame:
     """Per workload: power at the held-out clock band predicted from the other clocks' windows.
 
     Parameters
@@ -233,8 +234,9 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
         Measured idle power and its temperature
         (:func:`~powermodels.workflows.clock_windows.idle_power`); without them ``P_static``
         is always fitted.
-    max_band_share : float
-        A training window may spend at most this share of its time at clocks in the band.
+    max_band_share : float, default=0.0
+        A training window may spend at most this share of its time at clocks in the band. Above 0
+        the held-out figure is no longer held out: such a window's energy holds the band's power.
     min_train : int
         Least training counter windows for a fit.
     bin_mhz : float
