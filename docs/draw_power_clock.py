@@ -73,7 +73,8 @@ def main(folders) -> Path:
                         label=f"eq. 4.1 ({res['form_cv']})")
             mape = res["power_mape_pct"]
             ax.set_title(f"{res[schema.WORKLOAD][:22]}\nheld-out {mape:.1f} % ({res['test_windows']} windows)"
-                         if np.isfinite(mape) else f"{res[schema.WORKLOAD][:22]}\nno held-out window", fontsize=8)
+                         if np.isfinite(mape) else f"{res[schema.WORKLOAD][:22]}\nnot scored: {res['note'][:40]}",
+                         fontsize=8)
             ax.set_xlabel("mean probed SM clock (MHz)", fontsize=7)
             if c == 0:
                 ax.set_ylabel(f"{label}\npower (W)", fontsize=7)
