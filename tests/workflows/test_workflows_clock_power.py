@@ -202,16 +202,21 @@ def test_calibrate_from_reports_the_power_table(recorded, tmp_path):
     assert "power_mape_pct" in report.split("## Power at held-out clocks")[1]
 
 
-def test_no_counter_window_to_fit_on_is_one_line():
-    """Only instant readings: fit_setting returned P = 0 W silently and select_setting an all-NaN error."""
+def _linear_windows(n, source):
+    """``n`` whole-window rows of one ``source`` at 1,200–1,900 MHz whose power is 200 W + 0.2 W/MHz."""
     from powermodels.workflows.clock_windows import ClockWindows
 
-    n = 8
     f = np.linspace(1200.0, 1900.0, n)
-    table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: ["instant"] * n,
+    table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: [source] * n,
                           schema.POWER_W: 200 + 0.2 * f, schema.SM_CLOCK_MHZ: f, schema.TIME_SHARE: 1.0,
                           schema.TEMPERATURE_C: 50.0, schema.WINDOW_KEPT: True})
-    cw = ClockWindows(table, f.copy(), np.full(n, 0.1), np.arange(n + 1))
+    return ClockWindows(table, f.copy(), np.full(n, 0.1), np.arange(n + 1))
+
+
+def test_no_counter_window_to_fit_on_is_one_line():
+    """Only instant readings: fit_setting returned P = 0 W silently and select_setting an all-NaN error."""
+    n = 8
+    cw = _linear_windows(n, "instant")
     setting = {"form": "linear", "temperature": "none", "sources": "counter", "p_static": "free"}
     with pytest.raises(ValueError, match="counter window") as err:
         fit_setting(cw, np.arange(n), setting)
@@ -222,14 +227,8 @@ def test_no_counter_window_to_fit_on_is_one_line():
 
 def test_idle_static_needs_the_idle_temperature_with_alpha():
     """P_static='idle' with α but no idle temperature was fitted free (200 W here) under the label 'idle'."""
-    from powermodels.workflows.clock_windows import ClockWindows
-
     n = 12
-    f = np.linspace(1200.0, 1900.0, n)
-    table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: ["counter"] * n,
-                          schema.POWER_W: 200 + 0.2 * f, schema.SM_CLOCK_MHZ: f, schema.TIME_SHARE: 1.0,
-                          schema.TEMPERATURE_C: 50.0, schema.WINDOW_KEPT: True})
-    cw = ClockWindows(table, f.copy(), np.full(n, 0.1), np.arange(n + 1))
+    cw = _linear_windows(n, "counter")
     known = {"alpha_w_per_c": 1.0, "reference_temperature_c": 50.0, "idle_w": 90.0}
     setting = {"form": "linear", "temperature": "alpha", "sources": "counter", "p_static": "idle"}
     with pytest.raises(ValueError, match="idle_temperature_c"):
