@@ -8,7 +8,10 @@ grid over the time constants (log-spaced, one decade band per pole: die,
 package, heatsink) with non-negative least squares for the rest.
 
 Input is what a recording has: the energy counter's power between its
-updates (~100 ms) and the temperature reading (whole °C).
+updates (~100 ms; a gap in a trace is one interval whose mean power the
+counter still gives) and the temperature reading (whole °C).
+:func:`fit_foster_segments` fits one network to several traces at once (boards
+of one model: shared poles, each trace its own ambient and start).
 """
 
 from __future__ import annotations
