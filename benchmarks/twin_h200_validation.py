@@ -8,7 +8,7 @@ The recording is ``datasets/h200-2026-11-27/raw_recording_168e6658`` (real NVIDI
 a full-rate NVML trace, a clock probe per batch). Two questions:
 
 1. **The shipped ``h200`` preset** (built by ``twin_h200_preset.py`` from ``datasets/h200/`` files of
-   another H200 run, never from this recording) replays the recording's schedule
+   another H200 run and, for its thermal network, another H200 board's thermal run, never from this recording) replays the recording's schedule
    (``twin-compare``), each recording workload played by the preset's workload of the same kind
    (:data:`ALIASES`: the shipped preset has none of these names): ``DIR/replay_h200/`` gets the twin's recording, ``comparison.md``, the overlay
    plots, ``warmup_seconds.csv`` and ``held_out.png``. Every row is held out.

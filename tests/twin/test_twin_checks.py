@@ -121,6 +121,10 @@ def test_h200_preset_loads_by_name_and_says_what_it_borrowed():
     assert p.physics.mem_clocks_mhz == (3201.0,) and p.sensor.instant_window_s == pytest.approx(0.0294, abs=1e-3)
     assert "leakage_per_c" in p.provenance["borrowed_from_h100_sxm"] and p.provenance["not_identified"]
     assert {"fp32_long", "stream_triad", "cublas_hgemm_8192"} <= set(p.workloads)
+    # a heatsink pole (minutes) from another H200 board's idles between loads: its 63 s run alone saw none
+    slow_r, slow_tau = max(p.physics.thermal_poles, key=lambda pole: pole[1])
+    assert slow_tau > 60.0 and slow_r > 0.01
+    assert p.fit["thermal"]["other_board"]["uuid"] == "GPU-0a8f0427"
     gpu = p.gpu(seed=0)
     gpu.run(p.workload("cublas_hgemm_8192").workload, launches=2000)  # the HGEMM holds the cap
     assert gpu.true_energy_j(gpu.now() - 1.0, gpu.now()) == pytest.approx(700.0, rel=0.03)

@@ -8,7 +8,10 @@ grid over the time constants (log-spaced, one decade band per pole: die,
 package, heatsink) with non-negative least squares for the rest.
 
 Input is what a recording has: the energy counter's power between its
-updates (~100 ms) and the temperature reading (whole °C).
+updates (~100 ms; a gap in a trace is one interval whose mean power the
+counter still gives) and the temperature reading (whole °C).
+:func:`fit_foster_segments` fits one network to several traces at once (boards
+of one model: shared poles, each trace its own ambient and start).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import itertools
 import numpy as np
 from scipy.optimize import nnls
 
-__all__ = ["MEM_HEAT_SHARES", "fit_foster", "fit_with_memory_share", "foster_temperature", "simulate_foster"]
+__all__ = ["MEM_HEAT_SHARES", "fit_foster", "fit_foster_segments", "fit_with_memory_share", "foster_temperature",
+           "pole_bands", "simulate_foster"]
 
 #: shares of the memory's dynamic power heating the die sensor tried by :func:`fit_with_memory_share`
 MEM_HEAT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -28,7 +32,7 @@ POLE_BANDS = ((0.03, 1.0), (0.5, 8.0), (8.0, 60.0))
 
 
 def simulate_foster(t, power, poles, ambient_c, start_power=None) -> np.ndarray:
-    """Temperature of a Foster network driven by piecewise-constant ``power`` on times ``t``.
+    """Temperature of a Foster network on times ``t``, ``power[i]`` held over ``(t[i-1], t[i]]``.
 
     Each pole starts in steady state with ``start_power`` (default the first power).
     """
@@ -42,18 +46,23 @@ def simulate_foster(t, power, poles, ambient_c, start_power=None) -> np.ndarray:
 
 
 def _filtered(t: np.ndarray, p: np.ndarray, tau: float, p0: float) -> np.ndarray:
-    """First-order lag of ``p`` (held over each interval) with unit gain, exact per step."""
+    """First-order lag of ``p`` with unit gain, exact per step: ``p[i]`` is held over ``(t[i-1], t[i]]``.
+
+    ``p[i]`` is the power over the interval *ending* at ``t[i]`` (what an energy counter gives). Driving
+    that interval with ``p[i-1]`` instead delays the heat by one interval: ~0.1 s on a 100 ms counter,
+    and a whole gap's worth on a trace with gaps (a 28 s idle driven at the load before it).
+    """
     y = np.empty(t.size)
     x = p0
     dt = np.diff(t, prepend=t[0])
     decay = np.exp(-dt / tau)
     for i in range(t.size):  # ~10k steps at 100 ms: a plain loop is fast enough
-        x = x * decay[i] + p[i - 1 if i else 0] * (1.0 - decay[i])
+        x = x * decay[i] + p[i] * (1.0 - decay[i])
         y[i] = x
     return y
 
 
-def fit_foster(t, power, temperature, *, n_poles: int = 3, grid: int = 7, weight=None) -> dict:
+def fit_foster(t, power, temperature, *, n_poles: int = 3, grid: int = 7, weight=None, bands=None) -> dict:
     """Fit ``n_poles`` Foster poles and the ambient temperature to a temperature trace.
 
     Parameters
@@ -68,50 +77,99 @@ def fit_foster(t, power, temperature, *, n_poles: int = 3, grid: int = 7, weight
     weight : array-like of bool, optional
         Which readings are fitted (held-out times are simulated through,
         driven by their power, but their temperatures are not fitted).
+    bands : sequence of (lo_s, hi_s), optional
+        Time-constant band of each pole, fastest first (default: the
+        :data:`POLE_BANDS` that ``n_poles`` picks).
 
     Returns
     -------
     dict
         ``poles`` (list of ``[R_k_per_w, tau_s]``, poles with R = 0 dropped),
-        ``ambient_c``, ``rmse_c``.
+        ``ambient_c``, ``start_excess_c`` and ``start_tau_s`` (the start's
+        excess over the network's state and the time constant it decays
+        with), ``rmse_c``.
     """
-    t = np.asarray(t, float)
-    p = np.asarray(power, float)
-    y = np.asarray(temperature, float)
-    w = np.ones(t.size, bool) if weight is None else np.asarray(weight, bool)
+    fit = fit_foster_segments([(t, power, temperature, weight)], n_poles=n_poles, grid=grid, bands=bands)
+    return {"poles": fit["poles"], "ambient_c": fit["ambient_c"][0], "start_excess_c": fit["start_excess_c"][0],
+            "start_tau_s": fit["start_tau_s"], "rmse_c": fit["rmse_c"]}
+
+
+def pole_bands(n_poles: int) -> tuple:
+    """The default time-constant bands of ``n_poles`` poles (:data:`POLE_BANDS`: die, package, heatsink)."""
     if not 1 <= n_poles <= len(POLE_BANDS):
         raise ValueError(f"fit_foster: n_poles must be 1..{len(POLE_BANDS)}, got {n_poles}")
-    bands = POLE_BANDS if n_poles == 3 else POLE_BANDS[:1] + POLE_BANDS[-1:] if n_poles == 2 \
-        else ((POLE_BANDS[0][0], POLE_BANDS[-1][1]),)
+    if n_poles == 3:
+        return POLE_BANDS
+    return POLE_BANDS[:1] + POLE_BANDS[-1:] if n_poles == 2 else ((POLE_BANDS[0][0], POLE_BANDS[-1][1]),)
+
+
+def fit_foster_segments(segments, *, n_poles: int = 2, grid: int = 7, bands=None) -> dict:
+    """One Foster network fitted to several traces at once, each with its own ambient and start.
+
+    The poles ``(R_k, τ_k)`` are shared (one cooling design: boards of one
+    model, or one board's runs separated by gaps whose power is unknown);
+    each segment gets its own ambient (the inlet temperature of its machine)
+    and its own start excess, decaying with the slowest band's τ.
+
+    Parameters
+    ----------
+    segments : sequence of (t, power, temperature, weight)
+        Each as :func:`fit_foster` takes them (``weight`` may be None).
+    n_poles, grid, bands
+        As for :func:`fit_foster` (``bands`` overrides the ``n_poles`` default).
+
+    Returns
+    -------
+    dict
+        ``poles``, ``ambient_c`` and ``start_excess_c`` (one per segment),
+        ``start_tau_s``, ``rmse_c`` (over every fitted reading) and
+        ``rmse_by_segment_c``.
+    """
+    bands = tuple(tuple(b) for b in bands) if bands is not None else pole_bands(n_poles)
+    segs = []
+    for t, p, y, w in segments:
+        t, p, y = np.asarray(t, float), np.asarray(p, float), np.asarray(y, float)
+        segs.append((t, p, y, np.ones(t.size, bool) if w is None else np.asarray(w, bool)))
+    k = len(segs)
     taus = [np.geomspace(lo, hi, grid) for lo, hi in bands]
-    cache: dict[float, np.ndarray] = {}
-    rel = t - t[0]
+    cache: dict[tuple, np.ndarray] = {}
+    y_all = np.concatenate([y[w] for _, _, y, w in segs])
     best = None
     for combo in itertools.product(*taus):
-        cols = []
-        for tau in combo:
-            if tau not in cache:
-                cache[tau] = _filtered(t, p, tau, p[0])
-            cols.append(cache[tau])
-        # the start is not a steady state: the slowest pole's initial excess decays freely (± columns)
-        decay = np.exp(-rel / combo[-1])
-        A = np.column_stack([np.ones(t.size), decay, -decay, *cols])
-        coef, _ = nnls(A[w], y[w])
-        rmse = float(np.sqrt(np.mean((A[w] @ coef - y[w]) ** 2)))
+        blocks = []
+        for j, (t, p, _, w) in enumerate(segs):
+            cols = []
+            for tau in combo:
+                if (j, tau) not in cache:
+                    cache[(j, tau)] = _filtered(t, p, tau, p[0])
+                cols.append(cache[(j, tau)])
+            # the start is not a steady state: the slowest pole's initial excess decays freely (± columns)
+            decay = np.exp(-(t - t[0]) / combo[-1])
+            own = np.zeros((t.size, 3 * k))
+            own[:, 3 * j:3 * j + 3] = np.column_stack([np.ones(t.size), decay, -decay])
+            blocks.append(np.column_stack([own, *cols])[w])
+        A = np.vstack(blocks)
+        coef, _ = nnls(A, y_all)
+        rmse = float(np.sqrt(np.mean((A @ coef - y_all) ** 2)))
         if best is None or rmse < best[0]:
-            best = (rmse, combo, coef)
-    rmse, combo, coef = best
-    poles = [[float(r), float(tau)] for r, tau in zip(coef[3:], combo) if r > 1e-6]
-    return {"poles": poles, "ambient_c": float(coef[0]), "start_excess_c": float(coef[1] - coef[2]),
-            "rmse_c": rmse}
+            best = (rmse, combo, coef, A)
+    rmse, combo, coef, A = best
+    resid = A @ coef - y_all
+    edges = np.cumsum([0] + [int(w.sum()) for *_, w in segs])
+    poles = [[float(r), float(tau)] for r, tau in zip(coef[3 * k:], combo) if r > 1e-6]
+    return {"poles": poles, "ambient_c": [float(coef[3 * j]) for j in range(k)],
+            "start_excess_c": [float(coef[3 * j + 1] - coef[3 * j + 2]) for j in range(k)],
+            "start_tau_s": float(combo[-1]), "rmse_c": rmse,
+            "rmse_by_segment_c": [float(np.sqrt(np.mean(resid[a:b] ** 2))) for a, b in zip(edges[:-1], edges[1:])]}
 
 
 def foster_temperature(t, power, fit: dict) -> np.ndarray:
     """The temperature a :func:`fit_foster` result gives on ``t`` driven by ``power`` (its start excess included)."""
     t = np.asarray(t, float)
     out = simulate_foster(t, power, fit["poles"], fit["ambient_c"])
-    if fit["poles"]:
-        out += fit.get("start_excess_c", 0.0) * np.exp(-(t - t[0]) / max(tau for _, tau in fit["poles"]))
+    tau = fit.get("start_tau_s") or max((tau for _, tau in fit["poles"]), default=None)
+    if tau:
+        out += fit.get("start_excess_c", 0.0) * np.exp(-(t - t[0]) / tau)
     return out
 
 
