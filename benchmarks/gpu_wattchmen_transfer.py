@@ -225,7 +225,7 @@ def selection(micro: pd.DataFrame, wl: pd.DataFrame,
     y = per[schema.ENERGY_J].to_numpy()
     err = 100 * (chosen.predict(per) / y - 1)
     held = [float(np.mean(np.abs(fit_instruction_model(rows(h), **p).predict(per) / y - 1)) * 100)
-            for p, h in zip(cv["params"], cv["held_back"])]
+            for p, h in zip(cv["params"], cv["held_back"], strict=True)]
     shown = cv.assign(heldout_mape_pct=held, params=cv["params"].map(lambda p: str(p) or "{}"),
                       held_back=cv["held_back"].map(lambda h: ", ".join(h) or "-"))
     measured_rows = bool(any(cv["held_back"].map(len)))

@@ -18,8 +18,8 @@ from powermodels.microbench import sass
 from powermodels.microbench.catalog import (
     HOPPER_MICROBENCHMARKS,
     MEASUREMENT_ROWS,
-    Microbenchmark,
     TOGGLING_ONLY,
+    Microbenchmark,
 )
 from powermodels.microbench.simulated import SimulatedInstructionBackend
 from powermodels.models import InstructionEnergyModel

@@ -235,10 +235,11 @@ class SimulatedInstructionBackend:
     # -- physics -----------------------------------------------------------------------
 
     def _launch(self, name: str, iters: int):
-        """Counts (opcode → warp instructions), sectors per level, hit rates of one launch."""
+        """Counts (opcode → warp instructions), memory level and access pattern of one launch."""
         m = microbenchmark(name)
         warps = m.grid(self.preset.sm_count) * m.block // 32
-        body = {op: UNROLL * k for op, k in zip(m.targets, m.per_step or [1] * len(m.targets))}
+        per_step = m.per_step or [1] * len(m.targets)
+        body = {op: UNROLL * k for op, k in zip(m.targets, per_step, strict=True)}
         for op, k in _LOOP.items():
             body[op] = body.get(op, 0) + k
         counts = {op: k * iters * warps for op, k in body.items()}
