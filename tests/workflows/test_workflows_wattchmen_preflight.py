@@ -108,3 +108,23 @@ def test_analyze_lets_the_cv_decide_whether_measurement_rows_are_used(tmp_path, 
     assert script.SUMMARY[-1]["held_back"] == list(irregular)
     assert "default, without irregular memory" in text and "held_back" in text
     assert np.isfinite(script.SUMMARY[-1]["heldout_mape_pct"])
+
+
+def test_measure_on_the_simulated_gpu_takes_the_measurement_rows(tmp_path):
+    """``measure --hopper-extras --device simulated``: every extra, the issue-26 rows included,
+    is measured and profiled (the command the next GPU session runs, on the simulated backend)."""
+    import pandas as pd
+
+    from powermodels import schema
+    from powermodels.microbench.catalog import HOPPER_MICROBENCHMARKS, MEASUREMENT_ROWS
+
+    script = _script()
+    out = tmp_path / "out"
+    assert script.main(["measure", "--hopper-extras", "--device", "simulated",
+                        "--counts-from", "none", "--out", str(out)]) == 0
+    micro = pd.read_parquet(out / "wattchmen_microbench.parquet")
+    names = set(micro[schema.WORKLOAD])
+    assert set(HOPPER_MICROBENCHMARKS) <= names
+    assert {n for rows in MEASUREMENT_ROWS.values() for n in rows} <= names
+    rows = micro.set_index(schema.WORKLOAD)
+    assert (rows.loc[list(MEASUREMENT_ROWS["irregular memory"]), schema.DRAM_SECTORS] > 0).all()
