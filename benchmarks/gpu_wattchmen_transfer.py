@@ -1,8 +1,9 @@
 """Wattchmen §6 on two GPUs: transfer the H200 table to another GPU from 10 % of its microbenchmarks.
 
 ``measure`` (GPU, one call, ~7 min on an H100; ``--resume`` finishes a cut-off run)
-    On the new GPU: idle power, all 63 microbenchmarks (64 with ``--hopper-extras``:
-    the warp-group MMA ``hgmma_f32``) and both held-out workload sets (``heldout``
+    On the new GPU: idle power, all 63 microbenchmarks (74 with ``--hopper-extras``:
+    the warp-group MMA ``hgmma_f32``, the operand-toggling rows and the issue-26
+    measurement rows, ``catalog.MEASUREMENT_ROWS``) and both held-out workload sets (``heldout``
     and ``fresh``), each with the clock it ran at (on-GPU probes after every batch
     of the power window, and NVML's reading), then both ncu passes
     (``--clock-control none``), with
@@ -19,7 +20,8 @@
     First chooses the model's settings by leave-one-microbenchmark-out
     cross-validation on the new GPU's microbenchmarks only
     (:func:`powermodels.instruction_energy.selection.cross_validate_instruction_models`;
-    the workloads are not read for it) and reports the chosen setting's
+    the workloads are not read for it; where the table has measurement rows, the same CV
+    decides whether each group of them enters the fit) and reports the chosen setting's
     held-out MAPE, with each workload's error. Then, with the chosen setting,
     fits the reference table on ``--reference`` (default ``datasets/h200``),
     and on the new GPU's held-out workloads reports MAPE for: the table
@@ -197,26 +199,42 @@ def report(reference, micro: pd.DataFrame, wl: pd.DataFrame, seeds: int, title: 
 
 
 def selection(micro: pd.DataFrame, wl: pd.DataFrame,
-              power_limit_w: float | None = None) -> tuple[dict, str]:
+              power_limit_w: float | None = None) -> tuple[dict, str, pd.DataFrame]:
     """Settings chosen by leave-one-microbenchmark-out CV (workloads unread), and the report part.
 
     The held-out errors of every candidate are printed too (after the choice, which they do not
     enter), so that a reader can see what the choice cost or gained. With ``power_limit_w`` every
-    candidate is also scored with its predictions held at the limit.
+    candidate is also scored with its predictions held at the limit. Where the table has rows of
+    :data:`~powermodels.microbench.catalog.MEASUREMENT_ROWS`, every candidate is also scored with
+    each group of them held back (not trained on, still scored), so the same CV decides whether
+    they are used. Returns the chosen settings, the report part and the rows the chosen fit uses.
     """
-    cv = cross_validate_instruction_models(micro, power_limit_w=power_limit_w, progress=print)
+    from powermodels.microbench.catalog import MEASUREMENT_ROWS
+
+    cv = cross_validate_instruction_models(micro, power_limit_w=power_limit_w, progress=print,
+                                           row_groups=MEASUREMENT_ROWS)
     best = cv.iloc[0]
     params = dict(best["params"])
-    chosen = fit_instruction_model(micro, **params)
+
+    def rows(held_back) -> pd.DataFrame:
+        return micro[~micro[schema.WORKLOAD].isin(held_back)].reset_index(drop=True)
+
+    used = rows(best["held_back"])
+    chosen = fit_instruction_model(used, **params)
     per = prediction_table(wl)
     y = per[schema.ENERGY_J].to_numpy()
     err = 100 * (chosen.predict(per) / y - 1)
-    held = [float(np.mean(np.abs(fit_instruction_model(micro, **p).predict(per) / y - 1)) * 100)
-            for p in cv["params"]]
-    shown = cv.assign(heldout_mape_pct=held, params=cv["params"].map(lambda p: str(p) or "{}"))
+    held = [float(np.mean(np.abs(fit_instruction_model(rows(h), **p).predict(per) / y - 1)) * 100)
+            for p, h in zip(cv["params"], cv["held_back"], strict=True)]
+    shown = cv.assign(heldout_mape_pct=held, params=cv["params"].map(lambda p: str(p) or "{}"),
+                      held_back=cv["held_back"].map(lambda h: ", ".join(h) or "-"))
+    measured_rows = bool(any(cv["held_back"].map(len)))
+    if not measured_rows:  # no measurement rows in this table: the report as before
+        shown = shown.drop(columns="held_back")
     per_wl = pd.DataFrame({"workload": per[schema.WORKLOAD], "measured_j": y,
                            "predicted_j": chosen.predict(per), "error_pct": err})
     SUMMARY.append({"candidate": best["candidate"], "params": params,
+                    **({"held_back": list(best["held_back"])} if measured_rows else {}),
                     "cv_mape_pct": float(best["cv_mape_pct"]), "n_micro": int(best["n"]),
                     "heldout_mape_pct": float(np.mean(np.abs(err))),
                     "per_workload_error_pct": dict(zip(per_wl["workload"], map(float, err)))})
@@ -229,7 +247,7 @@ def selection(micro: pd.DataFrame, wl: pd.DataFrame,
             f"candidate is listed after the choice.\n\n"
             + markdown_table(shown, float_format=".3g") + "\n\nPer workload (chosen setting):\n\n"
             + markdown_table(per_wl, float_format=".3g") + "\n")
-    return params, text
+    return params, text, used
 
 
 def clock_section(params: dict, micro: pd.DataFrame, wl: pd.DataFrame) -> str:
@@ -288,7 +306,7 @@ def cmd_analyze(args) -> int:
     # fixed before the workloads are read (instruction_diagnostics says why CV cannot choose):
     # workloads run on changing data, so a toggling-operand row stands for its instruction
     micro = with_operand_variants(micro_all, "toggling")
-    params, chosen_text = selection(micro, wl, limit)
+    params, chosen_text, micro = selection(micro, wl, limit)
     source = "--power-limit-w" if args.power_limit_w else "measure.json"
     limit_note = (f"Power limit {limit:g} W ({source}): every candidate is scored with and "
                   "without its predictions held at limit × time." if limit
@@ -296,7 +314,7 @@ def cmd_analyze(args) -> int:
     parts = [limit_note + "\n\n" + chosen_text]
     if variants:
         fixed = with_operand_variants(micro_all, "fixed")
-        fixed_params, fixed_text = selection(fixed, wl, limit)
+        fixed_params, fixed_text, fixed = selection(fixed, wl, limit)
         parts[0] = (f"Operand-toggling rows {variants} stand in for "
                     f"{[OPERAND_VARIANTS[v] for v in variants]} (chosen before the workloads "
                     f"were read; the fixed-operand table follows for comparison).\n\n" + parts[0])
@@ -351,8 +369,9 @@ def main(argv=None) -> int:
     m.add_argument("--out", default=os.environ.get("OUT", "wattchmen_transfer_out"))
     m.add_argument("--resume", action="store_true", help="keep the items of --out/measure.json")
     m.add_argument("--hopper-extras", action="store_true",
-                   help="also measure the sm_90a warp-group MMA (HGMMA) microbenchmark, as "
-                        "`calibrate-instructions --hopper-extras` does")
+                   help="also measure the opt-in microbenchmarks (catalog.HOPPER_MICROBENCHMARKS: "
+                        "warp-group MMA, operand-toggling variants, HGMMA per arrive group, "
+                        "irregular DRAM accesses), as `calibrate-instructions --hopper-extras` does")
     m.add_argument("--device", choices=["nvml", "simulated"], default="nvml",
                    help="nvml: the GPU (CuPy, NVML, ncu); simulated: the simulated backend")
     m.add_argument("--counts-from", default=str(REPO / "datasets" / "h100" / "wattchmen"),

@@ -75,3 +75,56 @@ def test_analyze_joins_the_fresh_set_and_finds_the_power_limit(tmp_path):
     assert script.power_limit(tmp_path, None) == 700.0
     (tmp_path / "measure.json").write_text(json.dumps({"info": {"gpu": "x"}}))
     assert script.power_limit(tmp_path, None) is None
+
+
+def test_analyze_lets_the_cv_decide_whether_measurement_rows_are_used(tmp_path, monkeypatch):
+    """Simulated GPU: the HGMMA group rows are used (they agree with the rest); irregular-memory
+    rows whose energies contradict the other rows (tripled here) are held back by the CV."""
+    import numpy as np
+
+    from powermodels import schema
+    from powermodels.instruction_energy import selection as sel
+    from powermodels.instruction_energy.calibration import calibrate_instructions
+    from powermodels.instruction_energy.diagnostics import with_operand_variants
+    from powermodels.microbench.catalog import MEASUREMENT_ROWS
+    from powermodels.microbench.simulated import SimulatedInstructionBackend
+
+    script = _script()
+    monkeypatch.setattr(sel, "INSTRUCTION_CANDIDATES", {"default": {}})
+    monkeypatch.setattr(script, "SUMMARY", [])
+    groups, irregular = MEASUREMENT_ROWS["hgmma groups"], MEASUREMENT_ROWS["irregular memory"]
+    cal = calibrate_instructions(
+        SimulatedInstructionBackend(hopper_extras=True), tmp_path / "cal",
+        micro=["nanosleep", "ffma", "iadd3", "imad", "lop3", "ldg32_dram", "ldg128_dram",
+               "stg32_dram", "hgmma_f32", "hgmma_f32_rand", *groups, *irregular],
+        workloads=["sim"], say=lambda m: None)
+    micro = with_operand_variants(cal.micro, "toggling")
+    bad = micro[schema.WORKLOAD].isin(irregular)
+    micro.loc[bad, schema.ENERGY_J] *= 3.0
+    params, text, used = script.selection(micro, cal.workloads)
+    assert params == {}
+    names = set(used[schema.WORKLOAD])
+    assert set(groups) <= names and not names & set(irregular)
+    assert script.SUMMARY[-1]["held_back"] == list(irregular)
+    assert "default, without irregular memory" in text and "held_back" in text
+    assert np.isfinite(script.SUMMARY[-1]["heldout_mape_pct"])
+
+
+def test_measure_on_the_simulated_gpu_takes_the_measurement_rows(tmp_path):
+    """``measure --hopper-extras --device simulated``: every extra, the issue-26 rows included,
+    is measured and profiled (the command the next GPU session runs, on the simulated backend)."""
+    import pandas as pd
+
+    from powermodels import schema
+    from powermodels.microbench.catalog import HOPPER_MICROBENCHMARKS, MEASUREMENT_ROWS
+
+    script = _script()
+    out = tmp_path / "out"
+    assert script.main(["measure", "--hopper-extras", "--device", "simulated",
+                        "--counts-from", "none", "--out", str(out)]) == 0
+    micro = pd.read_parquet(out / "wattchmen_microbench.parquet")
+    names = set(micro[schema.WORKLOAD])
+    assert set(HOPPER_MICROBENCHMARKS) <= names
+    assert {n for rows in MEASUREMENT_ROWS.values() for n in rows} <= names
+    rows = micro.set_index(schema.WORKLOAD)
+    assert (rows.loc[list(MEASUREMENT_ROWS["irregular memory"]), schema.DRAM_SECTORS] > 0).all()

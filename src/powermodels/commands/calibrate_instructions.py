@@ -58,8 +58,9 @@ def add_arguments(parser) -> None:
                         help="with --transfer-from: share of microbenchmarks measured (default 0.1)")
     parser.add_argument("--ncu", help="path of ncu (default: PATH or the CUDA toolkit)")
     parser.add_argument("--hopper-extras", action="store_true",
-                        help="also measure the sm_90a extras: warp-group MMA (HGMMA) and operand-toggling "
-                             "FFMA/DMMA/HGMMA variants")
+                        help="also measure the opt-in extras: warp-group MMA (HGMMA, sm_90a), "
+                             "operand-toggling FFMA/DMMA/HGMMA variants, HGMMA with 2-4 per "
+                             "arrive group and irregular (gather, strided, scatter) DRAM accesses")
 
 
 def _backend(args):

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..microbench.catalog import OPERAND_VARIANTS
+from ..microbench.catalog import OPERAND_VARIANTS, TOGGLING_ONLY
 from .calibration import prediction_table
 
 __all__ = ["clock_check", "with_operand_variants"]
@@ -30,7 +30,8 @@ def with_operand_variants(micro: pd.DataFrame, operands: str = "toggling") -> pd
         Microbenchmark instruction table (``workload`` names as in the catalog).
     operands : {"toggling", "fixed", "both"}
         "toggling": a base row (``ffma``) is dropped where its variant (``ffma_rand``) was
-        measured; "fixed": the variants are dropped; "both": the table as is.
+        measured; "fixed": the variants are dropped, and the rows measured on toggling operands
+        only (:data:`~powermodels.microbench.catalog.TOGGLING_ONLY`); "both": the table as is.
 
     Returns
     -------
@@ -41,7 +42,7 @@ def with_operand_variants(micro: pd.DataFrame, operands: str = "toggling") -> pd
         raise ValueError(f"operands: must be 'toggling', 'fixed' or 'both', got {operands!r}")
     names = set(micro[schema.WORKLOAD])
     drop = {"toggling": {base for variant, base in OPERAND_VARIANTS.items() if variant in names},
-            "fixed": set(OPERAND_VARIANTS), "both": set()}[operands]
+            "fixed": set(OPERAND_VARIANTS) | TOGGLING_ONLY, "both": set()}[operands]
     return micro[~micro[schema.WORKLOAD].isin(drop)].reset_index(drop=True)
 
 

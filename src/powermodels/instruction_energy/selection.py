@@ -13,12 +13,17 @@ reference, Wattchmen §3.3.1) is never left out.
 
 Whether predictions are held at the board's power limit (a kernel whose table
 energy would draw more runs at a lower clock, at the limit) is chosen the same
-way: each candidate is scored with and without the limit.
+way: each candidate is scored with and without the limit. So is whether groups of
+microbenchmarks added for one question (``row_groups``, e.g. HGMMA with several
+instructions per arrive group) enter the fit: each candidate is also scored with
+them held back, that is never trained on but still predicted and scored, so that
+every variant is judged on the same left-out microbenchmarks.
 """
 
 from __future__ import annotations
 
 import warnings
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -51,7 +56,8 @@ INSTRUCTION_CANDIDATES = {
 
 def cross_validate_instruction_models(micro: pd.DataFrame, candidates=None, *,
                                       power_limit_w: float | None = None,
-                                      progress=None) -> pd.DataFrame:
+                                      progress=None, row_groups: dict | None = None,
+                                      ) -> pd.DataFrame:
     """Leave-one-microbenchmark-out error of each candidate setting.
 
     Parameters
@@ -69,13 +75,21 @@ def cross_validate_instruction_models(micro: pd.DataFrame, candidates=None, *,
         prediction.
     progress : callable or None
         Called with a one-line message per candidate.
+    row_groups : dict or None
+        Group name → microbenchmark names whose use is itself a choice. For every
+        non-empty combination of the groups present in ``micro``, each candidate is
+        also scored with those rows held back (name + ``", without <groups>"``): a
+        held-back row is never trained on, and is scored as predicted by the fit on
+        all the other rows that are not held back; every other row is left out one
+        at a time as usual. All variants are thus scored on the same rows.
 
     Returns
     -------
     DataFrame
         One row per candidate, best first: ``candidate``, ``params``,
         ``cv_mape_pct`` (mean over left-out microbenchmarks of the absolute
-        relative energy error), ``cv_median_pct`` and ``n`` (benchmarks left out).
+        relative energy error), ``cv_median_pct``, ``n`` (benchmarks left out) and
+        ``held_back`` (tuple of the microbenchmarks not trained on; empty when all are).
     """
     from ..models import InstructionEnergyModel
 
@@ -91,24 +105,50 @@ def cross_validate_instruction_models(micro: pd.DataFrame, candidates=None, *,
     say = progress or (lambda msg: None)
     limit = (None if power_limit_w is None else
              float(power_limit_w) * table[schema.TIME_S].to_numpy(dtype=float))
+    present = {g: tuple(n for n in members if n in set(names))
+               for g, members in (row_groups or {}).items()}
+    present = {g: members for g, members in present.items() if members}
+    variants = [((), "")] + [
+        (tuple(n for g in combo for n in present[g]), ", without " + " and ".join(combo))
+        for k in range(1, len(present) + 1) for combo in combinations(present, k)]
     rows = []
     for name, params in (INSTRUCTION_CANDIDATES if candidates is None else candidates).items():
         params = {k: v for k, v in params.items() if k != "power_limit_w"}
-        pred = np.empty(left_out.size)
-        with warnings.catch_warnings():
-            # a fold may leave an opcode unidentifiable; the error shows what that costs
-            warnings.simplefilter("ignore", RuntimeWarning)
-            for j, i in enumerate(left_out):
-                model = InstructionEnergyModel(**params).fit(table.drop(index=i))
-                pred[j] = model.predict(table.iloc[[i]])[0]
-        scored = [(name, params, pred)]
-        if limit is not None:
-            held = np.where(limit[left_out] > 0, np.minimum(pred, limit[left_out]), pred)
-            scored.append((f"{name}, power limit",
-                           {**params, "power_limit_w": float(power_limit_w)}, held))
-        for label, kept, p in scored:
-            err = np.abs(p / y[left_out] - 1)
-            rows.append({"candidate": label, "params": dict(kept), "cv_mape_pct": 100 * err.mean(),
-                         "cv_median_pct": 100 * float(np.median(err)), "n": int(left_out.size)})
-            say(f"{label}: leave-one-out MAPE {rows[-1]['cv_mape_pct']:.2f} %")
+        for held_back, suffix in variants:
+            pred = _left_out_predictions(InstructionEnergyModel, params, table, names, left_out,
+                                         set(held_back))
+            scored = [(name + suffix, params, pred)]
+            if limit is not None:
+                held = np.where(limit[left_out] > 0, np.minimum(pred, limit[left_out]), pred)
+                scored.append((f"{name}, power limit{suffix}",
+                               {**params, "power_limit_w": float(power_limit_w)}, held))
+            for label, kept, p in scored:
+                err = np.abs(p / y[left_out] - 1)
+                rows.append({"candidate": label, "params": dict(kept),
+                             "cv_mape_pct": 100 * err.mean(),
+                             "cv_median_pct": 100 * float(np.median(err)),
+                             "n": int(left_out.size), "held_back": held_back})
+                say(f"{label}: leave-one-out MAPE {rows[-1]['cv_mape_pct']:.2f} %")
     return pd.DataFrame(rows).sort_values("cv_mape_pct", kind="stable", ignore_index=True)
+
+
+def _left_out_predictions(model_class, params: dict, table: pd.DataFrame, names: np.ndarray,
+                          left_out: np.ndarray, held_back: set) -> np.ndarray:
+    """Prediction of each left-out row by the fit on every row but it and the held-back ones."""
+    train = ~np.isin(names, list(held_back))
+    pred = np.empty(left_out.size)
+    without_held = None
+    with warnings.catch_warnings():
+        # a fold may leave an opcode unidentifiable; the error shows what that costs
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for j, i in enumerate(left_out):
+            if not train[i]:  # one fit serves every held-back row
+                if without_held is None:
+                    without_held = model_class(**params).fit(table[train].reset_index(drop=True))
+                model = without_held
+            else:
+                keep = train.copy()
+                keep[i] = False
+                model = model_class(**params).fit(table[keep].reset_index(drop=True))
+            pred[j] = model.predict(table.iloc[[i]])[0]
+    return pred

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HOPPER_MICROBENCHMARKS", "MICROBENCHMARKS", "OPERAND_VARIANTS", "Microbenchmark",
-           "kernel_dir", "microbenchmark"]
+__all__ = ["HOPPER_MICROBENCHMARKS", "MEASUREMENT_ROWS", "MICROBENCHMARKS", "OPERAND_VARIANTS",
+           "TOGGLING_ONLY", "Microbenchmark", "kernel_dir", "microbenchmark"]
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -67,6 +67,13 @@ class Microbenchmark:
         Blocks launched per SM.
     arch : str
         ``nvcc -arch`` the source is compiled for (``sm_90a`` for warp-group MMA).
+    per_step : tuple of float
+        Warp instructions of each target per unrolled step (empty: one each), as in the
+        loop's SASS; the simulated GPU executes this mix.
+    access : str
+        How a global-memory target touches memory: "coalesced" (a warp's accesses share
+        lines), "stride" (one 32-byte sector per thread, consecutive sectors) or "random"
+        (one sector per thread, anywhere in the footprint).
     """
 
     name: str
@@ -80,6 +87,16 @@ class Microbenchmark:
     block: int = 256
     blocks_per_sm: int = 8
     arch: str = "sm_90"
+    per_step: tuple[float, ...] = ()
+    access: str = "coalesced"
+
+    def __post_init__(self):
+        if self.per_step and len(self.per_step) != len(self.targets):
+            raise ValueError(f"{self.name}: per_step has {len(self.per_step)} entries for "
+                             f"{len(self.targets)} targets")
+        if self.access not in ("coalesced", "stride", "random"):
+            raise ValueError(f"{self.name}: access must be 'coalesced', 'stride' or 'random', "
+                             f"got {self.access!r}")
 
     @property
     def mask(self) -> int:
@@ -187,28 +204,67 @@ _LIST = [
 #: name → :class:`Microbenchmark`, in a stable order (the 63 of the H200 dataset).
 MICROBENCHMARKS: dict[str, Microbenchmark] = {m.name: m for m in _LIST}
 
-#: Opt-in microbenchmarks for Hopper only (``sm_90a``), added by ``calibrate-instructions
+_WG = ("HGMMA.64x64x16.F32", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")
+
+
+def _groups(name, per_arrive, per_depbar):
+    """HGMMA with ``per_arrive`` instructions per ARRIVE and ``per_depbar`` per DEPBAR."""
+    return Microbenchmark(name, "wgmma_groups.cu", f"mb_{name}", _WG, "TENSOR", block=128,
+                          arch="sm_90a", per_step=(1.0, 1 / per_arrive, 1 / per_depbar))
+
+
+def _irregular(name, target, access):
+    return Microbenchmark(name, "irregular.cu", f"mb_{name.rsplit('_', 1)[0]}", (target,),
+                          "MEM-global", footprint_bytes=DRAM_BYTES, element_bytes=4, level="DRAM",
+                          access=access)
+
+
+#: Opt-in microbenchmarks (``sm_90a`` for the warp-group ones), added by ``calibrate-instructions
 #: --hopper-extras`` and ``benchmarks/gpu_wattchmen_transfer.py measure --hopper-extras``:
 #: warp-group MMA (HGMMA), which cuBLAS GEMMs use and the mma.sync benchmarks cannot emit (the
 #: H200 GEMMs were under-predicted by 25-27 %), and operand-toggling variants of FFMA, DMMA and
 #: HGMMA (``operands.cu``): the base benchmarks feed each instruction the same values again and
 #: again, a GEMM on real data does not, and the H100's capped GEMMs (88 % FFMA in
-#: ``cublas_sgemm_4096``) took 1.6-1.9x the dynamic energy the table gave them.
+#: ``cublas_sgemm_4096``) took 1.6-1.9x the dynamic energy the table gave them. Then the
+#: :data:`MEASUREMENT_ROWS` of issue 26 (not yet measured on a GPU): HGMMA with 2 and 4
+#: instructions per arrive/commit group (``wgmma_groups.cu``), so the joint solve can separate
+#: HGMMA from ``WARPGROUP.ARRIVE``/``DEPBAR`` and ``UMOV`` (1 : 1 : 1 : 1.56 in
+#: ``hgmma_f32_rand``), and uncoalesced DRAM accesses (``irregular.cu``: gather, strided load,
+#: scatter), whose per-sector energy the coalesced streams of ``global.cu`` do not measure.
 HOPPER_MICROBENCHMARKS: dict[str, Microbenchmark] = {m.name: m for m in [
-    Microbenchmark("hgmma_f32", "wgmma.cu", "mb_hgmma_f32",
-                   ("HGMMA.64x64x16.F32", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE"), "TENSOR",
-                   block=128, arch="sm_90a"),
+    Microbenchmark("hgmma_f32", "wgmma.cu", "mb_hgmma_f32", _WG, "TENSOR", block=128,
+                   arch="sm_90a"),
     Microbenchmark("ffma_rand", "operands.cu", "mb_ffma_rand", ("FFMA",), "FP32", arch="sm_90a"),
     Microbenchmark("dmma_rand", "operands.cu", "mb_dmma_rand", ("DMMA.8x8x4",), "TENSOR",
                    arch="sm_90a"),
-    Microbenchmark("hgmma_f32_rand", "operands.cu", "mb_hgmma_f32_rand",
-                   ("HGMMA.64x64x16.F32", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE"), "TENSOR",
+    Microbenchmark("hgmma_f32_rand", "operands.cu", "mb_hgmma_f32_rand", _WG, "TENSOR",
                    block=128, arch="sm_90a"),
+    # SASS per 32 HGMMA (nvcc 13.0, sm_90a): ARRIVE 16 / 8 / 16 / 8, DEPBAR 16 / 8 / 8 / 8,
+    # UMOV 50 / 50 / 50 / 2 (hgmma_f32_rand: 32, 32, 50)
+    _groups("hgmma_f32_rand_g2", 2, 2),
+    _groups("hgmma_f32_rand_g4", 4, 4),
+    _groups("hgmma_f32_rand_g2x2", 2, 4),
+    _groups("hgmma_f32_rand_g4_ab", 4, 4),
+    _irregular("ldg32_rand_dram", "LDG.E", "random"),
+    _irregular("ldg32_stride_dram", "LDG.E", "stride"),
+    _irregular("stg32_rand_dram", "STG.E", "random"),
 ]}
 
 
 #: Operand-toggling variant → the base microbenchmark it re-measures on changing operand values.
 OPERAND_VARIANTS = {"ffma_rand": "ffma", "dmma_rand": "dmma", "hgmma_f32_rand": "hgmma_f32"}
+#: Microbenchmarks measured on toggling operands only (no fixed-operand counterpart): left out of
+#: a fixed-operand table along with the :data:`OPERAND_VARIANTS`.
+TOGGLING_ONLY = frozenset({"hgmma_f32_rand_g2", "hgmma_f32_rand_g4", "hgmma_f32_rand_g2x2",
+                           "hgmma_f32_rand_g4_ab"})
+#: Rows added for issue 26 whose use ``analyze`` decides by leave-one-microbenchmark-out CV
+#: (:func:`~powermodels.instruction_energy.selection.cross_validate_instruction_models`,
+#: ``held_back``): name → what the rows measure.
+MEASUREMENT_ROWS = {
+    "hgmma groups": ("hgmma_f32_rand_g2", "hgmma_f32_rand_g4", "hgmma_f32_rand_g2x2",
+                     "hgmma_f32_rand_g4_ab"),
+    "irregular memory": ("ldg32_rand_dram", "ldg32_stride_dram", "stg32_rand_dram"),
+}
 
 
 def microbenchmark(name: str) -> Microbenchmark:

@@ -31,6 +31,7 @@ __all__ = [
     "disassemble",
     "find_tool",
     "instruction_table_from_ncu",
+    "loop_opcode_counts",
     "parse_ncu_csv",
     "parse_ncu_instances",
     "parse_sass",
@@ -172,6 +173,61 @@ def count_static_opcodes(sass_or_cubin: str | os.PathLike, function: str | None 
     for ops in functions.values():
         total.update(ops)
     return total
+
+
+def loop_opcode_counts(sass_text: str, function: str, target: str) -> Counter:
+    """Static opcode counts of the loop of ``function`` that holds the most ``target``.
+
+    A loop is the span from a backward ``BRA``'s target to the branch (the SASS of a
+    microbenchmark's unrolled body): its counts are what one trip executes, so their ratios
+    are the ratios the profiled dynamic counts will have, without the prologue and epilogue.
+
+    Parameters
+    ----------
+    sass_text : str
+        ``cuobjdump -sass`` text.
+    function : str
+        Kernel name.
+    target : str
+        Opcode with modifiers (``"HGMMA.64x64x16.F32"``).
+
+    Returns
+    -------
+    collections.Counter
+        Opcode → count in that loop.
+
+    Raises
+    ------
+    ValueError
+        If the function is missing or has no loop holding ``target``.
+    """
+    lines, inside, found = [], False, False
+    for line in sass_text.splitlines():
+        m = _FUNCTION.match(line)
+        if m:
+            inside = m.group(1) == function
+            found |= inside
+            continue
+        m = _SASS_LINE.match(line)
+        if inside and m:
+            instr = _PREDICATE.sub("", m.group(2).strip())
+            if instr:
+                lines.append((int(m.group(1), 16), instr))
+    if not found:
+        raise ValueError(f"function: {function!r} not in SASS")
+    best: Counter | None = None
+    for addr, instr in lines:
+        parts = instr.split()
+        if parts[0] != "BRA" or len(parts) < 2:
+            continue
+        to = int(parts[1].rstrip(","), 16)
+        if to < addr:
+            loop = Counter(i.split()[0] for a, i in lines if to <= a <= addr)
+            if loop[target] and (best is None or loop[target] > best[target]):
+                best = loop
+    if best is None:
+        raise ValueError(f"{function}: no loop holds {target!r}")
+    return best
 
 
 def _number(text: str) -> float:

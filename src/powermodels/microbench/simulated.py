@@ -12,10 +12,13 @@ so a calibration on it must recover the preset's table, and two presets
 related by an affine map (plus per-opcode scatter) test the §6 transfer.
 
 Each microbenchmark's loop body is its registry targets
-(:mod:`powermodels.microbench.catalog`) unrolled :data:`UNROLL` times plus the
+(:mod:`powermodels.microbench.catalog`; ``per_step`` of each) unrolled :data:`UNROLL` times plus the
 loop's own ``IADD3``/``ISETP``/``BRA``, and a fixed prologue (index
 arithmetic, two input loads, one store, ``EXIT``), so its counts are linear in
-the iteration count as on a real GPU. Noise: a relative Gaussian error on the
+the iteration count as on a real GPU. A global access moves ``bytes per thread`` of sectors per
+warp instruction when coalesced, one 32-byte sector per thread in a ``stride`` or ``random``
+benchmark (``access``); the simulated DRAM has no row buffer, so a random sector costs what a
+streamed one does. Noise: a relative Gaussian error on the
 measured power (``noise``), seeded.
 """
 
@@ -232,16 +235,17 @@ class SimulatedInstructionBackend:
     # -- physics -----------------------------------------------------------------------
 
     def _launch(self, name: str, iters: int):
-        """Counts (opcode → warp instructions), sectors per level, hit rates of one launch."""
+        """Counts (opcode → warp instructions), memory level and access pattern of one launch."""
         m = microbenchmark(name)
         warps = m.grid(self.preset.sm_count) * m.block // 32
-        body = {op: UNROLL for op in m.targets}
+        per_step = m.per_step or [1] * len(m.targets)
+        body = {op: UNROLL * k for op, k in zip(m.targets, per_step, strict=True)}
         for op, k in _LOOP.items():
             body[op] = body.get(op, 0) + k
         counts = {op: k * iters * warps for op, k in body.items()}
         for op, k in _PROLOGUE.items():
             counts[op] = counts.get(op, 0) + k * warps
-        return counts, m.level or "L1"
+        return counts, m.level or "L1", m.access
 
     def _workload(self, name: str):
         if name not in SIM_WORKLOADS:
@@ -249,14 +253,15 @@ class SimulatedInstructionBackend:
         mix, level = SIM_WORKLOADS[name]
         return {op: k * _SIM_WORKLOAD_WARPS for op, k in mix.items()}, level
 
-    def _sectors(self, counts: dict, level: str) -> dict:
+    def _sectors(self, counts: dict, level: str, access: str = "coalesced") -> dict:
         out = {"L1": 0.0, "L2": 0.0, "DRAM": 0.0}
+        per_thread = access in ("stride", "random")  # one 32-byte sector per thread
         for op, c in counts.items():
             parts = op.split(".")
             if parts[0] not in ("LDG", "STG", "REDG"):
                 continue
             width = next((p for p in parts[1:] if p in _SECTORS_PER_INSTR), "")
-            s = c * _SECTORS_PER_INSTR[width]
+            s = c * (32 if per_thread else _SECTORS_PER_INSTR[width])
             out["L1"] += s if parts[0] == "LDG" else 0.0
             if parts[0] != "LDG" or level in ("L2", "DRAM"):
                 out["L2"] += s
@@ -264,22 +269,23 @@ class SimulatedInstructionBackend:
                 out["DRAM"] += s
         return out
 
-    def _time(self, counts: dict, level: str) -> float:
+    def _time(self, counts: dict, level: str, access: str = "coalesced") -> float:
+        # ``access`` only shapes the sectors: the simulated time counts instructions and levels
         cycles = sum(c * _cycles(op, level) for op, c in counts.items())
         return cycles / (4 * self.preset.sm_count * self.preset.clock_mhz * 1e6)
 
-    def _energy(self, counts: dict, level: str) -> float:
+    def _energy(self, counts: dict, level: str, access: str = "coalesced") -> float:
         p = self.preset
         missing = sorted(set(counts) - set(p.energies_j))
         if missing:
             raise ValueError(f"preset {p.name}: no energy for opcodes {missing}")
         dyn = sum(c * p.energies_j[op] for op, c in counts.items())
-        dyn += sum(s * p.sector_j[lv] for lv, s in self._sectors(counts, level).items())
+        dyn += sum(s * p.sector_j[lv] for lv, s in self._sectors(counts, level, access).items())
         return p.static_power_w * self._time(counts, level) + dyn
 
-    def _measure(self, counts: dict, level: str) -> dict:
+    def _measure(self, counts: dict, level: str, access: str = "coalesced") -> dict:
         t = self._time(counts, level)
-        return {"power_w": self._noisy(self._energy(counts, level) / t), "time_s": t,
+        return {"power_w": self._noisy(self._energy(counts, level, access) / t), "time_s": t,
                 "temperature_c": 50.0, "sm_clock_mhz": self.preset.clock_mhz,
                 "mem_clock_mhz": 3201.0,
                 **window_clocks([self.preset.clock_mhz], [self.preset.clock_mhz])}
@@ -318,14 +324,14 @@ def _ncu_csv(launches, backend: SimulatedInstructionBackend, *, opcodes: bool) -
                       else ["0"] * len(metrics))
             w.writerow([i, "pm_marker", f"({code + 1}, 1, 1)", f"({2 if end else 1}, 1, 1)", *values])
             continue
-        counts, level = rest
+        counts, level, *access = rest
         if opcodes:
             total = sum(int(c) for c in counts.values())
             cell = f"{total} (" + "; ".join(f"{op}: {int(c)}" for op, c in counts.items()) + ")"
             l1, l2 = backend.hit_rates(level)
             values = [cell, f"{l1}", f"{l2}", f"{backend._time(counts, level) * 1e9:.0f}"]
         else:
-            sectors = backend._sectors(counts, level)
+            sectors = backend._sectors(counts, level, *access)
             values = [f"{sectors[lv]:.0f}" for lv in _SECTOR_COLUMNS] + ["0"] * len(_ZERO_COLUMNS)
         w.writerow([i, kernel, "(1056, 1, 1)", "(256, 1, 1)", *values])
     return buf.getvalue()
