@@ -103,6 +103,7 @@ CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (p
 # NVML's clock reading as a sensor, where no probe ran (powermodels.meter.window_clock)
 CLOCK_READING_PERIOD_S = "clock_reading_period_s"  # its update period
 CLOCK_READING_LAG_S = "clock_reading_lag_s"        # delay + window: how late a value describes the clock
+#   (not ClockReadingSensor.horizon_s = delay + window + period: how long after a run values may describe it)
 CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
 CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
 PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
