@@ -62,7 +62,7 @@ class ClockWindows:
     table : DataFrame
         One row per candidate window: ``workload, window_source, window_start_s, window_end_s,
         power_w, sm_clock_mhz`` (time-weighted mean clock), ``clock_range_mhz``,
-        ``time_share`` (the share of the window the workload's launches cover), ``temperature_c``, ``phase``, ``window_kept``, ``window_drop_reason``.
+        ``launch_coverage`` (the share of the window the workload's launches cover), ``temperature_c``, ``phase``, ``window_kept``, ``window_drop_reason``.
     seg_clock_mhz, seg_seconds : ndarray
         The kept windows' trajectories, concatenated: the clock interpolated between the
         clock points on a fine grid, as seconds spent at each clock (rounded to 1 MHz).
@@ -300,11 +300,11 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
                              schema.WINDOW_END_S: w1[i], schema.POWER_W: power[i],
                              schema.SM_CLOCK_MHZ: float(np.mean(fw)) if fw.size else np.nan,
                              schema.CLOCK_RANGE_MHZ: float(np.ptp(fw)) if fw.size else np.nan,
-                             schema.TIME_SHARE: float(min(cover, 1.0)),
+                             schema.LAUNCH_COVERAGE: float(min(cover, 1.0)),
                              schema.RECORDING_PHASE: str(phase[a]), schema.WINDOW_KEPT: not reason,
                              schema.WINDOW_DROP_REASON: reason})
     cols = [schema.WORKLOAD, schema.WINDOW_SOURCE, schema.WINDOW_START_S, schema.WINDOW_END_S, schema.POWER_W,
-            schema.SM_CLOCK_MHZ, schema.CLOCK_RANGE_MHZ, schema.TIME_SHARE, schema.TEMPERATURE_C,
+            schema.SM_CLOCK_MHZ, schema.CLOCK_RANGE_MHZ, schema.LAUNCH_COVERAGE, schema.TEMPERATURE_C,
             schema.RECORDING_PHASE,
             schema.WINDOW_KEPT, schema.WINDOW_DROP_REASON]
     table = pd.DataFrame(rows, columns=[c for c in cols if c != schema.TEMPERATURE_C])
