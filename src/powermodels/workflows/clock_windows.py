@@ -158,6 +158,18 @@ def local_grid_updates(energy: pd.DataFrame, half_width: int = 10) -> tuple[np.n
     updates on the H100 recordings, most often when a burst starts) is then placed to within
     the neighbours' scatter instead of at its bracket's midpoint. ``uncertainty_s`` is the
     placement's half-range: the neighbours' residual scatter (RMS), at most half the bracket.
+
+    Parameters
+    ----------
+    energy : DataFrame
+        A recording's energy-counter reads (``t_s``, ``energy_counter_j``).
+    half_width : int, default=10
+        Neighbouring updates on each side that place an update.
+
+    Returns
+    -------
+    (ndarray, ndarray, ndarray)
+        Each update's time (s), the counter's value there (J) and the time's uncertainty (s).
     """
     u, e, how = counter_updates(energy)
     t = energy[schema.T_S].to_numpy(float)
@@ -321,9 +333,19 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
 def pressure_power(recording) -> pd.DataFrame:
     """The pressure load's counter windows: is its power pinned at the cap over 100 ms?
 
-    Returns one row per counter window lying wholly inside a pressure phase after its first
-    second (the cap's settling), with ``power_w`` — the spread says how well a window that
-    straddles the pressure's end could be split (it cannot, on the H100s measured).
+    The spread of these windows' power says how well a window that straddles the pressure's
+    end could be split (it cannot, on the H100s measured).
+
+    Parameters
+    ----------
+    recording : Recording
+        A raw recording with ``pressure`` phases.
+
+    Returns
+    -------
+    DataFrame
+        One row per counter window lying wholly inside a pressure phase after its first second
+        (the cap's settling): ``window_start_s``, ``window_end_s``, ``power_w``.
     """
     phases = recording.phases
     if phases is None or not len(phases) or not len(recording.energy):
@@ -341,7 +363,19 @@ def idle_power(recording, settle_s: float = 2.0) -> tuple[float, float]:
     """The idle power and temperature: medians over counter windows inside idle phases.
 
     Thesis eq. 4.1 names ``P_static`` the idle power; the recording's idle spells (after
-    ``settle_s``, the last load's tail) measure it. ``(nan, nan)`` without idle windows.
+    ``settle_s``, the last load's tail) measure it.
+
+    Parameters
+    ----------
+    recording : Recording
+        A raw recording with ``idle`` phases.
+    settle_s : float, default=2
+        Start of the read within each idle phase.
+
+    Returns
+    -------
+    (float, float)
+        Idle power (W) and temperature (°C); ``(nan, nan)`` without idle windows.
     """
     phases = recording.phases
     if phases is None or not len(phases) or not len(recording.energy):
