@@ -88,3 +88,23 @@ def test_atomic_open_text_and_parquet(tmp_path):
     with pytest.raises(ValueError, match="mode must be"):
         with files.atomic_open(tmp_path / "y", "a"):
             pass
+
+
+def test_replace_folder_gives_everything_back_when_the_last_rename_fails(tmp_path, monkeypatch):
+    folder = tmp_path / "set"
+    files.replace_folder(folder, lambda tmp: (tmp / "a.txt").write_text("old"), ["a.txt"])
+    (folder / "other.txt").write_text("not the set's")
+    real, into_place = os.replace, []
+
+    def fail_into_place(src, dst):
+        if str(dst) == str(folder) and not into_place:   # the new set into place (the old one is aside)
+            into_place.append(src)
+            raise OSError("rename failed")
+        return real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", fail_into_place)
+    with pytest.raises(OSError, match="rename failed"):
+        files.replace_folder(folder, lambda tmp: (tmp / "a.txt").write_text("new"), ["a.txt"])
+    monkeypatch.undo()
+    assert into_place and sorted(p.name for p in tmp_path.iterdir()) == ["set"]
+    assert (folder / "a.txt").read_text() == "old" and (folder / "other.txt").read_text() == "not the set's"

@@ -1,6 +1,7 @@
 """The raw recording reader/writer (powermodels.recording)."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -191,3 +192,41 @@ def test_downsample_with_brackets_keeps_every_counter_update_where_the_full_trac
         np.testing.assert_array_equal(a, b)
     lo_plain = counter_updates(recording.downsample_trace(trace))[0]
     assert not np.array_equal(lo_plain, full[0])   # what the plain form loses
+
+
+def test_a_save_stopped_half_way_leaves_the_previous_recording_whole(tmp_path, monkeypatch):
+    """Fails before: each file was replaced on its own, so a save stopped after the first files left new
+    tables beside the previous save's (natural_recording saves as the recording grows)."""
+    old = tiny_recording(probes=True)
+    folder = write_recording(old, tmp_path / "rec")
+    (folder / "README.md").write_text("kept")
+    new = replace(old, trace=old.trace.assign(**{schema.POWER_INSTANT_W: 500.0}),
+                  launches=old.launches.assign(**{schema.TIME_S: 0.08}), provenance={**old.provenance, "gpu": "new"})
+    real = pd.DataFrame.to_parquet
+    written = []
+
+    def stop_at_the_third(df, path, *args, **kwargs):
+        written.append(path)
+        if len(written) == 3:
+            raise OSError("No space left on device")
+        return real(df, path, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", stop_at_the_third)
+    with pytest.raises(OSError, match="No space"):
+        write_recording(new, folder)
+    monkeypatch.undo()
+    back = read_recording(folder)
+    pd.testing.assert_frame_equal(back.trace, old.trace)
+    pd.testing.assert_frame_equal(back.launches, old.launches)
+    assert back.provenance == old.provenance and (folder / "README.md").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec"]   # no temporary folder left behind
+
+
+def test_a_new_save_drops_the_previous_saves_files_it_lacks(tmp_path):
+    """Fails before: a recording without probes written over one with probes read back the old probes."""
+    folder = write_recording(tiny_recording(probes=True), tmp_path / "rec")
+    (folder / "notes.txt").write_text("the user's")
+    write_recording(tiny_recording(probes=False), folder)
+    assert read_recording(folder).probes is None
+    assert (folder / "notes.txt").read_text() == "the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec"]

@@ -29,11 +29,12 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["atomic_open", "temporary_name", "write_bytes", "write_json", "write_text"]
+__all__ = ["atomic_open", "replace_folder", "temporary_name", "write_bytes", "write_json", "write_text"]
 
 _counter = itertools.count()
 _counter_lock = threading.Lock()
@@ -126,3 +127,58 @@ def write_json(path: str | os.PathLike, data, *, indent: int | None = 2, default
     """
     text = json.dumps(data, indent=indent, default=default, sort_keys=sort_keys)
     return write_text(path, text)
+
+
+def replace_folder(path: str | os.PathLike, write: Callable[[Path], object], names: Iterable[str]) -> Path:
+    """Write a set of files into the folder ``path`` as one: a reader finds all old or all new, never a mix.
+
+    ``write(tmp)`` writes the new files into a fresh temporary folder beside ``path``. Then the
+    entries of an existing ``path`` that are not in ``names`` (what this set owns: files of an
+    older set that the new one lacks are dropped with it) move into the new folder, the old
+    folder is renamed aside, the new one renamed to ``path``, and the old one removed. A crash
+    while writing leaves ``path`` as it was; a crash between the two renames (two system calls)
+    leaves no ``path`` and both complete sets beside it under hidden names.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The folder.
+    write : callable
+        Called with the temporary folder; writes the new set into it.
+    names : iterable of str
+        The names the set owns in ``path`` (written or not by this ``write``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path, owned = Path(path), set(names)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp, aside = temporary_name(path), temporary_name(path)
+    tmp.mkdir()
+    moved: list[str] = []
+    try:
+        write(tmp)
+        for entry in tmp.iterdir():  # the bytes on the disk before the renames make them visible
+            with open(entry, "rb") as fh:
+                os.fsync(fh.fileno())
+        _fsync_folder(tmp)
+        if path.exists():
+            for entry in sorted(path.iterdir()):
+                if entry.name not in owned and not (tmp / entry.name).exists():
+                    os.replace(entry, tmp / entry.name)
+                    moved.append(entry.name)
+            os.replace(path, aside)
+        os.replace(tmp, path)
+    except BaseException:
+        if aside.exists() and not path.exists():
+            os.replace(aside, path)
+        for name in moved:  # give the entries that were not this set's back to the old folder
+            with contextlib.suppress(OSError):
+                os.replace(tmp / name, path / name)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+    _fsync_folder(path.parent)
+    return path

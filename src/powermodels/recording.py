@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
+from .files import replace_folder
 from .schema import Column, TableSpec
 
 __all__ = [
@@ -326,14 +327,16 @@ def read_recording(path, *, probes: bool = True, trace_optional: bool = False) -
 def write_recording(recording: Recording, path, *, extra: Mapping[str, bytes] | None = None) -> Path:
     """Write ``recording`` as a folder :func:`read_recording` reads back.
 
-    Every table is validated first, so nothing invalid is written. Files are
-    written to a temporary name and renamed, so a crash leaves no half file.
+    Every table is validated first, so nothing invalid is written. The files are
+    written as one set (:func:`~powermodels.files.replace_folder`): a save that stops
+    half way leaves the folder's previous recording, never a mix of old and new files.
 
     Parameters
     ----------
     recording : Recording
     path : str or os.PathLike
-        The folder (created; existing files of the same names are replaced).
+        The folder (created; a previous recording in it is replaced as a whole, other
+        files in it are kept).
     extra : mapping of str to bytes, optional
         Further files to write beside the tables (e.g. a README).
 
@@ -352,26 +355,25 @@ def write_recording(recording: Recording, path, *, extra: Mapping[str, bytes] | 
     missing = [k for k in PROVENANCE_KEYS if k not in recording.provenance]
     if missing:
         raise _error(folder, f"provenance lacks key(s) {', '.join(missing)}")
-    folder.mkdir(parents=True, exist_ok=True)
-    for stem, (df, _) in tables.items():
-        _atomic(folder / f"{stem}.parquet", lambda p, df=df: df.to_parquet(p, index=False))
     text = json.dumps(recording.provenance, indent=1, default=_json_default) + "\n"
-    _atomic(folder / "provenance.json", lambda p: p.write_text(text))
-    for name, data in (extra or {}).items():
-        _atomic(folder / name, lambda p, data=data: p.write_bytes(data))
-    return folder
+
+    def write(tmp: Path) -> None:
+        for stem, (df, _) in tables.items():
+            df.to_parquet(tmp / f"{stem}.parquet", index=False)
+        for name, data in (extra or {}).items():
+            (tmp / name).write_bytes(data)
+        (tmp / "provenance.json").write_text(text)
+
+    # the files are one set: a save stopped half way (a crash, SIGKILL, a full disk) must not leave
+    # new launches beside an old trace, nor an older save's probes beside a recording without any
+    owned = [f"{stem}.parquet" for stem in (*_FILES, "probes")] + ["provenance.json", *(extra or {})]
+    return replace_folder(folder, write, owned)
 
 
 def _json_default(value):
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"provenance value of type {type(value).__name__} is not JSON")
-
-
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    tmp.replace(path)
 
 
 def downsample_trace(trace: pd.DataFrame, columns: Iterable[str] | None = None, *,

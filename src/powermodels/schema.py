@@ -103,6 +103,7 @@ CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (p
 # NVML's clock reading as a sensor, where no probe ran (powermodels.meter.window_clock)
 CLOCK_READING_PERIOD_S = "clock_reading_period_s"  # its update period
 CLOCK_READING_LAG_S = "clock_reading_lag_s"        # delay + window: how late a value describes the clock
+#   (not ClockReadingSensor.horizon_s = delay + window + period: how long after a run values may describe it)
 CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
 CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
 PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
@@ -116,7 +117,46 @@ WINDOWS = "windows"                  # counter windows joined into one block
 WINDOW_SOURCE = "window_source"      # counter (energy between two updates) / instant (field 186's window)
 WINDOW_KEPT = "window_kept"          # the window is one workload's, at a known clock trajectory
 WINDOW_DROP_REASON = "window_drop_reason"  # why not ("" when kept)
-BAND_SHARE = "band_share"            # share of a window's time at clocks inside the held-out band
+LAUNCH_COVERAGE = "launch_coverage"  # share of a window's time the workload's launches cover, 0..1
+# the CV's setting of a clock_power fit (select_setting's table; the chosen one on a report row with _cv)
+SETTING_FORM = "form"                # linear / v2f
+SETTING_TEMPERATURE = "temperature"  # alpha / none
+SETTING_SOURCES = "sources"          # counter / counter+instant
+SETTING_P_STATIC = "p_static"        # free / idle
+INSTANT_OFFSET_W = "instant_offset_w"  # the instant field's offset from the counter
+CV_MAPE_PCT = "cv_mape_pct"          # the CV's MAPE (mean over folds), %
+# power at a held-out clock band (workflows.clock_power), one row per workload; the held-out
+# time band of a calibration (workflows.held_out_band), one row per group
+BAND_LO_MHZ = "band_lo_mhz"
+BAND_HI_MHZ = "band_hi_mhz"
+POWER_MAPE_PCT = "power_mape_pct"    # held out: the band's windows / rows, %
+POWER_BIAS_PCT = "power_bias_pct"    # mean signed error there, %
+TEST_WINDOWS = "test_windows"        # counter windows in the band (scored)
+TRAIN_WINDOWS = "train_windows"      # counter windows fitted on
+TRAIN_INSTANT = "train_instant"      # instant readings fitted on
+FORM_CV = "form_cv"                  # the settings the CV chose (SETTING_*)
+TEMPERATURE_CV = "temperature_cv"
+SOURCES_CV = "sources_cv"
+P_STATIC_CV = "p_static_cv"
+COUNTER_WINDOWS = "counter_windows"  # the workload's counter windows, kept or not
+COUNTER_KEPT = "counter_kept"
+INSTANT_KEPT = "instant_kept"
+KEPT_CLOCK_LO_MHZ = "kept_clock_lo_mhz"  # lowest mean clock of a kept counter window
+DROPPED_PRESSURE = "dropped_pressure"    # counter windows dropped for overlapping a pressure load
+MAIN_DROP_REASON = "main_drop_reason"
+NOTE = "note"                        # why a row has no figure, or what limits it ("" when nothing)
+TRAIN_ROWS = "train_rows"
+TEST_ROWS = "test_rows"
+TIME_MAPE_RATIONAL_PCT = "time_mape_rational_pct"  # held out, eq. 4.5
+TIME_MAPE_DSO_PCT = "time_mape_dso_pct"            # held out, DSO eq. 2
+TIME_MAPE_SELECTED_PCT = "time_mape_selected_pct"  # held out, the CV's form (the figure to quote)
+TIME_FORM_CV = "time_form_cv"
+TIME_MIN_LAUNCHES = "time_min_launches"            # fewest launches a fitted clock point needs (CV)
+TIME_CV_MAPE_PCT = "time_cv_mape_pct"
+ENERGY_MEASURED_J = "energy_measured_j"
+ENERGY_PREDICTED_J = "energy_predicted_j"
+ENERGY_ERROR_PCT = "energy_error_pct"
+POWER_TEST_ROWS = "power_test_rows"
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature
@@ -147,6 +187,24 @@ LAUNCH_MODE = "launch_mode"                  # graph / back_to_back / as_called:
 LAUNCH_BOUND = "launch_bound"                # host gaps dominate: the GPU waited for the host
 THERMAL_STATE = "thermal_state"              # cold / warm / hot / reference: where in a warm-up a row was taken
 LOAD_S = "load_s"                            # seconds of the workload's own load before the window started
+# thermal states of one run held against issue 19's targets (powermodels.thermal.heldout)
+SPREAD_PCT = "spread_pct"                    # (max - min) / mean over the cold/warm/hot rows, %
+WORST_VS_REF_PCT = "worst_vs_ref_pct"        # the state row farthest from the reference row, %
+SLOPE_PCT_PER_C = "slope_pct_per_c"          # least-squares relative slope of energy on temperature
+MEETS_PCT_PER_C = "meets_pct_per_c"          # (low, high) relative α meeting both targets
+HELDOUT_REGIME = "regime"                    # the recorded ALPHA_REGIME of a workload's rows
+ALPHA_RECORDED_PCT_PER_C = "alpha_recorded_pct_per_c"
+ALPHA_NOW_PCT_PER_C = "alpha_now_pct_per_c"
+ALPHA_IMPLIED_PCT_PER_C = "alpha_implied_pct_per_c"
+ALPHA_MEETING_PCT_PER_C = "alpha_meeting_pct_per_c"
+RAW_SPREAD_PCT = "raw_spread_pct"
+RECORDED_SPREAD_PCT = "recorded_spread_pct"
+RECORDED_VS_REF_PCT = "recorded_vs_ref_pct"
+RECORDED_MEETS = "recorded_meets"
+NOW_SPREAD_PCT = "now_spread_pct"
+NOW_VS_REF_PCT = "now_vs_ref_pct"
+NOW_MEETS = "now_meets"
+CAPPED_ROWS_AT_LIMIT = "capped_rows_at_limit"  # "k/n" state rows at the power limit (capped work)
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the
 #: same clock (the workload's own warm-up did not identify one, or ``pool_after`` was reached), given
@@ -189,6 +247,13 @@ COMPONENT = "component"              # bucket of the opcode (Wattchmen §3.4), o
 INSTRUCTION_COUNT = "count"          # instructions per run (seconds for the STATIC row)
 ENERGY_PER_INSTRUCTION_J = "energy_per_instruction_j"  # J per instruction (W for STATIC)
 ENERGY_SOURCE = "source"             # fitted / scaled / grouped / bucket / none / time
+# clock check of an instruction-energy model on workloads below the microbenchmarks' clock
+# (instruction_energy.diagnostics.clock_check)
+TOP_CLOCK_MHZ = "top_clock_mhz"      # highest microbenchmark clock
+MEASURED_POWER_W = "measured_power_w"
+PREDICTED_POWER_W = "predicted_power_w"  # predicted energy / time
+ERROR_PCT = "error_pct"              # predicted / measured energy - 1, %
+DYNAMIC_FACTOR = "dynamic_factor"    # measured / predicted energy above the static part
 
 # DVFS features (DSO Table I runtime utilisation, DCGM-style)
 FEATURE_PREFIX = "feat:"             # feature columns are "feat:sm_active", "feat:ptx_fp32", ...

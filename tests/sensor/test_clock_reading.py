@@ -1,5 +1,6 @@
 """NVML's clock reading characterised as a sensor against probed (simulated) and kernel-time (real) clocks."""
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,3 +57,13 @@ def test_real_h100_reading_against_the_fma_loop_clock():
     truth = natural[schema.SM_CLOCK_MHZ].to_numpy()
     # the interval holds the clock the FMA loop ran at for most launches: 86 % on this board
     assert np.mean((truth >= low) & (truth <= high)) > 0.8
+
+
+def test_the_horizon_is_not_the_lag_column_and_the_old_name_warns():
+    """Two things were called lag: the sensor's delay + window + period and the row's delay + window."""
+    from powermodels.sensor.clock_reading import ClockReadingSensor
+
+    sensor = ClockReadingSensor(0.1, 0.02, 0.03, math.nan, math.nan, math.nan, 0)
+    assert sensor.horizon_s == pytest.approx(0.15)
+    with pytest.warns(DeprecationWarning, match="horizon_s"):
+        assert sensor.lag_s == sensor.horizon_s

@@ -78,6 +78,17 @@ def test_the_warmup_batches_a_short_kernel_after_a_paused_first_launch():
     assert paused[schema.ENERGY_J].median() == pytest.approx(clean[schema.ENERGY_J].median(), rel=0.01)
 
 
+def test_the_warmup_decides_its_launch_mode_before_it_starts():
+    """Fails before: after a paused first launch (206 µs) the first 1 s chunk ran as called (4,800 host-paced
+    launches, ~120 ms) and only then as graphs. Now a 50 ms probe (~240 launches) decides the mode first."""
+    warm = learn_alpha(PausingRunner(1.85e-4), add(), max_s=3.0, min_s=2.0, skip_s=0.0)
+    iv = warm.launches
+    gap = np.r_[iv[1:, 0] - iv[:-1, 1], 0.0] > 1e-6   # the host's time between two launches
+    as_called = gap[1:] & gap[:-1]   # graphs leave a gap only between two graphs, never after two launches in a row
+    assert 0 < as_called.sum() < 300
+    assert iv[np.flatnonzero(as_called).max() + 1, 1] <= warm.spans[schema.START_S].min()
+
+
 def test_a_long_kernel_still_runs_one_launch_per_call():
     long = CallableWorkload(lambda: None, simulated=SimulatedTwin(time_s=2e-3, activity=0.9), name="long")
     ref = reference_energy(PausingRunner(5e-3), long, duration_s=3.0, skip_s=1.0)

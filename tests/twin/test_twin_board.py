@@ -106,8 +106,25 @@ def test_cli_twin_compare_calibrates_and_says_so(other_board, tmp_path, capsys):
     assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
                  "--calibrate-board", "board"]) == 0
     out = capsys.readouterr().out
-    assert "board calibration (board; its seconds are in-sample)" in out and "board x 1.0" in out
+    assert "board calibration (board; its seconds are in-sample" in out and "board x 1.0" in out
     assert "board calibration" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_calibrated_comparison_scores_the_warmup_after_the_seconds_read(other_board, tmp_path):
+    """Fails before: the warm-up rows took their worst second from second 0, inside the calibration's read (0.2–1.2 s)."""
+    from powermodels.twin.compare import compare_recordings, twin_compare
+
+    table = twin_compare(other_board, board(), tmp_path / "cmp", calibrate="board")
+    warm = table.loc[table["metric"].str.startswith("warm-up energy")]
+    assert len(warm) == 2 and (warm["metric"] == "warm-up energy per launch, worst second from second 2 on").all()
+    assert "warm-up rows start at second 2" in " ".join(table.attrs["not_compared"])
+    twin = replay(schedule(), calibrate_board(board(), other_board), seed=0, poll_s=2e-3, start_temperature_c=40.0)
+    whole, after = compare_recordings(other_board, twin), compare_recordings(other_board, twin, from_s=1.2)
+    a, b = metrics.warmup_energy_per_launch(other_board, "gemm"), metrics.warmup_energy_per_launch(twin, "gemm")
+    err = (b[schema.ENERGY_J].to_numpy() / a[schema.ENERGY_J].to_numpy() - 1) * 100
+    assert after["error"].iloc[0] == pytest.approx(err[2:][np.argmax(np.abs(err[2:]))])
+    assert whole["error"].iloc[0] == pytest.approx(err[np.argmax(np.abs(err))])
+    assert whole["metric"].iloc[0] == "warm-up energy per launch, worst second"
 
 
 def test_a_recording_without_an_idle_entry_is_one_line(other_board):
@@ -117,3 +134,19 @@ def test_a_recording_without_an_idle_entry_is_one_line(other_board):
     with pytest.raises(ValueError, match="no idle entry") as err:
         calibrate_board(board(), no_idle)
     assert other_board.name in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_workload_in_two_series_is_read_in_both():
+    """Fails before: the second gemm series replaced the first one's reading without a word."""
+    rows = [("thermal", "-", -1, "idle", 0.0, 5.0), ("thermal", "gemm", 0, "series", 5.0, 8.0),
+            ("thermal", "-", -1, "idle", 8.0, 11.0), ("thermal", "gemm", 1, "series", 11.0, 14.0),
+            ("thermal", "-", -1, "idle", 14.0, 16.0)]
+    twice = pd.DataFrame(rows, columns=schedule().columns)
+    rec = replay(twice, board(core_w_per_ghz=230.0 * 1.05, p0_w=19.0), seed=1, poll_s=2e-3, start_temperature_c=40.0)
+    report = calibrate_board(board(), rec).fit["board_calibration"]
+    gemm = report["series"]["gemm"]
+    assert gemm["series_t0_s"] == pytest.approx([5.0, 11.0], abs=0.1)
+    assert len(gemm["real_w"]) == len(gemm["ratios"]) == 2 and gemm["real_w"][1] != gemm["real_w"][0]
+    assert gemm["ratio"] == pytest.approx(float(np.median(gemm["ratios"])))
+    assert report["dynamic_scale"] == pytest.approx(1.05, abs=0.02)
+    assert report["series_read_s"] == pytest.approx([0.2, 1.2])

@@ -208,7 +208,7 @@ def _linear_windows(n, source):
 
     f = np.linspace(1200.0, 1900.0, n)
     table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: [source] * n,
-                          schema.POWER_W: 200 + 0.2 * f, schema.SM_CLOCK_MHZ: f, schema.TIME_SHARE: 1.0,
+                          schema.POWER_W: 200 + 0.2 * f, schema.SM_CLOCK_MHZ: f, schema.LAUNCH_COVERAGE: 1.0,
                           schema.TEMPERATURE_C: 50.0, schema.WINDOW_KEPT: True})
     return ClockWindows(table, f.copy(), np.full(n, 0.1), np.arange(n + 1))
 

@@ -29,7 +29,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--calibrate-board", choices=("board", "workload"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "
                              "each uncapped series' first second (twin.board.calibrate_board): one dynamic-power "
-                             "factor for the board, or one per workload; those seconds are then in-sample")
+                             "factor for the board, or one per workload; those seconds are then in-sample, so the "
+                             "warm-up rows are scored from second 2 on")
     parser.add_argument("--protocol-comparison", action="append", default=[], metavar="CSV",
                         help="a real comparison.csv of benchmarks/gpu_user_workloads.py: replay its default "
                              "protocol vs reference runs on the twin (repeatable)")

@@ -83,6 +83,6 @@ def clock_check(model, micro: pd.DataFrame, workloads: pd.DataFrame, tolerance_m
     return pd.DataFrame({
         schema.WORKLOAD: rows[schema.WORKLOAD].to_numpy(),
         schema.SM_CLOCK_MHZ: rows[schema.SM_CLOCK_MHZ].to_numpy(float),
-        "top_clock_mhz": top, "measured_power_w": rows[schema.POWER_W].to_numpy(float),
-        "predicted_power_w": pred / t, "error_pct": 100 * (pred / y - 1),
-        "dynamic_factor": (y - static) / (pred - static)})
+        schema.TOP_CLOCK_MHZ: top, schema.MEASURED_POWER_W: rows[schema.POWER_W].to_numpy(float),
+        schema.PREDICTED_POWER_W: pred / t, schema.ERROR_PCT: 100 * (pred / y - 1),
+        schema.DYNAMIC_FACTOR: (y - static) / (pred - static)})

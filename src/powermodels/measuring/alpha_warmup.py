@@ -136,19 +136,27 @@ def learn_alpha(runner, workload, config=None, *, max_s: float = 10.0, min_s: fl
         batch = batch_size(max(t1, 1e-9), below_s=batch_below_s, target_s=batch_s)
         parts = [first]
         start = float(first[0, 0])
+        one_mode_s = -math.inf  # (continued launches are the caller's: its spans include theirs)
+        if continue_from is None or not len(continue_from):
+            if batch == 1:  # a host pause inside the one launch timed first only lengthens it (graphs.rebatch):
+                # the mode is decided on a short probe before the warm-up, so its spans hold one mode only
+                probe = run_launches(runner, w, config, _launches_for(min(0.05, chunk_s / 10), t1), batch)
+                batch = rebatch(batch, t1, probe, below_s=batch_below_s, target_s=batch_s)
+                t1 = float(np.median(np.diff(probe, axis=1)))
+                parts.append(probe)
+            one_mode_s = float(parts[-1][-1, 1])
         spans = pd.DataFrame()
         while True:
             chunk = run_launches(runner, w, config, _launches_for(chunk_s, t1), batch)
             parts.append(chunk)
             t1 = float(np.median(np.diff(chunk, axis=1)))
-            # a host pause inside the one launch timed first only lengthens it (graphs.rebatch)
-            batch = rebatch(batch, t1, chunk, below_s=batch_below_s, target_s=batch_s)
             iv = np.vstack(parts)
             end = float(iv[-1, 1])
             elapsed = end - start
             if elapsed >= min_s or elapsed + chunk_s > max_s:
                 trace = runner.trace(start, end, run_id="alpha-warmup")
-                every = counter_spans(trace, iv, start_s=start + skip_s, end_s=end, updates_per_span=updates_per_span)
+                every = counter_spans(trace, iv, start_s=max(start + skip_s, one_mode_s), end_s=end,
+                                     updates_per_span=updates_per_span)
                 # (only where the load ran unbroken: this loop's own trace reads idle the GPU)
                 spans = usable_spans(continuous_spans(every, iv))
                 temp = spans.get(schema.TEMPERATURE_C, pd.Series(dtype=float)).to_numpy(dtype=float)

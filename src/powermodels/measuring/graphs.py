@@ -51,7 +51,24 @@ def rebatch(batch: int, t_first: float, launches: np.ndarray, **batch_params) ->
     look long, never short: a 21 µs add then ran a 12 s reference host-paced on a
     real H200 (25.7 µs per launch, 9 % more energy per launch than its graph rows).
     The median of ``launches`` (intervals, one or more) and the first time decide
-    together (the shorter wins); ``batch_params`` go to :func:`batch_size`.
+    together (the shorter wins). Callers decide before the launches they measure, so that
+    these run in one mode (the α warm-up probes 50 ms first).
+
+    Parameters
+    ----------
+    batch : int
+        The batch chosen from the first launch (1: one launch per host call).
+    t_first : float
+        The first launch's time, seconds.
+    launches : array of shape (n, 2)
+        [start, end] of the launches timed since, at ``batch``.
+    **batch_params
+        ``below_s``, ``target_s``, ``max_batch`` of :func:`batch_size`.
+
+    Returns
+    -------
+    int
+        Launches per batch from now on.
     """
     if int(batch) != 1 or not len(launches):
         return int(batch)

@@ -49,7 +49,7 @@ class WindowClock:
         The reading's model used (period, delay, window).
     covered : bool
         Every value that can describe the window's end had been published (the log reached
-        ``end + sensor.lag_s``).
+        ``end + sensor.horizon_s``).
     """
 
     clock_mhz: float
@@ -72,6 +72,11 @@ def clock_reading_model(log, device, readings_t_s, readings_mhz) -> ClockReading
         :func:`~powermodels.sensor.clock_reading.uncharacterised_clock_reading`.
     readings_t_s, readings_mhz : array-like
         The reading around the window (its changes give the update period).
+
+    Returns
+    -------
+    ClockReadingSensor
+        Period, delay and window (not scored against a reference: ``updates_scored`` 0).
     """
     preset = getattr(device, "sensor", None)
     if preset is not None and hasattr(preset, "clock_period_s"):
@@ -94,14 +99,28 @@ def _readings(log, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
 def window_clock(log, device, start: float, end: float, held=None) -> WindowClock:
     """The clock of ``[start, end]`` from the readings whose values describe it.
 
-    ``held`` (the window's :class:`~powermodels.measuring.counter_log.HeldWindow`) supplies what
-    left the log's history during a long window: its clock range and time-weighted integral.
+    Parameters
+    ----------
+    log : CounterLog
+        The meter's log of readings.
+    device : Device
+        Whose reading it is (:func:`clock_reading_model`).
+    start, end : float
+        The window on the log's host clock, seconds.
+    held : HeldWindow, optional
+        The window's :class:`~powermodels.measuring.counter_log.HeldWindow`: what left the
+        log's history during a long window (its clock range and time-weighted integral).
+
+    Returns
+    -------
+    WindowClock
+        The clock, its range, the sensor model used and whether the readings were complete.
     """
     t, f = _readings(log, min(start, end - _PERIOD_LOOKBACK_S), math.inf)
     sensor = clock_reading_model(log, device, t, f)
     since = start if held is None else max(start, held.summarised_until)
     lo = max(start + sensor.delay_s, since)
-    hi = end + sensor.lag_s
+    hi = end + sensor.horizon_s
     covered = bool(t.size) and float(t[-1]) >= hi
     inside = (t > lo) & (t <= hi)
     before = np.flatnonzero(t <= lo)
@@ -128,9 +147,25 @@ def window_clock(log, device, start: float, end: float, held=None) -> WindowCloc
 
 
 def wait_for_clock(log, device, end: float, timeout_s: float) -> None:
-    """Let the log run on until every reading that can describe ``end`` is published (≤ ``timeout_s``)."""
+    """Let the log run on until every reading that can describe ``end`` is published (≤ ``timeout_s``).
+
+    Parameters
+    ----------
+    log : CounterLog
+        The meter's log; advanced (polled) until ``end`` + the reading's horizon.
+    device : Device
+        Whose reading it is (:func:`clock_reading_model`).
+    end : float
+        The window's end on the log's host clock, seconds.
+    timeout_s : float
+        Longest wait after ``end``.
+
+    Returns
+    -------
+    None
+    """
     t, f = _readings(log, end - _PERIOD_LOOKBACK_S, math.inf)
-    horizon = end + clock_reading_model(log, device, t, f).lag_s
+    horizon = end + clock_reading_model(log, device, t, f).horizon_s
     waited = 0
     while log.now() < horizon and log.now() - end <= timeout_s and waited < 10_000:
         log.advance()

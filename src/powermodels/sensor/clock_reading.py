@@ -54,9 +54,22 @@ class ClockReadingSensor:
     updates_scored: int
 
     @property
-    def lag_s(self) -> float:
-        """How long after a run's end a published value may still describe it (delay + window + period)."""
+    def horizon_s(self) -> float:
+        """How long after a run's end a published value may still describe it (delay + window + period).
+
+        Not the lag of one value (delay + window: the ``clock_reading_lag_s`` column): the
+        next update may come a whole period later.
+        """
         return self.delay_s + self.window_s + self.update_period_s
+
+    @property
+    def lag_s(self) -> float:
+        """Deprecated name of :attr:`horizon_s` (it is not the ``clock_reading_lag_s`` column)."""
+        import warnings
+
+        warnings.warn("ClockReadingSensor.lag_s is deprecated: use horizon_s (delay + window + period; "
+                      "the clock_reading_lag_s column is delay + window)", DeprecationWarning, stacklevel=2)
+        return self.horizon_s
 
 
 def held_mean(ref_t: np.ndarray, ref_f: np.ndarray, t0, t1) -> np.ndarray:

@@ -37,11 +37,11 @@ def state_figures(rows: pd.DataFrame, column: str = schema.ENERGY_AT_REF_J) -> d
     """Spread of ``column`` over the cold/warm/hot rows of one workload and its worst gap to the reference (%)."""
     states = rows[rows[schema.THERMAL_STATE].isin(STATES)]
     ref = rows[rows[schema.THERMAL_STATE] == "reference"]
-    out = {"spread_pct": 100 * _spread(states[column]) if len(states) == len(STATES) else math.nan,
-           "worst_vs_ref_pct": math.nan}
+    out = {schema.SPREAD_PCT: 100 * _spread(states[column]) if len(states) == len(STATES) else math.nan,
+           schema.WORST_VS_REF_PCT: math.nan}
     if len(ref) and len(states):
         gap = states[column].to_numpy(dtype=float) / float(ref[column].iloc[0]) - 1
-        out["worst_vs_ref_pct"] = float(100 * gap[np.argmax(np.abs(gap))])
+        out[schema.WORST_VS_REF_PCT] = float(100 * gap[np.argmax(np.abs(gap))])
     return out
 
 
@@ -63,10 +63,10 @@ def implied_alpha(rows: pd.DataFrame, *, spread_pct: float = 1.0, ref_pct: float
     for a in grid_per_c:
         moved = used.assign(**{schema.ENERGY_AT_REF_J: [_at_ref(r, a / 100, t_ref) for _, r in used.iterrows()]})
         f = state_figures(moved)
-        if f["spread_pct"] <= spread_pct and abs(f["worst_vs_ref_pct"]) <= ref_pct:
+        if f[schema.SPREAD_PCT] <= spread_pct and abs(f[schema.WORST_VS_REF_PCT]) <= ref_pct:
             ok.append(a)
-    return {"slope_pct_per_c": float(100 * slope),
-            "meets_pct_per_c": (min(ok), max(ok)) if ok else (math.nan, math.nan)}
+    return {schema.SLOPE_PCT_PER_C: float(100 * slope),
+            schema.MEETS_PCT_PER_C: (min(ok), max(ok)) if ok else (math.nan, math.nan)}
 
 
 def _row_estimate(row, source: str) -> AlphaEstimate:
@@ -158,17 +158,17 @@ def heldout_table(rows: pd.DataFrame, *, power_limit_w: float = math.nan, fits: 
         states = g[g[schema.THERMAL_STATE].isin(STATES)]
         at_limit = (states[schema.POWER_W].astype(float) - power_limit_w).abs() <= CAP_POWER_TOLERANCE * power_limit_w
         out.append({
-            "workload": w, "regime": str(g[schema.ALPHA_REGIME].iloc[0]),
-            "alpha_recorded_pct_per_c": 100 * float(g[schema.CORRECTION_ALPHA_W_PER_C].iloc[0]) / power,
-            "alpha_now_pct_per_c": 100 * alphas[w].alpha_w_per_c / power,
-            "alpha_implied_pct_per_c": imp["slope_pct_per_c"],
-            "alpha_meeting_pct_per_c": "%.2f–%.2f" % imp["meets_pct_per_c"],
-            "raw_spread_pct": raw["spread_pct"],
-            "recorded_spread_pct": old["spread_pct"], "recorded_vs_ref_pct": old["worst_vs_ref_pct"],
-            "recorded_meets": old["spread_pct"] <= 1 and abs(old["worst_vs_ref_pct"]) <= 2,
-            "now_spread_pct": now["spread_pct"], "now_vs_ref_pct": now["worst_vs_ref_pct"],
-            "now_meets": now["spread_pct"] <= 1 and abs(now["worst_vs_ref_pct"]) <= 2,
-            "capped_rows_at_limit": f"{int(at_limit.sum())}/{len(states)}"
+            schema.WORKLOAD: w, schema.HELDOUT_REGIME: str(g[schema.ALPHA_REGIME].iloc[0]),
+            schema.ALPHA_RECORDED_PCT_PER_C: 100 * float(g[schema.CORRECTION_ALPHA_W_PER_C].iloc[0]) / power,
+            schema.ALPHA_NOW_PCT_PER_C: 100 * alphas[w].alpha_w_per_c / power,
+            schema.ALPHA_IMPLIED_PCT_PER_C: imp[schema.SLOPE_PCT_PER_C],
+            schema.ALPHA_MEETING_PCT_PER_C: "%.2f–%.2f" % imp[schema.MEETS_PCT_PER_C],
+            schema.RAW_SPREAD_PCT: raw[schema.SPREAD_PCT],
+            schema.RECORDED_SPREAD_PCT: old[schema.SPREAD_PCT], schema.RECORDED_VS_REF_PCT: old[schema.WORST_VS_REF_PCT],
+            schema.RECORDED_MEETS: old[schema.SPREAD_PCT] <= 1 and abs(old[schema.WORST_VS_REF_PCT]) <= 2,
+            schema.NOW_SPREAD_PCT: now[schema.SPREAD_PCT], schema.NOW_VS_REF_PCT: now[schema.WORST_VS_REF_PCT],
+            schema.NOW_MEETS: now[schema.SPREAD_PCT] <= 1 and abs(now[schema.WORST_VS_REF_PCT]) <= 2,
+            schema.CAPPED_ROWS_AT_LIMIT: f"{int(at_limit.sum())}/{len(states)}"
             if str(g[schema.ALPHA_REGIME].iloc[0]) != FIXED_CLOCK and math.isfinite(power_limit_w) else "",
         })
     return pd.DataFrame(out)

@@ -42,7 +42,7 @@ def _row(metric, workload, real, twin, error, target, unit):
 
 
 def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str | None = None,
-                       workloads=None) -> pd.DataFrame:
+                       workloads=None, from_s: float = 0.0) -> pd.DataFrame:
     """The measurements on both recordings, one row each, with the error and its target.
 
     Parameters
@@ -53,6 +53,16 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         The workload whose time is ∝ 1/clock (default: the one named ``*fma*``).
     workloads : iterable of str, optional
         Workloads whose series and cooling are compared (default: all with a series).
+    from_s : float, default=0
+        The warm-up rows' worst second is taken from the first whole second at or after
+        this (the seconds before are in-sample when a board calibration read them); the
+        row's metric names that second.
+
+    Returns
+    -------
+    DataFrame
+        One row per measurement: ``metric``, ``workload``, ``real``, ``twin``, ``error``,
+        ``target``, ``unit``, ``within``; ``attrs["not_compared"]`` says what could not be.
     """
     rows = []
     not_compared = []
@@ -64,12 +74,17 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
     series = real.phase_rows(kind="series")
     names = list(workloads) if workloads is not None else list(series[schema.WORKLOAD])
     ph = real.phases.reset_index(drop=True)
+    first = int(np.ceil(from_s - 1e-9))
+    label = "warm-up energy per launch, worst second" + (f" from second {first} on" if first > 0 else "")
     for w in names:
         a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
         err = (b[schema.ENERGY_J].to_numpy() / a[schema.ENERGY_J].to_numpy() - 1.0) * 100.0
-        worst = int(np.argmax(np.abs(err)))
-        rows.append(_row("warm-up energy per launch, worst second", w, float(a[schema.ENERGY_J].iloc[worst]),
-                         float(b[schema.ENERGY_J].iloc[worst]), float(err[worst]), TARGETS["warmup_pct"], "% (J)"))
+        if err.size > first:
+            worst = first + int(np.argmax(np.abs(err[first:])))
+            rows.append(_row(label, w, float(a[schema.ENERGY_J].iloc[worst]), float(b[schema.ENERGY_J].iloc[worst]),
+                             float(err[worst]), TARGETS["warmup_pct"], "% (J)"))
+        else:
+            rows.append(_row(label, w, np.nan, np.nan, np.nan, TARGETS["warmup_pct"], "% (J)"))
         i = int(ph.index[(ph[schema.WORKLOAD] == w) & (ph[schema.PHASE_KIND] == "series")][0])
         if has_trace and i + 1 < len(ph) and ph[schema.PHASE_KIND].iloc[i + 1] == "idle":
             t0 = float(ph[schema.T0_S].iloc[i + 1])
@@ -325,8 +340,14 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     ``calibrate`` (``"board"`` or ``"workload"``) first brings the preset to
     the recording's board from its first idle entry and each uncapped series'
     first second (:func:`~powermodels.twin.board.calibrate_board` with that
-    ``scale``): those seconds are then in-sample, the rest of each series is
-    the validation.
+    ``scale``): those seconds are then in-sample, so the warm-up rows are
+    scored from the first whole second after them (``from_s`` of
+    :func:`compare_recordings`), the rest of each series being the validation.
+
+    Returns
+    -------
+    DataFrame
+        The comparison table (:func:`compare_recordings` plus the protocol and sensor rows).
     """
     out = Path(out_dir)
     if calibrate:
@@ -336,7 +357,8 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
     twin.provenance["workloads_adapted"] = adapted
     write_recording(twin, out / "twin")
-    table = compare_recordings(real, twin)
+    read_s = preset.fit["board_calibration"]["series_read_s"] if calibrate else [0.0, 0.0]
+    table = compare_recordings(real, twin, from_s=read_s[1])
     notes = table.attrs["not_compared"]
     extra = [protocol_rows(preset, protocol_tables)] if protocol_tables else []
     if sensor_window is not None:
@@ -349,8 +371,10 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     if calibrate:
         cal = preset.fit["board_calibration"]
         table.attrs["not_compared"].append(
-            f"board calibration ({calibrate}; its seconds are in-sample): idle {cal['idle_offset_w']:+.1f} W, "
-            "dynamic power x " + ", ".join(f"{r['ratio']:.3f} ({w})" for w, r in cal["series"].items())
+            f"board calibration ({calibrate}; its seconds are in-sample, so the warm-up rows start at second "
+            f"{int(np.ceil(read_s[1] - 1e-9))}): idle {cal['idle_offset_w']:+.1f} W, dynamic power x "
+            + ", ".join(f"{r['ratio']:.3f} ({w}" + (f", {len(r['ratios'])} series)" if len(r["ratios"]) > 1 else ")")
+                        for w, r in cal["series"].items())
             + (f", board x {cal['dynamic_scale']:.3f}" if calibrate == "board" else "") + f"; read {cal['read']}")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"

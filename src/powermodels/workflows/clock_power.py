@@ -57,7 +57,7 @@ def _g(form: str, knee: float, slope: float):
 
 def _solve(cw: ClockWindows, rows: np.ndarray, y: np.ndarray, instant: np.ndarray, form, knee, slope,
            p_static: float):
-    x = cw.mean_of(_g(form, knee, slope), rows) * cw.table[schema.TIME_SHARE].to_numpy(float)[rows]
+    x = cw.mean_of(_g(form, knee, slope), rows) * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
     offset = [instant.astype(float)] if instant.any() and (~instant).any() else []
     if np.isfinite(p_static):  # P_static held at the measured idle power (thesis eq. 4.1's definition)
         A = np.column_stack([x] + offset)
@@ -78,6 +78,19 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     ``p_static="idle"`` holds ``P_static`` at the measured idle power ``idle_w`` (moved to
     ``T_ref`` with α when the temperature term is on), "free" fits it.
 
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows (:func:`~powermodels.workflows.clock_windows.clock_windows`).
+    rows : array of int
+        Positions in ``cw.table`` of the windows fitted on.
+    setting : dict
+        One of :func:`select_setting`'s settings (``schema.SETTING_*`` keys).
+    alpha_w_per_c, reference_temperature_c : float, optional
+        α at constant clock and ``T_ref`` (used with ``temperature="alpha"``).
+    idle_w, idle_temperature_c : float, optional
+        Measured idle power and its temperature (used with ``p_static="idle"``).
+
     Returns
     -------
     dict
@@ -91,25 +104,25 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
         ``p_static="idle"`` without a finite ``idle_w`` (and ``idle_temperature_c`` with α).
     """
     t = cw.table.iloc[np.asarray(rows)]
-    if setting["sources"] == "counter":
+    if setting[schema.SETTING_SOURCES] == "counter":
         t = t.loc[t[schema.WINDOW_SOURCE] == "counter"]
     idx = cw.table.index.get_indexer(t.index)
     if not (t[schema.WINDOW_SOURCE] == "counter").any():
         raise ValueError(f"fit_setting: none of the {len(rows)} window(s) given is a counter window "
                          f"({schema.WINDOW_SOURCE}), the meter the fit is scaled to")
     y = t[schema.POWER_W].to_numpy(float)
-    alpha = alpha_w_per_c if setting["temperature"] == "alpha" else 0.0
+    alpha = alpha_w_per_c if setting[schema.SETTING_TEMPERATURE] == "alpha" else 0.0
     if alpha:
         y = y - alpha * (t[schema.TEMPERATURE_C].to_numpy(float) - reference_temperature_c)
     instant = (t[schema.WINDOW_SOURCE] == "instant").to_numpy()
     p_static = math.nan
-    if setting.get("p_static", "free") == "idle":
+    if setting.get(schema.SETTING_P_STATIC, "free") == "idle":
         p_static = idle_w - (alpha * (idle_temperature_c - reference_temperature_c) if alpha else 0.0)
         if not np.isfinite(p_static):  # else the fit below would free P_static under the label "idle"
             raise ValueError(f"fit_setting: p_static='idle' needs a finite idle_w (got {idle_w!r})"
                              + (f" and, with the temperature term, idle_temperature_c (got {idle_temperature_c!r})"
                                 if alpha else ""))
-    if setting["form"] == "linear":
+    if setting[schema.SETTING_FORM] == "linear":
         grid = [(math.nan, 0.0)]
     else:
         # the knee's grid spans the clocks of the windows fitted on (never the held-out ones)
@@ -119,24 +132,40 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
         grid = list(itertools.product(np.linspace(lo, hi, 16), _SLOPES_PER_GHZ))
     best = None
     for knee, slope in grid:
-        coef, sse = _solve(cw, idx, y, instant, setting["form"], knee, slope, p_static)
+        coef, sse = _solve(cw, idx, y, instant, setting[schema.SETTING_FORM], knee, slope, p_static)
         if best is None or sse < best[0]:
             best = (sse, coef, knee, slope)
     _, coef, knee, slope = best
-    return {**setting, "p_static_w": float(coef[0]), "a_w_per_mhz": float(coef[1]), "knee_mhz": float(knee),
-            "slope_per_ghz": float(slope), "instant_offset_w": float(coef[2]) if coef.size > 2 else 0.0,
-            "alpha_w_per_c": float(alpha), "reference_temperature_c": float(reference_temperature_c)}
+    return {**setting, schema.FIT_P_STATIC_W: float(coef[0]), schema.FIT_A_W_PER_MHZ: float(coef[1]),
+            schema.FIT_KNEE_MHZ: float(knee), schema.FIT_SLOPE_PER_GHZ: float(slope),
+            schema.INSTANT_OFFSET_W: float(coef[2]) if coef.size > 2 else 0.0,
+            schema.CORRECTION_ALPHA_W_PER_C: float(alpha), schema.REFERENCE_TEMPERATURE_C: float(reference_temperature_c)}
 
 
 def predict_setting(cw: ClockWindows, rows, params: dict) -> np.ndarray:
-    """Predicted measured power of windows ``rows`` (the temperature term added back; counter scale)."""
+    """Predicted measured power of windows ``rows`` (the temperature term added back; counter scale).
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows.
+    rows : array of int
+        Positions in ``cw.table`` of the windows to predict.
+    params : dict
+        A fit of :func:`fit_setting`.
+
+    Returns
+    -------
+    ndarray
+        Mean power of each window, W (an instant reading's offset not included).
+    """
     rows = np.asarray(rows)
-    x = (cw.mean_of(_g(params["form"], params["knee_mhz"], params["slope_per_ghz"]), rows)
-         * cw.table[schema.TIME_SHARE].to_numpy(float)[rows])
-    p = params["p_static_w"] + params["a_w_per_mhz"] * x
-    if params["alpha_w_per_c"]:
+    x = (cw.mean_of(_g(params[schema.SETTING_FORM], params[schema.FIT_KNEE_MHZ], params[schema.FIT_SLOPE_PER_GHZ]), rows)
+         * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows])
+    p = params[schema.FIT_P_STATIC_W] + params[schema.FIT_A_W_PER_MHZ] * x
+    if params[schema.CORRECTION_ALPHA_W_PER_C]:
         temp = cw.table[schema.TEMPERATURE_C].to_numpy(float)[rows]
-        p = p + params["alpha_w_per_c"] * (temp - params["reference_temperature_c"])
+        p = p + params[schema.CORRECTION_ALPHA_W_PER_C] * (temp - params[schema.REFERENCE_TEMPERATURE_C])
     return p
 
 
@@ -150,15 +179,15 @@ def _settings(alpha_w_per_c: float, has_instant: bool, idle_w: float, idle_tempe
     sources = SOURCES if has_instant else ("counter",)
     statics = STATICS if np.isfinite(idle_w) else ("free",)
     # the idle power moves to T_ref with α only at a known idle temperature
-    return [{"form": f, "temperature": t, "sources": s, "p_static": p}
+    return [{schema.SETTING_FORM: f, schema.SETTING_TEMPERATURE: t, schema.SETTING_SOURCES: s, schema.SETTING_P_STATIC: p}
             for f in FORMS for t in temps for s in sources for p in statics
             if not (p == "idle" and t == "alpha" and not np.isfinite(idle_temperature_c))]
 
 
 def _instant_offset(cw: ClockWindows, train, params: dict) -> float:
     """The instant field's offset from the counter: fitted, else the median training residual."""
-    if params["instant_offset_w"] or params["sources"] != "counter":
-        return params["instant_offset_w"]
+    if params[schema.INSTANT_OFFSET_W] or params[schema.SETTING_SOURCES] != "counter":
+        return params[schema.INSTANT_OFFSET_W]
     inst = train[(cw.table[schema.WINDOW_SOURCE].to_numpy(object)[train] == "instant")]
     if not inst.size:
         return 0.0
@@ -177,6 +206,21 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
     on every window outside the bin, and each fold's MAPE counts once: the many windows at the
     highest clock do not outweigh the few below it, and the instant readings, which reach the
     lowest clocks of each recovery, let the CV see the curve's shape there.
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows.
+    rows : array of int
+        Positions in ``cw.table`` of the training windows (never the held-out band's).
+    alpha_w_per_c, reference_temperature_c : float, optional
+        α at constant clock and ``T_ref``; without them only ``temperature="none"`` is tried.
+    idle_w, idle_temperature_c : float, optional
+        Measured idle power and its temperature; without them ``P_static`` is always fitted.
+    bin_mhz : float, default=50
+        Width of a fold (the windows' mean clock).
+    min_folds : int, default=3
+        Fewest folds for a CV.
 
     Returns
     -------
@@ -210,10 +254,10 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
                                  idle_temperature_c=idle_temperature_c)
             pred = predict_setting(cw, test, params) + instant[bins == b] * _instant_offset(cw, train, params)
             fold_mape.append(_mape(y_all[test], pred))
-        scores.append({**s, "cv_mape_pct": float(np.mean(fold_mape)) if fold_mape else math.nan})
+        scores.append({**s, schema.CV_MAPE_PCT: float(np.mean(fold_mape)) if fold_mape else math.nan})
     table = pd.DataFrame(scores)
-    best = int(np.nanargmin(table["cv_mape_pct"].to_numpy(float)))
-    return settings[best], float(table["cv_mape_pct"].iloc[best]), table
+    best = int(np.nanargmin(table[schema.CV_MAPE_PCT].to_numpy(float)))
+    return settings[best], float(table[schema.CV_MAPE_PCT].iloc[best]), table
 
 
 def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ,
@@ -274,21 +318,22 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
         test = idx[k & counter & in_band]
         train = idx[k & ~in_band & (share[idx] <= max_band_share)]
         reasons = g.loc[counter & ~kept[idx], schema.WINDOW_DROP_REASON].value_counts()
-        row = {schema.WORKLOAD: w, "band_lo_mhz": lo, "band_hi_mhz": hi, "power_mape_pct": math.nan,
-               "power_bias_pct": math.nan, "test_windows": int(test.size),
-               "train_windows": int(np.sum(counter[np.isin(idx, train)])),
-               "train_instant": int(np.sum(~counter[np.isin(idx, train)])),
-               "form_cv": "", "temperature_cv": "", "sources_cv": "", "p_static_cv": "", "cv_mape_pct": math.nan,
-               "counter_windows": int(counter.sum()), "counter_kept": int((counter & kept[idx]).sum()),
-               "instant_kept": int((~counter & kept[idx]).sum()),
-               "kept_clock_lo_mhz": float(np.nanmin(f[idx[k & counter]])) if (k & counter).any() else math.nan,
-               "dropped_pressure": int(reasons.filter(like="pressure").sum()),
-               "main_drop_reason": reasons.index[0] if len(reasons) else "", "note": ""}
-        n_train_counter = row["train_windows"]
+        row = {schema.WORKLOAD: w, schema.BAND_LO_MHZ: lo, schema.BAND_HI_MHZ: hi, schema.POWER_MAPE_PCT: math.nan,
+               schema.POWER_BIAS_PCT: math.nan, schema.TEST_WINDOWS: int(test.size),
+               schema.TRAIN_WINDOWS: int(np.sum(counter[np.isin(idx, train)])),
+               schema.TRAIN_INSTANT: int(np.sum(~counter[np.isin(idx, train)])),
+               schema.FORM_CV: "", schema.TEMPERATURE_CV: "", schema.SOURCES_CV: "", schema.P_STATIC_CV: "",
+               schema.CV_MAPE_PCT: math.nan, schema.COUNTER_WINDOWS: int(counter.sum()),
+               schema.COUNTER_KEPT: int((counter & kept[idx]).sum()),
+               schema.INSTANT_KEPT: int((~counter & kept[idx]).sum()),
+               schema.KEPT_CLOCK_LO_MHZ: float(np.nanmin(f[idx[k & counter]])) if (k & counter).any() else math.nan,
+               schema.DROPPED_PRESSURE: int(reasons.filter(like="pressure").sum()),
+               schema.MAIN_DROP_REASON: reasons.index[0] if len(reasons) else "", schema.NOTE: ""}
+        n_train_counter = row[schema.TRAIN_WINDOWS]
         if test.size == 0:
-            row["note"] = f"no kept counter window's mean clock lies in {lo:.0f}–{hi:.0f} MHz"
+            row[schema.NOTE] = f"no kept counter window's mean clock lies in {lo:.0f}–{hi:.0f} MHz"
         elif n_train_counter < min_train:
-            row["note"] = f"only {n_train_counter} training counter window(s) (< {min_train})"
+            row[schema.NOTE] = f"only {n_train_counter} training counter window(s) (< {min_train})"
         else:
             setting, cv, _ = select_setting(cw, train, alpha_w_per_c=alpha, reference_temperature_c=t_ref,
                                             bin_mhz=bin_mhz, **idle)
@@ -296,12 +341,14 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
             y = table[schema.POWER_W].to_numpy(float)[test]
             p = predict_setting(cw, test, params)
             train_lo = np.nanmin(f[train]) if train.size else math.nan
-            row.update(power_mape_pct=_mape(y, p), power_bias_pct=float(100 * np.mean((p - y) / y)),
-                       form_cv=setting["form"], temperature_cv=setting["temperature"],
-                       sources_cv=setting["sources"], p_static_cv=setting["p_static"], cv_mape_pct=cv,
-                       p_static_w=params["p_static_w"], a_w_per_mhz=params["a_w_per_mhz"],
-                       knee_mhz=params["knee_mhz"], slope_per_ghz=params["slope_per_ghz"],
-                       note="" if train_lo < lo else "no training window below the band: the band is extrapolated")
+            row.update({schema.POWER_MAPE_PCT: _mape(y, p), schema.POWER_BIAS_PCT: float(100 * np.mean((p - y) / y)),
+                        schema.FORM_CV: setting[schema.SETTING_FORM],
+                        schema.TEMPERATURE_CV: setting[schema.SETTING_TEMPERATURE],
+                        schema.SOURCES_CV: setting[schema.SETTING_SOURCES],
+                        schema.P_STATIC_CV: setting[schema.SETTING_P_STATIC], schema.CV_MAPE_PCT: cv,
+                        **{c: params[c] for c in (schema.FIT_P_STATIC_W, schema.FIT_A_W_PER_MHZ, schema.FIT_KNEE_MHZ,
+                                                  schema.FIT_SLOPE_PER_GHZ)},
+                        schema.NOTE: "" if train_lo < lo else "no training window below the band: the band is extrapolated"})
         out.append(row)
     return pd.DataFrame(out)
 
@@ -314,6 +361,17 @@ def heldout_power_from_recording(recording, clocks: pd.DataFrame, *, alpha_w_per
     Builds the windows (:func:`~powermodels.workflows.clock_windows.clock_windows`), measures
     the idle power and checks whether the pressure load's power is pinned over a counter window
     (:func:`~powermodels.workflows.clock_windows.pressure_power`).
+
+    Parameters
+    ----------
+    recording : Recording
+        A raw recording (:func:`powermodels.recording.read_recording`).
+    clocks : DataFrame
+        :func:`~powermodels.workflows.launch_clocks.attribute_clocks` of the recording.
+    alpha_w_per_c, reference_temperature_c : float, optional
+        α at constant clock and ``T_ref`` (:func:`power_at_heldout_clocks`).
+    band_mhz : (float, float)
+        The held-out band.
 
     Returns
     -------
@@ -337,8 +395,8 @@ def heldout_power_from_recording(recording, clocks: pd.DataFrame, *, alpha_w_per
                      f"window straddling its end is known only to about ±{(hi95 - lo5) / 2:.0f} W, so such "
                      "windows are dropped, not split.")
     if len(table):
-        done = table.loc[np.isfinite(table["power_mape_pct"].to_numpy(float))]
-        figures = ", ".join(f"{r[schema.WORKLOAD]} {r['power_mape_pct']:.2f} % ({r['test_windows']} windows)"
+        done = table.loc[np.isfinite(table[schema.POWER_MAPE_PCT].to_numpy(float))]
+        figures = ", ".join(f"{r[schema.WORKLOAD]} {r[schema.POWER_MAPE_PCT]:.2f} % ({r[schema.TEST_WINDOWS]} windows)"
                             for _, r in done.iterrows()) or "none"
         lines.append(f"power at held-out clocks {band_mhz[0]:.0f}–{band_mhz[1]:.0f} MHz (counter windows, "
                      f"thesis eq. 4.1 over each window's probed clock trajectory, setting chosen by CV on the "

@@ -62,7 +62,7 @@ class ClockWindows:
     table : DataFrame
         One row per candidate window: ``workload, window_source, window_start_s, window_end_s,
         power_w, sm_clock_mhz`` (time-weighted mean clock), ``clock_range_mhz``,
-        ``time_share`` (the share of the window the workload's launches cover), ``temperature_c``, ``phase``, ``window_kept``, ``window_drop_reason``.
+        ``launch_coverage`` (the share of the window the workload's launches cover), ``temperature_c``, ``phase``, ``window_kept``, ``window_drop_reason``.
     seg_clock_mhz, seg_seconds : ndarray
         The kept windows' trajectories, concatenated: the clock interpolated between the
         clock points on a fine grid, as seconds spent at each clock (rounded to 1 MHz).
@@ -158,6 +158,18 @@ def local_grid_updates(energy: pd.DataFrame, half_width: int = 10) -> tuple[np.n
     updates on the H100 recordings, most often when a burst starts) is then placed to within
     the neighbours' scatter instead of at its bracket's midpoint. ``uncertainty_s`` is the
     placement's half-range: the neighbours' residual scatter (RMS), at most half the bracket.
+
+    Parameters
+    ----------
+    energy : DataFrame
+        A recording's energy-counter reads (``t_s``, ``energy_counter_j``).
+    half_width : int, default=10
+        Neighbouring updates on each side that place an update.
+
+    Returns
+    -------
+    (ndarray, ndarray, ndarray)
+        Each update's time (s), the counter's value there (J) and the time's uncertainty (s).
     """
     u, e, how = counter_updates(energy)
     t = energy[schema.T_S].to_numpy(float)
@@ -300,11 +312,11 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
                              schema.WINDOW_END_S: w1[i], schema.POWER_W: power[i],
                              schema.SM_CLOCK_MHZ: float(np.mean(fw)) if fw.size else np.nan,
                              schema.CLOCK_RANGE_MHZ: float(np.ptp(fw)) if fw.size else np.nan,
-                             schema.TIME_SHARE: float(min(cover, 1.0)),
+                             schema.LAUNCH_COVERAGE: float(min(cover, 1.0)),
                              schema.RECORDING_PHASE: str(phase[a]), schema.WINDOW_KEPT: not reason,
                              schema.WINDOW_DROP_REASON: reason})
     cols = [schema.WORKLOAD, schema.WINDOW_SOURCE, schema.WINDOW_START_S, schema.WINDOW_END_S, schema.POWER_W,
-            schema.SM_CLOCK_MHZ, schema.CLOCK_RANGE_MHZ, schema.TIME_SHARE, schema.TEMPERATURE_C,
+            schema.SM_CLOCK_MHZ, schema.CLOCK_RANGE_MHZ, schema.LAUNCH_COVERAGE, schema.TEMPERATURE_C,
             schema.RECORDING_PHASE,
             schema.WINDOW_KEPT, schema.WINDOW_DROP_REASON]
     table = pd.DataFrame(rows, columns=[c for c in cols if c != schema.TEMPERATURE_C])
@@ -321,9 +333,19 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
 def pressure_power(recording) -> pd.DataFrame:
     """The pressure load's counter windows: is its power pinned at the cap over 100 ms?
 
-    Returns one row per counter window lying wholly inside a pressure phase after its first
-    second (the cap's settling), with ``power_w`` — the spread says how well a window that
-    straddles the pressure's end could be split (it cannot, on the H100s measured).
+    The spread of these windows' power says how well a window that straddles the pressure's
+    end could be split (it cannot, on the H100s measured).
+
+    Parameters
+    ----------
+    recording : Recording
+        A raw recording with ``pressure`` phases.
+
+    Returns
+    -------
+    DataFrame
+        One row per counter window lying wholly inside a pressure phase after its first second
+        (the cap's settling): ``window_start_s``, ``window_end_s``, ``power_w``.
     """
     phases = recording.phases
     if phases is None or not len(phases) or not len(recording.energy):
@@ -341,7 +363,19 @@ def idle_power(recording, settle_s: float = 2.0) -> tuple[float, float]:
     """The idle power and temperature: medians over counter windows inside idle phases.
 
     Thesis eq. 4.1 names ``P_static`` the idle power; the recording's idle spells (after
-    ``settle_s``, the last load's tail) measure it. ``(nan, nan)`` without idle windows.
+    ``settle_s``, the last load's tail) measure it.
+
+    Parameters
+    ----------
+    recording : Recording
+        A raw recording with ``idle`` phases.
+    settle_s : float, default=2
+        Start of the read within each idle phase.
+
+    Returns
+    -------
+    (float, float)
+        Idle power (W) and temperature (°C); ``(nan, nan)`` without idle windows.
     """
     phases = recording.phases
     if phases is None or not len(phases) or not len(recording.energy):

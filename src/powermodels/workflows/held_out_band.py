@@ -35,26 +35,58 @@ def _mape(y, pred) -> float:
 
 
 def held_out_first(validation: pd.DataFrame) -> pd.DataFrame:
-    """The chosen form's held-out MAPE and the choice right after the band (the figure to quote)."""
-    first = [c for c in (schema.GROUP, "band_lo_mhz", "band_hi_mhz", "train_rows", "test_rows",
-                         "time_mape_selected_pct", "time_form_cv", "time_min_launches", "time_cv_mape_pct") if c in validation]
+    """The chosen form's held-out MAPE and the choice right after the band (the figure to quote).
+
+    Parameters
+    ----------
+    validation : DataFrame
+        Rows of :func:`validate_band`.
+
+    Returns
+    -------
+    DataFrame
+        The same columns, the band, its held-out figure and the CV's choice first.
+    """
+    first = [c for c in (schema.GROUP, schema.BAND_LO_MHZ, schema.BAND_HI_MHZ, schema.TRAIN_ROWS, schema.TEST_ROWS,
+                         schema.TIME_MAPE_SELECTED_PCT, schema.TIME_FORM_CV, schema.TIME_MIN_LAUNCHES,
+                         schema.TIME_CV_MAPE_PCT) if c in validation]
     return validation[first + [c for c in validation.columns if c not in first]]
 
 
 def validate_band(time_rows: pd.DataFrame, power_rows, group: str, band, step_mhz: float) -> dict:
-    """Hold out the middle band of the clocks: time MAPE (eq. 4.5, DSO eq. 2, the CV's choice), energy there."""
+    """Hold out the middle band of the clocks: time MAPE (eq. 4.5, DSO eq. 2, the CV's choice), energy there.
+
+    Parameters
+    ----------
+    time_rows : DataFrame
+        One group's timed launches (``sm_clock_mhz``, ``mem_clock_mhz``, ``time_s``, ``launches``).
+    power_rows : DataFrame or None
+        The group's power rows (``sm_clock_mhz``, ``power_w``), or None (no power figure).
+    group : str
+        The group's name (the row's ``group``).
+    band : (float, float)
+        The held-out band as fractions of the group's clock range.
+    step_mhz : float
+        Clock points are this wide (:func:`~powermodels.workflows.time_curves.clock_points`).
+
+    Returns
+    -------
+    dict
+        One validation row: the band, train/test rows, the time MAPEs (rational, DSO, the CV's),
+        the CV's form and fewest launches, and power and energy in the band (NaN without them).
+    """
     time_rows = time_rows.reset_index(drop=True)
     f = time_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
     train, test = _band_split(f, band)
-    row = {schema.GROUP: group, "band_lo_mhz": float(f[test].min()) if test.any() else math.nan,
-           "band_hi_mhz": float(f[test].max()) if test.any() else math.nan, "train_rows": int(train.sum()),
-           "test_rows": int(test.sum())}
+    row = {schema.GROUP: group, schema.BAND_LO_MHZ: float(f[test].min()) if test.any() else math.nan,
+           schema.BAND_HI_MHZ: float(f[test].max()) if test.any() else math.nan, schema.TRAIN_ROWS: int(train.sum()),
+           schema.TEST_ROWS: int(test.sum())}
+    no_power = {schema.ENERGY_MEASURED_J: math.nan, schema.ENERGY_PREDICTED_J: math.nan,
+                schema.ENERGY_ERROR_PCT: math.nan, schema.POWER_TEST_ROWS: 0, schema.POWER_MAPE_PCT: math.nan}
     if test.sum() < 1 or train.sum() < 4 or np.unique(np.round(f[train])).size < 3:
-        return {**row, "time_mape_rational_pct": math.nan, "time_mape_dso_pct": math.nan,
-                "time_form_cv": "", "time_min_launches": math.nan, "time_cv_mape_pct": math.nan,
-                "time_mape_selected_pct": math.nan,
-                "energy_measured_j": math.nan, "energy_predicted_j": math.nan, "energy_error_pct": math.nan,
-                "power_test_rows": 0, "power_mape_pct": math.nan}
+        return {**row, schema.TIME_MAPE_RATIONAL_PCT: math.nan, schema.TIME_MAPE_DSO_PCT: math.nan,
+                schema.TIME_FORM_CV: "", schema.TIME_MIN_LAUNCHES: math.nan, schema.TIME_CV_MAPE_PCT: math.nan,
+                schema.TIME_MAPE_SELECTED_PCT: math.nan, **no_power}
     X = time_rows[[schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ]].reset_index(drop=True)
     y = time_rows[schema.TIME_S].to_numpy(float)
     # one point per training clock (time_curves: a per-launch fit fits the clocks the controller
@@ -63,28 +95,25 @@ def validate_band(time_rows: pd.DataFrame, power_rows, group: str, band, step_mh
     points = clock_points(time_rows.loc[train], step_mhz)
     form, fewest, cv = select_time_fit(points)
     points = points.loc[points[schema.LAUNCHES] >= fewest]
-    row["time_mape_rational_pct"] = _mape(y[test], fit_time_form("rational", points)(X.loc[test]))
-    row["time_mape_dso_pct"] = _mape(y[test], fit_time_form("dso", points)(X.loc[test]))
-    row["time_form_cv"] = form
-    row["time_min_launches"] = fewest
-    row["time_cv_mape_pct"] = cv.get(f"{form}≥{fewest}", math.nan)
-    row["time_mape_selected_pct"] = row[f"time_mape_{form}_pct"]
+    mapes = {name: _mape(y[test], fit_time_form(name, points)(X.loc[test])) for name in ("rational", "dso")}
+    row.update({schema.TIME_MAPE_RATIONAL_PCT: mapes["rational"], schema.TIME_MAPE_DSO_PCT: mapes["dso"],
+                schema.TIME_FORM_CV: form, schema.TIME_MIN_LAUNCHES: fewest,
+                schema.TIME_CV_MAPE_PCT: cv.get(f"{form}≥{fewest}", math.nan),
+                schema.TIME_MAPE_SELECTED_PCT: mapes[form], **no_power})
     selected = fit_time_form(form, points)
-    row.update(energy_measured_j=math.nan, energy_predicted_j=math.nan, energy_error_pct=math.nan,
-               power_test_rows=0, power_mape_pct=math.nan)
     if power_rows is not None and len(power_rows):
         pf = power_rows[schema.SM_CLOCK_MHZ].to_numpy(float)
         p = power_rows[schema.POWER_W].to_numpy(float)
-        lo, hi = row["band_lo_mhz"], row["band_hi_mhz"]
+        lo, hi = row[schema.BAND_LO_MHZ], row[schema.BAND_HI_MHZ]
         p_test = (pf >= lo) & (pf <= hi)
         p_train = ~p_test
         if p_test.any() and np.unique(np.round(pf[p_train])).size >= 3:
             pmodel = FrequencyPowerModel().fit(pf[p_train, None], p[p_train])
-            row.update(power_test_rows=int(p_test.sum()),
-                       power_mape_pct=_mape(p[p_test], pmodel.predict_at(pf[p_test])))
+            row.update({schema.POWER_TEST_ROWS: int(p_test.sum()),
+                        schema.POWER_MAPE_PCT: _mape(p[p_test], pmodel.predict_at(pf[p_test]))})
             f_band = f[test]
             measured = float(np.mean(p[p_test])) * float(np.mean(y[test]))
             predicted = float(np.mean(pmodel.predict_at(f_band) * selected(X.loc[test])))
-            row.update(energy_measured_j=measured, energy_predicted_j=predicted,
-                       energy_error_pct=100.0 * (predicted - measured) / measured)
+            row.update({schema.ENERGY_MEASURED_J: measured, schema.ENERGY_PREDICTED_J: predicted,
+                        schema.ENERGY_ERROR_PCT: 100.0 * (predicted - measured) / measured})
     return row

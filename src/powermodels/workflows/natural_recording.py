@@ -112,7 +112,7 @@ class _Recorder:
         self._entry(phase, label, repeat, kind, float(rows[0, 0]), float(rows[-1, 1]))
 
     def save(self, folder, provenance: dict, *, stopped: str | None = None):
-        """Write what is recorded so far to ``folder`` (each file atomically replaced).
+        """Write what is recorded so far to ``folder`` (its files replaced as one set: write_recording).
 
         ``stopped``: why the run ended early (kept in the provenance as ``complete: false``);
         None while it goes on or once it has finished.

@@ -144,6 +144,20 @@ def at_power_cap(blocks: pd.DataFrame, recording, *, limit_share: float = 0.97) 
     A block is capped when NVML's clock-event reasons show the power cap (``POWER_CAP_BITS``)
     in at least half of the trace rows inside it; without that column in the trace, when its
     counter power is at least ``limit_share`` of the recording's ``power_limit_w``.
+
+    Parameters
+    ----------
+    blocks : DataFrame
+        Counter blocks (``window_start_s``, ``window_end_s``, ``power_w``).
+    recording : Recording
+        The recording they come from (its trace and provenance).
+    limit_share : float, default=0.97
+        Share of the power limit above which a block counts as capped without clock-event reasons.
+
+    Returns
+    -------
+    ndarray of bool
+        One per block: ran at the power cap.
     """
     from ..thermal.spans import POWER_CAP_BITS
 
