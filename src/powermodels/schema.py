@@ -117,6 +117,7 @@ WINDOW_SOURCE = "window_source"      # counter (energy between two updates) / in
 WINDOW_KEPT = "window_kept"          # the window is one workload's, at a known clock trajectory
 WINDOW_DROP_REASON = "window_drop_reason"  # why not ("" when kept)
 BAND_SHARE = "band_share"            # share of a window's time at clocks inside the held-out band
+COMPANION_SHARE = "companion_share"  # share of a window another load's launches cover (a ladder's pressure)
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature

@@ -22,6 +22,10 @@ voltage shape, however the clock moved inside the window. The settings are chose
 the rest (by default only windows that spend no time at clocks in the band: a window partly in
 the band carries the band's power into the fit), and reports the
 held-out MAPE per workload first, with how many windows were kept and why the others were not.
+
+Windows shared with the ``ladder`` part's pressure load (:mod:`~powermodels.workflows.ladder_windows`)
+add the companion's own term ``a_c·s_c·mean_c(g(f))`` (one more linear unknown, fitted only where
+such windows are among the training rows); they train, they are never held out.
 """
 
 from __future__ import annotations
@@ -55,19 +59,35 @@ def _g(form: str, knee: float, slope: float):
     return lambda f: f * relative_voltage(f, knee, slope) ** 2
 
 
+def _companion_x(cw: ClockWindows, rows: np.ndarray, g) -> np.ndarray:
+    """The companion's term ``s_c·mean_c(g(f))`` of each window (0 outside mixed windows)."""
+    if schema.COMPANION_SHARE not in cw.table:
+        return np.zeros(np.size(rows))
+    share = cw.table[schema.COMPANION_SHARE].to_numpy(float)[rows]
+    return np.where(share > 0, np.nan_to_num(cw.mean_of(g, rows, companion=True)) * share, 0.0)
+
+
 def _solve(cw: ClockWindows, rows: np.ndarray, y: np.ndarray, instant: np.ndarray, form, knee, slope,
            p_static: float):
-    x = cw.mean_of(_g(form, knee, slope), rows) * cw.table[schema.TIME_SHARE].to_numpy(float)[rows]
-    offset = [instant.astype(float)] if instant.any() and (~instant).any() else []
-    if np.isfinite(p_static):  # P_static held at the measured idle power (thesis eq. 4.1's definition)
-        A = np.column_stack([x] + offset)
-        coef, *_ = np.linalg.lstsq(A, y - p_static, rcond=None)
-        sse = float(np.sum((A @ coef + p_static - y) ** 2))
-        return np.r_[p_static, coef], sse
-    A = np.column_stack([np.ones_like(x), x] + offset)
-    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-    sse = float(np.sum((A @ coef - y) ** 2))
-    return coef, sse
+    """Least squares; returns ``([P_static, a, instant offset, a_companion], sse)``."""
+    g = _g(form, knee, slope)
+    x = cw.mean_of(g, rows) * cw.table[schema.TIME_SHARE].to_numpy(float)[rows]
+    xc = _companion_x(cw, rows, g)
+    cols = [x]
+    has_offset = bool(instant.any() and (~instant).any())
+    if has_offset:
+        cols.append(instant.astype(float))
+    if (xc > 0).any():  # mixed windows (ladder_windows): the companion's own a_c
+        cols.append(xc)
+    fixed = np.isfinite(p_static)  # P_static held at the measured idle power (thesis eq. 4.1's definition)
+    A = np.column_stack(cols if fixed else [np.ones_like(x)] + cols)
+    target = y - p_static if fixed else y
+    coef, *_ = np.linalg.lstsq(A, target, rcond=None)
+    sse = float(np.sum((A @ coef - target) ** 2))
+    coef = np.r_[p_static, coef] if fixed else coef
+    offset = coef[2] if has_offset else 0.0
+    a_c = coef[-1] if (xc > 0).any() else 0.0
+    return np.array([coef[0], coef[1], offset, a_c]), sse
 
 
 def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float = math.nan,
@@ -124,16 +144,19 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
             best = (sse, coef, knee, slope)
     _, coef, knee, slope = best
     return {**setting, "p_static_w": float(coef[0]), "a_w_per_mhz": float(coef[1]), "knee_mhz": float(knee),
-            "slope_per_ghz": float(slope), "instant_offset_w": float(coef[2]) if coef.size > 2 else 0.0,
+            "slope_per_ghz": float(slope), "instant_offset_w": float(coef[2]),
+            "companion_a_w_per_mhz": float(coef[3]),
             "alpha_w_per_c": float(alpha), "reference_temperature_c": float(reference_temperature_c)}
 
 
 def predict_setting(cw: ClockWindows, rows, params: dict) -> np.ndarray:
     """Predicted measured power of windows ``rows`` (the temperature term added back; counter scale)."""
     rows = np.asarray(rows)
-    x = (cw.mean_of(_g(params["form"], params["knee_mhz"], params["slope_per_ghz"]), rows)
-         * cw.table[schema.TIME_SHARE].to_numpy(float)[rows])
+    g = _g(params["form"], params["knee_mhz"], params["slope_per_ghz"])
+    x = cw.mean_of(g, rows) * cw.table[schema.TIME_SHARE].to_numpy(float)[rows]
     p = params["p_static_w"] + params["a_w_per_mhz"] * x
+    if params.get("companion_a_w_per_mhz"):  # a mixed window's companion load (ladder_windows)
+        p = p + params["companion_a_w_per_mhz"] * _companion_x(cw, rows, g)
     if params["alpha_w_per_c"]:
         temp = cw.table[schema.TEMPERATURE_C].to_numpy(float)[rows]
         p = p + params["alpha_w_per_c"] * (temp - params["reference_temperature_c"])
@@ -245,8 +268,10 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
     Returns
     -------
     DataFrame
-        One row per workload, the held-out figure first: ``power_mape_pct`` (counter windows
-        in the band), ``test_windows``, ``train_windows``, then the CV's choice and score, the
+        One row per workload, the held-out figure first: ``power_mape_pct`` (the workload's own
+        counter windows in the band; a mixed window of the ladder part is never a test window),
+        ``test_windows``, ``train_windows`` (of them ``train_mixed`` shared with the ladder's
+        pressure load, ``train_below_band`` below the band), then the CV's choice and score, the
         fitted parameters, the window counts and the main reason windows were dropped.
     """
     lo, hi = float(band_mhz[0]), float(band_mhz[1])
@@ -265,19 +290,24 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
     kept = table[schema.WINDOW_KEPT].to_numpy(bool)
     share = cw.band_share(lo, hi)
     temp_ok = np.isfinite(table[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha)
+    mixed = (table[schema.COMPANION_SHARE].to_numpy(float) > 0) if schema.COMPANION_SHARE in table \
+        else np.zeros(len(table), dtype=bool)
     out = []
     for w, g in table.groupby(schema.WORKLOAD, sort=False):
         idx = table.index.get_indexer(g.index)
         counter = (g[schema.WINDOW_SOURCE] == "counter").to_numpy()
         k = kept[idx] & temp_ok[idx]
         in_band = (f[idx] >= lo) & (f[idx] <= hi)
-        test = idx[k & counter & in_band]
+        # the held-out windows are the workload's own: a mixed window's power is partly the companion's
+        test = idx[k & counter & in_band & ~mixed[idx]]
         train = idx[k & ~in_band & (share[idx] <= max_band_share)]
         reasons = g.loc[counter & ~kept[idx], schema.WINDOW_DROP_REASON].value_counts()
         row = {schema.WORKLOAD: w, "band_lo_mhz": lo, "band_hi_mhz": hi, "power_mape_pct": math.nan,
                "power_bias_pct": math.nan, "test_windows": int(test.size),
                "train_windows": int(np.sum(counter[np.isin(idx, train)])),
                "train_instant": int(np.sum(~counter[np.isin(idx, train)])),
+               "train_mixed": int(np.sum(counter[np.isin(idx, train)] & mixed[idx][np.isin(idx, train)])),
+               "train_below_band": int(np.sum(counter[np.isin(idx, train)] & (f[idx] < lo)[np.isin(idx, train)])),
                "form_cv": "", "temperature_cv": "", "sources_cv": "", "p_static_cv": "", "cv_mape_pct": math.nan,
                "counter_windows": int(counter.sum()), "counter_kept": int((counter & kept[idx]).sum()),
                "instant_kept": int((~counter & kept[idx]).sum()),
