@@ -121,9 +121,9 @@ def main(argv=None) -> int:
                         help="idle before each warm-up (default 40 s: α needs the warm-up to rise several °C)")
     parser.add_argument("--ladder", action="store_true", help="add the ladder part (module docstring)")
     parser.add_argument("--ladder-shares", type=float, nargs="+", default=None,
-                        help="pressure shares of a cycle, one step each (default 0.75 0.5 0.3)")
+                        help="pressure shares of a cycle, one step each (default 0.8 0.65 0.5)")
     parser.add_argument("--ladder-hold-s", type=float, default=None, help="seconds per step (default 1.5)")
-    parser.add_argument("--ladder-cycle-s", type=float, default=None, help="cycle length (default 0.02)")
+    parser.add_argument("--ladder-cycle-s", type=float, default=None, help="cycle length (default 0.01)")
     args = parser.parse_args(argv)
 
     from powermodels.devices import nvml_available, open_device

@@ -140,3 +140,26 @@ def test_ladder_without_pressure_is_one_line():
             record_natural_dvfs(runner, [(*_item("fp32"), "fp32")], None, ladder=Ladder())
     finally:
         runner.close()
+
+
+def test_a_ladder_recording_round_trips_and_refits(recorded, tmp_path):
+    """Fails before 'ladder' was a phase kind of the format: write_recording refused it."""
+    from powermodels.recording import read_recording, write_recording
+
+    rec, clocks, cw, _ = recorded
+    again = read_recording(write_recording(rec, tmp_path / "rec"))
+    assert (again.phases[schema.PHASE_KIND] == "ladder").sum() == 1
+    t = clock_windows(again, attribute_clocks(again)).table
+    assert (t[schema.COMPANION_SHARE] > 0).sum() == (cw.table[schema.COMPANION_SHARE] > 0).sum()
+
+
+def test_twin_replay_refuses_a_ladder_phase():
+    import pandas as pd
+
+    from powermodels.twin.replay import replay
+
+    phases = pd.DataFrame({schema.RECORDING_PHASE: ["natural", "ladder"], schema.WORKLOAD: ["-", "cupy_fma_loop"],
+                           schema.REPEAT: [-1, 0], schema.PHASE_KIND: ["idle", "ladder"], schema.T0_S: [0.0, 0.1],
+                           schema.T1_S: [0.1, 0.3]})
+    with pytest.raises(ValueError, match="'ladder' phase .* cannot be replayed"):
+        replay(phases, "h100-sxm")
