@@ -163,3 +163,29 @@ def test_twin_replay_refuses_a_ladder_phase():
                            schema.T1_S: [0.1, 0.3]})
     with pytest.raises(ValueError, match="'ladder' phase .* cannot be replayed"):
         replay(phases, "h100-sxm")
+
+
+def test_a_run_stopped_in_the_ladder_keeps_its_finished_steps(tmp_path):
+    """SIGTERM (as `timeout` sends it) after the first workload's ladder: the recording holds it."""
+    import signal
+
+    from powermodels.recording import read_recording
+    from powermodels.termination import Terminated
+
+    def progress(line):
+        if line.startswith("ladder 1/2"):
+            raise Terminated(signal.SIGTERM)
+
+    runner = make_runner(SimulatedGPU(seed=3, physics=PHYSICS))
+    try:
+        items = [(*_item("fp32"), "fp32"), (*_item("stream_triad"), "triad")]
+        with pytest.raises(Terminated):
+            record_natural_dvfs(runner, items, _item(default_pressure_workload()), cycles=2, pressure_s=0.2,
+                                burst_s=0.2, series_s=1.0, lead_idle_s=0.1, batch_s=0.003, progress=progress,
+                                ladder=Ladder(shares=(0.5,), hold_s=0.3, tail_s=0.1), save_to=tmp_path / "rec")
+    finally:
+        runner.close()
+    rec = read_recording(tmp_path / "rec")
+    assert rec.provenance["complete"] is False and "SIGTERM" in rec.provenance["stopped"]
+    steps = rec.phases.loc[rec.phases[schema.PHASE_KIND] == "ladder", schema.WORKLOAD]
+    assert list(steps) == ["fp32"]

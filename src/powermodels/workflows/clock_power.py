@@ -326,12 +326,15 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
             y = table[schema.POWER_W].to_numpy(float)[test]
             p = predict_setting(cw, test, params)
             train_lo = np.nanmin(f[train]) if train.size else math.nan
+            train_hi = np.nanmax(f[train]) if train.size else math.nan
             row.update(power_mape_pct=_mape(y, p), power_bias_pct=float(100 * np.mean((p - y) / y)),
                        form_cv=setting["form"], temperature_cv=setting["temperature"],
                        sources_cv=setting["sources"], p_static_cv=setting["p_static"], cv_mape_pct=cv,
                        p_static_w=params["p_static_w"], a_w_per_mhz=params["a_w_per_mhz"],
                        knee_mhz=params["knee_mhz"], slope_per_ghz=params["slope_per_ghz"],
-                       note="" if train_lo < lo else "no training window below the band: the band is extrapolated")
+                       note="" if train_lo < lo < hi < train_hi else
+                       f"no training window {'below' if not train_lo < lo else 'above'} the band: "
+                       "the band is extrapolated")
         out.append(row)
     return pd.DataFrame(out)
 
