@@ -14,6 +14,17 @@ batch, keeps the raw recording, and checks the issue's targets:
 3. power ≤ 3 % MAPE at held-out clocks (energy-counter windows at one probed clock);
 4. α > 0 with a 95 % CI excluding 0 (constant-clock warm-ups, pooled).
 
+``--ladder`` adds the ladder part (``powermodels.workflows.natural_recording.Ladder``): each
+workload alternates, every ``--ladder-cycle-s``, with the pressure GEMM for ``--ladder-hold-s``
+per pressure share (``--ladder-shares``), then runs ``0.3`` s alone. Under natural DVFS only a
+load at the power cap holds the clock below the top for a whole ~100 ms counter window (the H100
+GPU-620707cb's capped bf16 GEMM sat at 1,409–1,455 MHz probed, 5–95 %), so this is the only way
+to give the power fit training windows below the held-out 1,500–1,800 MHz band; such a window's
+power is modelled as the two loads' shares (``powermodels.workflows.ladder_windows``) and is
+never a held-out window. It adds ~3 × (1.5 + 0.3) s per workload plus host syncs (~20 s for
+three workloads). ``--cool-s`` defaults to 40 s: after 20 s idle the H200's uncapped warm-ups
+rose too little at one clock to identify α (session 6).
+
 Every NVML setter is replaced by a function that raises before the device is opened
 (``benchmarks/_readonly_nvml.py``). Nothing is lost on a crash: the raw recording is written to
 ``OUT/recording/`` after each workload's part, and a run stopped by SIGTERM (``timeout``), Ctrl-C
@@ -25,6 +36,7 @@ recording: ``calibrate --from`` refits it without a GPU).
 Usage::
 
     PYTHONPATH=src python benchmarks/gpu_natural_dvfs.py --out "$OUT/natural_dvfs"    # H100, ~3-4 min
+    PYTHONPATH=src python benchmarks/gpu_natural_dvfs.py --ladder --series-s 25 --out "$OUT/nd"  # ~8 min
     PYTHONPATH=src python benchmarks/gpu_natural_dvfs.py --device simulated --out /tmp/nd   # no GPU
 """
 
@@ -105,7 +117,13 @@ def main(argv=None) -> int:
     parser.add_argument("--burst-s", type=float, default=0.5)
     parser.add_argument("--pressure-s", type=float, default=1.0)
     parser.add_argument("--series-s", type=float, default=10.0)
-    parser.add_argument("--cool-s", type=float, default=10.0)
+    parser.add_argument("--cool-s", type=float, default=40.0,
+                        help="idle before each warm-up (default 40 s: α needs the warm-up to rise several °C)")
+    parser.add_argument("--ladder", action="store_true", help="add the ladder part (module docstring)")
+    parser.add_argument("--ladder-shares", type=float, nargs="+", default=None,
+                        help="pressure shares of a cycle, one step each (default 0.8 0.65 0.5)")
+    parser.add_argument("--ladder-hold-s", type=float, default=None, help="seconds per step (default 1.5)")
+    parser.add_argument("--ladder-cycle-s", type=float, default=None, help="cycle length (default 0.01)")
     args = parser.parse_args(argv)
 
     from powermodels.devices import nvml_available, open_device
@@ -114,6 +132,13 @@ def main(argv=None) -> int:
     from powermodels.termination import terminate_raises
     from powermodels.workflows.calibrate import calibrate, save
     from powermodels.workflows.calibration_report import write_report
+    from powermodels.workflows.natural_recording import Ladder
+
+    ladder = None
+    if args.ladder:
+        given = {k: v for k, v in (("shares", args.ladder_shares), ("hold_s", args.ladder_hold_s),
+                                   ("cycle_s", args.ladder_cycle_s)) if v is not None}
+        ladder = Ladder(**given)  # a bad value stops here, before the GPU is touched
 
     kind = args.device
     if kind == "auto":
@@ -139,7 +164,8 @@ def main(argv=None) -> int:
             f_max = max(f for fs in device.supported_clocks().values() for f in fs)
             run = calibrate(workloads, device, cycles=args.cycles, burst_s=args.burst_s,
                             pressure_s=args.pressure_s, series_s=args.series_s, cool_s=args.cool_s,
-                            progress=lambda line: print(line, flush=True), recording_dir=out / "recording")
+                            progress=lambda line: print(line, flush=True), recording_dir=out / "recording",
+                            ladder=ladder)
         except BaseException as err:
             print(f"stopped ({err or type(err).__name__}): the recording so far is in {out / 'recording'} "
                   f"(refit: powermodels calibrate --from {out / 'recording'} --out DIR)", flush=True)

@@ -17,7 +17,7 @@ the shared ``h100-2026-11-25-raw`` recording) plus ``probes.parquet``:
 - ``energy.parquet``: ``t_s`` (middle of the call), ``energy_counter_j``, ``read_s``;
 - ``launches.parquet``: ``workload``, ``phase``, ``repeat``, ``batch``, ``start_s``, ``end_s``,
   ``launches`` in the batch, ``time_s`` per launch (CUDA events mapped onto the host clock);
-- ``phases.parquet``: ``phase``, ``workload``, ``repeat``, ``kind`` (idle / pressure / burst / series),
+- ``phases.parquet``: ``phase``, ``workload``, ``repeat``, ``kind`` (idle / pressure / burst / series / ladder),
   ``t0_s``, ``t1_s``;
 - ``probes.parquet``: one row per clock probe launched between batches on the same stream:
   ``t_s`` (host clock of the probe's end), ``workload``, ``batch`` (the batch that follows),
@@ -29,6 +29,11 @@ Protocols (as in the shared recording, so the two can be compared):
 - **natural**: for fp32 GEMM / FMA loop / triad, cycles of [bf16 pressure load for 0–3 s, then a
   0.6 s burst of timed launches with a probe between batches], two rounds in opposite order: the
   clocks the power-cap controller chooses while it recovers.
+- **ladder** (``--ladder``, off by default): for each of the three, the workload alternating with the
+  bf16 pressure every 10 ms for 1.5 s per pressure share (0.8, 0.65, 0.5), each step then 0.3 s of the
+  workload alone; both loads' batches timed and probed with no host sync inside a cycle
+  (``Recorder.alternating``). Under natural DVFS only a load at the power cap holds the clock below the
+  top for a whole counter window; docs/recordings.md, "The ladder part". ~16 s in all.
 - **thermal**: for each workload, ``idle`` seconds idle, then ``series`` seconds back to back from cold
   (probes every batch); some idle at the end.
 """
@@ -41,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -195,11 +201,12 @@ class Recorder:
     def phase(self, phase, workload, repeat, kind, t0, t1):
         self.phase_rows.append((phase, workload, repeat, kind, t0 - self.t0, t1 - self.t0))
 
-    def timed(self, fn, workload, phase, repeat, seconds, per_batch=1, probe=True, chunk_s=0.1):
-        """Run ``fn`` back to back for ``seconds``: events around each batch, a probe before each batch."""
+    def timed(self, fn, workload, phase, repeat, seconds, per_batch=1, probe=True, chunk_s=0.1, first_batch=0):
+        """Run ``fn`` back to back for ``seconds``: events around each batch, a probe before each batch
+        (batches numbered from ``first_batch``)."""
         cp = self.cp
         start_host = time.perf_counter()
-        batch = 0
+        batch = first_batch
         pending = []  # (anchor_event, anchor_host, [(batch, ev_a, ev_b)])
         anchor = cp.cuda.Event()
         anchor.record()
@@ -238,6 +245,55 @@ class Recorder:
                 self.launch_rows.append((workload, phase, repeat, bt, sa - self.t0, sb - self.t0,
                                          per_batch, (sb - sa) / per_batch))
         return start_host, end_host
+
+    def alternating(self, loads, phase, repeat, seconds, chunk_s=0.1):
+        """The ladder step: ``loads`` = [(fn, name, per_batch, batches), ...] in turn, again and again, for
+        ``seconds``; each batch between CUDA events with a probe before it, all on one stream and with no
+        host sync inside a cycle (one every ~``chunk_s``, as :meth:`timed`), so the loads follow each other
+        within a few µs. Every batch becomes a launch row under its load's name."""
+        cp = self.cp
+        start_host = time.perf_counter()
+        anchor = cp.cuda.Event()
+        anchor.record()
+        anchor.synchronize()
+        anchor_host = time.perf_counter()
+        deadline = start_host + seconds
+        counters = {name: 0 for _, name, _, _ in loads}
+        rows, last_sync, chunk_started = [], None, time.perf_counter()
+        while time.perf_counter() < deadline:
+            for fn, name, per, batches in loads:
+                for _ in range(batches):
+                    self._launch_probe(name, counters[name])
+                    a, b = cp.cuda.Event(), cp.cuda.Event()
+                    a.record()
+                    for _ in range(per):
+                        fn()
+                    b.record()
+                    rows.append((name, counters[name], per, a, b))
+                    counters[name] += 1
+            if time.perf_counter() - chunk_started > chunk_s:
+                if last_sync is not None:
+                    last_sync.synchronize()
+                last_sync, chunk_started = rows[-1][4], time.perf_counter()
+        cp.cuda.runtime.deviceSynchronize()
+        end_host = time.perf_counter()
+        for name, bt, per, a, b in rows:
+            sa = anchor_host + cp.cuda.get_elapsed_time(anchor, a) / 1e3
+            sb = anchor_host + cp.cuda.get_elapsed_time(anchor, b) / 1e3
+            self.launch_rows.append((name, phase, repeat, bt, sa - self.t0, sb - self.t0, per, (sb - sa) / per))
+        self.last_batch = dict(counters)
+        return start_host, end_host
+
+    def launch_time_s(self, fn, per_batch=1, n=5):
+        """Mean time of one launch of ``fn`` (CUDA events over ``n`` batches)."""
+        cp = self.cp
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        for _ in range(n * per_batch):
+            fn()
+        b.record()
+        b.synchronize()
+        return cp.cuda.get_elapsed_time(a, b) / 1e3 / (n * per_batch)
 
     def busy(self, fn, seconds):
         """Run ``fn`` back to back for ``seconds`` (no events): a pressure load."""
@@ -304,8 +360,15 @@ def main(argv=None):
     p.add_argument("--cycles", type=int, default=8, help="natural cycles per workload and round")
     p.add_argument("--idle", type=float, default=30.0, help="seconds idle before each thermal series")
     p.add_argument("--series", type=float, default=25.0, help="seconds of each thermal series")
+    p.add_argument("--ladder", action="store_true",
+                   help="add the ladder part after the natural one (powermodels.workflows.natural_recording.Ladder: "
+                        "each workload alternating with the bf16 pressure every 10 ms, pressure shares 0.8/0.65/0.5, "
+                        "1.5 s each, then 0.3 s alone; ~16 s in all)")
     args = p.parse_args(argv)
     blocked = forbid_nvml_setters()
+    from powermodels.workflows.natural_recording import Ladder
+
+    args.ladder = Ladder() if args.ladder else None
     # the sampler threads must get the GIL back quickly while the main thread launches
     sys.setswitchinterval(2e-4)
     import cupy as cp
@@ -362,6 +425,8 @@ def _protocol(args, rec, work, rng, s) -> None:
                 rec.phase("natural", "torch_bf16_matmul_8192", repeat, "pressure", a, b)
                 a, b = rec.timed(fn, name, "natural", repeat, 0.6 * max(s, 0.2), per_batch=per)
                 rec.phase("natural", name, repeat, "burst", a, b)
+    if args.ladder is not None:
+        _ladder(args.ladder, rec, work, natural, "torch_bf16_matmul_8192", s)
     for rep, name in enumerate(work):
         fn, per = work[name]
         a = time.perf_counter(); time.sleep(args.idle * s)
@@ -369,6 +434,27 @@ def _protocol(args, rec, work, rng, s) -> None:
         a, b = rec.timed(fn, name, "thermal", rep, args.series * s, per_batch=per)
         rec.phase("thermal", name, rep, "series", a, b)
     a = time.perf_counter(); time.sleep(20 * s); rec.phase("thermal", "-", 99, "idle", a, time.perf_counter())
+
+
+def _ladder(ladder, rec, work, names, pressure, s) -> None:
+    """The ladder part (docs/recordings.md, "The ladder part"): per workload and pressure share, the two
+    loads alternating for ``hold_s`` (one ``ladder`` phase under the workload's name, the pressure's
+    batches as launch rows under its own), then ``tail_s`` of the workload alone (a ``burst``)."""
+    p_fn, p_per = work[pressure]
+    t_p = rec.launch_time_s(p_fn, p_per)
+    for name in names:
+        fn, per = work[name]
+        t_w = rec.launch_time_s(fn, per)
+        for j, share in enumerate(ladder.shares):
+            n_p = max(1, round(share * ladder.cycle_s / (p_per * t_p)))
+            n_w = max(1, round(n_p * p_per * t_p * (1 - share) / share / (per * t_w)))
+            a, b = rec.alternating([(p_fn, pressure, p_per, n_p), (fn, name, per, n_w)], "ladder", j,
+                                   ladder.hold_s * max(s, 0.2))
+            rec.phase("ladder", name, j, "ladder", a, b)
+            if ladder.tail_s > 0:
+                a, b = rec.timed(fn, name, "ladder", j, ladder.tail_s * max(s, 0.2), per_batch=per,
+                                 first_batch=rec.last_batch[name])  # (workload, phase, repeat, batch) stays unique
+                rec.phase("ladder", name, j, "burst", a, b)
 
 
 def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stopped) -> None:
@@ -395,7 +481,9 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
         "power_limit_w": nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
         "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "protocols": ["natural", "thermal"], "scale": s, "settings_changed": False,
+        "protocols": ["natural"] + (["ladder"] if args.ladder is not None else []) + ["thermal"], "scale": s,
+        "settings_changed": False,
+        **({"ladder": asdict(args.ladder)} if args.ladder is not None else {}),
         "nvml_setters_blocked": len(blocked),
         "clock": "time.perf_counter (host); probes mapped by the smallest host−%globaltimer gap of 30 synchronised probes",
         "probe": {"spin_cycles": int(rec.probe_cycles), "globaltimer_offset_s": rec.offset_s},

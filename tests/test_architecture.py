@@ -40,6 +40,9 @@ LONG_MODULES = {
 #: package folder (under src/powermodels) -> why it may stay over MAX_PACKAGE_LINES for now
 LARGE_PACKAGES = {
     "models": "twenty estimators; not split into sub-packages yet (the column convention landed first)",
+    "workflows": "the natural-DVFS chain (recording, launch clocks, counter/clock/ladder windows, power fits) "
+                 "passed 4,000 lines with the ladder part (session 7); to move into a sub-package of its own "
+                 "once the parallel session-7 branches that edit these modules have merged",
 }
 #: (importing module, imported module, name) -> why the private import stays for now
 PRIVATE_IMPORTS: dict[tuple[str, str, str], str] = {

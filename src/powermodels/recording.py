@@ -134,7 +134,7 @@ PROBES_SPEC = TableSpec(
 PROVENANCE_KEYS = ("gpu", "uuid", "power_limit_w", "max_sm_clock_mhz")
 
 #: phase kinds a schedule may use
-PHASE_KINDS = ("idle", "pressure", "burst", "series")
+PHASE_KINDS = ("idle", "pressure", "burst", "series", "ladder")  # ladder: natural_recording.Ladder
 
 _FILES = {"trace": TRACE_SPEC, "energy": ENERGY_SPEC, "launches": LAUNCHES_SPEC,
           "phases": PHASES_SPEC}

@@ -240,3 +240,16 @@ def test_idle_static_needs_the_idle_temperature_with_alpha():
     _, _, scores = select_setting(cw, np.arange(n), **known)
     assert not ((scores["temperature"] == "alpha") & (scores["p_static"] == "idle")).any()
     assert ((scores["temperature"] == "none") & (scores["p_static"] == "idle")).any()
+
+
+def test_a_band_above_every_training_window_is_said_to_be_extrapolated():
+    """Only training windows below the band (a ladder's capped clocks): the note said nothing (fails before)."""
+    n = 12
+    cw = _linear_windows(n, "counter")  # 1,200–1,900 MHz
+    cw.table[schema.WINDOW_DROP_REASON] = ""
+    table = power_at_heldout_clocks(cw, band_mhz=(1800.0, 1950.0), min_train=6)
+    assert table["note"].iloc[0] == "no training window above the band: the band is extrapolated"
+    below = power_at_heldout_clocks(cw, band_mhz=(1150.0, 1300.0), min_train=6)
+    assert below["note"].iloc[0] == "no training window below the band: the band is extrapolated"
+    inside = power_at_heldout_clocks(cw, band_mhz=(1500.0, 1650.0), min_train=6)
+    assert inside["note"].iloc[0] == ""

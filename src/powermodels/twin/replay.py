@@ -229,6 +229,9 @@ class _Run:
         if kind == "idle":
             self.until(t1)
             return
+        if kind == "ladder":  # two loads alternating every few ms: one entry cannot say how
+            raise ValueError(f"twin replay: a 'ladder' phase ({e[schema.WORKLOAD]}, the workload alternating with "
+                             "the pressure load) cannot be replayed; replay a recording without the ladder part")
         tw = self.twin.workload(e[schema.WORKLOAD])
         timed = kind in ("burst", "series")
         n = tw.launches_per_batch if timed else 1

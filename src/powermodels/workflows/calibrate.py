@@ -171,7 +171,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
               cool_s: float = 10.0, probe: bool = True, point_s: float = 1.0,
               reference_clock_mhz: float | None = None, reference_temperature_c: float | None = None,
               min_span_mhz: float = 150.0, progress: Callable[[str], None] | None = None,
-              runner: Runner | None = None, recording_dir=None) -> CalibrationRun:
+              runner: Runner | None = None, recording_dir=None, ladder=None) -> CalibrationRun:
     """Measure and fit the thesis calibration for ``workloads`` on ``device``.
 
     Parameters
@@ -207,6 +207,10 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
         Natural DVFS: write the raw recording here as it grows, and what it holds if the run
         stops early (``save_to`` of
         :func:`~powermodels.workflows.natural_recording.record_natural_dvfs`).
+    ladder : Ladder, optional
+        Natural DVFS: add the ladder part (the workload alternating with the pressure load, so
+        it runs whole counter windows at the clock the cap holds;
+        :class:`~powermodels.workflows.natural_recording.Ladder`). None: none.
 
     Returns
     -------
@@ -234,7 +238,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
                 else pressure
             return _natural(runner, workloads, load, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
                             series_s=series_s, cool_s=cool_s, probe=probe, progress=progress,
-                            recording_dir=recording_dir,
+                            recording_dir=recording_dir, ladder=ladder,
                             reference_clock_mhz=reference_clock_mhz,
                             reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
         calibration = fit_calibration(points, None, None,
@@ -251,7 +255,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
 
 
 def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, cool_s, probe, progress,
-             recording_dir,
+             recording_dir, ladder,
              reference_clock_mhz, reference_temperature_c, min_span_mhz) -> CalibrationRun:
     """Natural DVFS: record (probes included), then fit on the recording."""
     from .calibration_fit import group_key
@@ -267,7 +271,7 @@ def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, 
         pressure = (p, p.validate_config(p.parse_config(None)))
     recording = record_natural_dvfs(runner, named, pressure, cycles=cycles, pressure_s=pressure_s,
                                     burst_s=burst_s, series_s=series_s, cool_s=cool_s, probe=probe,
-                                    progress=progress, save_to=recording_dir)
+                                    ladder=ladder, progress=progress, save_to=recording_dir)
     run = calibrate_recording(recording, reference_clock_mhz=reference_clock_mhz,
                               reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
     run.recording = recording

@@ -22,6 +22,10 @@ voltage shape, however the clock moved inside the window. The settings are chose
 the rest (by default only windows that spend no time at clocks in the band: a window partly in
 the band carries the band's power into the fit), and reports the
 held-out MAPE per workload first, with how many windows were kept and why the others were not.
+
+Windows shared with the ``ladder`` part's pressure load (:mod:`~powermodels.workflows.ladder_windows`)
+add the companion's own term ``a_c·s_c·mean_c(g(f))`` (one more linear unknown, fitted only where
+such windows are among the training rows); they train, they are never held out.
 """
 
 from __future__ import annotations
@@ -55,19 +59,35 @@ def _g(form: str, knee: float, slope: float):
     return lambda f: f * relative_voltage(f, knee, slope) ** 2
 
 
+def _companion_x(cw: ClockWindows, rows: np.ndarray, g) -> np.ndarray:
+    """The companion's term ``s_c·mean_c(g(f))`` of each window (0 outside mixed windows)."""
+    if schema.COMPANION_SHARE not in cw.table:
+        return np.zeros(np.size(rows))
+    share = cw.table[schema.COMPANION_SHARE].to_numpy(float)[rows]
+    return np.where(share > 0, np.nan_to_num(cw.mean_of(g, rows, companion=True)) * share, 0.0)
+
+
 def _solve(cw: ClockWindows, rows: np.ndarray, y: np.ndarray, instant: np.ndarray, form, knee, slope,
            p_static: float):
-    x = cw.mean_of(_g(form, knee, slope), rows) * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
-    offset = [instant.astype(float)] if instant.any() and (~instant).any() else []
-    if np.isfinite(p_static):  # P_static held at the measured idle power (thesis eq. 4.1's definition)
-        A = np.column_stack([x] + offset)
-        coef, *_ = np.linalg.lstsq(A, y - p_static, rcond=None)
-        sse = float(np.sum((A @ coef + p_static - y) ** 2))
-        return np.r_[p_static, coef], sse
-    A = np.column_stack([np.ones_like(x), x] + offset)
-    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-    sse = float(np.sum((A @ coef - y) ** 2))
-    return coef, sse
+    """Least squares; returns ``([P_static, a, instant offset, a_companion], sse)``."""
+    g = _g(form, knee, slope)
+    x = cw.mean_of(g, rows) * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
+    xc = _companion_x(cw, rows, g)
+    cols = [x]
+    has_offset = bool(instant.any() and (~instant).any())
+    if has_offset:
+        cols.append(instant.astype(float))
+    if (xc > 0).any():  # mixed windows (ladder_windows): the companion's own a_c
+        cols.append(xc)
+    fixed = np.isfinite(p_static)  # P_static held at the measured idle power (thesis eq. 4.1's definition)
+    A = np.column_stack(cols if fixed else [np.ones_like(x)] + cols)
+    target = y - p_static if fixed else y
+    coef, *_ = np.linalg.lstsq(A, target, rcond=None)
+    sse = float(np.sum((A @ coef - target) ** 2))
+    coef = np.r_[p_static, coef] if fixed else coef
+    offset = coef[2] if has_offset else 0.0
+    a_c = coef[-1] if (xc > 0).any() else 0.0
+    return np.array([coef[0], coef[1], offset, a_c]), sse
 
 
 def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float = math.nan,
@@ -138,7 +158,7 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     _, coef, knee, slope = best
     return {**setting, schema.FIT_P_STATIC_W: float(coef[0]), schema.FIT_A_W_PER_MHZ: float(coef[1]),
             schema.FIT_KNEE_MHZ: float(knee), schema.FIT_SLOPE_PER_GHZ: float(slope),
-            schema.INSTANT_OFFSET_W: float(coef[2]) if coef.size > 2 else 0.0,
+            schema.INSTANT_OFFSET_W: float(coef[2]), schema.FIT_COMPANION_A_W_PER_MHZ: float(coef[3]),
             schema.CORRECTION_ALPHA_W_PER_C: float(alpha), schema.REFERENCE_TEMPERATURE_C: float(reference_temperature_c)}
 
 
@@ -160,9 +180,11 @@ def predict_setting(cw: ClockWindows, rows, params: dict) -> np.ndarray:
         Mean power of each window, W (an instant reading's offset not included).
     """
     rows = np.asarray(rows)
-    x = (cw.mean_of(_g(params[schema.SETTING_FORM], params[schema.FIT_KNEE_MHZ], params[schema.FIT_SLOPE_PER_GHZ]), rows)
-         * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows])
+    g = _g(params[schema.SETTING_FORM], params[schema.FIT_KNEE_MHZ], params[schema.FIT_SLOPE_PER_GHZ])
+    x = cw.mean_of(g, rows) * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
     p = params[schema.FIT_P_STATIC_W] + params[schema.FIT_A_W_PER_MHZ] * x
+    if params.get(schema.FIT_COMPANION_A_W_PER_MHZ):  # a mixed window's companion load (ladder_windows)
+        p = p + params[schema.FIT_COMPANION_A_W_PER_MHZ] * _companion_x(cw, rows, g)
     if params[schema.CORRECTION_ALPHA_W_PER_C]:
         temp = cw.table[schema.TEMPERATURE_C].to_numpy(float)[rows]
         p = p + params[schema.CORRECTION_ALPHA_W_PER_C] * (temp - params[schema.REFERENCE_TEMPERATURE_C])
@@ -289,8 +311,10 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
     Returns
     -------
     DataFrame
-        One row per workload, the held-out figure first: ``power_mape_pct`` (counter windows
-        in the band), ``test_windows``, ``train_windows``, then the CV's choice and score, the
+        One row per workload, the held-out figure first: ``power_mape_pct`` (the workload's own
+        counter windows in the band; a mixed window of the ladder part is never a test window),
+        ``test_windows``, ``train_windows`` (of them ``train_mixed`` shared with the ladder's
+        pressure load, ``train_below_band`` below the band), then the CV's choice and score, the
         fitted parameters, the window counts and the main reason windows were dropped.
     """
     lo, hi = float(band_mhz[0]), float(band_mhz[1])
@@ -309,19 +333,24 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
     kept = table[schema.WINDOW_KEPT].to_numpy(bool)
     share = cw.band_share(lo, hi)
     temp_ok = np.isfinite(table[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha)
+    mixed = (table[schema.COMPANION_SHARE].to_numpy(float) > 0) if schema.COMPANION_SHARE in table \
+        else np.zeros(len(table), dtype=bool)
     out = []
     for w, g in table.groupby(schema.WORKLOAD, sort=False):
         idx = table.index.get_indexer(g.index)
         counter = (g[schema.WINDOW_SOURCE] == "counter").to_numpy()
         k = kept[idx] & temp_ok[idx]
         in_band = (f[idx] >= lo) & (f[idx] <= hi)
-        test = idx[k & counter & in_band]
+        # the held-out windows are the workload's own: a mixed window's power is partly the companion's
+        test = idx[k & counter & in_band & ~mixed[idx]]
         train = idx[k & ~in_band & (share[idx] <= max_band_share)]
         reasons = g.loc[counter & ~kept[idx], schema.WINDOW_DROP_REASON].value_counts()
         row = {schema.WORKLOAD: w, schema.BAND_LO_MHZ: lo, schema.BAND_HI_MHZ: hi, schema.POWER_MAPE_PCT: math.nan,
                schema.POWER_BIAS_PCT: math.nan, schema.TEST_WINDOWS: int(test.size),
                schema.TRAIN_WINDOWS: int(np.sum(counter[np.isin(idx, train)])),
                schema.TRAIN_INSTANT: int(np.sum(~counter[np.isin(idx, train)])),
+               schema.TRAIN_MIXED: int(np.sum(counter[np.isin(idx, train)] & mixed[idx][np.isin(idx, train)])),
+               schema.TRAIN_BELOW_BAND: int(np.sum(counter[np.isin(idx, train)] & (f[idx] < lo)[np.isin(idx, train)])),
                schema.FORM_CV: "", schema.TEMPERATURE_CV: "", schema.SOURCES_CV: "", schema.P_STATIC_CV: "",
                schema.CV_MAPE_PCT: math.nan, schema.COUNTER_WINDOWS: int(counter.sum()),
                schema.COUNTER_KEPT: int((counter & kept[idx]).sum()),
@@ -341,6 +370,7 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
             y = table[schema.POWER_W].to_numpy(float)[test]
             p = predict_setting(cw, test, params)
             train_lo = np.nanmin(f[train]) if train.size else math.nan
+            train_hi = np.nanmax(f[train]) if train.size else math.nan
             row.update({schema.POWER_MAPE_PCT: _mape(y, p), schema.POWER_BIAS_PCT: float(100 * np.mean((p - y) / y)),
                         schema.FORM_CV: setting[schema.SETTING_FORM],
                         schema.TEMPERATURE_CV: setting[schema.SETTING_TEMPERATURE],
@@ -348,7 +378,9 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
                         schema.P_STATIC_CV: setting[schema.SETTING_P_STATIC], schema.CV_MAPE_PCT: cv,
                         **{c: params[c] for c in (schema.FIT_P_STATIC_W, schema.FIT_A_W_PER_MHZ, schema.FIT_KNEE_MHZ,
                                                   schema.FIT_SLOPE_PER_GHZ)},
-                        schema.NOTE: "" if train_lo < lo else "no training window below the band: the band is extrapolated"})
+                        schema.NOTE: "" if train_lo < lo < hi < train_hi else
+                        f"no training window {'below' if not train_lo < lo else 'above'} the band: "
+                        "the band is extrapolated"})
         out.append(row)
     return pd.DataFrame(out)
 

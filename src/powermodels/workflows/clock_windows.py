@@ -20,7 +20,10 @@ Two kinds of window (``window_source``):
     defaults are the medians of five runs of ``powermodels characterize``'s instant-window fit,
     ``../shared/data/h100-2026-11-24/sensor_window``: 18.4 ms, 10.0 ms).
 
-A window is kept when one workload's launches cover it (``min_coverage``), every batch it
+A window is kept when one workload's launches cover it (``min_coverage``) — or, inside the
+workload's ``ladder`` phases, its launches and the pressure launches alternating with them
+(:mod:`~powermodels.workflows.ladder_windows`: a *mixed* window, each load's share and clock
+trajectory kept) —, every batch it
 overlaps has a known clock, and it does not overlap a pressure load: the pressure GEMM's power
 is not the workload's, and it is not pinned to the cap over 100 ms (620–770 W on GPU-620707cb),
 so a window straddling its end cannot be split into the two loads' shares. Dropped windows keep
@@ -30,7 +33,7 @@ their reason (``window_drop_reason``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -38,6 +41,7 @@ import pandas as pd
 from .. import schema
 from ..sensor.clock_reading import held_mean
 from .counter_windows import counter_updates
+from .ladder_windows import companion_probes, companions, covered, covered_mask
 
 __all__ = ["INSTANT_DELAY_S", "INSTANT_WINDOW_S", "ClockWindows", "clock_windows", "idle_power", "local_grid_updates",
            "pressure_power"]
@@ -62,34 +66,62 @@ class ClockWindows:
     table : DataFrame
         One row per candidate window: ``workload, window_source, window_start_s, window_end_s,
         power_w, sm_clock_mhz`` (time-weighted mean clock), ``clock_range_mhz``,
-        ``launch_coverage`` (the share of the window the workload's launches cover), ``temperature_c``, ``phase``, ``window_kept``, ``window_drop_reason``.
+        ``launch_coverage`` (the share of the window the workload's launches cover),
+        ``companion_share`` (the companion load's share in a mixed window, else 0),
+        ``temperature_c``, ``phase``, ``window_kept``, ``window_drop_reason``.
     seg_clock_mhz, seg_seconds : ndarray
         The kept windows' trajectories, concatenated: the clock interpolated between the
         clock points on a fine grid, as seconds spent at each clock (rounded to 1 MHz).
     seg_offset : ndarray
         Row ``i`` of ``table`` owns segments ``seg_offset[i]:seg_offset[i + 1]`` (none when
-        dropped).
+        dropped). A mixed window's segments are the workload's own time only.
+    comp_seg_clock_mhz, comp_seg_seconds, comp_seg_offset : ndarray
+        The same for the companion load's time in mixed windows (none in the others; the
+        table's ``companion_share`` is its share of the window).
     """
 
     table: pd.DataFrame
     seg_clock_mhz: np.ndarray
     seg_seconds: np.ndarray
     seg_offset: np.ndarray
+    comp_seg_clock_mhz: np.ndarray = field(default_factory=lambda: np.array([]))
+    comp_seg_seconds: np.ndarray = field(default_factory=lambda: np.array([]))
+    comp_seg_offset: np.ndarray | None = None
 
-    def mean_of(self, func, rows=None) -> np.ndarray:
-        """Time-weighted mean of ``func(clock)`` over each window's trajectory (NaN if dropped)."""
+    def _segments(self, companion: bool):
+        if not companion:
+            return self.seg_clock_mhz, self.seg_seconds, self.seg_offset
+        off = self.comp_seg_offset if self.comp_seg_offset is not None else np.zeros(len(self.table) + 1, int)
+        return self.comp_seg_clock_mhz, self.comp_seg_seconds, off
+
+    def _sums(self, func, rows, companion: bool) -> tuple[np.ndarray, np.ndarray]:
+        f, sec, off = self._segments(companion)
+        cum = np.concatenate([[0.0], np.cumsum(func(f) * sec)])
+        cum_t = np.concatenate([[0.0], np.cumsum(sec)])
+        lo, hi = off[rows], off[rows + 1]
+        return cum[hi] - cum[lo], cum_t[hi] - cum_t[lo]
+
+    def mean_of(self, func, rows=None, *, companion: bool = False) -> np.ndarray:
+        """Time-weighted mean of ``func(clock)`` over each window's trajectory (NaN if dropped).
+
+        ``companion``: over the companion load's time in each mixed window instead (NaN where
+        there is none).
+        """
         rows = np.arange(len(self.table)) if rows is None else np.asarray(rows)
-        g = func(self.seg_clock_mhz) * self.seg_seconds
-        cum = np.concatenate([[0.0], np.cumsum(g)])
-        cum_t = np.concatenate([[0.0], np.cumsum(self.seg_seconds)])
-        lo, hi = self.seg_offset[rows], self.seg_offset[rows + 1]
-        dt = cum_t[hi] - cum_t[lo]
+        g, dt = self._sums(func, rows, companion)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(dt > 0, (cum[hi] - cum[lo]) / dt, np.nan)
+            return np.where(dt > 0, g / dt, np.nan)
 
     def band_share(self, lo_mhz: float, hi_mhz: float) -> np.ndarray:
-        """Share of each window's time at clocks inside ``[lo_mhz, hi_mhz]``."""
-        return self.mean_of(lambda f: ((f >= lo_mhz) & (f <= hi_mhz)).astype(float))
+        """Share of each window's time at clocks inside ``[lo_mhz, hi_mhz]`` (both loads' time)."""
+        def in_band(f):
+            return ((f >= lo_mhz) & (f <= hi_mhz)).astype(float)
+
+        rows = np.arange(len(self.table))
+        g, dt = self._sums(in_band, rows, False)
+        gc, dtc = self._sums(in_band, rows, True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(dt + dtc > 0, (g + gc) / (dt + dtc), np.nan)
 
 
 def _usable_clock(clocks: pd.DataFrame) -> np.ndarray:
@@ -106,15 +138,18 @@ def _usable_clock(clocks: pd.DataFrame) -> np.ndarray:
     return np.isfinite(f) & (kept | ((src == "kernel_time") & ~waited))
 
 
-def _trajectory(recording, clocks: pd.DataFrame, workload) -> tuple[np.ndarray, np.ndarray]:
+def _trajectory(recording, clocks: pd.DataFrame, workload, spans=None) -> tuple[np.ndarray, np.ndarray]:
     """Points ``(t, f)`` of one workload's clock: its probes, else its batches' known clocks.
 
     Probes are taken as they are (each a ~20 µs measurement at its time), not through the
-    batches they bracket, so a probe whose neighbour was lost still places the clock.
+    batches they bracket, so a probe whose neighbour was lost still places the clock. Inside
+    the workload's ladder ``spans`` the companion's probes join them (one chip, one clock).
     """
     probes = recording.probes
     if probes is not None and len(probes):
         p = probes.loc[probes[schema.WORKLOAD] == workload]
+        if spans is not None and len(p):
+            p = pd.concat([p, companion_probes(recording, workload, spans)])
         if len(p):
             p = p.sort_values(schema.T_S)
             return p[schema.T_S].to_numpy(float), p[schema.PROBE_CLOCK_MHZ].to_numpy(float)
@@ -263,7 +298,10 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
     tt = trace[schema.T_S].to_numpy(float) if len(trace) else np.array([])
     temp = trace[schema.TEMPERATURE_C].to_numpy(float) if len(trace) else np.array([])
     rows, seg_f, seg_t, counts = [], [], [], []
-    trajectories = {w: _trajectory(recording, clocks, w) for w in pd.unique(clocks[schema.WORKLOAD])}
+    names = pd.unique(clocks[schema.WORKLOAD])
+    mixed = companions(recording, names)
+    trajectories = {w: _trajectory(recording, clocks, w, mixed[w][1] if w in mixed else None) for w in names}
+    comp_f, comp_t, comp_counts = [], [], []
     for source, w0, w1, power, uncertain in _candidate_windows(recording, sources, instant_window_s,
                                                                instant_delay_s, max_bracket_s):
         for w, idx in clocks.groupby(schema.WORKLOAD, sort=False).groups.items():
@@ -272,13 +310,17 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
             s = g[schema.START_S].to_numpy(float)
             en = g[schema.END_S].to_numpy(float)
             phase = g[schema.RECORDING_PHASE].to_numpy(object)
+            comp = mixed[w][0] if w in mixed else np.empty((0, 2))
+            comp_cover = covered(comp, w0, w1) / (w1 - w0)
             # windows that reach into the workload's launches at all
             j0 = np.searchsorted(en, w0, side="right")
             j1 = np.searchsorted(s, w1, side="left")
             for i in np.flatnonzero(j1 > j0):
                 a, b = j0[i], j1[i]
                 ov = np.minimum(en[a:b], w1[i]) - np.maximum(s[a:b], w0[i])
-                cover = ov.sum() / (w1[i] - w0[i])
+                own = ov.sum() / (w1[i] - w0[i])
+                cc = float(comp_cover[i])
+                cover = own + cc
                 k = np.searchsorted(pressure[:, 0], w1[i] + pressure_guard_s) - 1 if len(pressure) else -1
                 # the trajectory's points around the window: one at or before its start, one at
                 # or after its end, none further apart than max_gap_s
@@ -293,30 +335,40 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
                     reason = _DROP_COVERAGE
                 elif q0 < 0 or q1 >= tp.size or np.diff(tp[q0:q1 + 1]).max(initial=0) > max_gap_s:
                     reason = _DROP_CLOCK
-                if cover < 0.5 and reason != _DROP_PRESSURE:
+                if (cover < 0.5 or own < 0.05) and reason != _DROP_PRESSURE:
                     continue  # a window the workload barely touches is no candidate of its own
-                n = 0
+                n = nc = 0
                 fw = fp[max(q0, 0):q1 + 1]
                 if not reason:
                     grid = np.linspace(w0[i], w1[i], max(int(np.ceil((w1[i] - w0[i]) / step_s)), 2) + 1)
                     mid = 0.5 * (grid[1:] + grid[:-1])
                     fw = np.interp(mid, tp[q0:q1 + 1], fp[q0:q1 + 1])
+                    own_t = np.ones(mid.size, dtype=bool)
+                    if cc > 0:  # a mixed window: each load's trajectory over its own time
+                        on_comp = covered_mask(comp, mid)
+                        own_t = ~on_comp
+                        comp_bins, comp_inv = np.unique(np.round(fw[on_comp]), return_inverse=True)
+                        comp_f.append(comp_bins)
+                        comp_t.append(np.bincount(comp_inv, weights=np.diff(grid)[on_comp]))
+                        nc = comp_bins.size
                     # the trajectory kept as time per clock (to 1 MHz): means of any f(clock) stay
                     # exact to well within the probe's resolution, and the fits stay fast
-                    clock_bins, inverse = np.unique(np.round(fw), return_inverse=True)
+                    clock_bins, inverse = np.unique(np.round(fw[own_t]), return_inverse=True)
                     seg_f.append(clock_bins)
-                    seg_t.append(np.bincount(inverse, weights=np.diff(grid)))
+                    seg_t.append(np.bincount(inverse, weights=np.diff(grid)[own_t]))
                     n = clock_bins.size
                 counts.append(n)
+                comp_counts.append(nc)
                 rows.append({schema.WORKLOAD: w, schema.WINDOW_SOURCE: source, schema.WINDOW_START_S: w0[i],
                              schema.WINDOW_END_S: w1[i], schema.POWER_W: power[i],
                              schema.SM_CLOCK_MHZ: float(np.mean(fw)) if fw.size else np.nan,
                              schema.CLOCK_RANGE_MHZ: float(np.ptp(fw)) if fw.size else np.nan,
-                             schema.LAUNCH_COVERAGE: float(min(cover, 1.0)),
+                             schema.LAUNCH_COVERAGE: float(min(own, 1.0)), schema.COMPANION_SHARE: cc,
                              schema.RECORDING_PHASE: str(phase[a]), schema.WINDOW_KEPT: not reason,
                              schema.WINDOW_DROP_REASON: reason})
     cols = [schema.WORKLOAD, schema.WINDOW_SOURCE, schema.WINDOW_START_S, schema.WINDOW_END_S, schema.POWER_W,
-            schema.SM_CLOCK_MHZ, schema.CLOCK_RANGE_MHZ, schema.LAUNCH_COVERAGE, schema.TEMPERATURE_C,
+            schema.SM_CLOCK_MHZ, schema.CLOCK_RANGE_MHZ, schema.LAUNCH_COVERAGE, schema.COMPANION_SHARE,
+            schema.TEMPERATURE_C,
             schema.RECORDING_PHASE,
             schema.WINDOW_KEPT, schema.WINDOW_DROP_REASON]
     table = pd.DataFrame(rows, columns=[c for c in cols if c != schema.TEMPERATURE_C])
@@ -327,7 +379,10 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
     return ClockWindows(table=table,
                         seg_clock_mhz=np.concatenate(seg_f) if seg_f else np.array([]),
                         seg_seconds=np.concatenate(seg_t) if seg_t else np.array([]),
-                        seg_offset=np.concatenate([[0], np.cumsum(counts)]).astype(int))
+                        seg_offset=np.concatenate([[0], np.cumsum(counts)]).astype(int),
+                        comp_seg_clock_mhz=np.concatenate(comp_f) if comp_f else np.array([]),
+                        comp_seg_seconds=np.concatenate(comp_t) if comp_t else np.array([]),
+                        comp_seg_offset=np.concatenate([[0], np.cumsum(comp_counts)]).astype(int))
 
 
 def pressure_power(recording) -> pd.DataFrame:

@@ -7,6 +7,17 @@ fit without a GPU:
 * ``natural``: for each workload, ``cycles`` × [pressure load for a growing time, then a
   burst of the workload] — the clocks the power-cap controller chooses while it recovers,
   with no setting changed;
+* ``ladder`` (``ladder=Ladder(...)``, off by default): for each workload, steps in which one
+  pressure launch and a stretch of the workload alternate every ``cycle_s`` for ``hold_s``
+  (the pressure's share of each cycle stepped down the ladder), each step followed by
+  ``tail_s`` of the workload alone. Under natural DVFS only a load at the power cap holds the
+  clock still below the top (after a cap load the clock climbs back at ~5 GHz/s: 100–150 ms
+  on the H100s and the H200 recorded), so an uncapped workload can run for a whole counter
+  window at an intermediate clock only beside such a load. The alternation is far shorter
+  than a counter window, both loads' launches are timed and probed, and
+  :mod:`~powermodels.workflows.clock_windows` models such a *mixed* window's power as the two
+  loads' shares (:mod:`~powermodels.workflows.ladder_windows`); each tail is the workload's own
+  recovery through the intermediate clocks (the held-out test windows);
 * ``thermal`` (``series_s > 0``): for each workload, ``cool_s`` idle, then ``series_s`` back
   to back from cool — a warm-up at the clock the workload holds, for α (thesis §4.2.1).
 
@@ -23,6 +34,7 @@ import datetime as _dt
 import math
 import warnings
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -30,7 +42,50 @@ import pandas as pd
 from .. import schema
 from ..devices.clock_probe import probe_times_s
 
-__all__ = ["record_natural_dvfs"]
+__all__ = ["Ladder", "record_natural_dvfs"]
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """The ``ladder`` part's schedule (module docstring).
+
+    Parameters
+    ----------
+    shares : tuple of float
+        The pressure's share of each cycle's launch time, one step each (in ``(0, 1)``). High
+        shares keep the mix's power near the cap, hence the clock near the pressure's own capped
+        clock (1,409–1,455 MHz probed on the H100 GPU-620707cb, 5–95 %; the band starts at 1,500);
+        the workload's share sets how well its own term is seen.
+    hold_s : float
+        Seconds each step alternates the two loads (several ~100 ms counter windows).
+    tail_s : float
+        Seconds of the workload alone after each step (its recovery through the band).
+    cycle_s : float
+        Length of one cycle: the pressure's batches (one launch at least), then the
+        workload's. Below the controller's 10–20 ms clock period (H100, raw recording) it sees
+        the mix rather than each load, and the clock has no time to climb in the workload's
+        stretch; each stretch is one probed call with a host sync after it (~0.2 ms on the
+        simulated GPU's step grid), so much shorter cycles lower the launches' coverage of a
+        window below the 95 % ``clock_windows`` keeps.
+    """
+
+    shares: tuple = (0.8, 0.65, 0.5)
+    hold_s: float = 1.5
+    tail_s: float = 0.3
+    cycle_s: float = 0.01
+
+    def __post_init__(self):
+        shares = tuple(float(x) for x in self.shares)
+        if not shares or not all(0 < x < 1 for x in shares):
+            raise ValueError(f"Ladder: shares must be a non-empty list of numbers in (0, 1), got {self.shares!r}")
+        if not (self.hold_s > 0 and self.tail_s >= 0 and 0 < self.cycle_s <= 0.05):
+            raise ValueError(f"Ladder: hold_s must be > 0, tail_s >= 0 and cycle_s in (0, 0.05] s, got "
+                             f"{self.hold_s!r}, {self.tail_s!r}, {self.cycle_s!r}")
+        object.__setattr__(self, "shares", shares)
+
+    def seconds(self, workloads: int) -> float:
+        """Load time of the ladder part for ``workloads`` workloads (probes and host gaps aside)."""
+        return workloads * len(self.shares) * (self.hold_s + self.tail_s)
 
 _LAUNCH_COLUMNS = (schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.BATCH, schema.START_S,
                    schema.END_S, schema.LAUNCHES, schema.TIME_S)
@@ -98,6 +153,11 @@ class _Recorder:
     def timed(self, phase, workload, config, label, repeat, kind, seconds, launch_s):
         per_batch = max(1, round(self.batch_s / launch_s))
         batches = max(1, math.ceil(seconds / (per_batch * launch_s)))
+        t0, t1 = self._batches(workload, config, label, repeat, phase, batches, per_batch)
+        self._entry(phase, label, repeat, kind, t0, t1)
+
+    def _batches(self, workload, config, label, repeat, phase, batches, per_batch):
+        """``batches`` probed batches appended to the launches; returns their ``(start, end)``."""
         rows, probes = _run_probed(self.runner, workload, config, batches, per_batch, self.probe)
         n = len(rows)
         self.launches.append(pd.DataFrame({
@@ -109,7 +169,32 @@ class _Recorder:
             probes[schema.BATCH] = np.minimum(np.arange(self.batch, self.batch + len(probes)), self.batch + n - 1)
             self.probes.append(probes)
         self.batch += n
-        self._entry(phase, label, repeat, kind, float(rows[0, 0]), float(rows[-1, 1]))
+        return float(rows[0, 0]), float(rows[-1, 1])
+
+    def ladder_step(self, item, pressure, repeat, share, ladder, t_w, t_p):
+        """One ladder step: the two loads alternating for ``hold_s``, then the workload alone.
+
+        Both loads' launches are timed and probed (the pressure under its own name), so every
+        window's two shares and clock trajectory are known; the step is one ``ladder`` phase
+        row under the workload's name (the tail a ``burst``).
+        """
+        w, config, label = item
+        p, p_config, p_label = pressure
+        # both loads in probed batches of ~batch_s: a window's clock trajectory has no gap
+        # longer than a batch (clock_windows' max_gap_s), whichever load runs
+        per_p = max(1, round(self.batch_s / t_p))
+        batches_p = max(1, round(share * ladder.cycle_s / (per_p * t_p)))
+        per_batch = max(1, round(self.batch_s / t_w))
+        stretch = batches_p * per_p * t_p * (1 - share) / share
+        batches = max(1, round(stretch / (per_batch * t_w)))
+        t0 = t1 = None
+        while t0 is None or t1 - t0 < ladder.hold_s:
+            a, _ = self._batches(p, p_config, p_label, repeat, "ladder", batches_p, per_p)
+            _, t1 = self._batches(w, config, label, repeat, "ladder", batches, per_batch)
+            t0 = a if t0 is None else t0
+        self._entry("ladder", label, repeat, "ladder", t0, t1)
+        if ladder.tail_s > 0:
+            self.timed("ladder", w, config, label, repeat, "burst", ladder.tail_s, t_w)
 
     def save(self, folder, provenance: dict, *, stopped: str | None = None):
         """Write what is recorded so far to ``folder`` (its files replaced as one set: write_recording).
@@ -150,7 +235,7 @@ class _Recorder:
 
 def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressure_s: float = 1.0,
                         burst_s: float = 0.5, series_s: float = 10.0, cool_s: float = 10.0,
-                        lead_idle_s: float = 1.0, batch_s: float = 1e-3, probe=True,
+                        lead_idle_s: float = 1.0, batch_s: float = 1e-3, probe=True, ladder: Ladder | None = None,
                         progress: Callable[[str], None] | None = None, command: str = "", save_to=None):
     """Run the natural-DVFS protocol (see the module) and return it as a raw recording.
 
@@ -174,6 +259,8 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
     probe : bool or ClockProbe
         True: the device's probe (:meth:`~powermodels.devices.base.Device.clock_probe`);
         False or a device without one: no probes (clocks then come from NVML's reading).
+    ladder : Ladder, optional
+        Add the ``ladder`` part (module docstring; needs ``pressure``). None: none.
     progress : callable, optional
         Called with one line per workload and part.
     command : str
@@ -194,6 +281,10 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
     if not (pressure_s >= 0 and burst_s > 0 and series_s >= 0 and cool_s >= 0 and batch_s > 0):
         raise ValueError(f"calibrate: pressure_s, series_s, cool_s must be >= 0 and burst_s, batch_s > 0, "
                          f"got {pressure_s}, {series_s}, {cool_s}, {burst_s}, {batch_s}")
+    if ladder is not None and not isinstance(ladder, Ladder):
+        raise ValueError(f"calibrate: ladder must be a Ladder or None, got {type(ladder).__name__}")
+    if ladder is not None and pressure is None:
+        raise ValueError("calibrate: the ladder alternates the workload with the pressure load; give a pressure load")
     device = runner.device
     probe = device.clock_probe() if probe is True else (probe or None)
     if probe is None:
@@ -208,11 +299,12 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
         "power_limit_w": float(limits[2]) if np.isfinite(limits[2]) else None,
         "max_sm_clock_mhz": max(clocks) if clocks else None, "date": started, "settings_changed": False,
         "made_by": "powermodels calibrate (natural DVFS)", "command": command,
-        "protocols": ["natural"] + (["thermal"] if series_s > 0 else []),
+        "protocols": ["natural"] + (["ladder"] if ladder is not None else []) + (["thermal"] if series_s > 0 else []),
         "workloads": {label: {"workload": w.name, "config": w.config_id(config)} for w, config, label in items},
         "pressure": pressure[0].name if pressure is not None else None,
         "schedule": {"cycles": cycles, "pressure_s": pressure_s, "burst_s": burst_s, "series_s": series_s,
-                     "cool_s": cool_s, "batch_s": batch_s},
+                     "cool_s": cool_s, "batch_s": batch_s,
+                     **({"ladder": asdict(ladder)} if ladder is not None else {})},
         "clock_probe": not isinstance(probe, _NoProbe),
     }
     rec = _Recorder(runner, probe, batch_s)
@@ -227,7 +319,7 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
 
     try:
         _protocol(rec, runner, items, pressure, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
-                  series_s=series_s, cool_s=cool_s, lead_idle_s=lead_idle_s, part_done=part_done)
+                  series_s=series_s, cool_s=cool_s, lead_idle_s=lead_idle_s, ladder=ladder, part_done=part_done)
     except BaseException as err:  # SIGTERM (terminate_raises), Ctrl-C, a failed launch: keep what ran
         if save_to is not None:
             try:
@@ -248,7 +340,7 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
 
 
 def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, series_s, cool_s, lead_idle_s,
-              part_done) -> None:
+              ladder, part_done) -> None:
     """The schedule of the module docstring; ``part_done(line)`` after each workload's part."""
     rec.idle("natural", lead_idle_s)
     p_time = runner.launch_time_s(*pressure) if pressure is not None else math.nan
@@ -260,6 +352,16 @@ def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, seri
                 rec.pressure("natural", pressure[0], pressure[1], c, seconds, p_time)
             rec.timed("natural", w, config, label, c, "burst", burst_s, t1)
         part_done(f"natural DVFS {k + 1}/{len(items)}: {w.name} ({cycles} cycles)")
+    if ladder is not None:
+        p_item = (*pressure, pressure[0].name)
+        for k, item in enumerate(items):
+            if item[2] == pressure[0].name or item[0] is pressure[0]:
+                continue  # the pressure load beside itself is the pressure load
+            t_w, t_p = runner.launch_time_s(item[0], item[1]), runner.launch_time_s(*pressure)
+            for j, share in enumerate(ladder.shares):
+                rec.ladder_step(item, p_item, j, share, ladder, t_w, t_p)
+            part_done(f"ladder {k + 1}/{len(items)}: {item[0].name} ({len(ladder.shares)} steps beside "
+                      f"{pressure[0].name})")
     if series_s > 0:
         for k, (w, config, label) in enumerate(items):
             rec.idle("thermal", cool_s)

@@ -1,0 +1,75 @@
+"""benchmarks/gpu_raw_recording.py --ladder without a GPU: the alternation's rows, on a stand-in for CuPy.
+
+The stand-in's events read the host clock and a "launch" sleeps, so the loop runs as on a GPU whose
+launches are synchronous; what is checked is the bookkeeping the real run depends on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def raw():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("gpu_raw_recording_under_test", ROOT / "benchmarks" / "gpu_raw_recording.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Event:
+    def __init__(self):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+
+_CUDA = SimpleNamespace(Event=_Event, get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
+                        runtime=SimpleNamespace(deviceSynchronize=lambda: None))
+
+
+def _recorder(raw):
+    rec = object.__new__(raw.Recorder)  # no GPU: the probe kernel is replaced below
+    rec.cp, rec.t0 = SimpleNamespace(cuda=_CUDA), time.perf_counter()
+    rec.probe_meta, rec.launch_rows, rec.phase_rows, rec.n_probes = [], [], [], 0
+
+    def probe(workload, batch):
+        rec.probe_meta.append((workload, batch))
+        rec.n_probes += 1
+
+    rec._launch_probe = probe
+    return rec
+
+
+def test_the_ladder_alternates_both_loads_with_a_probe_before_every_batch(raw):
+    from powermodels.workflows.natural_recording import Ladder
+
+    rec = _recorder(raw)
+    work = {"w": (lambda: time.sleep(3e-4), 2), "p": (lambda: time.sleep(5e-4), 1)}
+    raw._ladder(Ladder(shares=(0.5,), hold_s=0.06, tail_s=0.02, cycle_s=0.004), rec, work, ["w"], "p", 1.0)
+    kinds = [(r[0], r[1], r[3]) for r in rec.phase_rows]
+    assert kinds == [("ladder", "w", "ladder"), ("ladder", "w", "burst")]
+    rows = rec.launch_rows  # (workload, phase, repeat, batch, start, end, launches, time per launch)
+    names = Counter(r[0] for r in rows)
+    assert set(names) == {"w", "p"} and names["p"] >= 5
+    keys = [(r[0], r[1], r[2], r[3]) for r in rows]
+    assert len(keys) == len(set(keys))  # the tail goes on numbering the workload's batches
+    t0, t1 = rec.phase_rows[0][4], rec.phase_rows[0][5]
+    step = sorted((r for r in rows if t0 <= r[4] and r[5] <= t1), key=lambda r: r[4])
+    switches = sum(a[0] != b[0] for a, b in zip(step, step[1:]))
+    assert switches >= 8  # the loads take turns, cycle after cycle
+    assert Counter(m[0] for m in rec.probe_meta) == names  # one probe before every batch
