@@ -2,7 +2,7 @@
 
 Thesis eq. 4.1, ``P(f) = P_static + a·f·V(f)²`` (§4.1.1), with α's temperature term (eq. 4.6/4.7,
 §4.2.3), fitted on windows of one workload whose clock trajectory is known
-(:mod:`~powermodels.workflows.clock_windows`). Over a window the mean power is
+(:mod:`~powermodels.natural_dvfs.clock_windows`). Over a window the mean power is
 
     P̄ = P_static + a·s·mean(g(f(t))) + α·(T̄ − T_ref),   g(f) = f·V(f)²,
 
@@ -23,7 +23,7 @@ the rest (by default only windows that spend no time at clocks in the band: a wi
 the band carries the band's power into the fit), and reports the
 held-out MAPE per workload first, with how many windows were kept and why the others were not.
 
-Windows shared with the ``ladder`` part's pressure load (:mod:`~powermodels.workflows.ladder_windows`)
+Windows shared with the ``ladder`` part's pressure load (:mod:`~powermodels.natural_dvfs.ladder_windows`)
 add the companion's own term ``a_c·s_c·mean_c(g(f))`` (one more linear unknown, fitted only where
 such windows are among the training rows); they train, they are never held out.
 """
@@ -101,7 +101,7 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     Parameters
     ----------
     cw : ClockWindows
-        The windows (:func:`~powermodels.workflows.clock_windows.clock_windows`).
+        The windows (:func:`~powermodels.natural_dvfs.clock_windows.clock_windows`).
     rows : array of int
         Positions in ``cw.table`` of the windows fitted on.
     setting : dict
@@ -291,14 +291,14 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
     Parameters
     ----------
     cw : ClockWindows
-        :func:`~powermodels.workflows.clock_windows.clock_windows` of a recording.
+        :func:`~powermodels.natural_dvfs.clock_windows.clock_windows` of a recording.
     band_mhz : (float, float)
         Held-out band: counter windows whose mean clock lies inside are the test set.
     alpha_w_per_c, reference_temperature_c : float, optional
         α at constant clock (thesis eq. 4.6) and ``T_ref``; without them only ``none`` is tried.
     idle_w, idle_temperature_c : float, optional
         Measured idle power and its temperature
-        (:func:`~powermodels.workflows.clock_windows.idle_power`); without them ``P_static``
+        (:func:`~powermodels.natural_dvfs.clock_windows.idle_power`); without them ``P_static``
         is always fitted.
     max_band_share : float, default=0.0
         A training window may spend at most this share of its time at clocks in the band. Above 0
@@ -390,16 +390,16 @@ def heldout_power_from_recording(recording, clocks: pd.DataFrame, *, alpha_w_per
                                  band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ) -> tuple[pd.DataFrame, list[str]]:
     """:func:`power_at_heldout_clocks` on a recording, and what it found in words.
 
-    Builds the windows (:func:`~powermodels.workflows.clock_windows.clock_windows`), measures
+    Builds the windows (:func:`~powermodels.natural_dvfs.clock_windows.clock_windows`), measures
     the idle power and checks whether the pressure load's power is pinned over a counter window
-    (:func:`~powermodels.workflows.clock_windows.pressure_power`).
+    (:func:`~powermodels.natural_dvfs.clock_windows.pressure_power`).
 
     Parameters
     ----------
     recording : Recording
         A raw recording (:func:`powermodels.recording.read_recording`).
     clocks : DataFrame
-        :func:`~powermodels.workflows.launch_clocks.attribute_clocks` of the recording.
+        :func:`~powermodels.natural_dvfs.launch_clocks.attribute_clocks` of the recording.
     alpha_w_per_c, reference_temperature_c : float, optional
         α at constant clock and ``T_ref`` (:func:`power_at_heldout_clocks`).
     band_mhz : (float, float)

@@ -15,8 +15,8 @@ fit without a GPU:
   on the H100s and the H200 recorded), so an uncapped workload can run for a whole counter
   window at an intermediate clock only beside such a load. The alternation is far shorter
   than a counter window, both loads' launches are timed and probed, and
-  :mod:`~powermodels.workflows.clock_windows` models such a *mixed* window's power as the two
-  loads' shares (:mod:`~powermodels.workflows.ladder_windows`); each tail is the workload's own
+  :mod:`~powermodels.natural_dvfs.clock_windows` models such a *mixed* window's power as the two
+  loads' shares (:mod:`~powermodels.natural_dvfs.ladder_windows`); each tail is the workload's own
   recovery through the intermediate clocks (the held-out test windows);
 * ``thermal`` (``series_s > 0``): for each workload, ``cool_s`` idle, then ``series_s`` back
   to back from cool — a warm-up at the clock the workload holds, for α (thesis §4.2.1).

@@ -4,10 +4,10 @@ Under natural DVFS an uncapped workload runs below its highest clock only while 
 controller recovers after a pressure load: ~100–150 ms, in 10–20 ms clock steps
 (``datasets/h100-2026-11-25-raw``). A window in which the clock holds still is then rare, but
 the power of a window is the mean of ``P(f(t))`` over it, and every timed batch's clock is known
-(:mod:`~powermodels.workflows.launch_clocks`: probed on the GPU, or implied by a reference
+(:mod:`~powermodels.natural_dvfs.launch_clocks`: probed on the GPU, or implied by a reference
 kernel's own time). With thesis eq. 4.1, ``P = P_static + a·f·V(f)²``, a window's mean power is
 ``P_static + a·mean(f·V(f)²)`` — linear in the unknowns whatever the clock did inside it, so
-:mod:`~powermodels.workflows.clock_power` fits on such windows directly.
+:mod:`~powermodels.natural_dvfs.clock_power` fits on such windows directly.
 
 Two kinds of window (``window_source``):
 
@@ -22,7 +22,7 @@ Two kinds of window (``window_source``):
 
 A window is kept when one workload's launches cover it (``min_coverage``) — or, inside the
 workload's ``ladder`` phases, its launches and the pressure launches alternating with them
-(:mod:`~powermodels.workflows.ladder_windows`: a *mixed* window, each load's share and clock
+(:mod:`~powermodels.natural_dvfs.ladder_windows`: a *mixed* window, each load's share and clock
 trajectory kept) —, every batch it
 overlaps has a known clock, and it does not overlap a pressure load: the pressure GEMM's power
 is not the workload's, and it is not pinned to the cap over 100 ms (620–770 W on GPU-620707cb),
@@ -185,7 +185,7 @@ def _update_brackets(energy: pd.DataFrame) -> np.ndarray:
 def local_grid_updates(energy: pd.DataFrame, half_width: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Counter updates placed on a *local* regular grid: ``(t_s, energy_j, uncertainty_s)``.
 
-    Where :func:`~powermodels.workflows.counter_windows.counter_updates` finds no single grid
+    Where :func:`~powermodels.natural_dvfs.counter_windows.counter_updates` finds no single grid
     (the update period drifts, or the phase jumps: GPU-620707cb, H200 GPU-168e6658), each update
     is placed by a straight line through the bracket midpoints of its ``half_width`` neighbours
     on each side whose brackets are narrow (≤ 2× the median), indexed by whole update periods,
@@ -257,7 +257,7 @@ def clock_windows(recording, clocks: pd.DataFrame, *, sources=("counter", "insta
     recording : Recording
         A raw recording (:func:`powermodels.recording.read_recording`).
     clocks : DataFrame
-        :func:`~powermodels.workflows.launch_clocks.attribute_clocks` of the recording.
+        :func:`~powermodels.natural_dvfs.launch_clocks.attribute_clocks` of the recording.
     sources : tuple of {"counter", "instant"}
         Which windows to build.
     min_coverage : float

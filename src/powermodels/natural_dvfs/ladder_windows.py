@@ -4,7 +4,7 @@ Under natural DVFS an uncapped workload holds an intermediate clock for a whole 
 energy-counter window only beside a load at the power cap: the H200's capped bf16 GEMM held
 its 100 ms means at 1,491–1,535 MHz (5–95 %, 13 MHz within a window; GPU-168e6658), while after
 a cap load the clock climbs back at ~5 GHz/s. The ``ladder`` part
-(:class:`~powermodels.workflows.natural_recording.Ladder`) therefore alternates one pressure
+(:class:`~powermodels.natural_dvfs.natural_recording.Ladder`) therefore alternates one pressure
 launch with a few milliseconds of the workload, both timed and probed. A counter window then
 holds two loads, and by thesis eq. 4.1 applied to each load over its own time,
 
@@ -12,7 +12,7 @@ holds two loads, and by thesis eq. 4.1 applied to each load over its own time,
 
 with ``s`` and ``s_c`` the shares of the window the workload's and the companion's launches
 cover and each mean over that load's own time: still linear in the unknowns, so
-:mod:`~powermodels.workflows.clock_power` fits the workload's ``a`` beside the companion's
+:mod:`~powermodels.natural_dvfs.clock_power` fits the workload's ``a`` beside the companion's
 ``a_c`` (the gaps between launches, ~1–3 %, carry ``P_static`` only, as in a window of one load).
 That a mixed window's power is the time-weighted sum of the two loads' is the assumption
 this rests on; it holds on the simulated GPU by construction, and a real recording checks it

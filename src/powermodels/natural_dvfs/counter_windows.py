@@ -9,7 +9,7 @@ between two updates over the grid period is the mean power of that window, exact
 :func:`counter_updates` finds the update times (each bracketed by the last read showing
 the old value and the first showing the new one, then placed on the fitted grid);
 :func:`counter_windows` keeps the windows that one workload's launches cover and whose
-launches all ran at one known clock (:mod:`powermodels.workflows.launch_clocks`);
+launches all ran at one known clock (:mod:`powermodels.natural_dvfs.launch_clocks`);
 :func:`counter_blocks` joins consecutive such windows into blocks of about a second (for
 the temperature slope, whose regression wants independent points).
 """
@@ -71,7 +71,7 @@ def counter_windows(recording, clocks: pd.DataFrame, *, min_coverage: float = 0.
     ----------
     recording : Recording
     clocks : DataFrame
-        :func:`~powermodels.workflows.launch_clocks.attribute_clocks` of the recording.
+        :func:`~powermodels.natural_dvfs.launch_clocks.attribute_clocks` of the recording.
     min_coverage : float
         Least share of the window the workload's launches must cover.
     step_mhz : float
