@@ -1,0 +1,5 @@
+"""Deprecated path of :mod:`powermodels.natural_dvfs.counter_windows` (warns; goes away in the next release)."""
+
+from powermodels.deprecation import moved_module
+
+moved_module(__name__, "powermodels.natural_dvfs.counter_windows")
