@@ -14,13 +14,13 @@ batch, keeps the raw recording, and checks the issue's targets:
 3. power ≤ 3 % MAPE at held-out clocks (energy-counter windows at one probed clock);
 4. α > 0 with a 95 % CI excluding 0 (constant-clock warm-ups, pooled).
 
-``--ladder`` adds the ladder part (``powermodels.workflows.natural_recording.Ladder``): each
+``--ladder`` adds the ladder part (``powermodels.natural_dvfs.natural_recording.Ladder``): each
 workload alternates, every ``--ladder-cycle-s``, with the pressure GEMM for ``--ladder-hold-s``
 per pressure share (``--ladder-shares``), then runs ``0.3`` s alone. Under natural DVFS only a
 load at the power cap holds the clock below the top for a whole ~100 ms counter window (the H100
 GPU-620707cb's capped bf16 GEMM sat at 1,409–1,455 MHz probed, 5–95 %), so this is the only way
 to give the power fit training windows below the held-out 1,500–1,800 MHz band; such a window's
-power is modelled as the two loads' shares (``powermodels.workflows.ladder_windows``) and is
+power is modelled as the two loads' shares (``powermodels.natural_dvfs.ladder_windows``) and is
 never a held-out window. It adds ~3 × (1.5 + 0.3) s per workload plus host syncs (~20 s for
 three workloads). ``--cool-s`` defaults to 40 s: after 20 s idle the H200's uncapped warm-ups
 rose too little at one clock to identify α (session 6).
@@ -127,12 +127,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from powermodels.devices import nvml_available, open_device
-    from powermodels.workloads.pressure import pressure_gemm
+    from powermodels.natural_dvfs.natural_recording import Ladder
     from powermodels.recording import write_recording
     from powermodels.termination import terminate_raises
     from powermodels.workflows.calibrate import calibrate, save
     from powermodels.workflows.calibration_report import write_report
-    from powermodels.workflows.natural_recording import Ladder
+    from powermodels.workloads.pressure import pressure_gemm
 
     ladder = None
     if args.ladder:

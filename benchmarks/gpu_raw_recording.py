@@ -54,6 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "src"))  # works without PYTHONPATH=src too
 from _readonly_nvml import forbid_nvml_setters  # noqa: E402
+
 from powermodels.termination import Terminated, terminate_raises  # noqa: E402
 
 PROBE_SOURCE = r"""
@@ -361,12 +362,12 @@ def main(argv=None):
     p.add_argument("--idle", type=float, default=30.0, help="seconds idle before each thermal series")
     p.add_argument("--series", type=float, default=25.0, help="seconds of each thermal series")
     p.add_argument("--ladder", action="store_true",
-                   help="add the ladder part after the natural one (powermodels.workflows.natural_recording.Ladder: "
+                   help="add the ladder part after the natural one (powermodels.natural_dvfs.natural_recording.Ladder: "
                         "each workload alternating with the bf16 pressure every 10 ms, pressure shares 0.8/0.65/0.5, "
                         "1.5 s each, then 0.3 s alone; ~16 s in all)")
     args = p.parse_args(argv)
     blocked = forbid_nvml_setters()
-    from powermodels.workflows.natural_recording import Ladder
+    from powermodels.natural_dvfs.natural_recording import Ladder
 
     args.ladder = Ladder() if args.ladder else None
     # the sampler threads must get the GIL back quickly while the main thread launches

@@ -2,7 +2,7 @@
 
 Issue 26: power ≤ 3 % MAPE at held-out clocks 1,500–1,800 MHz, no setting changed. For each
 preset (``h100-sxm``, ``h200-raw``) the preset's four recorded workloads (the bf16 GEMM as the
-pressure load) are recorded twice with :func:`~powermodels.workflows.natural_recording.record_natural_dvfs`
+pressure load) are recorded twice with :func:`~powermodels.natural_dvfs.natural_recording.record_natural_dvfs`
 — the natural part and a short thermal part alone, then with the ladder part added — and each
 recording is fitted as ``calibrate`` does (``calibrate_recording``: clocks, α, then
 ``clock_power``'s held-out band). The report gives, per workload, the training counter windows
@@ -47,7 +47,7 @@ def preset_items(preset):
 
 def record(preset, ladder, *, seed: int, schedule: dict):
     from powermodels.measuring.runner import make_runner
-    from powermodels.workflows.natural_recording import record_natural_dvfs
+    from powermodels.natural_dvfs.natural_recording import record_natural_dvfs
 
     items = preset_items(preset)
     runner = make_runner(preset.gpu(seed=seed))
@@ -91,10 +91,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from powermodels import schema
+    from powermodels.natural_dvfs.clock_power import DEFAULT_BAND_MHZ
+    from powermodels.natural_dvfs.natural_recording import Ladder
     from powermodels.reporting import markdown_table
     from powermodels.twin.preset import load_preset
-    from powermodels.workflows.clock_power import DEFAULT_BAND_MHZ
-    from powermodels.workflows.natural_recording import Ladder
     from powermodels.workflows.recording_calibration import calibrate_recording
 
     schedule = dict(cycles=8, pressure_s=1.0, burst_s=0.5, series_s=4.0, cool_s=3.0)

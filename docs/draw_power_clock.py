@@ -6,7 +6,7 @@ recorded 2026-11-27 by ``benchmarks/gpu_raw_recording.py``; pass its folder). Fo
 the energy-counter windows (large dots) and instant readings (small dots) at their mean probed
 clock, at ``T_ref`` where the CV chose the temperature term; the windows in the held-out band
 (shaded, red) were not fitted; the line is eq. 4.1 as fitted without them, with the setting
-the CV chose (:mod:`powermodels.workflows.clock_power`), drawn at a steady clock.
+the CV chose (:mod:`powermodels.natural_dvfs.clock_power`), drawn at a steady clock.
 
     PYTHONPATH=src python docs/draw_power_clock.py [H200_RECORDING]     # ~3 min per recording
 """
@@ -20,8 +20,8 @@ import numpy as np
 
 from powermodels import schema
 from powermodels.models.voltage import relative_voltage
+from powermodels.natural_dvfs.clock_windows import clock_windows
 from powermodels.recording import read_recording
-from powermodels.workflows.clock_windows import clock_windows
 from powermodels.workflows.recording_calibration import calibrate_recording
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def panels(folder: Path):
     """``(label, run, windows)`` of one recording, refitted as ``calibrate --from`` does."""
     rec = read_recording(folder)
     run = calibrate_recording(rec)
-    from powermodels.workflows.launch_clocks import attribute_clocks
+    from powermodels.natural_dvfs.launch_clocks import attribute_clocks
 
     cw = clock_windows(rec, attribute_clocks(rec))
     label = f"{rec.provenance.get('gpu')} {str(rec.provenance.get('uuid'))[:12]}"

@@ -18,8 +18,8 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.models import RationalTimeModel
+from powermodels.natural_dvfs.launch_clocks import attribute_clocks
 from powermodels.recording import read_recording
-from powermodels.workflows.launch_clocks import attribute_clocks
 from powermodels.workflows.time_curves import clock_points, fit_time_form
 
 REPO = Path(__file__).resolve().parents[1]

@@ -113,11 +113,36 @@ def test_old_instruction_workflow_paths_warn_and_give_the_new_module(job):
     assert module is importlib.import_module(new)
 
 
-@pytest.mark.parametrize("old", ["powermodels.workflows.instruction_tables", "powermodels.harness.runner",
-                                 "powermodels.harness.workloads.registry"])
+@pytest.mark.parametrize("old", ["powermodels.workflows.instruction_tables", "powermodels.workflows.clock_power",
+                                 "powermodels.harness.runner", "powermodels.harness.workloads.registry"])
 def test_a_script_importing_an_old_path_sees_the_warning_at_its_import_line(old):
     """Python shows DeprecationWarnings by default only when attributed to ``__main__``: the warning
     must point at the script's ``import`` line, through importlib and the alias helpers."""
     err = subprocess.run([sys.executable, "-c", f"import {old}"], capture_output=True, text=True,
                          check=True).stderr
     assert f"<string>:1: DeprecationWarning: {old} moved to " in err, err
+
+
+@pytest.mark.parametrize("job", ["natural_recording", "launch_clocks", "counter_windows", "clock_windows",
+                                 "ladder_windows", "clock_power"])
+def test_old_natural_dvfs_paths_warn_and_give_the_new_module(job):
+    """The natural-DVFS chain moved from ``powermodels.workflows.*`` to ``powermodels.natural_dvfs``:
+    the old path warns and is the new module itself (same classes, same functions)."""
+    old, new = f"powermodels.workflows.{job}", f"powermodels.natural_dvfs.{job}"
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+
+
+def test_old_natural_dvfs_names_are_the_new_objects():
+    """``from powermodels.workflows.natural_recording import Ladder`` (the old spelling) gives the new class."""
+    _forget("powermodels.workflows.natural_recording", "powermodels.workflows.clock_power")
+    with pytest.warns(DeprecationWarning):
+        from powermodels.workflows.clock_power import power_at_heldout_clocks
+        from powermodels.workflows.natural_recording import Ladder, record_natural_dvfs
+    from powermodels.natural_dvfs import clock_power, natural_recording
+
+    assert Ladder is natural_recording.Ladder
+    assert record_natural_dvfs is natural_recording.record_natural_dvfs
+    assert power_at_heldout_clocks is clock_power.power_at_heldout_clocks

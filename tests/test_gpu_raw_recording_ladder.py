@@ -56,7 +56,7 @@ def _recorder(raw):
 
 
 def test_the_ladder_alternates_both_loads_with_a_probe_before_every_batch(raw):
-    from powermodels.workflows.natural_recording import Ladder
+    from powermodels.natural_dvfs.natural_recording import Ladder
 
     rec = _recorder(raw)
     work = {"w": (lambda: time.sleep(3e-4), 2), "p": (lambda: time.sleep(5e-4), 1)}

@@ -97,7 +97,7 @@ ENERGY_ABOVE_IDLE_J = "energy_above_idle_j"  # energy minus idle power x time
 TIME_SHARE = "time_share"            # a kernel's share of a program's GPU time (ncu), 0..1
 CALIBRATION_PHASE = "phase"          # powermodels calibrate: sweep / ramp / natural (DVFS)
 CLOCK_RANGE_MHZ = "clock_range_mhz"  # max - min SM clock seen during one launch or point
-# the clock a launch ran at, and where it came from (powermodels.workflows.launch_clocks)
+# the clock a launch ran at, and where it came from (powermodels.natural_dvfs.launch_clocks)
 CLOCK_SOURCE = "clock_source"        # probe / kernel_time / nvml
 CLOCK_UNCERTAINTY_MHZ = "clock_uncertainty_mhz"  # bound of the clock's error (probe tick, sensor lag)
 # NVML's clock reading as a sensor, where no probe ran (powermodels.meter.window_clock)
@@ -107,13 +107,13 @@ CLOCK_READING_LAG_S = "clock_reading_lag_s"        # delay + window: how late a 
 CLOCK_KEPT = "clock_kept"            # the clock is known well enough to fit on
 CLOCK_DROP_REASON = "clock_drop_reason"  # why not ("" when kept)
 PROBE_GPU_TIME_NS = "gpu_time_ns"    # %globaltimer at a clock probe's start (GPU clock, ns)
-# energy-counter windows of one workload at one clock (powermodels.workflows.counter_windows)
+# energy-counter windows of one workload at one clock (powermodels.natural_dvfs.counter_windows)
 WINDOW_START_S = "window_start_s"    # counter update that opens the window (host clock)
 WINDOW_END_S = "window_end_s"        # counter update that closes it
 SINCE_START_S = "since_start_s"      # seconds since the workload's stretch of launches began
 STRETCH = "stretch"                  # index of a workload's stretch of back-to-back launches
 WINDOWS = "windows"                  # counter windows joined into one block
-# power vs clock over windows whose clock moves (powermodels.workflows.clock_power)
+# power vs clock over windows whose clock moves (powermodels.natural_dvfs.clock_power)
 WINDOW_SOURCE = "window_source"      # counter (energy between two updates) / instant (field 186's window)
 WINDOW_KEPT = "window_kept"          # the window is one workload's, at a known clock trajectory
 WINDOW_DROP_REASON = "window_drop_reason"  # why not ("" when kept)
@@ -125,7 +125,7 @@ SETTING_SOURCES = "sources"          # counter / counter+instant
 SETTING_P_STATIC = "p_static"        # free / idle
 INSTANT_OFFSET_W = "instant_offset_w"  # the instant field's offset from the counter
 CV_MAPE_PCT = "cv_mape_pct"          # the CV's MAPE (mean over folds), %
-# power at a held-out clock band (workflows.clock_power), one row per workload; the held-out
+# power at a held-out clock band (natural_dvfs.clock_power), one row per workload; the held-out
 # time band of a calibration (workflows.held_out_band), one row per group
 BAND_LO_MHZ = "band_lo_mhz"
 BAND_HI_MHZ = "band_hi_mhz"

@@ -41,8 +41,8 @@ def test_recovers_the_simulated_readings_delay():
 
 @pytest.mark.skipif(not RAW.is_dir(), reason="datasets/h100/raw-2026-11-25 not present")
 def test_real_h100_reading_against_the_fma_loop_clock():
+    from powermodels.natural_dvfs.launch_clocks import attribute_clocks
     from powermodels.recording import read_recording
-    from powermodels.workflows.launch_clocks import attribute_clocks
 
     rec = read_recording(RAW)
     clocks = attribute_clocks(rec, clock_reference="cupy_fma_loop")

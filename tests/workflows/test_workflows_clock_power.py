@@ -19,16 +19,16 @@ from powermodels import schema
 from powermodels.devices.physics import GPUPhysics
 from powermodels.devices.simulated import SimulatedGPU
 from powermodels.measuring.runner import make_runner
-from powermodels.workflows.clock_power import (
+from powermodels.natural_dvfs.clock_power import (
     fit_setting,
     power_at_heldout_clocks,
     predict_setting,
     select_setting,
 )
-from powermodels.workflows.clock_windows import clock_windows, idle_power
+from powermodels.natural_dvfs.clock_windows import clock_windows, idle_power
+from powermodels.natural_dvfs.launch_clocks import attribute_clocks
+from powermodels.natural_dvfs.natural_recording import record_natural_dvfs
 from powermodels.workflows.calibrate import default_pressure_workload
-from powermodels.workflows.launch_clocks import attribute_clocks
-from powermodels.workflows.natural_recording import record_natural_dvfs
 from powermodels.workloads import as_workload
 from powermodels.workloads.registry import simulated_workload
 
@@ -169,7 +169,7 @@ def test_bad_band_is_one_line():
 
 def test_a_stalled_counter_read_is_placed_on_the_local_grid():
     """A read that stalled 60 ms around an update: the midpoint is ~30 ms off, the local grid is not."""
-    from powermodels.workflows.clock_windows import local_grid_updates
+    from powermodels.natural_dvfs.clock_windows import local_grid_updates
 
     period = 0.1000137  # a drifting period (not the 100 ms a global grid would fit), with a phase jump
     truth = np.concatenate([0.031 + period * np.arange(60), 6.0437 + period * np.arange(60)])
@@ -204,7 +204,7 @@ def test_calibrate_from_reports_the_power_table(recorded, tmp_path):
 
 def _linear_windows(n, source):
     """``n`` whole-window rows of one ``source`` at 1,200–1,900 MHz whose power is 200 W + 0.2 W/MHz."""
-    from powermodels.workflows.clock_windows import ClockWindows
+    from powermodels.natural_dvfs.clock_windows import ClockWindows
 
     f = np.linspace(1200.0, 1900.0, n)
     table = pd.DataFrame({schema.WORKLOAD: ["w"] * n, schema.WINDOW_SOURCE: [source] * n,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
-from powermodels.workflows.counter_windows import counter_windows
+from powermodels.natural_dvfs.counter_windows import counter_windows
 
 
 def _series(gaps_at: dict[float, float]):

@@ -16,11 +16,15 @@ from powermodels.devices.physics import GPUPhysics
 from powermodels.devices.simulated import SimulatedGPU
 from powermodels.measuring.runner import make_runner
 from powermodels.models.voltage import relative_voltage
+from powermodels.natural_dvfs.clock_power import (
+    fit_setting,
+    power_at_heldout_clocks,
+    predict_setting,
+)
+from powermodels.natural_dvfs.clock_windows import clock_windows
+from powermodels.natural_dvfs.launch_clocks import attribute_clocks
+from powermodels.natural_dvfs.natural_recording import Ladder, record_natural_dvfs
 from powermodels.workflows.calibrate import default_pressure_workload
-from powermodels.workflows.clock_power import fit_setting, power_at_heldout_clocks, predict_setting
-from powermodels.workflows.clock_windows import clock_windows
-from powermodels.workflows.launch_clocks import attribute_clocks
-from powermodels.workflows.natural_recording import Ladder, record_natural_dvfs
 from powermodels.workloads import as_workload
 from powermodels.workloads.registry import simulated_workload
 

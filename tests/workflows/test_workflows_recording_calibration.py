@@ -120,7 +120,7 @@ def test_old_natural_dvfs_folder_runs_and_says_what_it_lacks():
 
 
 def test_counter_updates_from_full_and_first_read_tables():
-    from powermodels.workflows.counter_windows import counter_updates
+    from powermodels.natural_dvfs.counter_windows import counter_updates
 
     # a counter updating every 100 ms at t = 0.0123 + k/10, read every 5 ms
     t = np.arange(0.0, 2.0, 0.005) + 0.001
@@ -136,8 +136,8 @@ def test_counter_updates_from_full_and_first_read_tables():
 
 
 def test_probe_after_the_last_batch_of_a_burst_is_not_the_next_bursts():
+    from powermodels.natural_dvfs.launch_clocks import attribute_clocks
     from powermodels.recording import Recording
-    from powermodels.workflows.launch_clocks import attribute_clocks
 
     # two bursts of 2 batches, probes only before each batch (as gpu_raw_recording.py writes)
     starts = np.array([1.000, 1.002, 5.000, 5.002])

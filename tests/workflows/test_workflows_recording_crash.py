@@ -15,9 +15,9 @@ from powermodels import schema
 from powermodels.devices.physics import GPUPhysics
 from powermodels.devices.simulated import SimulatedGPU
 from powermodels.measuring.runner import make_runner
+from powermodels.natural_dvfs.natural_recording import record_natural_dvfs
 from powermodels.recording import read_recording
 from powermodels.termination import Terminated, terminate_raises
-from powermodels.workflows.natural_recording import record_natural_dvfs
 from powermodels.workflows.recording_calibration import calibrate_from
 from powermodels.workloads import as_workload
 

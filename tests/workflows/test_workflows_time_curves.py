@@ -70,8 +70,8 @@ def test_held_out_band_of_a_clustered_knee_is_met_by_the_cv_choice():
 @pytest.mark.skipif(not SESSION5.is_dir(), reason="datasets/h100-2026-11-25-session5 not present")
 def test_real_h100_bf16_gemm_held_out_band_within_2pct():
     """Real H100 (GPU-0b4f1a7f), natural DVFS: the capped bf16 GEMM's held-out band (issue 26: ≤ 2 %)."""
+    from powermodels.natural_dvfs.launch_clocks import attribute_clocks
     from powermodels.recording import read_recording
-    from powermodels.workflows.launch_clocks import attribute_clocks
 
     w = "pressure_gemm_bf16_8192"
     rec = read_recording(SESSION5)

@@ -5,7 +5,7 @@ value every update period (~100 ms on an H100, in step with the power readings);
 describes the clock over a window that ended a delay before the update. The truth it is
 compared against is a *reference clock* known at many instants: on-GPU probes
 (:mod:`powermodels.devices.clock_probe`) or the clock implied by a kernel whose time is
-∝ 1/clock (:mod:`powermodels.workflows.launch_clocks`).
+∝ 1/clock (:mod:`powermodels.natural_dvfs.launch_clocks`).
 
 Where no probe can run (a whole program), :func:`reading_clock_uncertainty_mhz` turns the
 readings around a run into the clock and its uncertainty: every reading whose window can

@@ -10,7 +10,7 @@ Two ways to make the GPU run at several clocks:
   power cap and makes its controller lower the SM clock (1110–1980 MHz on an H100, clock-event
   reason 0x4) — runs before each burst of the workload; the workload's launches then run at the
   clocks the controller chose while it recovers, then each workload warms up from cool for α.
-  Everything is kept as a raw recording (:mod:`powermodels.workflows.natural_recording`), with
+  Everything is kept as a raw recording (:mod:`powermodels.natural_dvfs.natural_recording`), with
   a clock probe on the GPU before and after each batch of launches, and the fit runs on that
   recording (:mod:`powermodels.workflows.recording_calibration`): only launches whose clock is
   known, power from the energy counter at constant clock. What this cannot identify (e.g. the
@@ -190,7 +190,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
     pressure : workload, "default" or None
         Natural DVFS: the load run before each burst (None: the workload alone).
     cycles, pressure_s, burst_s, series_s, cool_s : int, float, float, float, float
-        Natural DVFS schedule (:func:`~powermodels.workflows.natural_recording.record_natural_dvfs`).
+        Natural DVFS schedule (:func:`~powermodels.natural_dvfs.natural_recording.record_natural_dvfs`).
     probe : bool
         Natural DVFS: probe the SM clock on the GPU around each batch (where the device can).
     point_s : float
@@ -206,11 +206,11 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
     recording_dir : str or os.PathLike, optional
         Natural DVFS: write the raw recording here as it grows, and what it holds if the run
         stops early (``save_to`` of
-        :func:`~powermodels.workflows.natural_recording.record_natural_dvfs`).
+        :func:`~powermodels.natural_dvfs.natural_recording.record_natural_dvfs`).
     ladder : Ladder, optional
         Natural DVFS: add the ladder part (the workload alternating with the pressure load, so
         it runs whole counter windows at the clock the cap holds;
-        :class:`~powermodels.workflows.natural_recording.Ladder`). None: none.
+        :class:`~powermodels.natural_dvfs.natural_recording.Ladder`). None: none.
 
     Returns
     -------
@@ -258,8 +258,8 @@ def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, 
              recording_dir, ladder,
              reference_clock_mhz, reference_temperature_c, min_span_mhz) -> CalibrationRun:
     """Natural DVFS: record (probes included), then fit on the recording."""
+    from ..natural_dvfs.natural_recording import record_natural_dvfs
     from .calibration_fit import group_key
-    from .natural_recording import record_natural_dvfs
     from .recording_calibration import calibrate_recording
 
     items = _items(workloads)

@@ -35,7 +35,7 @@ class CalibrationRun:
         Name, UUID and driver of the device measured.
     clocks : DataFrame
         Per workload and clock source: batches kept and dropped for the fits, and why
-        (:func:`~powermodels.workflows.launch_clocks.launch_clock_summary`); empty when the
+        (:func:`~powermodels.natural_dvfs.launch_clocks.launch_clock_summary`); empty when the
         run was not fitted from a recording.
     findings : list of str
         What the data can and cannot identify, in words (for the report).
@@ -44,7 +44,7 @@ class CalibrationRun:
         :func:`powermodels.recording.write_recording` and refit with ``calibrate --from``.
     power_clock : DataFrame
         Power at a held-out clock band from windows whose clock moved
-        (:func:`~powermodels.workflows.clock_power.power_at_heldout_clocks`), one row per
+        (:func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`), one row per
         workload; empty when the run was not fitted from a recording.
     """
 

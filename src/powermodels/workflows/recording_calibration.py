@@ -4,10 +4,10 @@
 both end here, so a recording re-analysed without a GPU gives the same report and file:
 
 1. every timed batch gets its clock, spread and source (probe / kernel_time / nvml) and is
-   kept or dropped with a reason (:func:`~powermodels.workflows.launch_clocks.attribute_clocks`);
+   kept or dropped with a reason (:func:`~powermodels.natural_dvfs.launch_clocks.attribute_clocks`);
 2. time vs clock (thesis eq. 4.5, DSO eq. 2) is fitted per workload on the kept launches;
 3. power comes from the energy counter over windows that one workload's launches cover at
-   one known clock (:mod:`~powermodels.workflows.counter_windows`), not from the instant
+   one known clock (:mod:`~powermodels.natural_dvfs.counter_windows`), not from the instant
    field; power vs clock (eq. 4.1) is fitted on them;
 4. α (eq. 4.6) is fitted at constant clock (thesis §4.2.1) on ~1 s blocks of those windows,
    one group per workload, clock and stretch of back-to-back launches (each stretch has its
@@ -20,7 +20,7 @@ both end here, so a recording re-analysed without a GPU gives the same report an
    α = 4.18 W/°C, three times the uncapped kernels' slope on the H100s).
 5. power vs clock is also fitted on windows whose clock *moved* (the recovery after each
    pressure load), over each window's probed clock trajectory, and scored at a held-out clock
-   band (:mod:`~powermodels.workflows.clock_power`): ``CalibrationRun.power_clock``.
+   band (:mod:`~powermodels.natural_dvfs.clock_power`): ``CalibrationRun.power_clock``.
 
 Two inputs: a raw recording (:func:`powermodels.recording.read_recording`), and the older
 ``calibrate`` output folder (``launches.parquet`` + ``samples.parquet``, e.g.
@@ -36,16 +36,16 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from .calibration_fit import fit_calibration
-from .calibration_run import CalibrationRun
-from .clock_power import heldout_power_from_recording
-from .counter_windows import counter_blocks, counter_updates, counter_windows
-from .launch_clocks import (
+from ..natural_dvfs.clock_power import heldout_power_from_recording
+from ..natural_dvfs.counter_windows import counter_blocks, counter_updates, counter_windows
+from ..natural_dvfs.launch_clocks import (
     DEFAULT_CLOCK_STEP_MHZ,
     attribute_clocks,
     find_clock_reference,
     launch_clock_summary,
 )
+from .calibration_fit import fit_calibration
+from .calibration_run import CalibrationRun
 
 __all__ = ["at_power_cap", "calibrate_from", "calibrate_legacy_folder", "calibrate_recording"]
 
@@ -72,7 +72,7 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
         A raw recording.
     clock_reference : str, "auto" or None
         Workload whose time gives its own launches' clock where they were not probed;
-        "auto": :func:`~powermodels.workflows.launch_clocks.find_clock_reference` (only
+        "auto": :func:`~powermodels.natural_dvfs.launch_clocks.find_clock_reference` (only
         when some workload lacks probes); None: none.
     settle_s : float
         α: seconds at the start of each stretch of launches left out.

@@ -1,0 +1,20 @@
+"""The natural-DVFS chain: record under the power-cap controller, clock each launch, fit P(f).
+
+Under natural DVFS no clock is set: a pressure load at the power cap pulls the clock down, and
+the workload's launches run through the clocks the controller chooses while it recovers. This
+package owns that chain, from the raw recording to power at a held-out clock band. The
+calibration that uses it (``calibrate(natural=...)``, ``calibrate --from``) stays in
+:mod:`powermodels.workflows` (:mod:`~powermodels.workflows.recording_calibration`), which
+imports this package, never the other way round.
+
+Moved here from ``powermodels.workflows.*`` (those paths still work for one release, with a
+:class:`DeprecationWarning`): one package for one job, and ``workflows`` stays under 4,000 lines.
+
+- :mod:`~powermodels.natural_dvfs.natural_recording`: ``record_natural_dvfs`` and ``Ladder``;
+- :mod:`~powermodels.natural_dvfs.launch_clocks`: the clock each timed batch ran at;
+- :mod:`~powermodels.natural_dvfs.counter_windows`: energy-counter windows at one known clock;
+- :mod:`~powermodels.natural_dvfs.clock_windows`: counter and instant windows, moving clock;
+- :mod:`~powermodels.natural_dvfs.ladder_windows`: windows shared with the ladder's pressure;
+- :mod:`~powermodels.natural_dvfs.clock_power`: thesis eq. 4.1 on those windows (§4.1.1),
+  scored at a held-out clock band.
+"""
