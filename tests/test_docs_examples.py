@@ -6,6 +6,8 @@ the ``<!-- skip: reason -->`` marker a page puts before a block that cannot run 
 ``DeprecationWarning`` from the pages' own code or from ``powermodels`` fails the page. Pages
 run two at a time, the slow ones first: 96-123 s wall and ~120 s of CPU on the shared 2-core
 machine (load 2-3), recordings.md alone ~48 s of CPU; with ``-m 'not slow'`` ~68 s of CPU.
+Under pytest-xdist (the README's ``-n auto --dist loadgroup``) every page test is in one
+``xdist_group``, so one worker runs the pages while the others run the rest of the suite.
 
 To see what a page's examples print, or (``--diff``) how it differs from the output the page
 shows (to regenerate it)::
@@ -39,7 +41,9 @@ RUN_PAGES = [page for page in PAGES if any(block.runs for block in blocks(page))
 
 def _page_param(page):
     name = str(page.relative_to(REPO))
-    marks = [pytest.mark.slow] if name in SLOW else []
+    # under pytest-xdist all pages go to one worker (--dist loadgroup): page_runs starts every
+    # selected page there, two at a time, and the other worker runs the rest of the suite
+    marks = [pytest.mark.xdist_group("docs_pages"), *([pytest.mark.slow] if name in SLOW else [])]
     return pytest.param(page, id=name, marks=marks)
 
 
