@@ -6,8 +6,8 @@ the ``<!-- skip: reason -->`` marker a page puts before a block that cannot run 
 ``DeprecationWarning`` from the pages' own code or from ``powermodels`` fails the page. Pages
 run two at a time, the slow ones first: 96-123 s wall and ~120 s of CPU on the shared 2-core
 machine (load 2-3), recordings.md alone ~48 s of CPU; with ``-m 'not slow'`` ~68 s of CPU.
-Under pytest-xdist (the README's ``-n auto --dist loadgroup``) every page test is in one
-``xdist_group``, so one worker runs the pages while the others run the rest of the suite.
+Under pytest-xdist (the README's ``-n auto``) each page runs in its own test on the worker xdist
+gives it (``--dist loadgroup`` is not used: with pytest 9.2 it stops grouping, pytest-xdist#1386).
 
 To see what a page's examples print, or (``--diff``) how it differs from the output the page
 shows (to regenerate it)::
@@ -21,7 +21,7 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,9 +41,7 @@ RUN_PAGES = [page for page in PAGES if any(block.runs for block in blocks(page))
 
 def _page_param(page):
     name = str(page.relative_to(REPO))
-    # under pytest-xdist all pages go to one worker (--dist loadgroup): page_runs starts every
-    # selected page there, two at a time, and the other worker runs the rest of the suite
-    marks = [pytest.mark.xdist_group("docs_pages"), *([pytest.mark.slow] if name in SLOW else [])]
+    marks = [pytest.mark.slow] if name in SLOW else []
     return pytest.param(page, id=name, marks=marks)
 
 
@@ -58,9 +56,31 @@ def _run_page(page: Path, folder: Path) -> subprocess.CompletedProcess:
                           timeout=600, check=False)
 
 
+class _OnDemand(dict):
+    """page -> a finished future of its run, the page run when first asked for."""
+
+    def __init__(self, tmp_path_factory):
+        super().__init__()
+        self._tmp = tmp_path_factory
+
+    def __missing__(self, page):
+        future = Future()
+        future.set_result(_run_page(page, prepare_folder(self._tmp.mktemp(page.stem), SHARED_DATA.parent)))
+        self[page] = future
+        return future
+
+
 @pytest.fixture(scope="module")
 def page_runs(request, tmp_path_factory):
-    """Every selected page started at once on ``WORKERS`` threads; page -> future of its run."""
+    """Every selected page started at once on ``WORKERS`` threads; page -> future of its run.
+
+    Under pytest-xdist (the README's ``-n auto``) each worker collects every test but runs only
+    some, so starting every page here would run each page on every worker: a page then runs
+    in its own test instead, and the workers are the parallelism.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        yield _OnDemand(tmp_path_factory)
+        return
     selected = [item.callspec.params["page"] for item in request.session.items
                 if getattr(item, "originalname", None) == "test_page_examples_run"
                 and not _lacks_shared_data(item.callspec.params["page"])]
