@@ -111,12 +111,17 @@ def test_windows_straddling_a_pressure_load_are_never_kept(recorded):
     assert np.nanmedian(np.abs(straddle[schema.POWER_W].to_numpy(float) / truth - 1)) > 0.03
 
 
-def test_heldout_band_is_reported_first_with_counts(recorded):
+def _windows_band_and_idle(recorded):
+    """The recording's windows, a band with kept counter windows on both sides, and the idle power."""
     rec, clocks, _ = recorded
     cw = clock_windows(rec, clocks)
     counter = cw.table.loc[cw.table[schema.WINDOW_KEPT] & (cw.table[schema.WINDOW_SOURCE] == "counter")]
     lo, hi = np.percentile(counter[schema.SM_CLOCK_MHZ], [40, 75])   # training windows on both sides
-    idle_w, idle_t = idle_power(rec)
+    return cw, (lo, hi), idle_power(rec)
+
+
+def test_heldout_band_is_reported_first_with_counts(recorded):
+    cw, (lo, hi), (idle_w, idle_t) = _windows_band_and_idle(recorded)
     table = power_at_heldout_clocks(cw, band_mhz=(lo, hi), idle_w=idle_w, idle_temperature_c=idle_t)
     row = table.iloc[0]
     assert list(table.columns[:6]) == [schema.WORKLOAD, "band_lo_mhz", "band_hi_mhz", "power_mape_pct",
@@ -129,11 +134,7 @@ def test_heldout_band_is_reported_first_with_counts(recorded):
 
 def test_no_window_with_time_in_the_band_is_fitted_by_default(recorded):
     """Fails before (max_band_share was 0.5): a training window partly in the band carried its power into the fit."""
-    rec, clocks, _ = recorded
-    cw = clock_windows(rec, clocks)
-    counter = cw.table.loc[cw.table[schema.WINDOW_KEPT] & (cw.table[schema.WINDOW_SOURCE] == "counter")]
-    lo, hi = np.percentile(counter[schema.SM_CLOCK_MHZ], [40, 75])   # training windows on both sides
-    idle_w, idle_t = idle_power(rec)
+    cw, (lo, hi), (idle_w, idle_t) = _windows_band_and_idle(recorded)
     f = cw.table[schema.SM_CLOCK_MHZ].to_numpy(float)
     touching = (cw.band_share(lo, hi) > 0) & ~((f >= lo) & (f <= hi))   # in the band part of the time only
     assert touching.sum() >= 1
