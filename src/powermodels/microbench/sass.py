@@ -124,14 +124,10 @@ def disassemble(cubin: str | os.PathLike) -> str:
     return proc.stdout
 
 
-def parse_sass(text: str) -> dict[str, list[str]]:
-    """Split ``cuobjdump -sass`` text into functions → list of opcodes (with modifiers).
-
-    Predicate guards (``@P0``, ``@!PT``) are dropped; operands are dropped; the
-    opcode keeps its modifiers (``LDG.E.128``, ``ISETP.GE.U32.AND``).
-    """
-    functions: dict[str, list[str]] = {}
-    current: list[str] | None = None
+def _sass_instructions(text: str) -> dict[str, list[tuple[int, str]]]:
+    """``cuobjdump -sass`` text → function → ``(address, instruction)``, predicate guards dropped."""
+    functions: dict[str, list[tuple[int, str]]] = {}
+    current: list[tuple[int, str]] | None = None
     for line in text.splitlines():
         m = _FUNCTION.match(line)
         if m:
@@ -141,8 +137,18 @@ def parse_sass(text: str) -> dict[str, list[str]]:
         if m and current is not None:
             instr = _PREDICATE.sub("", m.group(2).strip())
             if instr:
-                current.append(instr.split()[0])
+                current.append((int(m.group(1), 16), instr))
     return functions
+
+
+def parse_sass(text: str) -> dict[str, list[str]]:
+    """Split ``cuobjdump -sass`` text into functions → list of opcodes (with modifiers).
+
+    Predicate guards (``@P0``, ``@!PT``) are dropped; operands are dropped; the
+    opcode keeps its modifiers (``LDG.E.128``, ``ISETP.GE.U32.AND``).
+    """
+    return {name: [instr.split()[0] for _, instr in lines]
+            for name, lines in _sass_instructions(text).items()}
 
 
 def count_static_opcodes(sass_or_cubin: str | os.PathLike, function: str | None = None,
@@ -201,19 +207,8 @@ def loop_opcode_counts(sass_text: str, function: str, target: str) -> Counter:
     ValueError
         If the function is missing or has no loop holding ``target``.
     """
-    lines, inside, found = [], False, False
-    for line in sass_text.splitlines():
-        m = _FUNCTION.match(line)
-        if m:
-            inside = m.group(1) == function
-            found |= inside
-            continue
-        m = _SASS_LINE.match(line)
-        if inside and m:
-            instr = _PREDICATE.sub("", m.group(2).strip())
-            if instr:
-                lines.append((int(m.group(1), 16), instr))
-    if not found:
+    lines = _sass_instructions(sass_text).get(function)
+    if lines is None:
         raise ValueError(f"function: {function!r} not in SASS")
     best: Counter | None = None
     for addr, instr in lines:
