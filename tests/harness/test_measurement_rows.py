@@ -78,6 +78,8 @@ def test_catalog_checks_per_step_and_access():
         Microbenchmark("x", "a.cu", "mb_x", ("A", "B"), "INT", per_step=(1.0,))
     with pytest.raises(ValueError, match="access"):
         Microbenchmark("x", "a.cu", "mb_x", ("A",), "INT", access="diagonal")
+    # toggling-only: the wgmma_groups.cu kernels, all on changing operands (no fixed-operand twin)
+    assert TOGGLING_ONLY == {n for n, m in HOPPER_MICROBENCHMARKS.items() if m.source == "wgmma_groups.cu"}
     assert TOGGLING_ONLY == set(GROUPS)
     assert all(HOPPER_MICROBENCHMARKS[n].level == "DRAM" for n in IRREGULAR)
 

@@ -253,10 +253,6 @@ HOPPER_MICROBENCHMARKS: dict[str, Microbenchmark] = {m.name: m for m in [
 
 #: Operand-toggling variant → the base microbenchmark it re-measures on changing operand values.
 OPERAND_VARIANTS = {"ffma_rand": "ffma", "dmma_rand": "dmma", "hgmma_f32_rand": "hgmma_f32"}
-#: Microbenchmarks measured on toggling operands only (no fixed-operand counterpart): left out of
-#: a fixed-operand table along with the :data:`OPERAND_VARIANTS`.
-TOGGLING_ONLY = frozenset({"hgmma_f32_rand_g2", "hgmma_f32_rand_g4", "hgmma_f32_rand_g2x2",
-                           "hgmma_f32_rand_g4_ab"})
 #: Rows added for issue 26 whose use ``analyze`` decides by leave-one-microbenchmark-out CV
 #: (:func:`~powermodels.instruction_energy.selection.cross_validate_instruction_models`,
 #: ``held_back``): name → what the rows measure.
@@ -265,6 +261,9 @@ MEASUREMENT_ROWS = {
                      "hgmma_f32_rand_g4_ab"),
     "irregular memory": ("ldg32_rand_dram", "ldg32_stride_dram", "stg32_rand_dram"),
 }
+#: Microbenchmarks measured on toggling operands only (no fixed-operand counterpart): left out of
+#: a fixed-operand table along with the :data:`OPERAND_VARIANTS`.
+TOGGLING_ONLY = frozenset(MEASUREMENT_ROWS["hgmma groups"])
 
 
 def microbenchmark(name: str) -> Microbenchmark:

@@ -194,7 +194,8 @@ class SimulatedInstructionBackend:
         return self._noisy(self.preset.idle_power_w)
 
     def measure_microbenchmark(self, name: str) -> dict:
-        t1 = self._time(*self._launch(name, 1))  # one iteration (+ prologue)
+        counts, level, _ = self._launch(name, 1)
+        t1 = self._time(counts, level)  # one iteration (+ prologue)
         iters = max(self.profiled[-1] * 4, round(self.target_launch_s / max(t1, 1e-12)))
         iters = int(iters // 8 * 8)  # as on the GPU: whole unrolled loop bodies
         return {**self._measure(*self._launch(name, iters)), "iters": iters}
@@ -269,8 +270,8 @@ class SimulatedInstructionBackend:
                 out["DRAM"] += s
         return out
 
-    def _time(self, counts: dict, level: str, access: str = "coalesced") -> float:
-        # ``access`` only shapes the sectors: the simulated time counts instructions and levels
+    def _time(self, counts: dict, level: str) -> float:
+        # the access pattern only shapes the sectors: the simulated time counts instructions and levels
         cycles = sum(c * _cycles(op, level) for op, c in counts.items())
         return cycles / (4 * self.preset.sm_count * self.preset.clock_mhz * 1e6)
 
