@@ -89,3 +89,18 @@ def test_a_ladder_without_its_launches_is_a_one_line_error(made):
     real, _ = made
     with pytest.raises(ValueError, match="cycle only the recording's launches give"):
         replay(real.phases, known_preset(), poll_s=2e-3)
+
+
+def test_ladder_steps_measure_the_mix_on_both_recordings(made):
+    real, twin = made
+    a, b = metrics.ladder_steps(real), metrics.ladder_steps(twin)
+    assert len(a) == len(b) == 1
+    for steps in (a, b):
+        row = steps.iloc[0]
+        # back to back (up to the simulator's 0.2 ms step between calls): the two loads cover the step,
+        # the pressure most of it by time
+        assert row[schema.LAUNCH_COVERAGE] + row[schema.COMPANION_SHARE] == pytest.approx(1.0, abs=0.05)
+        assert 0.6 < row[schema.COMPANION_SHARE] < 0.8
+        assert np.isnan(row[schema.PROBE_CLOCK_MHZ])  # no probes in these recordings
+    assert b[schema.POWER_W].iloc[0] == pytest.approx(a[schema.POWER_W].iloc[0], rel=0.02)
+    assert b[schema.SM_CLOCK_MHZ].iloc[0] == pytest.approx(a[schema.SM_CLOCK_MHZ].iloc[0], abs=30)
