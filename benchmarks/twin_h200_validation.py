@@ -1,6 +1,7 @@
 """The first raw H200 recording against the twin: replay on ``h200``, and a preset fitted to it, held out.
 
-Usage: ``python benchmarks/twin_h200_validation.py --out DIR [--replay-only] [--folds-only] [--calibrated]``
+Usage: ``python benchmarks/twin_h200_validation.py --out DIR [--recording PATH] [--replay-only] [--folds-only]
+[--calibrated]``
 (no GPU; ~5 min for the replay, ~25 min for the fit and its four folds on one busy core).
 
 The recording is ``datasets/h200-2026-11-27/raw_recording_168e6658`` (real NVIDIA H200 GPU-168e6658, 2026-11-27,
@@ -135,6 +136,9 @@ def main() -> None:
     ap.add_argument("--no-cap-search", action="store_true",
                     help="with --quick: keep the fit's default cap controller (no gain search, no capped-clock "
                          "scaling) in the whole fit and every fold (~3x faster again; the cap rows then test defaults)")
+    ap.add_argument("--recording", type=Path, default=DATA,
+                    help="the raw H200 recording to replay (default the first one, GPU-168e6658); e.g. "
+                         "datasets/h200-2026-11-27/raw_recording_ladder_25027b10 (GPU-25027b10, session 8)")
     ap.add_argument("--calibrated", action="store_true",
                     help="also replay on h200 with the recorded ambient, and calibrated per workload from the first "
                          "idle and each series' first second (in-sample seconds; DIR/replay_h200/…/recorded*)")
@@ -142,13 +146,13 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.folds_only:
-        held_out(DATA, with_aliases(load_preset("h200")), out / "replay_h200", ambient="preset")
+        held_out(args.recording, with_aliases(load_preset("h200")), out / "replay_h200", ambient="preset")
         if args.calibrated:
-            held_out(DATA, with_aliases(load_preset("h200")), out / "replay_h200", ambient="recorded")
-            held_out(DATA, with_aliases(load_preset("h200")), out / "replay_h200", ambient="recorded",
+            held_out(args.recording, with_aliases(load_preset("h200")), out / "replay_h200", ambient="recorded")
+            held_out(args.recording, with_aliases(load_preset("h200")), out / "replay_h200", ambient="recorded",
                      calibrate="workload")
     if not args.replay_only:
-        rec = read_recording(DATA, probes=False)
+        rec = read_recording(args.recording, probes=False)
         prov = {"command": "python benchmarks/twin_h200_validation.py --out DIR --folds-only",
                 "validation": "docs/twin.md: leave-one-series-out folds on the same recording (one board)",
                 "instant_window": h200_window()}

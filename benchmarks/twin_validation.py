@@ -1,7 +1,8 @@
 """Fit the shipped twin preset and validate it leave-one-series-out on the raw H100 recording.
 
 Usage: ``python benchmarks/twin_validation.py --out DIR [--write-preset] [--held-out RECORDING]...
-[--held-out-only] [--fit-board RECORDING]... [--cap-variants]`` (~3 min on 1 core for the fit and the folds, ~20 s per held-out recording; no GPU).
+[--held-out-only [--preset NAME]] [--fit-board RECORDING]... [--cap-variants]`` (~3 min on 1 core for the fit and the folds,
+~20–60 s per held-out recording and ambient; no GPU).
 
 Writes ``DIR/in_sample.md`` (the whole-recording preset replayed on its own data),
 ``DIR/folds.md`` (for each workload: fit-twin --hold-out-series W, replay, the held-out rows) and
@@ -14,7 +15,7 @@ the overlay plots and ``warmup_seconds.csv`` (energy per launch per second, real
 temperature (``twin-compare --ambient``); with more than one, ``ambients.md`` / ``folds_ambients.md``
 put them side by side and ``ambient.png`` draws them; ``--folds-only`` runs only the fit's folds.
 ``--held-out-only`` skips the fit and the folds and replays the held-out recordings on the shipped
-``h100-sxm`` (e.g. ``--held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb``).
+``h100-sxm`` (or ``--preset NAME``) (e.g. ``--held-out datasets/h100-2026-11-25-session5/raw_recording_620707cb``).
 ``--fit-board RECORDING`` fits a preset to that recording alone and runs its own folds
 (``DIR/board_<folder>/``: what a per-board twin reaches; never shipped). ``--cap-variants`` replays
 the capped bf16 series of the fitting and the ``--held-out`` recordings with other cap controllers
@@ -260,6 +261,9 @@ def main() -> None:
                     help="a raw recording of another board: replay it on the preset (repeatable)")
     ap.add_argument("--held-out-only", action="store_true",
                     help="skip the fit and the folds of h100-sxm: the other options run on the shipped preset")
+    ap.add_argument("--preset", default="h100-sxm",
+                    help="with --held-out-only: the shipped preset (or preset file) the --held-out recordings are "
+                         "replayed on (default h100-sxm; e.g. h200-raw for an H200 recording)")
     ap.add_argument("--fit-board", action="append", default=[], metavar="RECORDING",
                     help="fit a preset to this recording alone and run its own folds (OUT/board_<folder>/; "
                          "not shipped; repeatable)")
@@ -283,7 +287,9 @@ def main() -> None:
     if args.held_out_only:
         if not (args.held_out or args.fit_board or args.cap_variants):
             ap.error("--held-out-only needs --held-out RECORDING, --fit-board RECORDING or --cap-variants")
-        preset = load_preset("h100-sxm")
+        preset = load_preset(args.preset)
+    elif args.preset != "h100-sxm":
+        ap.error("--preset is for --held-out-only (the fit and its folds are h100-sxm's)")
     else:
         rec = read_recording(DATA, probes=False)
         old = load_preset("h100-sxm").provenance

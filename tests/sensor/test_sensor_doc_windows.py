@@ -29,6 +29,7 @@ def _row(recording: str) -> str:
 
 @pytest.mark.parametrize("recording, board, root", [
     ("datasets/h100-2026-11-25-session5/fingrav/fingrav_nvml.md", "GPU-0b4f1a7f", DATASETS.parent),
+    ("datasets/h200-2026-11-27/fingrav_25027b10/fingrav_nvml.md", "GPU-25027b10", DATASETS.parent),
     pytest.param("../shared/data/h100-2026-11-24/fingrav/fingrav_nvml.md", "not recorded", SHARED_DATA.parents[1],
                  marks=pytest.mark.shared_data),
 ])

@@ -157,7 +157,8 @@ def test_a_ladder_recording_round_trips_and_refits(recorded, tmp_path):
     assert (t[schema.COMPANION_SHARE] > 0).sum() == (cw.table[schema.COMPANION_SHARE] > 0).sum()
 
 
-def test_twin_replay_refuses_a_ladder_phase():
+def test_twin_replay_needs_the_recordings_launches_for_a_ladder_phase():
+    """A phases table alone cannot say the ladder's cycle (the Recording's launches do: tests/twin/test_twin_ladder.py)."""
     import pandas as pd
 
     from powermodels.twin.replay import replay
@@ -165,7 +166,7 @@ def test_twin_replay_refuses_a_ladder_phase():
     phases = pd.DataFrame({schema.RECORDING_PHASE: ["natural", "ladder"], schema.WORKLOAD: ["-", "cupy_fma_loop"],
                            schema.REPEAT: [-1, 0], schema.PHASE_KIND: ["idle", "ladder"], schema.T0_S: [0.0, 0.1],
                            schema.T1_S: [0.1, 0.3]})
-    with pytest.raises(ValueError, match="'ladder' phase .* cannot be replayed"):
+    with pytest.raises(ValueError, match="'ladder' entry .* cycle only the recording's launches give"):
         replay(phases, "h100-sxm")
 
 

@@ -17,7 +17,9 @@ validation (:mod:`~powermodels.twin.compare`).
   and NVML's clock reading take to recover after a power-capped load;
 * :func:`update_period` — a reading's update period;
 * :func:`cap_overshoot` — how far a power-capped load runs above its
-  settled power at its start, and for how long.
+  settled power at its start, and for how long;
+* :func:`ladder_steps` — each ``ladder`` step's power, clock and the two
+  loads' shares (the workload alternating with the pressure load).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .. import energy_counter, schema
 from ..recording import Recording
 
 __all__ = ["bursts_after_pressure", "cap_overshoot", "clock_recovery", "counter_updates", "energy_between",
-           "implied_clock", "probe_clock_recovery", "reading_at_seconds", "reading_series", "update_period",
+           "implied_clock", "ladder_steps", "probe_clock_recovery", "reading_at_seconds", "reading_series", "update_period",
            "warmup_energy_per_launch"]
 
 
@@ -245,3 +247,49 @@ def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle
     outside = np.flatnonzero((np.abs(p / settled - 1.0) > settle_band) & (a - t0 < steady_from_s))
     return {"settled_w": settled, "first_second_w": float(p[0]), "overshoot_w": float(p[0] - settled),
             "peak_w": float(p.max()), "settling_s": float(a[outside[-1]] - t0 + 1.0) if outside.size else 0.0}
+
+
+def ladder_steps(rec: Recording, *, skip_s: float = 0.2) -> pd.DataFrame:
+    """Each ``ladder`` step (two loads alternating every few ms): its power, clock and the loads' shares.
+
+    The step's first ``skip_s`` is left out (the clock drops into the mix there).
+
+    Returns
+    -------
+    DataFrame
+        One row per ``ladder`` entry: ``phase``, ``workload``, ``repeat``,
+        ``t0_s``/``t1_s`` (the part measured), ``power_w`` (the energy
+        counter's mean), ``sm_clock_mhz`` (median NVML clock reading, NaN
+        without a trace), ``clock_mhz`` (median on-GPU probe, NaN without
+        probes), ``launch_coverage`` (share of the part the workload's
+        launches cover) and ``companion_share`` (the other load's).
+    """
+    ph = rec.phases
+    rows = []
+    for e in ph.loc[ph[schema.PHASE_KIND] == "ladder"].itertuples(index=False):
+        e = e._asdict()
+        a, b = float(e[schema.T0_S]) + skip_s, float(e[schema.T1_S])
+        if b <= a:
+            continue
+        la = rec.launches
+        la = la.loc[(la[schema.RECORDING_PHASE] == e[schema.RECORDING_PHASE]) & (la[schema.REPEAT] == e[schema.REPEAT])]
+        own = la[schema.WORKLOAD] == e[schema.WORKLOAD]
+
+        def share(sel):  # the launches' time inside [a, b] (each batch weighted by its duration) / (b - a)
+            iv = la.loc[sel, [schema.START_S, schema.END_S]].to_numpy(float)
+            return energy_counter.launches_inside(iv, a, b, counts=iv[:, 1] - iv[:, 0]) / (b - a) if len(iv) else 0.0
+
+        clock = (float(np.median(reading_series(rec, schema.SM_CLOCK_MHZ, np.arange(a, b, 0.01))))
+                 if rec.has_trace else np.nan)
+        probe = np.nan
+        if rec.probes is not None and len(rec.probes):
+            pt = rec.probes[schema.T_S].to_numpy(float)
+            inside = (pt >= a) & (pt <= b)
+            probe = float(np.median(rec.probes[schema.PROBE_CLOCK_MHZ].to_numpy(float)[inside])) if inside.any() \
+                else np.nan
+        rows.append({schema.RECORDING_PHASE: e[schema.RECORDING_PHASE], schema.WORKLOAD: e[schema.WORKLOAD],
+                     schema.REPEAT: int(e[schema.REPEAT]), schema.T0_S: a, schema.T1_S: b,
+                     schema.POWER_W: float(energy_between(rec, np.array([a]), np.array([b]))[0]) / (b - a),
+                     schema.SM_CLOCK_MHZ: clock, schema.PROBE_CLOCK_MHZ: probe,
+                     schema.LAUNCH_COVERAGE: share(own), schema.COMPANION_SHARE: share(~own)})
+    return pd.DataFrame(rows)

@@ -12,7 +12,9 @@ The twin's time is the recording's time: each entry starts at its ``t0_s``
 (the twin idles through gaps) and runs until its ``t1_s``; ``burst`` and
 ``series`` entries launch their workload in batches separated by the
 workload's host gap, ``pressure`` entries run it back to back untimed,
-``idle`` entries idle. The twin starts at the recording's first temperature
+``idle`` entries idle, ``ladder`` entries alternate the workload with the
+pressure load in the cycle the recording's own launches show
+(:func:`ladder_cycles`; ``docs/recordings.md``, "The ladder part"). The twin starts at the recording's first temperature
 reading (:meth:`~powermodels.devices.simulated.SimulatedGPU.start_at_temperature`:
 the excess over its idle steady state sits on the slowest thermal pole).
 The ambient temperature is the preset's unless ``ambient`` gives a profile
@@ -33,7 +35,7 @@ from .. import schema
 from ..recording import PHASES_SPEC, Recording, downsample_trace, validate_recording_table
 from .preset import TwinPreset, load_preset
 
-__all__ = ["adapt_workloads", "host_stalls", "replay"]
+__all__ = ["adapt_workloads", "host_stalls", "ladder_cycles", "replay"]
 
 #: trace columns a replay writes (those of a raw recording)
 TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ,
@@ -98,6 +100,7 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
     run = _Run(gpu, twin, poll_s, profile)
     if isinstance(schedule, Recording):
         run.stalls = host_stalls(schedule)
+        run.ladders = ladder_cycles(schedule)
     total = float(phases[schema.T1_S].max())
     for row in phases.itertuples(index=False):
         entry = row._asdict()
@@ -183,6 +186,50 @@ def host_stalls(rec: Recording, *, factor: float = 3.0, min_s: float = 5e-3) -> 
     return out[np.argsort(out[:, 0])]
 
 
+def ladder_cycles(rec: Recording) -> dict:
+    """The cycle each ``ladder`` entry of ``rec`` ran, read from its launches.
+
+    A ladder step alternates two loads every few ms (the workload named in
+    ``phases.parquet`` and the pressure load, whose batches are launch rows
+    under its own name); the schedule row alone cannot say how many batches
+    of each made one cycle, so the launches inside the entry do: the median
+    run of consecutive batches of each load, in the order the entry began.
+
+    Parameters
+    ----------
+    rec : Recording
+        A recording with ``ladder`` entries and their launch rows.
+
+    Returns
+    -------
+    dict
+        ``{(phase, workload, repeat): ((name, batches, launches_per_batch), ...)}``,
+        one item per load of the cycle, in order; empty without ladder entries.
+    """
+    ph, la = rec.phases, rec.launches
+    out = {}
+    for e in ph.loc[ph[schema.PHASE_KIND] == "ladder"].itertuples(index=False):
+        e = e._asdict()
+        key = (e[schema.RECORDING_PHASE], e[schema.WORKLOAD], int(e[schema.REPEAT]))
+        inside = la.loc[(la[schema.RECORDING_PHASE] == key[0]) & (la[schema.REPEAT] == key[2])
+                        & (la[schema.START_S] >= float(e[schema.T0_S]) - 1e-6)
+                        & (la[schema.START_S] <= float(e[schema.T1_S]))].sort_values(schema.START_S)
+        names = inside[schema.WORKLOAD].to_numpy()
+        if key[1] not in set(names) or len(set(names)) != 2:
+            raise ValueError(f"recording {rec.name}: ladder entry {key} needs launch rows of its workload and "
+                             f"of one pressure load inside it, found {sorted(set(names))}")
+        new_run = np.r_[True, names[1:] != names[:-1]]
+        starts = np.flatnonzero(new_run)
+        lengths = np.diff(np.r_[starts, len(names)])
+        cycle = []
+        for name in dict.fromkeys(names[starts]):  # first-seen order: the order the entry began
+            runs = lengths[names[starts] == name]
+            per = int(round(float(np.median(inside.loc[inside[schema.WORKLOAD] == name, schema.LAUNCHES]))))
+            cycle.append((str(name), max(1, int(round(float(np.median(runs))))), max(1, per)))
+        out[key] = tuple(cycle)
+    return out
+
+
 class _Run:
     """State of one replay: the twin, the trace cut so far, the launch rows."""
 
@@ -194,6 +241,8 @@ class _Run:
         self.launches: list[dict] = []
         self.stalls = np.empty((0, 2))  # (start_s, idle_s) of the host's stalls inside timed entries
         self.next_stall = 0
+        self.ladders: dict = {}  # ladder_cycles of the replayed recording
+        self.batches: dict = {}  # next batch number per (workload, phase, repeat): a ladder's tail continues it
 
     def until(self, t: float) -> None:
         """Idle until ``t`` (cutting the trace as it goes)."""
@@ -229,14 +278,15 @@ class _Run:
         if kind == "idle":
             self.until(t1)
             return
-        if kind == "ladder":  # two loads alternating every few ms: one entry cannot say how
-            raise ValueError(f"twin replay: a 'ladder' phase ({e[schema.WORKLOAD]}, the workload alternating with "
-                             "the pressure load) cannot be replayed; replay a recording without the ladder part")
+        if kind == "ladder":
+            self.ladder(e)
+            return
         tw = self.twin.workload(e[schema.WORKLOAD])
         timed = kind in ("burst", "series")
         n = tw.launches_per_batch if timed else 1
         gap = tw.gap_s if timed else 0.0
-        batch = 0
+        bkey = (e[schema.WORKLOAD], e[schema.RECORDING_PHASE], int(e[schema.REPEAT]))
+        batch = self.batches.get(bkey, 0)
         ph = self.gpu.physics
         # time per launch at the clock the GPU runs now (a capped load runs slower than at the top clock,
         # and a chunk sized at the top clock would run past the entry's end into the next one)
@@ -274,9 +324,53 @@ class _Run:
                         schema.END_S: float(t_end), schema.LAUNCHES: n,
                         schema.TIME_S: float(t_end - s - gap / n * (n - 1)) / n})
                     batch += 1
+                self.batches[bkey] = batch
             if gap > 0:
                 self.gpu.idle(gap / n)
             self.cut()
+        self.until(t1)
+
+    def ladder(self, e: dict) -> None:
+        """A ``ladder`` entry: the cycle's loads in turn, back to back, every batch timed, until ``t1``.
+
+        The real step queues both loads on one stream with no host sync inside
+        a cycle, so the GPU runs them ~25 µs apart (below the twin's 0.2 ms
+        step): the twin runs them with no gap. A host stall (see
+        :func:`host_stalls`) idles the twin between cycles.
+        """
+        key = (e[schema.RECORDING_PHASE], e[schema.WORKLOAD], int(e[schema.REPEAT]))
+        if key not in self.ladders:
+            raise ValueError(f"twin replay: the 'ladder' entry {key} alternates its workload with the pressure "
+                             "load in a cycle only the recording's launches give: replay the Recording, not "
+                             "its phases table")
+        cycle = [(name, self.twin.workload(name).workload, b, per) for name, b, per in self.ladders[key]]
+        ph, t1 = self.gpu.physics, float(e[schema.T1_S])
+        # a cycle's length at the top clock, then as the twin last ran it (the mix may run capped)
+        length = sum(b * per * w.time_s(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]) for _, w, b, per in cycle)
+        while True:
+            now = self.gpu.now()
+            while self.next_stall < len(self.stalls) and self.stalls[self.next_stall, 0] < now - 0.05:
+                self.next_stall += 1
+            if self.next_stall < len(self.stalls) and self.stalls[self.next_stall, 0] <= now + 1e-3:
+                self.until(now + self.stalls[self.next_stall, 1])
+                self.next_stall += 1
+                continue
+            if now + length > t1:
+                break
+            self.follow_ambient()
+            for name, w, b, per in cycle:
+                se = self.gpu.run(w, launches=b * per)
+                bkey = (name, key[0], key[2])
+                first = self.batches.get(bkey, 0)
+                for j, (s, t_end) in enumerate(zip(se[::per, 0], se[per - 1::per, 1])):
+                    self.launches.append({
+                        schema.WORKLOAD: name, schema.RECORDING_PHASE: key[0], schema.REPEAT: key[2],
+                        schema.BATCH: first + j, schema.START_S: float(s), schema.END_S: float(t_end),
+                        schema.LAUNCHES: per, schema.TIME_S: float(t_end - s) / per})
+                self.batches[bkey] = first + b
+            length = self.gpu.now() - now
+            if self.gpu.now() - self.traced_to >= CHUNK_S:
+                self.cut()
         self.until(t1)
 
     def trace_table(self) -> pd.DataFrame:
