@@ -72,3 +72,33 @@ def test_run_probed_brackets_every_batch(monkeypatch):
     t = probes[schema.T_S].to_numpy()
     assert np.all(t[:-1] <= rows[:, 0]) and np.all(t[1:] >= rows[:, 1])  # each batch bracketed
     assert np.allclose(rows[:, 2], (rows[:, 1] - rows[:, 0]) / 2)
+
+
+def test_run_probed_alternating_queues_both_loads_in_one_call(monkeypatch):
+    """Fails before run_probed_alternating: the ladder's turns were one run_probed call each, and each
+    call's end sync, clock calibration and probe readback left the GPU idle ~4 ms (H100, H200)."""
+    ORDER.clear()
+    syncs, calibrations = [], []
+
+    class Event(_Event):
+        def synchronize(self):
+            syncs.append(self.t)
+
+    class Clock(_Clock):
+        def calibrate(self, n):
+            calibrations.append(n)
+
+    cuda = types.SimpleNamespace(Event=Event, get_current_stream=lambda: "stream",
+                                 Stream=types.SimpleNamespace(null="null"))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    runner = object.__new__(CupyRunner)
+    runner.in_flight = 100
+    runner.device = types.SimpleNamespace(cuda_device=contextlib.nullcontext)
+    runner.clock = Clock()
+    runner.prepared = lambda w, c: _Prepared()
+    rows, which, probes = runner.run_probed_alternating([("p", None, 2, 1), ("w", None, 1, 3)], 3, _Probe())
+    turn = ["event", "launch", "event", "probe"] * 2 + ["event", "launch", "launch", "launch", "event", "probe"]
+    assert ORDER == ["probe"] + turn * 3
+    assert list(which) == [0, 0, 1] * 3 and rows.shape == (9, 3) and len(probes) == 10
+    assert len(syncs) == 1 and calibrations == [8]  # the host waits once, at the end
+    assert np.allclose(rows[:, 2], (rows[:, 1] - rows[:, 0]) / np.array([1, 1, 3] * 3))

@@ -254,3 +254,23 @@ def test_a_band_above_every_training_window_is_said_to_be_extrapolated():
     assert below["note"].iloc[0] == "no training window below the band: the band is extrapolated"
     inside = power_at_heldout_clocks(cw, band_mhz=(1500.0, 1650.0), min_train=6)
     assert inside["note"].iloc[0] == ""
+
+
+def test_instant_readings_above_the_band_do_not_hide_a_counter_fits_extrapolation(monkeypatch):
+    """Counter windows only below the band, instant readings above it, and a counter-only fit (as the
+    H200 GPU-25027b10's pressure GEMM, 2026-11-27: 2.53 % with no note): the note said nothing
+    because the readings the fit never saw lay above the band (fails before)."""
+    import powermodels.natural_dvfs.clock_power as clock_power
+    from powermodels.natural_dvfs.clock_windows import ClockWindows
+
+    f = np.r_[np.linspace(1200.0, 1480.0, 10), 1600.0, np.linspace(1850.0, 1950.0, 5)]
+    source = ["counter"] * 11 + ["instant"] * 5
+    table = pd.DataFrame({schema.WORKLOAD: "w", schema.WINDOW_SOURCE: source, schema.POWER_W: 200 + 0.2 * f,
+                          schema.SM_CLOCK_MHZ: f, schema.LAUNCH_COVERAGE: 1.0, schema.TEMPERATURE_C: 50.0,
+                          schema.WINDOW_KEPT: True, schema.WINDOW_DROP_REASON: ""})
+    cw = ClockWindows(table, f.copy(), np.full(f.size, 0.1), np.arange(f.size + 1))
+    counter_only = {"form": "linear", "temperature": "none", "sources": "counter", "p_static": "free"}
+    monkeypatch.setattr(clock_power, "select_setting", lambda *a, **k: (counter_only, 0.0, pd.DataFrame()))
+    row = power_at_heldout_clocks(cw, band_mhz=(1500.0, 1800.0), min_train=6).iloc[0]
+    assert row["test_windows"] == 1 and row["sources_cv"] == "counter"
+    assert row["note"] == "no training window above the band: the band is extrapolated"

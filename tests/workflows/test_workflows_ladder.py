@@ -68,6 +68,27 @@ def test_ladder_step_records_both_loads_probed(recorded):
     assert rec.provenance["schedule"]["ladder"]["shares"] == (0.5,) and "ladder" in rec.provenance["protocols"]
 
 
+def test_the_ladder_keeps_the_gpu_busy_when_a_probed_call_costs_the_host():
+    """Fails before the ladder queued its turns in one runner call: with the ~4 ms host round trip
+    per probed call of the real runner (4.1–4.6 ms median between the recorder's calls on the H100
+    GPU-f73aad1d and the H200 GPU-25027b10), the two loads covered 47–61 % of each step there and
+    every mixed window was dropped (coverage)."""
+    runner = make_runner(SimulatedGPU(seed=3, physics=PHYSICS), probed_call_s=0.004)
+    try:
+        fp32, config = _item("fp32")
+        rec = record_natural_dvfs(runner, [(fp32, config, "fp32")], _item(default_pressure_workload()),
+                                  cycles=2, pressure_s=0.2, burst_s=0.2, series_s=0.0, lead_idle_s=0.3,
+                                  batch_s=0.003, ladder=Ladder(shares=(0.5,), hold_s=1.0, tail_s=0.1))
+    finally:
+        runner.close()
+    ph = rec.phases
+    t0, t1 = ph.loc[ph[schema.PHASE_KIND] == "ladder", [schema.T0_S, schema.T1_S]].to_numpy(float)[0]
+    inside = rec.launches.loc[(rec.launches[schema.START_S] >= t0) & (rec.launches[schema.END_S] <= t1)]
+    assert float((inside[schema.END_S] - inside[schema.START_S]).sum()) / (t1 - t0) > 0.95
+    t = clock_windows(rec, attribute_clocks(rec)).table
+    assert (t[schema.WINDOW_KEPT] & (t[schema.COMPANION_SHARE] > 0) & (t[schema.WINDOW_SOURCE] == "counter")).sum() >= 6
+
+
 def test_mixed_windows_are_kept_with_both_shares(recorded):
     """Fails before ladder_windows: a window shared with the pressure was dropped (coverage)."""
     _, _, cw, _ = recorded

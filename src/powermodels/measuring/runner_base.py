@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import workloads
+from .. import schema, workloads
 from ..devices.base import Device
 
-__all__ = ["HOPPER_SENSOR", "Runner", "SensorProfile", "merge_intervals", "resolve"]
+__all__ = ["HOPPER_SENSOR", "Runner", "SensorProfile", "merge_intervals", "probed_batches", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,50 @@ def merge_intervals(intervals: np.ndarray, tol_s: float = 1e-6) -> np.ndarray:
         else:
             out.append([s, e])
     return np.array(out)
+
+
+def probed_batches(run, loads, cycles: int, probe) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """``cycles`` × each load's batches in turn, by ``run``, a probe before the first batch and after each.
+
+    The host-side loop of a runner whose launches need no host synchronisation between them (the
+    simulated GPU), and of any runner without ``run_probed_alternating``.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(workload, config, launches)`` → ``(launches, 2)`` [start, end] host times.
+    loads : list of (workload, config, int, int)
+        ``(workload, config, batches, per_batch)``: each cycle runs ``batches`` batches of
+        ``per_batch`` launches of each load, in this order.
+    cycles : int
+        How many times the loads take their turns.
+    probe : ClockProbe
+        Enqueued before the first batch and after each one, collected once at the end.
+
+    Returns
+    -------
+    (ndarray, ndarray, DataFrame)
+        ``(n, 3)`` rows ``[start_s, end_s, mean time per launch]``, each row's load (index into
+        ``loads``), and the ``n + 1`` probes with their host times (``t_s``).
+    """
+    from ..devices.clock_probe import probe_times_s
+
+    if not (int(cycles) >= 1 and loads and all(b >= 1 and n >= 1 for _, _, b, n in loads)):
+        raise ValueError(f"probed_batches: cycles, batches and per_batch must be >= 1, got {cycles!r}, "
+                         f"{[(b, n) for _, _, b, n in loads]!r}")
+    rows, which = [], []
+    probe.enqueue()
+    for _ in range(int(cycles)):
+        for k, (workload, config, batches, per_batch) in enumerate(loads):
+            for _ in range(batches):
+                iv = np.asarray(run(workload, config, per_batch))
+                probe.enqueue()
+                rows.append((iv[0, 0], iv[-1, 1], float(np.mean(iv[:, 1] - iv[:, 0]))))
+                which.append(k)
+    rows = np.array(rows, dtype=float)
+    probes = probe.collect()
+    probes.insert(0, schema.T_S, probe_times_s(rows[:, 0], rows[:, 1])[:len(probes)])
+    return rows, np.array(which, dtype=int), probes
 
 
 def resolve(workload, config=None) -> tuple[workloads.Workload, dict]:

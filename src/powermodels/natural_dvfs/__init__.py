@@ -16,5 +16,7 @@ Moved here from ``powermodels.workflows.*`` (those paths still work for one rele
 - :mod:`~powermodels.natural_dvfs.clock_windows`: counter and instant windows, moving clock;
 - :mod:`~powermodels.natural_dvfs.ladder_windows`: windows shared with the ladder's pressure;
 - :mod:`~powermodels.natural_dvfs.clock_power`: thesis eq. 4.1 on those windows (§4.1.1),
-  scored at a held-out clock band.
+  scored at a held-out clock band;
+- :mod:`~powermodels.natural_dvfs.power_target`: issue 26's power target read from that table (the
+  report's line and ``checks.json``).
 """

@@ -369,8 +369,12 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
             params = fit_setting(cw, train, setting, alpha_w_per_c=alpha, reference_temperature_c=t_ref, **idle)
             y = table[schema.POWER_W].to_numpy(float)[test]
             p = predict_setting(cw, test, params)
-            train_lo = np.nanmin(f[train]) if train.size else math.nan
-            train_hi = np.nanmax(f[train]) if train.size else math.nan
+            # the windows the chosen setting was fitted on: instant readings above the band do not
+            # keep a counter-only fit from extrapolating it (H200 GPU-25027b10's pressure GEMM)
+            fitted = train if setting[schema.SETTING_SOURCES] != "counter" else \
+                train[table[schema.WINDOW_SOURCE].to_numpy(object)[train] == "counter"]
+            train_lo = np.nanmin(f[fitted]) if fitted.size else math.nan
+            train_hi = np.nanmax(f[fitted]) if fitted.size else math.nan
             row.update({schema.POWER_MAPE_PCT: _mape(y, p), schema.POWER_BIAS_PCT: float(100 * np.mean((p - y) / y)),
                         schema.FORM_CV: setting[schema.SETTING_FORM],
                         schema.TEMPERATURE_CV: setting[schema.SETTING_TEMPERATURE],

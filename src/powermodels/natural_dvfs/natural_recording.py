@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..devices.clock_probe import probe_times_s
+from ..measuring.runner_base import probed_batches
 
 __all__ = ["Ladder", "record_natural_dvfs"]
 
@@ -64,9 +64,9 @@ class Ladder:
         Length of one cycle: the pressure's batches (one launch at least), then the
         workload's. Below the controller's 10–20 ms clock period (H100, raw recording) it sees
         the mix rather than each load, and the clock has no time to climb in the workload's
-        stretch; each stretch is one probed call with a host sync after it (~0.2 ms on the
-        simulated GPU's step grid), so much shorter cycles lower the launches' coverage of a
-        window below the 95 % ``clock_windows`` keeps.
+        stretch. All turns of a step are queued in one runner call (``run_probed_alternating``):
+        one call per stretch left the GPU idle ~4 ms at every switch on the H100 and H200
+        recorded (2026-11-27), the loads covering only 47–61 % of each step.
     """
 
     shares: tuple = (0.8, 0.65, 0.5)
@@ -93,25 +93,17 @@ _TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, sc
                   schema.MEM_CLOCK_MHZ, schema.TEMPERATURE_C, schema.THROTTLE_REASONS)
 
 
-def _run_probed(runner, workload, config, batches: int, per_batch: int, probe) -> tuple[np.ndarray, pd.DataFrame]:
-    """``batches`` batches of ``per_batch`` launches with a probe before the first and after each.
+def _run_probed(runner, loads, cycles: int, probe) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """The loads' probed batches in turn, ``cycles`` times, in one runner call where it can.
 
-    Returns the ``(batches, 3)`` array ``[start_s, end_s, mean time per launch]`` and the
-    ``batches + 1`` probes (``t_s`` between the batches they separate).
+    ``loads``: ``(workload, config, batches, per_batch)`` each. Returns the ``(n, 3)`` array
+    ``[start_s, end_s, mean time per launch]``, each batch's load (index into ``loads``) and the
+    ``n + 1`` probes (``t_s`` between the batches they separate).
     """
-    run_probed = getattr(runner, "run_probed", None)
-    if run_probed is not None:  # the runner interleaves probes with its own launches
-        return run_probed(workload, config, batches, per_batch, probe)
-    rows = []
-    probe.enqueue()
-    for _ in range(batches):
-        iv = runner.run(workload, config, per_batch)
-        probe.enqueue()
-        rows.append((iv[0, 0], iv[-1, 1], float(np.mean(iv[:, 1] - iv[:, 0]))))
-    rows = np.array(rows, dtype=float)
-    probes = probe.collect()
-    probes.insert(0, schema.T_S, probe_times_s(rows[:, 0], rows[:, 1])[:len(probes)])
-    return rows, probes
+    alternating = getattr(runner, "run_probed_alternating", None)
+    if alternating is not None:  # the runner queues probes and both loads' launches without host syncs
+        return alternating(loads, cycles, probe)
+    return probed_batches(runner.run, loads, cycles, probe)
 
 
 class _Recorder:
@@ -158,15 +150,23 @@ class _Recorder:
 
     def _batches(self, workload, config, label, repeat, phase, batches, per_batch):
         """``batches`` probed batches appended to the launches; returns their ``(start, end)``."""
-        rows, probes = _run_probed(self.runner, workload, config, batches, per_batch, self.probe)
+        return self._turns([(workload, config, label, batches, per_batch)], 1, repeat, phase)
+
+    def _turns(self, loads, cycles, repeat, phase):
+        """``cycles`` turns of the ``(workload, config, label, batches, per_batch)`` loads in one runner
+        call, appended to the launches (each batch under its load's label); their ``(start, end)``."""
+        rows, which, probes = _run_probed(self.runner, [(w, c, b, n) for w, c, _, b, n in loads], cycles, self.probe)
         n = len(rows)
+        labels = np.array([label for _, _, label, _, _ in loads], dtype=object)
+        per = np.array([p for *_, p in loads])
         self.launches.append(pd.DataFrame({
-            schema.RECORDING_PHASE: phase, schema.WORKLOAD: label, schema.REPEAT: repeat,
+            schema.RECORDING_PHASE: phase, schema.WORKLOAD: labels[which], schema.REPEAT: repeat,
             schema.BATCH: np.arange(self.batch, self.batch + n), schema.START_S: rows[:, 0],
-            schema.END_S: rows[:, 1], schema.LAUNCHES: per_batch, schema.TIME_S: rows[:, 2]}))
-        if len(probes):  # probe i sits before batch i (the last one after the last batch)
-            probes[schema.WORKLOAD] = label
-            probes[schema.BATCH] = np.minimum(np.arange(self.batch, self.batch + len(probes)), self.batch + n - 1)
+            schema.END_S: rows[:, 1], schema.LAUNCHES: per[which], schema.TIME_S: rows[:, 2]}))
+        if len(probes):  # probe i sits before batch i (the last one after the last batch), under its load's name
+            at = np.minimum(np.arange(len(probes)), n - 1)
+            probes[schema.WORKLOAD] = labels[which[at]]
+            probes[schema.BATCH] = self.batch + at
             self.probes.append(probes)
         self.batch += n
         return float(rows[0, 0]), float(rows[-1, 1])
@@ -176,7 +176,11 @@ class _Recorder:
 
         Both loads' launches are timed and probed (the pressure under its own name), so every
         window's two shares and clock trajectory are known; the step is one ``ladder`` phase
-        row under the workload's name (the tail a ``burst``).
+        row under the workload's name (the tail a ``burst``). The turns are queued in one runner
+        call (:meth:`_turns`): one call per turn left the GPU idle ~4 ms at every switch on the
+        H100 and H200 recorded (module docstring of :mod:`powermodels.measuring.cupy_runner`'s
+        ``run_probed_alternating``), the mix then drew 380–570 W, far from the cap, and the clock
+        stayed at 1,900–1,980 MHz.
         """
         w, config, label = item
         p, p_config, p_label = pressure
@@ -187,11 +191,11 @@ class _Recorder:
         per_batch = max(1, round(self.batch_s / t_w))
         stretch = batches_p * per_p * t_p * (1 - share) / share
         batches = max(1, round(stretch / (per_batch * t_w)))
-        t0 = t1 = None
-        while t0 is None or t1 - t0 < ladder.hold_s:
-            a, _ = self._batches(p, p_config, p_label, repeat, "ladder", batches_p, per_p)
-            _, t1 = self._batches(w, config, label, repeat, "ladder", batches, per_batch)
-            t0 = a if t0 is None else t0
+        cycle = batches_p * per_p * t_p + batches * per_batch * t_w
+        loads = [(p, p_config, p_label, batches_p, per_p), (w, config, label, batches, per_batch)]
+        t0, t1 = self._turns(loads, max(1, math.ceil(ladder.hold_s / cycle)), repeat, "ladder")
+        while t1 - t0 < ladder.hold_s:  # launches ran faster than timed before the step
+            _, t1 = self._turns(loads, max(1, math.ceil((ladder.hold_s - (t1 - t0)) / cycle)), repeat, "ladder")
         self._entry("ladder", label, repeat, "ladder", t0, t1)
         if ladder.tail_s > 0:
             self.timed("ladder", w, config, label, repeat, "burst", ladder.tail_s, t_w)

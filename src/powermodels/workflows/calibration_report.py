@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..natural_dvfs.power_target import power_target, power_target_line
 from ..reporting import markdown_table
 from .calibrate import CalibrationRun
 from .calibration_fit import group_key
@@ -86,7 +87,10 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
                   "leave-one-clock-out CV on the training clocks only (time_cv_mape_pct), with "
                   "the fewest launches a fitted clock point needs (time_min_launches), "
                   "time_mape_selected_pct its held-out MAPE; energy = fitted power × the chosen time "
-                  "form at the band's clocks vs measured.", "", markdown_table(cal.validation, float_format=".3g"), ""]
+                  "form at the band's clocks vs measured."
+                  + (" Its power columns score the constant-clock counter blocks inside this band; the "
+                     "held-out power target is the next section's (counter windows in a fixed band)."
+                     if len(run.power_clock) else ""), "", markdown_table(cal.validation, float_format=".3g"), ""]
     if len(run.power_clock):
         lines += ["## Power at held-out clocks (windows with a moving clock)", "",
                   "Thesis eq. 4.1 fitted on energy-counter windows (and, where the CV chose them, instant "
@@ -94,7 +98,8 @@ def write_report(run: CalibrationRun, out_dir, *, plots: bool = True) -> Path:
                   "lies in the band; power_mape_pct: the counter windows in the band (held out), first. "
                   "form/temperature/sources/p_static were chosen by leave-one-clock-bin-out CV on the training "
                   "windows only (cv_mape_pct). Windows overlapping a pressure load are dropped "
-                  "(dropped_pressure).", "", markdown_table(run.power_clock, float_format=".3g"), ""]
+                  "(dropped_pressure).", "", power_target_line(power_target(run.power_clock)), "",
+                  markdown_table(run.power_clock, float_format=".3g"), ""]
     if len(cal.comparison):
         lines += ["## Per-config vs global (thesis §5.7)", "", markdown_table(cal.comparison, float_format=".3g"), ""]
     if cal.temperature is not None:
