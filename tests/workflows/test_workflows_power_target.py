@@ -80,3 +80,11 @@ def test_checks_json_and_the_report_read_the_same_target(tmp_path):
          "note": RUN_B[3][3]})
     assert sorted(out["power_band"]["unscored"]) == ["fp32", "triad"]
     assert np.isclose(out["power_band"]["band_mhz"], [1500, 1800]).all()
+    # the time target follows the same rule: fp32 without a batch in its band is not a pass
+    assert out["targets"]["time_mape_le_2pct_every_workload"] is True
+    validation = pd.concat([validation, pd.DataFrame([{"group": "fp32", "band_lo_mhz": np.nan, "band_hi_mhz": np.nan,
+                                                       "test_rows": 0, "time_mape_selected_pct": np.nan}])])
+    out = module.checks(SimpleNamespace(calibration=SimpleNamespace(**{**vars(cal), "validation": validation}),
+                                        launches=launches, power_clock=_table(RUN_B)), 1980.0)
+    assert out["time_band_unscored"] == ["fp32"]
+    assert out["targets"]["time_mape_le_2pct_every_workload"] is None
