@@ -3,7 +3,7 @@
 The total-energy counter is published only at its updates (~100 ms apart on
 Hopper) and one read costs ~4 ms, so the energy at an arbitrary host instant is
 never read directly: it is bracketed by the reads around it
-(:mod:`.counter_bounds`, whose functions are named here too). A log keeps those
+(:mod:`~powermodels.sensor.counter_bounds`, whose functions are named here too). A log keeps those
 reads, and the condition readings beside them, for as long as a window needs.
 
 Two logs provide the reads: :class:`PolledCounterLog` polls a real device on
@@ -25,7 +25,7 @@ from collections import deque
 import numpy as np
 
 from .. import schema
-from .counter_bounds import (
+from ..sensor.counter_bounds import (
     EnergyBounds,
     anchored_energy,
     counter_changes,

@@ -1,4 +1,6 @@
-"""What energy-counter reads bound about the energy at any instant (the logs keeping them: :mod:`.counter_log`).
+"""What energy-counter reads bound about the energy at any instant.
+
+The logs that keep the reads are in :mod:`~powermodels.measuring.counter_log`.
 
 The total-energy counter (``nvmlDeviceGetTotalEnergyConsumption``) is the exact
 integral of the GPU's power, but it is *published* only at its updates (~100 ms
