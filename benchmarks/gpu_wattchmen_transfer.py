@@ -258,10 +258,11 @@ def clock_section(params: dict, micro: pd.DataFrame, wl: pd.DataFrame) -> str:
              else "NVML reading at the end of the power window")
     if check.empty:
         return ("## The clock each workload ran at\n\nEvery workload ran at the microbenchmarks' "
-                f"top clock ({where}).\n")
+                f"clock ({where}).\n")
     return ("## The clock each workload ran at\n\n"
-            f"{len(check)} workloads ran below the microbenchmarks' top clock "
-            f"({check['top_clock_mhz'].iloc[0]:.0f} MHz; {where}), held by the power limit. Predicting them at the clock they ran at scales "
+            f"{len(check)} workloads ran below the microbenchmarks' clock "
+            f"({check['top_clock_mhz'].iloc[0]:.0f} MHz, their median; {where}), held by the "
+            "power limit. Predicting them at the clock they ran at scales "
             "each instruction's dynamic energy by (V(f)/V(f_top))² ≤ 1 for any voltage curve "
             "that does not fall with the clock, so it can only lower the predictions below: the "
             "errors shown are the best case (V flat). The model's own power for them (E_pred / "

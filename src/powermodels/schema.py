@@ -252,7 +252,7 @@ ENERGY_PER_INSTRUCTION_J = "energy_per_instruction_j"  # J per instruction (W fo
 ENERGY_SOURCE = "source"             # fitted / scaled / grouped / bucket / none / time
 # clock check of an instruction-energy model on workloads below the microbenchmarks' clock
 # (instruction_energy.diagnostics.clock_check)
-TOP_CLOCK_MHZ = "top_clock_mhz"      # highest microbenchmark clock
+TOP_CLOCK_MHZ = "top_clock_mhz"      # clock the microbenchmarks ran at (their median)
 MEASURED_POWER_W = "measured_power_w"
 PREDICTED_POWER_W = "predicted_power_w"  # predicted energy / time
 ERROR_PCT = "error_pct"              # predicted / measured energy - 1, %

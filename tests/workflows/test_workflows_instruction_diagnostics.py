@@ -77,3 +77,22 @@ def test_probed_clocks_a_few_mhz_apart_are_one_clock(h100):
     micro = micro.assign(**{schema.SM_CLOCK_MHZ: micro[schema.SM_CLOCK_MHZ].replace(1980.0, 1993.0)})
     check = clock_check(fit_instruction_model(micro, modifier_depth=0, alpha=0.01), micro, wl)
     assert len(check) == 4  # the 1,980 MHz workloads are not listed, the capped GEMMs are
+
+
+F73AAD1D = H100.parents[1] / "h100-2026-11-27" / "wattchmen_rows_f73aad1d"
+
+
+def test_a_few_microbenchmarks_probed_above_the_boards_clock_do_not_move_it():
+    """Real H100 GPU-f73aad1d (2026-11-27): the probe of the tensor-core rows (hmma_f16, _bf16,
+    _tf32, imma_s8) reads 2,085.65 MHz, 5 % above the board's 1,980 MHz maximum, where every
+    other microbenchmark reads 1,980. The clock the table belongs to is the one most rows ran at:
+    only the two GEMMs held below it by the power limit are listed, not the 20 workloads at
+    1,980 MHz."""
+    files = [F73AAD1D / f"wattchmen_{t}.parquet" for t in ("microbench", "workloads")]
+    if not all(f.exists() for f in files):
+        pytest.skip(f"{F73AAD1D} is absent")
+    micro, wl = (pd.read_parquet(f) for f in files)
+    assert micro[schema.SM_CLOCK_MHZ].max() > 2080  # the rows this test is about
+    check = clock_check(fit_instruction_model(micro, modifier_depth=0, alpha=0.01), micro, wl)
+    assert set(check[schema.WORKLOAD]) == {"cublas_hgemm_8192", "cublas_dgemm_4096"}
+    assert np.allclose(check["top_clock_mhz"], 1980.35)
