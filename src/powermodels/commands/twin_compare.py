@@ -31,6 +31,10 @@ def add_arguments(parser) -> None:
                              "each uncapped series' first second (twin.board.calibrate_board): one dynamic-power "
                              "factor for the board, or one per workload; those seconds are then in-sample, so the "
                              "warm-up rows are scored from second 2 on")
+    parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
+                        help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
+                             "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
+                             "then settles at the cap; docs/twin.md)")
     parser.add_argument("--protocol-comparison", action="append", default=[], metavar="CSV",
                         help="a real comparison.csv of benchmarks/gpu_user_workloads.py: replay its default "
                              "protocol vs reference runs on the twin (repeatable)")
@@ -45,11 +49,11 @@ def run(args) -> int:
 
     from ..recording import read_recording
     from ..twin.compare import twin_compare
-    from ..twin.preset import load_preset
+    from ..twin.preset import load_preset, with_cap_controller
     from ._common import out_folder
 
     out_folder(args.out)  # before the replay, not after it
-    preset = load_preset(args.preset)
+    preset = with_cap_controller(load_preset(args.preset), args.cap_controller)
     real = read_recording(args.recording, trace_optional=True)
 
     shown = [0.0]

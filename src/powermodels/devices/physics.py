@@ -137,6 +137,14 @@ class GPUPhysics:
         How long the power must have allowed a higher clock before the
         controller starts raising it (the onset of the recovery after a cap
         load; the climb then runs at ``clock_recovery_mhz_per_s``).
+    cap_on_period : bool, default=False
+        False: the controller predicts the next step's power from each 1 ms
+        control step's activity and lowers the clock at once. True: it decides
+        only on its clock period (``clock_period_s``), from the mean activity
+        over the period just ended, so it regulates the mean power over its
+        period: loads alternating faster than the period share one clock
+        between their own capped clocks (the real H100/H200 in a ladder; see
+        :mod:`powermodels.devices.cap_controller`).
     """
 
     sm_clock_min_mhz: float = 345.0
@@ -172,12 +180,15 @@ class GPUPhysics:
     cap_repeat: float = 0.0
     mem_heat_share: float = 1.0
     clock_recovery_delay_s: float = 0.0
+    cap_on_period: bool = False
 
     def __post_init__(self):
         clocks = self.mem_clocks_mhz
         if len(clocks) < 1 or not all(math.isfinite(v) and v > 0 for v in clocks):
             raise ValueError(f"GPUPhysics: mem_clocks_mhz must be positive clocks, got {clocks!r}")
-        positive_fields(self, "GPUPhysics", skip=("mem_clocks_mhz", "thermal_poles"),
+        if not isinstance(self.cap_on_period, (bool, np.bool_)):
+            raise ValueError(f"GPUPhysics: cap_on_period must be True or False, got {self.cap_on_period!r}")
+        positive_fields(self, "GPUPhysics", skip=("mem_clocks_mhz", "thermal_poles", "cap_on_period"),
                         nonneg=("voltage_knee_width_mhz", "idle_activity", "mem_idle_activity",
                                 "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",

@@ -6,7 +6,7 @@ step the clocks, temperature, throttle reasons and power coefficients; per
 power and activity at the fine edges — and advances it: launches are placed
 on the fine grid (a launch shorter than a step occupies it fractionally),
 each finished control step heats the die (first-order thermal RC) and drives
-the power-cap clock controller (:class:`~powermodels.devices.physics.GPUPhysics`).
+the power-cap clock controller (:class:`~powermodels.devices.cap_controller.CapController`).
 
 History is bounded: with ``history_s`` set, the state older than
 ``history_s`` behind :meth:`now` is dropped once the kept span exceeds 1.5 ×
@@ -23,13 +23,11 @@ import math
 
 import numpy as np
 
+from .cap_controller import THROTTLE_SW_POWER_CAP, CapController
 from .physics import clock_table
 from .simulated_workload import SimulatedWorkload
 
 __all__ = ["THROTTLE_SW_POWER_CAP", "SimulationEngine"]
-
-#: NVML clock-event reason bit for software power capping (nvmlClocksEventReasonSwPowerCap).
-THROTTLE_SW_POWER_CAP = 0x4
 
 
 class _Buffer:
@@ -71,18 +69,10 @@ class SimulationEngine:
         # Foster network (per pole: decay over one control step, steady-state rise per watt)
         self._pole_decay = np.array([math.exp(-self._dc / tau) for _, tau in ph.poles])
         self._pole_gain = np.array([r for r, _ in ph.poles]) * (1.0 - self._pole_decay)
-        self._clock_period = max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1
         self._clocks = clock_table(ph)
         v = ph.relative_voltage(self._clocks)
         self._leak_c = (ph.leakage_w * v).tolist()
         self._core_c = (ph.core_w_per_ghz * self._clocks / 1000.0 * v * v).tolist()
-        self._leak_arr = ph.leakage_w * v
-        self._core_arr = ph.core_w_per_ghz * self._clocks / 1000.0 * v * v
-        period_s = self._dc * (max(1, round(ph.clock_period_s / self._dc)) if ph.clock_period_s else 1)
-        # clock bins a rise may take per controller period (the fraction carries over: the rate is exact)
-        self._recovery_per_period = ph.clock_recovery_mhz_per_s * period_s / ph.sm_clock_step_mhz
-        self._rise_credit, self._rise_steps = 0.0, 0
-        self._rise_delay_steps = round(ph.clock_recovery_delay_s / self._dc)
 
         # per control step
         self._fi = _Buffer(np.int64)        # SM clock index into self._clocks
@@ -114,14 +104,7 @@ class SimulationEngine:
         # each pole at its idle steady state: its share R_i / R of the rise
         self._poles = np.array([r for r, _ in ph.poles]) / ph.total_thermal_resistance_k_per_w \
             * (t0 - self.ambient_c)
-        # windowed-mean power cap (cap_window_s > 0): ring of per-step power, running sum, budget
-        n_window = max(1, round(ph.cap_window_s / self._dc))
-        self._cap_ring = np.full(n_window, self._pre_power)
-        self._cap_sum = self._pre_power * n_window
-        self._cap_pos = 0
-        # integral budget: a pure integral controller starts with its headroom; with a proportional term
-        # the window error gives the headroom and the budget starts at the limit (no standing offset)
-        self._budget = self._limit_w() + ph.cap_offset_w + ph.cap_headroom_w * (ph.cap_proportional == 0)
+        self._cap = CapController(ph, self._clocks, self._dc, self._pre_power, self._limit_w())
 
     # ------------------------------------------------------------------
     # Bounded history
@@ -232,48 +215,8 @@ class SimulationEngine:
             temp_next = self.ambient_c + (temp - self.ambient_c) * self._decay \
                 + ph.thermal_resistance_k_per_w * heat * (1.0 - self._decay)
         fm, target, fi_prev = self._mem_target(), self._target_index(), int(self._fi.data[i])
-        limit = self._limit_w()
-        limit = self._cap_budget(power, limit + ph.cap_offset_w) if ph.cap_window_s > 0 else limit
-        # the clock it would move to: down at once, up by the recovery rate
-        avail = self._rise_credit + self._recovery_per_period
-        up = int(avail + 1e-9)
-        fi = target if fi_prev >= target else min(target, fi_prev + max(up, 1))
-        # the controller predicts the next step's power from this step's activity
-        leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
-        a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a
-        mem = ph.mem_w_per_ghz * fm / 1000.0 * (ph.mem_idle_activity + (1.0 - ph.mem_idle_activity) * m)
-        thr = 0
-        if ph.p0_w + self._leak_c[fi] * leak_scale + self._core_c[fi] * a_eff + mem > limit:
-            predicted = ph.p0_w + self._leak_arr * leak_scale + self._core_arr * a_eff + mem
-            fi = min(fi, max(int(np.searchsorted(predicted, limit, side="right")) - 1, 0))
-        if fi > fi_prev:
-            # a rise happens on the controller's period only, once the power has allowed it for the onset delay
-            self._rise_steps += 1
-            if (k + 1) % self._clock_period or self._rise_steps < self._rise_delay_steps:
-                fi = fi_prev
-            elif up < 1:  # slower than a bin per period: wait until the credit makes one
-                self._rise_credit, fi = avail, fi_prev
-            else:
-                self._rise_credit = min(max(avail - (fi - fi_prev), 0.0), 0.999)
-        else:
-            self._rise_steps, self._rise_credit = 0, 0.0
-        if fi < target:
-            thr = THROTTLE_SW_POWER_CAP
+        fi, thr = self._cap.step(k, power, a, m, temp_next, fi_prev, target, fm, self._limit_w())
         self._set_step(k + 1, fi, fm, temp_next, thr)
-
-    def _cap_budget(self, power: float, limit: float) -> float:
-        """Windowed-mean cap: push this step's power into the window, move and return the budget."""
-        ph = self.physics
-        pos = self._cap_pos
-        self._cap_sum += power - self._cap_ring[pos]
-        self._cap_ring[pos] = power
-        self._cap_pos = (pos + 1) % self._cap_ring.size
-        mean = self._cap_sum / self._cap_ring.size
-        budget = self._budget + ph.cap_gain_per_s * (limit - mean) * self._dc
-        lo, hi = limit - 4.0 * ph.cap_headroom_w, limit + ph.cap_headroom_w
-        self._budget = min(max(budget, lo), hi)
-        leaving = self._cap_ring[self._cap_pos] - limit  # drawn one window ago, leaves with the next step
-        return min(max(self._budget + ph.cap_proportional * (limit - mean) + ph.cap_repeat * leaving, lo), hi)
 
     def _idle_to(self, tick: int) -> None:
         r = self._r

@@ -24,11 +24,13 @@ from ..devices.sensor_emulation import SensorPreset
 from ..devices.simulated import SimulatedGPU
 from ..devices.simulated_workload import SimulatedWorkload
 
-__all__ = ["FORMAT", "PRESET_DIR", "TwinPreset", "TwinWorkload", "load_preset", "preset_names",
-           "save_preset"]
+__all__ = ["CAP_CONTROLLERS", "FORMAT", "PRESET_DIR", "TwinPreset", "TwinWorkload", "load_preset",
+           "preset_names", "save_preset", "with_cap_controller"]
 
 FORMAT = "powermodels-twin-preset"
 VERSION = 1
+#: how the power-cap controller predicts the power (:func:`with_cap_controller`)
+CAP_CONTROLLERS = ("preset", "step", "period")
 #: where the shipped presets are
 PRESET_DIR = Path(__file__).with_name("presets")
 
@@ -233,3 +235,30 @@ def save_preset(preset: TwinPreset, path) -> Path:
     tmp.write_text(json.dumps(preset.to_dict(), indent=1) + "\n")
     tmp.replace(path)
     return path
+
+
+def with_cap_controller(preset: TwinPreset, controller: str) -> TwinPreset:
+    """``preset`` with its power-cap controller acting per control step or per clock period.
+
+    Parameters
+    ----------
+    preset : TwinPreset
+        The preset.
+    controller : {"preset", "step", "period"}
+        ``"preset"``: as the preset says; ``"step"``: the clock is set on each
+        1 ms step's power (``GPUPhysics.cap_on_period=False``, the fitted
+        presets' controller); ``"period"``: once per the preset's own clock
+        period, on the mean power over it (``cap_on_period=True``: a mix of
+        loads faster than the period settles at the cap, as the real boards'
+        ladder does; docs/twin.md).
+
+    Returns
+    -------
+    TwinPreset
+        The preset, changed only in ``physics.cap_on_period``.
+    """
+    if controller not in CAP_CONTROLLERS:
+        raise ValueError(f"cap controller must be one of {', '.join(CAP_CONTROLLERS)}, got {controller!r}")
+    if controller == "preset":
+        return preset
+    return replace(preset, physics=replace(preset.physics, cap_on_period=controller == "period"))
