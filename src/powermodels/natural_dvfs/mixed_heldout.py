@@ -40,10 +40,10 @@ import pandas as pd
 
 from .. import schema
 from ..models.voltage import relative_voltage
-from .clock_power import DEFAULT_BAND_MHZ, fit_setting, power_at_heldout_clocks, select_setting
+from .clock_power import DEFAULT_BAND_MHZ, fit_setting, power_at_heldout_clocks, predict_setting, select_setting
 from .clock_windows import ClockWindows
 
-__all__ = ["BAND_RULES", "RELATIVE_BAND", "companion_term", "heldout_power_from_recording",
+__all__ = ["BAND_RULES", "RELATIVE_BAND", "companion_term", "heldout_power_from_recording", "mix_check",
            "mixed_power_at_heldout_clocks", "relative_band"]
 
 BAND_RULES = ("fixed", "relative")
@@ -207,6 +207,68 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
         if note:
             row[schema.NOTE] = "; ".join(x for x in (row[schema.NOTE], note + ": its mixed windows are not tested") if x)
         out.append(row)
+    return pd.DataFrame(out)
+
+
+def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = None,
+              idle_temperature_c: float | None = None, bin_mhz: float = 50.0) -> pd.DataFrame:
+    """Does a mixed window draw the sum of its loads' power? An in-sample check, not a held-out figure.
+
+    Each load is fitted (setting by :func:`~powermodels.natural_dvfs.clock_power.select_setting`'s
+    CV, no temperature term) on *all* its own pure kept windows, the mixed windows predicted as in
+    :func:`mixed_power_at_heldout_clocks`, and their error set beside the pure windows' in-sample
+    scatter: a mixed error well beyond that scatter says the sum over the loads' time misses.
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows.
+    companion_of : dict of str to str
+        Per workload with a ladder, its companion load.
+    idle_w, idle_temperature_c : float, optional
+        Measured idle power and its temperature (the CV may hold ``P_static`` there).
+    bin_mhz : float
+        CV fold width.
+
+    Returns
+    -------
+    DataFrame
+        One row per workload with a companion: ``pure_windows``, ``pure_err_median_pct``,
+        ``pure_err_sd_pct``, ``mixed_windows``, ``mixed_err_median_pct``, ``mixed_err_sd_pct``,
+        ``mixed_mape_pct``, ``mixed_err_by_share`` (signed errors: predicted − measured).
+    """
+    t = cw.table
+    idle = {"idle_w": math.nan if idle_w is None else float(idle_w),
+            "idle_temperature_c": math.nan if idle_temperature_c is None else float(idle_temperature_c)}
+    y = t[schema.POWER_W].to_numpy(float)
+    base = t[schema.WINDOW_KEPT].to_numpy(bool)
+    counter = (t[schema.WINDOW_SOURCE] == "counter").to_numpy()
+    share = t[schema.COMPANION_SHARE].to_numpy(float)
+
+    def fit(w):
+        rows = np.flatnonzero(base & (t[schema.WORKLOAD] == w).to_numpy() & (share <= 0))
+        setting, _, _ = select_setting(cw, rows, bin_mhz=bin_mhz, **idle)
+        return rows[counter[rows]], fit_setting(cw, rows, setting, **idle)
+
+    out = []
+    for w, c in companion_of.items():
+        mixed = np.flatnonzero(base & counter & (t[schema.WORKLOAD] == w).to_numpy() & (share > 0))
+        if not mixed.size:
+            continue
+        pure, own = fit(w)
+        _, comp = fit(c)
+        table = t.copy()
+        table[schema.COMPANION_POWER_W] = np.nan
+        table.iloc[mixed, table.columns.get_loc(schema.COMPANION_POWER_W)] = companion_term(cw, mixed, comp)
+        e_pure = 100 * (predict_setting(cw, pure, own) - y[pure]) / y[pure]
+        e_mix = 100 * (predict_setting(dataclasses.replace(cw, table=table), mixed, own) - y[mixed]) / y[mixed]
+        by = np.round(share[mixed], 1)
+        out.append({schema.WORKLOAD: w, schema.COMPANION_WORKLOAD: c, schema.PURE_WINDOWS: int(pure.size),
+                    schema.PURE_ERR_MEDIAN_PCT: float(np.median(e_pure)), schema.PURE_ERR_SD_PCT: float(np.std(e_pure)),
+                    schema.MIXED_WINDOWS: int(mixed.size), schema.MIXED_ERR_MEDIAN_PCT: float(np.median(e_mix)),
+                    schema.MIXED_ERR_SD_PCT: float(np.std(e_mix)), schema.MIXED_MAPE_PCT: float(np.mean(np.abs(e_mix))),
+                    schema.MIXED_ERR_BY_SHARE: ", ".join(f"{k:.1f}: {np.median(e_mix[by == k]):+.1f} % ({int((by == k).sum())})"
+                                                         for k in np.unique(by))})
     return pd.DataFrame(out)
 
 
