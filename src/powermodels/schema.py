@@ -136,6 +136,18 @@ TRAIN_WINDOWS = "train_windows"      # counter windows fitted on
 TRAIN_INSTANT = "train_instant"      # instant readings fitted on
 TRAIN_MIXED = "train_mixed"          # of the counter windows fitted on: mixed with a ladder's pressure
 TRAIN_BELOW_BAND = "train_below_band"  # of the counter windows fitted on: mean clock below the band
+TRAIN_ABOVE_BAND = "train_above_band"  # of the counter windows fitted on: mean clock above the band
+TEST_MIXED = "test_mixed"            # of the test windows: mixed with a ladder's pressure (natural_dvfs.mixed_heldout)
+BAND_RULE = "band_rule"              # how the held-out band was placed: fixed / relative (per workload)
+# the mix check (natural_dvfs.mixed_heldout.mix_check): each load fitted on all its pure windows, in sample
+PURE_WINDOWS = "pure_windows"        # the workload's own kept counter windows (no companion)
+PURE_ERR_MEDIAN_PCT = "pure_err_median_pct"  # their signed error, median, %
+PURE_ERR_SD_PCT = "pure_err_sd_pct"  # and its standard deviation, % (the scatter a mixed window is held to)
+MIXED_WINDOWS = "mixed_windows"      # kept counter windows shared with the companion
+MIXED_ERR_MEDIAN_PCT = "mixed_err_median_pct"
+MIXED_ERR_SD_PCT = "mixed_err_sd_pct"
+MIXED_MAPE_PCT = "mixed_mape_pct"
+MIXED_ERR_BY_SHARE = "mixed_err_by_share"  # median signed error per companion share (to 0.1), text
 FORM_CV = "form_cv"                  # the settings the CV chose (SETTING_*)
 TEMPERATURE_CV = "temperature_cv"
 SOURCES_CV = "sources_cv"
@@ -160,6 +172,8 @@ ENERGY_PREDICTED_J = "energy_predicted_j"
 ENERGY_ERROR_PCT = "energy_error_pct"
 POWER_TEST_ROWS = "power_test_rows"
 COMPANION_SHARE = "companion_share"  # share of a window another load's launches cover (a ladder's pressure)
+COMPANION_POWER_W = "companion_power_w"  # a mixed window's companion term s_c·a_c·mean_c(g), from the companion's own fit
+COMPANION_WORKLOAD = "companion_workload"  # the load sharing a ladder's windows with the workload
 # a run corrected with a `powermodels calibrate` file (thesis eq. 4.2-4.4, 4.7)
 CORRECTED_POWER_W = "corrected_power_w"            # at the reference clock and temperature
 CORRECTED_ENERGY_J = "corrected_energy_j"          # per launch, at the reference clock and temperature

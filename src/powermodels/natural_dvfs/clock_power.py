@@ -24,8 +24,12 @@ the band carries the band's power into the fit), and reports the
 held-out MAPE per workload first, with how many windows were kept and why the others were not.
 
 Windows shared with the ``ladder`` part's pressure load (:mod:`~powermodels.natural_dvfs.ladder_windows`)
-add the companion's own term ``a_c·s_c·mean_c(g(f))`` (one more linear unknown, fitted only where
-such windows are among the training rows); they train, they are never held out.
+add the companion's own term ``a_c·s_c·mean_c(g(f))``: one more linear unknown, fitted only where
+such windows are among the training rows — or, where the table carries it (``companion_power_w``,
+:mod:`~powermodels.natural_dvfs.mixed_heldout`), the companion's whole power over its own time
+from the companion's own fit, subtracted in the fit and added in the prediction, the workload's
+``P_static`` and α terms then covering the rest of the window (``1 − s_c``); only then is a mixed
+window also a test window.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from .. import schema
 from ..models.voltage import relative_voltage
 from .clock_windows import ClockWindows
 
-__all__ = ["DEFAULT_BAND_MHZ", "fit_setting", "heldout_power_from_recording", "power_at_heldout_clocks",
+__all__ = ["DEFAULT_BAND_MHZ", "fit_setting", "power_at_heldout_clocks",
            "predict_setting", "select_setting"]
 
 #: The held-out band of issue 26 (the clocks an uncapped workload passes through after a pressure load).
@@ -67,12 +71,34 @@ def _companion_x(cw: ClockWindows, rows: np.ndarray, g) -> np.ndarray:
     return np.where(share > 0, np.nan_to_num(cw.mean_of(g, rows, companion=True)) * share, 0.0)
 
 
+def _known(cw: ClockWindows, rows: np.ndarray) -> np.ndarray | None:
+    """The companion's term of each window from the companion's own fit (``companion_power_w``), if given."""
+    if schema.COMPANION_POWER_W not in cw.table:
+        return None
+    return np.nan_to_num(cw.table[schema.COMPANION_POWER_W].to_numpy(float)[rows])
+
+
+def _own_weight(cw: ClockWindows, rows: np.ndarray) -> np.ndarray:
+    """The share of each window the workload's static (and α) term covers: ``1 − s_c`` where the
+    companion's own power is known (it brings its own ``P_static``), else 1."""
+    rows = np.asarray(rows)
+    if schema.COMPANION_POWER_W not in cw.table:
+        return np.ones(rows.size)
+    known = np.isfinite(cw.table[schema.COMPANION_POWER_W].to_numpy(float)[rows])
+    return 1.0 - np.where(known, cw.table[schema.COMPANION_SHARE].to_numpy(float)[rows], 0.0)
+
+
 def _solve(cw: ClockWindows, rows: np.ndarray, y: np.ndarray, instant: np.ndarray, form, knee, slope,
            p_static: float):
     """Least squares; returns ``([P_static, a, instant offset, a_companion], sse)``."""
     g = _g(form, knee, slope)
     x = cw.mean_of(g, rows) * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
-    xc = _companion_x(cw, rows, g)
+    known = _known(cw, rows)
+    if known is not None:  # the companion's power is known (mixed_heldout): no a_c of its own here
+        y, xc = y - known, np.zeros_like(x)
+    else:
+        xc = _companion_x(cw, rows, g)
+    weight = _own_weight(cw, rows)
     cols = [x]
     has_offset = bool(instant.any() and (~instant).any())
     if has_offset:
@@ -80,8 +106,8 @@ def _solve(cw: ClockWindows, rows: np.ndarray, y: np.ndarray, instant: np.ndarra
     if (xc > 0).any():  # mixed windows (ladder_windows): the companion's own a_c
         cols.append(xc)
     fixed = np.isfinite(p_static)  # P_static held at the measured idle power (thesis eq. 4.1's definition)
-    A = np.column_stack(cols if fixed else [np.ones_like(x)] + cols)
-    target = y - p_static if fixed else y
+    A = np.column_stack(cols if fixed else [weight] + cols)
+    target = y - p_static * weight if fixed else y
     coef, *_ = np.linalg.lstsq(A, target, rcond=None)
     sse = float(np.sum((A @ coef - target) ** 2))
     coef = np.r_[p_static, coef] if fixed else coef
@@ -133,7 +159,7 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     y = t[schema.POWER_W].to_numpy(float)
     alpha = alpha_w_per_c if setting[schema.SETTING_TEMPERATURE] == "alpha" else 0.0
     if alpha:
-        y = y - alpha * (t[schema.TEMPERATURE_C].to_numpy(float) - reference_temperature_c)
+        y = y - alpha * (t[schema.TEMPERATURE_C].to_numpy(float) - reference_temperature_c) * _own_weight(cw, idx)
     instant = (t[schema.WINDOW_SOURCE] == "instant").to_numpy()
     p_static = math.nan
     if setting.get(schema.SETTING_P_STATIC, "free") == "idle":
@@ -182,12 +208,16 @@ def predict_setting(cw: ClockWindows, rows, params: dict) -> np.ndarray:
     rows = np.asarray(rows)
     g = _g(params[schema.SETTING_FORM], params[schema.FIT_KNEE_MHZ], params[schema.FIT_SLOPE_PER_GHZ])
     x = cw.mean_of(g, rows) * cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
-    p = params[schema.FIT_P_STATIC_W] + params[schema.FIT_A_W_PER_MHZ] * x
-    if params.get(schema.FIT_COMPANION_A_W_PER_MHZ):  # a mixed window's companion load (ladder_windows)
+    weight = _own_weight(cw, rows)
+    p = params[schema.FIT_P_STATIC_W] * weight + params[schema.FIT_A_W_PER_MHZ] * x
+    known = _known(cw, rows)
+    if known is not None:  # the companion's power over its own time, from its own fit (mixed_heldout)
+        p = p + known
+    elif params.get(schema.FIT_COMPANION_A_W_PER_MHZ):  # a mixed window's companion load (ladder_windows)
         p = p + params[schema.FIT_COMPANION_A_W_PER_MHZ] * _companion_x(cw, rows, g)
     if params[schema.CORRECTION_ALPHA_W_PER_C]:
         temp = cw.table[schema.TEMPERATURE_C].to_numpy(float)[rows]
-        p = p + params[schema.CORRECTION_ALPHA_W_PER_C] * (temp - params[schema.REFERENCE_TEMPERATURE_C])
+        p = p + params[schema.CORRECTION_ALPHA_W_PER_C] * (temp - params[schema.REFERENCE_TEMPERATURE_C]) * weight
     return p
 
 
@@ -285,7 +315,8 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
 def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ,
                             alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None,
                             idle_w: float | None = None, idle_temperature_c: float | None = None,
-                            max_band_share: float = 0.0, min_train: int = 6, bin_mhz: float = 50.0) -> pd.DataFrame:
+                            max_band_share: float = 0.0, min_train: int = 6, bin_mhz: float = 50.0,
+                            workloads=None) -> pd.DataFrame:
     """Per workload: power at the held-out clock band predicted from the other clocks' windows.
 
     Parameters
@@ -307,14 +338,18 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
         Least training counter windows for a fit.
     bin_mhz : float
         CV fold width (:func:`select_setting`).
+    workloads : iterable of str, optional
+        Only these workloads' rows (default: every workload).
 
     Returns
     -------
     DataFrame
-        One row per workload, the held-out figure first: ``power_mape_pct`` (the workload's own
-        counter windows in the band; a mixed window of the ladder part is never a test window),
-        ``test_windows``, ``train_windows`` (of them ``train_mixed`` shared with the ladder's
-        pressure load, ``train_below_band`` below the band), then the CV's choice and score, the
+        One row per workload, the held-out figure first: ``power_mape_pct`` (the counter windows
+        in the band: the workload's own, and mixed windows of the ladder part only where the table
+        holds their companion's term from the companion's own fit, ``companion_power_w``,
+        :mod:`~powermodels.natural_dvfs.mixed_heldout`), ``test_windows`` (of them ``test_mixed``),
+        ``train_windows`` (of them ``train_mixed`` shared with the ladder's pressure load,
+        ``train_below_band`` / ``train_above_band`` below / above the band), then the CV's choice and score, the
         fitted parameters, the window counts and the main reason windows were dropped.
     """
     lo, hi = float(band_mhz[0]), float(band_mhz[1])
@@ -335,22 +370,29 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
     temp_ok = np.isfinite(table[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha)
     mixed = (table[schema.COMPANION_SHARE].to_numpy(float) > 0) if schema.COMPANION_SHARE in table \
         else np.zeros(len(table), dtype=bool)
+    # a mixed window is a test window only with its companion's term known from the companion's own fit
+    known = np.isfinite(table[schema.COMPANION_POWER_W].to_numpy(float)) if schema.COMPANION_POWER_W in table \
+        else np.zeros(len(table), dtype=bool)
     out = []
     for w, g in table.groupby(schema.WORKLOAD, sort=False):
+        if workloads is not None and w not in set(workloads):
+            continue
         idx = table.index.get_indexer(g.index)
         counter = (g[schema.WINDOW_SOURCE] == "counter").to_numpy()
         k = kept[idx] & temp_ok[idx]
         in_band = (f[idx] >= lo) & (f[idx] <= hi)
         # the held-out windows are the workload's own: a mixed window's power is partly the companion's
-        test = idx[k & counter & in_band & ~mixed[idx]]
+        test = idx[k & counter & in_band & (~mixed[idx] | known[idx])]
         train = idx[k & ~in_band & (share[idx] <= max_band_share)]
         reasons = g.loc[counter & ~kept[idx], schema.WINDOW_DROP_REASON].value_counts()
         row = {schema.WORKLOAD: w, schema.BAND_LO_MHZ: lo, schema.BAND_HI_MHZ: hi, schema.POWER_MAPE_PCT: math.nan,
                schema.POWER_BIAS_PCT: math.nan, schema.TEST_WINDOWS: int(test.size),
+               schema.TEST_MIXED: int(mixed[test].sum()),
                schema.TRAIN_WINDOWS: int(np.sum(counter[np.isin(idx, train)])),
                schema.TRAIN_INSTANT: int(np.sum(~counter[np.isin(idx, train)])),
                schema.TRAIN_MIXED: int(np.sum(counter[np.isin(idx, train)] & mixed[idx][np.isin(idx, train)])),
                schema.TRAIN_BELOW_BAND: int(np.sum(counter[np.isin(idx, train)] & (f[idx] < lo)[np.isin(idx, train)])),
+               schema.TRAIN_ABOVE_BAND: int(np.sum(counter[np.isin(idx, train)] & (f[idx] > hi)[np.isin(idx, train)])),
                schema.FORM_CV: "", schema.TEMPERATURE_CV: "", schema.SOURCES_CV: "", schema.P_STATIC_CV: "",
                schema.CV_MAPE_PCT: math.nan, schema.COUNTER_WINDOWS: int(counter.sum()),
                schema.COUNTER_KEPT: int((counter & kept[idx]).sum()),
@@ -387,54 +429,3 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
                         "the band is extrapolated"})
         out.append(row)
     return pd.DataFrame(out)
-
-
-def heldout_power_from_recording(recording, clocks: pd.DataFrame, *, alpha_w_per_c: float | None = None,
-                                 reference_temperature_c: float | None = None,
-                                 band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ) -> tuple[pd.DataFrame, list[str]]:
-    """:func:`power_at_heldout_clocks` on a recording, and what it found in words.
-
-    Builds the windows (:func:`~powermodels.natural_dvfs.clock_windows.clock_windows`), measures
-    the idle power and checks whether the pressure load's power is pinned over a counter window
-    (:func:`~powermodels.natural_dvfs.clock_windows.pressure_power`).
-
-    Parameters
-    ----------
-    recording : Recording
-        A raw recording (:func:`powermodels.recording.read_recording`).
-    clocks : DataFrame
-        :func:`~powermodels.natural_dvfs.launch_clocks.attribute_clocks` of the recording.
-    alpha_w_per_c, reference_temperature_c : float, optional
-        α at constant clock and ``T_ref`` (:func:`power_at_heldout_clocks`).
-    band_mhz : (float, float)
-        The held-out band.
-
-    Returns
-    -------
-    (DataFrame, list of str)
-        The per-workload table and the findings for the report.
-    """
-    from .clock_windows import clock_windows, idle_power, pressure_power
-
-    cw = clock_windows(recording, clocks)
-    idle_w, idle_t = idle_power(recording)
-    table = power_at_heldout_clocks(cw, band_mhz=band_mhz, alpha_w_per_c=alpha_w_per_c,
-                                    reference_temperature_c=reference_temperature_c, idle_w=idle_w,
-                                    idle_temperature_c=idle_t)
-    lines = []
-    pp = pressure_power(recording)
-    if len(pp):
-        p = pp[schema.POWER_W].to_numpy(float)
-        lo5, hi95 = np.percentile(p, [5, 95])
-        lines.append(f"pressure load over {p.size} counter windows (after its first second): "
-                     f"{np.median(p):.0f} W median, {lo5:.0f}–{hi95:.0f} W (5–95 %): the pressure's share of a "
-                     f"window straddling its end is known only to about ±{(hi95 - lo5) / 2:.0f} W, so such "
-                     "windows are dropped, not split.")
-    if len(table):
-        done = table.loc[np.isfinite(table[schema.POWER_MAPE_PCT].to_numpy(float))]
-        figures = ", ".join(f"{r[schema.WORKLOAD]} {r[schema.POWER_MAPE_PCT]:.2f} % ({r[schema.TEST_WINDOWS]} windows)"
-                            for _, r in done.iterrows()) or "none"
-        lines.append(f"power at held-out clocks {band_mhz[0]:.0f}–{band_mhz[1]:.0f} MHz (counter windows, "
-                     f"thesis eq. 4.1 over each window's probed clock trajectory, setting chosen by CV on the "
-                     f"training clocks): {figures}.")
-    return table, lines

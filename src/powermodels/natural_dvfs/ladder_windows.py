@@ -15,8 +15,9 @@ cover and each mean over that load's own time: still linear in the unknowns, so
 :mod:`~powermodels.natural_dvfs.clock_power` fits the workload's ``a`` beside the companion's
 ``a_c`` (the gaps between launches, ~1–3 %, carry ``P_static`` only, as in a window of one load).
 That a mixed window's power is the time-weighted sum of the two loads' is the assumption
-this rests on; it holds on the simulated GPU by construction, and a real recording checks it
-through the CV and the held-out windows, which are the workload's own (never mixed).
+this rests on; it holds on the simulated GPU by construction. :mod:`~powermodels.natural_dvfs.mixed_heldout`
+fits the companion on its own windows instead, so that mixed windows can be held out too (on the
+real H100 GPU-f73aad1d and H200 GPU-25027b10 ladders they were the only windows in the band).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Issue 26's power target, read from one table: ≤ 3 % MAPE at held-out clocks, per workload.
 
-The figure is :func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`' held-out
-MAPE: energy-counter windows whose mean probed clock lies in the held-out band, per workload,
-predicted by eq. 4.1 fitted without them. ``calibrate``'s report and
+The figure is :func:`~powermodels.natural_dvfs.mixed_heldout.mixed_power_at_heldout_clocks`' held-out
+MAPE at the fixed band (``band_rule`` "fixed", ``CalibrationRun.power_clock``): energy-counter
+windows whose mean probed clock lies in the held-out band, per workload — the ladder's mixed
+windows included, each load by its own time —, predicted by eq. 4.1 fitted without them. ``calibrate``'s report and
 ``benchmarks/gpu_natural_dvfs.py``'s ``checks.json`` both read the target from
 :func:`power_target`, so they cannot disagree (the H100 run of 2026-11-27 had the report at
 2.18 % / 2.77 % and ``checks.json`` ``false`` from the per-configuration band's 2 constant-clock
@@ -28,8 +29,8 @@ def power_target(power_clock: pd.DataFrame, limit_pct: float = 3.0) -> dict:
     Parameters
     ----------
     power_clock : DataFrame
-        :func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`' table
-        (``CalibrationRun.power_clock``).
+        The fixed band's table (``CalibrationRun.power_clock``,
+        :func:`~powermodels.natural_dvfs.mixed_heldout.mixed_power_at_heldout_clocks`).
     limit_pct : float, default=3.0
         The target's MAPE limit (issue 26).
 

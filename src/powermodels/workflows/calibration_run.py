@@ -44,8 +44,12 @@ class CalibrationRun:
         :func:`powermodels.recording.write_recording` and refit with ``calibrate --from``.
     power_clock : DataFrame
         Power at a held-out clock band from windows whose clock moved
-        (:func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`), one row per
-        workload; empty when the run was not fitted from a recording.
+        (:func:`~powermodels.natural_dvfs.mixed_heldout.mixed_power_at_heldout_clocks`, issue 26's
+        fixed band; the figure :func:`~powermodels.natural_dvfs.power_target.power_target` reads), one
+        row per workload; empty when the run was not fitted from a recording.
+    power_clock_relative : DataFrame
+        The same with the second declared band: per workload the middle 40–60 % of its own
+        window-clock range (``band_rule`` "relative"); not the issue's figure.
     """
 
     points: pd.DataFrame
@@ -57,3 +61,4 @@ class CalibrationRun:
     findings: list = field(default_factory=list)
     recording: object = None
     power_clock: pd.DataFrame = field(default_factory=pd.DataFrame)
+    power_clock_relative: pd.DataFrame = field(default_factory=pd.DataFrame)

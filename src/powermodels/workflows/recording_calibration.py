@@ -20,7 +20,8 @@ both end here, so a recording re-analysed without a GPU gives the same report an
    α = 4.18 W/°C, three times the uncapped kernels' slope on the H100s).
 5. power vs clock is also fitted on windows whose clock *moved* (the recovery after each
    pressure load), over each window's probed clock trajectory, and scored at a held-out clock
-   band (:mod:`~powermodels.natural_dvfs.clock_power`): ``CalibrationRun.power_clock``.
+   band (:mod:`~powermodels.natural_dvfs.mixed_heldout`): ``CalibrationRun.power_clock`` (and the
+   per-workload band's ``power_clock_relative``).
 
 Two inputs: a raw recording (:func:`powermodels.recording.read_recording`), and the older
 ``calibrate`` output folder (``launches.parquet`` + ``samples.parquet``, e.g.
@@ -36,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..natural_dvfs.clock_power import heldout_power_from_recording
+from ..natural_dvfs.mixed_heldout import heldout_power_from_recording
 from ..natural_dvfs.counter_windows import counter_blocks, counter_updates, counter_windows
 from ..natural_dvfs.launch_clocks import (
     DEFAULT_CLOCK_STEP_MHZ,
@@ -130,12 +131,13 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
             f"{p_mean:.0f} W), pooled over {t.n_groups_} group(s) (workload × clock × stretch) of "
             f"{', '.join(sorted(set(alpha_rows[schema.WORKLOAD])))} from "
             f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
-    power_clock, lines = heldout_power_from_recording(
+    power_clock, power_clock_relative, lines = heldout_power_from_recording(
         recording, clocks, alpha_w_per_c=t.alpha_w_per_c_ if t is not None else None,
         reference_temperature_c=calibration.reference_temperature_c)
     return CalibrationRun(points=pd.DataFrame(), launches=launches, samples=samples if samples is not None
                           else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
-                          clocks=summary, findings=findings + lines, power_clock=power_clock)
+                          clocks=summary, findings=findings + lines, power_clock=power_clock,
+                          power_clock_relative=power_clock_relative)
 
 
 def at_power_cap(blocks: pd.DataFrame, recording, *, limit_share: float = 0.97) -> np.ndarray:

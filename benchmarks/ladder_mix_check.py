@@ -1,0 +1,47 @@
+"""Does a mixed ladder window draw the sum of its loads' power? (real recordings, no GPU needed)
+
+For a raw recording with a gap-free ladder (``gpu_raw_recording.py --ladder``), each load is fitted
+on all its own pure windows and the mixed windows are predicted as each load's eq. 4.1 power over
+its own time (:func:`~powermodels.natural_dvfs.mixed_heldout.mix_check`): an in-sample check of the
+model the held-out test rests on, set beside the pure windows' scatter. Not a held-out figure.
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/ladder_mix_check.py datasets/h100-2026-11-27/raw_recording_ladder_f73aad1d
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+
+from powermodels import schema
+from powermodels.natural_dvfs.clock_windows import clock_windows, idle_power
+from powermodels.natural_dvfs.ladder_windows import companions
+from powermodels.natural_dvfs.launch_clocks import attribute_clocks
+from powermodels.natural_dvfs.mixed_heldout import mix_check
+from powermodels.recording import read_recording
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("recording", help="a raw recording folder")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    rec = read_recording(args.recording)
+    clocks = attribute_clocks(rec)
+    cw = clock_windows(rec, clocks)
+    names = pd.unique(clocks[schema.WORKLOAD])
+    companion_of = {w: c[2][0] for w, c in companions(rec, names).items() if len(c[2]) == 1}
+    idle_w, idle_t = idle_power(rec)
+    table = mix_check(cw, companion_of, idle_w=idle_w, idle_temperature_c=idle_t)
+    pd.set_option("display.width", 250)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    print(f"wall {time.time() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
