@@ -44,7 +44,7 @@ from .. import schema
 from ..models.voltage import relative_voltage
 from .clock_windows import ClockWindows
 
-__all__ = ["DEFAULT_BAND_MHZ", "fit_setting", "power_at_heldout_clocks",
+__all__ = ["DEFAULT_BAND_MHZ", "fit_setting", "idle_arguments", "power_at_heldout_clocks",
            "predict_setting", "select_setting"]
 
 #: The held-out band of issue 26 (the clocks an uncapped workload passes through after a pressure load).
@@ -312,6 +312,23 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
     return settings[best], float(table[schema.CV_MAPE_PCT].iloc[best]), table
 
 
+
+def idle_arguments(idle_w: float | None, idle_temperature_c: float | None) -> dict:
+    """The measured idle power and its temperature as the fits take them (NaN when not measured).
+
+    Parameters
+    ----------
+    idle_w, idle_temperature_c : float or None
+        Idle power (W) and the temperature it was measured at (°C).
+
+    Returns
+    -------
+    dict
+        ``idle_w`` and ``idle_temperature_c`` for :func:`select_setting` and :func:`fit_setting`.
+    """
+    return {"idle_w": math.nan if idle_w is None else float(idle_w),
+            "idle_temperature_c": math.nan if idle_temperature_c is None else float(idle_temperature_c)}
+
 def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] = DEFAULT_BAND_MHZ,
                             alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None,
                             idle_w: float | None = None, idle_temperature_c: float | None = None,
@@ -357,8 +374,7 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
         raise ValueError(f"band_mhz must be (low, high) with low < high, got {band_mhz!r}")
     alpha = math.nan if alpha_w_per_c is None else float(alpha_w_per_c)
     t_ref = math.nan if reference_temperature_c is None else float(reference_temperature_c)
-    idle = {"idle_w": math.nan if idle_w is None else float(idle_w),
-            "idle_temperature_c": math.nan if idle_temperature_c is None else float(idle_temperature_c)}
+    idle = idle_arguments(idle_w, idle_temperature_c)
     if not np.isfinite(t_ref):
         alpha = math.nan
     table = cw.table

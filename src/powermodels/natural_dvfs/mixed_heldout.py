@@ -40,11 +40,19 @@ import pandas as pd
 
 from .. import schema
 from ..models.voltage import relative_voltage
-from .clock_power import DEFAULT_BAND_MHZ, fit_setting, power_at_heldout_clocks, predict_setting, select_setting
+from .clock_power import (
+    DEFAULT_BAND_MHZ,
+    fit_setting,
+    idle_arguments,
+    power_at_heldout_clocks,
+    predict_setting,
+    select_setting,
+)
 from .clock_windows import ClockWindows
 
 __all__ = ["BAND_RULES", "RELATIVE_BAND", "companion_term", "heldout_power_from_recording", "mix_check",
-           "mixed_power_at_heldout_clocks", "relative_band"]
+           "mixed_power_at_heldout_clocks", "relative_band",
+           "with_companion_power"]
 
 BAND_RULES = ("fixed", "relative")
 #: The relative band's fractions of a workload's clock range (``workflows/held_out_band.py``'s rule).
@@ -111,6 +119,29 @@ def companion_term(cw: ClockWindows, rows, params: dict) -> np.ndarray:
     return np.where(share > 0, share * power, 0.0)
 
 
+
+def with_companion_power(cw: ClockWindows, rows, params: dict) -> ClockWindows:
+    """``cw`` with the companion's term (:func:`companion_term`) in ``companion_power_w`` of ``rows``.
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows (left as they are).
+    rows : array of int
+        Positions of the mixed windows in ``cw.table``.
+    params : dict
+        The companion's own fit (:func:`~powermodels.natural_dvfs.clock_power.fit_setting`).
+
+    Returns
+    -------
+    ClockWindows
+        A copy whose other rows have no companion term (NaN), so the fits leave them as they were.
+    """
+    table = cw.table.copy()
+    table[schema.COMPANION_POWER_W] = np.nan
+    table.iloc[rows, table.columns.get_loc(schema.COMPANION_POWER_W)] = companion_term(cw, rows, params)
+    return dataclasses.replace(cw, table=table)
+
 def _companion_fit(cw: ClockWindows, companion: str, lo: float, hi: float, *, alpha, t_ref, idle,
                    max_band_share, min_train, bin_mhz):
     """The companion's own eq. 4.1 fit on its pure windows outside ``[lo, hi]``, or a reason why not."""
@@ -172,8 +203,7 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
     companion_of = companion_of or {}
     alpha = math.nan if alpha_w_per_c is None or reference_temperature_c is None else float(alpha_w_per_c)
     t_ref = math.nan if reference_temperature_c is None else float(reference_temperature_c)
-    idle = {"idle_w": math.nan if idle_w is None else float(idle_w),
-            "idle_temperature_c": math.nan if idle_temperature_c is None else float(idle_temperature_c)}
+    idle = idle_arguments(idle_w, idle_temperature_c)
     t = cw.table
     if not len(t):
         return pd.DataFrame()
@@ -195,11 +225,7 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
                                            max_band_share=max_band_share, min_train=min_train, bin_mhz=bin_mhz)
             params_c, note = fits[key]
             if params_c is not None:
-                table = t.copy()
-                table[schema.COMPANION_POWER_W] = np.nan
-                table.iloc[rows_mixed, table.columns.get_loc(schema.COMPANION_POWER_W)] = \
-                    companion_term(cw, rows_mixed, params_c)
-                view = dataclasses.replace(cw, table=table)
+                view = with_companion_power(cw, rows_mixed, params_c)
         r = power_at_heldout_clocks(view, band_mhz=(lo, hi), alpha_w_per_c=alpha_w_per_c,
                                     reference_temperature_c=reference_temperature_c, max_band_share=max_band_share,
                                     min_train=min_train, bin_mhz=bin_mhz, workloads=[w], **idle)
@@ -238,8 +264,7 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
         ``mixed_mape_pct``, ``mixed_err_by_share`` (signed errors: predicted − measured).
     """
     t = cw.table
-    idle = {"idle_w": math.nan if idle_w is None else float(idle_w),
-            "idle_temperature_c": math.nan if idle_temperature_c is None else float(idle_temperature_c)}
+    idle = idle_arguments(idle_w, idle_temperature_c)
     y = t[schema.POWER_W].to_numpy(float)
     base = t[schema.WINDOW_KEPT].to_numpy(bool)
     counter = (t[schema.WINDOW_SOURCE] == "counter").to_numpy()
@@ -257,11 +282,8 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
             continue
         pure, own = fit(w)
         _, comp = fit(c)
-        table = t.copy()
-        table[schema.COMPANION_POWER_W] = np.nan
-        table.iloc[mixed, table.columns.get_loc(schema.COMPANION_POWER_W)] = companion_term(cw, mixed, comp)
         e_pure = 100 * (predict_setting(cw, pure, own) - y[pure]) / y[pure]
-        e_mix = 100 * (predict_setting(dataclasses.replace(cw, table=table), mixed, own) - y[mixed]) / y[mixed]
+        e_mix = 100 * (predict_setting(with_companion_power(cw, mixed, comp), mixed, own) - y[mixed]) / y[mixed]
         by = np.round(share[mixed], 1)
         out.append({schema.WORKLOAD: w, schema.COMPANION_WORKLOAD: c, schema.PURE_WINDOWS: int(pure.size),
                     schema.PURE_ERR_MEDIAN_PCT: float(np.median(e_pure)), schema.PURE_ERR_SD_PCT: float(np.std(e_pure)),
