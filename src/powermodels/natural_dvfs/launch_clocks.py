@@ -214,7 +214,6 @@ def attribute_clocks(recording, *, clock_reference: str | None = None, step_mhz:
             # the fastest launches the reading puts at f_max: the reading also shows f_max
             # for a while after the clock has dropped a step (seen on the H100 recording)
             t_ref = float(np.percentile(t[at_max] if at_max.any() else t, 5))
-            f = f_max * t_ref / t
             # neighbours in time order (within one batch sequence) must imply the same clock
             order = idx[np.argsort(start[idx])]
             fo = pd.Series(f_max * t_ref / out[schema.TIME_S].to_numpy(float)[order])
