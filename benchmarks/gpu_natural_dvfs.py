@@ -83,7 +83,7 @@ def probe_vs_kernel_time(run, reference: str, f_max: float) -> dict:
 
 
 def checks(run, f_max: float) -> dict:
-    from powermodels.natural_dvfs.power_target import power_target
+    from powermodels.natural_dvfs.power_target import power_target, target_verdict
 
     cal = run.calibration
     out = {"probe_vs_fp32_time": probe_vs_kernel_time(run, "fp32", f_max)}
@@ -103,18 +103,11 @@ def checks(run, f_max: float) -> dict:
     # a workload with no kept batch inside its band cannot be scored there: listed, not passed
     out["time_band_unscored"] = [g for g, v in out["time_band"].items() if not v["test_rows"]]
     times = [v["mape_pct"] for v in out["time_band"].values() if v["test_rows"]]
-    # the power target's rule (power_target): a miss is False, a pass needs every workload scored,
-    # anything else is None — an unscored workload is never a pass (the H100 run of 2026-11-27
-    # passed with fp32 unscored before)
-    if any(not np.isfinite(x) or x > 2.0 for x in times):
-        time_ok = False
-    elif times and not out["time_band_unscored"]:
-        time_ok = True
-    else:
-        time_ok = None
     out["targets"] = {
         "probe_within_1pct_median": None if p is None else bool(p <= 1.0),
-        "time_mape_le_2pct_every_workload": time_ok,
+        # the power target's rule: an unscored workload is never a pass (the H100 run of
+        # 2026-11-27 passed with fp32 unscored before)
+        "time_mape_le_2pct_every_workload": target_verdict(times, len(out["time_band_unscored"]), 2.0),
         "power_mape_le_3pct": out["power_band"]["passed"],
         "alpha_positive_ci_excludes_0": None if t is None else bool(t.alpha_ci_w_per_c_[0] > 0),
     }

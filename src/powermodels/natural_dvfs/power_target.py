@@ -20,8 +20,32 @@ import pandas as pd
 
 from .. import schema
 
-__all__ = ["power_target", "power_target_line"]
+__all__ = ["power_target", "power_target_line", "target_verdict"]
 
+
+
+def target_verdict(mapes, n_unscored: int, limit_pct: float) -> bool | None:
+    """An every-workload target from the scored workloads' MAPEs: met, missed or not established.
+
+    Parameters
+    ----------
+    mapes : iterable of float
+        The scored workloads' held-out MAPE (%); a NaN counts as a miss.
+    n_unscored : int
+        How many workloads have no test point.
+    limit_pct : float
+        The target's limit (%).
+
+    Returns
+    -------
+    bool or None
+        False when a scored workload misses (or is NaN); True when every workload is scored and
+        within the limit; None otherwise — an unscored workload is never a pass.
+    """
+    mapes = [float(x) for x in mapes]
+    if any(not np.isfinite(x) or x > limit_pct for x in mapes):
+        return False
+    return True if mapes and not n_unscored else None
 
 def power_target(power_clock: pd.DataFrame, limit_pct: float = 3.0) -> dict:
     """Whether power at held-out clocks is within ``limit_pct`` MAPE for every workload.
@@ -55,12 +79,7 @@ def power_target(power_clock: pd.DataFrame, limit_pct: float = 3.0) -> dict:
                 "train_below_band": int(r[schema.TRAIN_BELOW_BAND]), "note": str(r[schema.NOTE])}
         else:
             unscored[r[schema.WORKLOAD]] = str(r[schema.NOTE]) or "no test window"
-    if any(v["mape_pct"] > limit_pct for v in scored.values()):
-        passed = False
-    elif scored and not unscored:
-        passed = True
-    else:
-        passed = None
+    passed = target_verdict([v["mape_pct"] for v in scored.values()], len(unscored), limit_pct)
     return {"passed": passed, "limit_pct": float(limit_pct), "band_mhz": band, "scored": scored,
             "unscored": unscored}
 
