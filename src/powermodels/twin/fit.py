@@ -40,7 +40,8 @@ from ..devices.simulated_workload import SimulatedWorkload
 from ..recording import Recording
 from . import metrics
 from .fit_bursts import burst_power_at_top_clock, since_burst
-from .fit_controller import fit_cap_gains, fit_capped_clock, fit_recovery
+from .fit_cap_choice import CAP_CONTROLLER_FITS, fit_cap_controller
+from .fit_controller import fit_recovery
 from .fit_thermal import fit_with_memory_share, foster_temperature
 from .preset import TwinPreset, TwinWorkload
 
@@ -103,7 +104,7 @@ def _merge_late_updates(t: np.ndarray, e: np.ndarray, share: float = 0.6) -> tup
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
-             search_cap_gains: bool = True, burst_clock: str = "model") -> TwinPreset:
+             search_cap_gains: bool = True, burst_clock: str = "model", cap_controller: str = "auto") -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -144,7 +145,23 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         the fitted workloads' own bursts and series show (``"data"``,
         :func:`~powermodels.twin.fit_bursts.burst_power_at_top_clock`), or as
         read (``"none"``).
+    cap_controller : {"auto", "step", "period"}, default="auto"
+        With ``search_cap_gains``: the power-cap controller whose parameters
+        (gains, core coefficient at the capped clock, recovery rate by
+        replay) are fitted — ``"step"`` (the clock set on each 1 ms step's
+        power), ``"period"`` (once per clock period, on its mean power), or
+        both with the one that better replays the first recording's capped
+        spans kept (:func:`~powermodels.twin.fit_cap_choice.fit_cap_controller`).
+        Without the search the step controller is kept.
+
+    Returns
+    -------
+    TwinPreset
+        The fitted preset; ``preset.fit`` holds the fit's diagnostics.
     """
+    if cap_controller not in CAP_CONTROLLER_FITS:
+        raise ValueError(f"fit_twin: cap_controller must be one of {', '.join(CAP_CONTROLLER_FITS)}, "
+                         f"got {cap_controller!r}")
     if burst_clock not in ("model", "data", "none"):
         raise ValueError(f"fit_twin: burst_clock must be 'model', 'data' or 'none', got {burst_clock!r}")
     recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
@@ -209,10 +226,14 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         **(provenance or {})}
     preset = TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
     if search_cap_gains:
-        preset = fit_cap_gains(preset, recs[0], holdout, report=report)
-        preset = fit_capped_clock(preset, recs[0], holdout, report=report)
+        preset = fit_cap_controller(preset, recs[0], holdout, controller=cap_controller,
+                                    clock_workload=clock_workload, report=report)
         report["controller"].update({k: getattr(preset.physics, k)
-                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat", "cap_offset_w")})
+                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat", "cap_offset_w",
+                                                "clock_recovery_mhz_per_s", "cap_on_period")})
+        preset.provenance["cap_controller"] = (
+            f"{'period' if preset.physics.cap_on_period else 'step'} (fit_cap_controller, asked {cap_controller!r}: "
+            + report["cap_controller"]["criterion"] + ")")
     return preset
 
 
