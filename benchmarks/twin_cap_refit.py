@@ -11,9 +11,9 @@ keeps the one with the better issue rows on that recording. Everything else in t
 Writes ``DIR/<preset>.json`` (and the shipped file with ``--write-preset``) and ``DIR/<preset>_choice.md``.
 
 ``--fold`` fits ``h100-sxm``'s method on the fitting recording with the bf16 GEMM's series and its cooling
-held out (``fit_twin(..., holdout=series_holdout(...))``), once with the step controller fitted as before
-(analytic recovery) and once with ``cap_controller="auto"``, replays the whole recording on each and writes
-the held-out rows (``DIR/fold_bf16.md``).
+held out (``fit_twin(..., holdout=series_holdout(...), search_cap_gains=False)``), then the controller stage
+as before (step controller: gains and capped clock, analytic recovery rate) and with ``fit_cap_controller(...,
+"auto")``, replays the whole recording on each and writes the held-out rows (``DIR/fold_bf16.md``).
 """
 
 from __future__ import annotations
@@ -31,26 +31,31 @@ from powermodels.reporting import markdown_table
 from powermodels.twin.compare import compare_recordings
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.fit_cap_choice import fit_cap_controller, recovery_table
+from powermodels.twin.fit_controller import fit_cap_gains, fit_capped_clock
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
 from powermodels.twin.replay import replay
 
 ROOT = Path(__file__).resolve().parents[1]
 FITTING = {"h100-sxm": ROOT / "datasets" / "h100" / "raw-2026-11-25",
            "h200-raw": ROOT / "datasets" / "h200-2026-11-27" / "raw_recording_168e6658"}
+#: the presets refitted from: as shipped until session 9 (kept loadable under these names)
+SOURCE = {"h100-sxm": "h100-sxm-session8", "h200-raw": "h200-raw-session8"}
 CLOCK_WORKLOAD = "cupy_fma_loop"
 BF16 = "torch_bf16_matmul_8192"
 
 
 def refit(name: str, out: Path, write: bool) -> None:
     t = time.time()
-    shipped = load_preset(name)
+    shipped = load_preset(SOURCE[name])
     rec = read_recording(FITTING[name], probes=False)
     report: dict = {}
-    preset = fit_cap_controller(shipped, rec, controller="auto", clock_workload=CLOCK_WORKLOAD, report=report)
+    preset = fit_cap_controller(shipped, rec, controller="auto", clock_workload=CLOCK_WORKLOAD, keep_given=True,
+                                report=report)
     choice = report["cap_controller"]
-    prov = dict(shipped.provenance)
+    prov = {k: v for k, v in shipped.provenance.items() if k != "kept_as"}
     prov["cap_controller_refit"] = {
-        "by": "powermodels.twin.fit_cap_choice.fit_cap_controller (controller='auto')",
+        "by": "powermodels.twin.fit_cap_choice.fit_cap_controller (controller='auto', keep_given=True: the "
+              "shipped controller scored beside the step and period refits)",
         "command": "python benchmarks/twin_cap_refit.py --out DIR --preset " + name + " --write-preset",
         "recording": str(FITTING[name].relative_to(ROOT)), "chosen": choice["chosen"],
         "criterion": choice["criterion"],
@@ -65,7 +70,13 @@ def refit(name: str, out: Path, write: bool) -> None:
         "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     fit = dict(shipped.fit)
     fit["cap_controller_refit"] = json.loads(json.dumps(report, default=float))
-    preset = replace(preset, provenance=prov, fit=fit)
+    preset = replace(preset, name=name, provenance=prov, fit=fit)
+    if name == "h200-raw":  # the instant reading as h200's (benchmarks/twin_h200_preset.py, session 9)
+        window, delay = _module("twin_h200_preset.py").instant_window()
+        prov["instant_window"] = {"window_s": window, "delay_s": delay,
+                                  "source": _module("twin_h200_preset.py").INSTANT_WINDOW_SOURCE,
+                                  "before": prov.get("instant_window")}
+        preset = replace(preset, sensor=replace(preset.sensor, instant_window_s=window, delay_s=delay))
     save_preset(preset, out / f"{name}.json")
     if write:
         save_preset(preset, PRESET_DIR / f"{name}.json")
@@ -79,16 +90,26 @@ def refit(name: str, out: Path, write: bool) -> None:
     print(table.to_string(), "\n", rows.to_string(), f"\n{name}: {time.time() - t:.0f} s", flush=True)
 
 
+def _module(filename: str):
+    """A benchmark script beside this one, imported by path (benchmarks/ is not a package)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(filename[:-3], Path(__file__).with_name(filename))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def fold(out: Path) -> None:
     t = time.time()
-    from benchmarks_twin_validation import BF16_TIME, WINDOW  # noqa: E402  (set up in main)
+    validation = _module("twin_validation.py")
+    BF16_TIME, WINDOW = validation.BF16_TIME, validation.WINDOW
     rec = read_recording(FITTING["h100-sxm"], probes=False)
     hold = series_holdout(rec, BF16)
-    base = fit_twin(rec, name="fold-bf16", sensor_window=WINDOW, holdout=hold, workload_times=BF16_TIME,
-                    cap_controller="step")
-    report: dict = {}
-    fitted = fit_twin(rec, name="fold-bf16-auto", sensor_window=WINDOW, holdout=hold, workload_times=BF16_TIME,
+    fitted = fit_twin(rec, name="fold-bf16", sensor_window=WINDOW, holdout=hold, workload_times=BF16_TIME,
                       search_cap_gains=False)
+    # before: the session-8 controller stage (step controller, gains and capped clock, analytic recovery rate)
+    base = fit_capped_clock(fit_cap_gains(fitted, rec, hold), rec, hold)
+    report: dict = {}
     auto = fit_cap_controller(fitted, rec, hold, controller="auto", clock_workload=CLOCK_WORKLOAD, report=report)
     tables = []
     for label, p in (("step (as before)", base), (f"auto: {report['cap_controller']['chosen']}", auto)):
@@ -115,13 +136,6 @@ def main() -> None:
     for name in args.preset:
         refit(name, out, args.write_preset)
     if args.fold:
-        import importlib.util
-        import sys
-        spec = importlib.util.spec_from_file_location("benchmarks_twin_validation",
-                                                      Path(__file__).with_name("twin_validation.py"))
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["benchmarks_twin_validation"] = mod
-        spec.loader.exec_module(mod)
         fold(out)
 
 

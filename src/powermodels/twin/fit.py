@@ -66,7 +66,7 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     read thousands of watts and weigh in every fit).
     """
     t, e = metrics.counter_updates(rec)
-    t, e = _merge_late_updates(t, e)
+    t, e = metrics.merge_late_updates(t, e)
     end = t[1:]
     out = pd.DataFrame({schema.T_S: end, schema.DT_S: np.diff(t), schema.POWER_W: np.diff(e) / np.diff(t)})
     tr_t = rec.trace[schema.T_S].to_numpy(float)
@@ -83,22 +83,6 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     out.loc[out[schema.PHASE_KIND] == "idle", schema.WORKLOAD] = "idle"
     out[schema.SINCE_S] = t[:-1] - ph[schema.T0_S].to_numpy(float)[j]
     return out[out[schema.DT_S] < 0.25].reset_index(drop=True)
-
-
-def _merge_late_updates(t: np.ndarray, e: np.ndarray, share: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
-    """Drop each update that the next one follows within ``share`` of the median period (a late publication).
-
-    The two intervals around it become one, whose mean power is exact. Regular updates of the H100s and the
-    H200 come 0.083–0.13 s apart (0.1st to 99.9th percentile); the late ones are followed after 0.01–0.05 s.
-    """
-    if t.size < 3:
-        return t, e
-    short = np.diff(t) < share * float(np.median(np.diff(t)))
-    keep = np.ones(t.size, bool)
-    # update i (i < n−1) goes when the interval after it is short; the first one too (then no interval
-    # is merged: the span before it was not measured)
-    keep[:-1] = ~short
-    return t[keep], e[keep]
 
 
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
@@ -134,10 +118,9 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     provenance : dict, optional
         Added to the preset's provenance.
     search_cap_gains : bool, default=True
-        Choose the cap controller's gains by replaying the first recording's
-        capped spans (:func:`~powermodels.twin.fit_controller.fit_cap_gains`,
-        ~1 s of compute per candidate and capped second); False keeps the
-        defaults (integral gain 4/s, no proportional term).
+        Fit the cap controller by replaying the first recording (see
+        ``cap_controller``); False keeps the step controller with integral
+        gain 4/s, no proportional term and the analytic recovery rate.
     burst_clock : {"model", "data", "none"}, default="model"
         How bursts after a cap load, which run a bin below the top clock while
         NVML reads the top clock, enter the fit: brought to the top clock with
@@ -146,13 +129,10 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         :func:`~powermodels.twin.fit_bursts.burst_power_at_top_clock`), or as
         read (``"none"``).
     cap_controller : {"auto", "step", "period"}, default="auto"
-        With ``search_cap_gains``: the power-cap controller whose parameters
-        (gains, core coefficient at the capped clock, recovery rate by
-        replay) are fitted — ``"step"`` (the clock set on each 1 ms step's
-        power), ``"period"`` (once per clock period, on its mean power), or
-        both with the one that better replays the first recording's capped
-        spans kept (:func:`~powermodels.twin.fit_cap_choice.fit_cap_controller`).
-        Without the search the step controller is kept.
+        The controller whose gains, core coefficient at the capped clock and
+        recovery rate are fitted: on each 1 ms step's power, once per clock
+        period on its mean, or both and the better on the fitting data kept
+        (:func:`~powermodels.twin.fit_cap_choice.fit_cap_controller`).
 
     Returns
     -------

@@ -39,7 +39,7 @@ import pandas as pd
 from .. import schema
 from ..recording import Recording
 from . import metrics
-from .fit_controller import CAP_GAIN_GRID, LEAD_S, capped_spans, fit_cap_gains, fit_capped_clock, span_score
+from .fit_controller import CAP_GAIN_GRID, capped_spans, fit_cap_gains, fit_capped_clock, span_score
 from .replay import replay
 
 __all__ = ["CAP_CONTROLLER_FITS", "RECOVERY_TOLERANCE", "fit_cap_controller", "fit_recovery_by_replay",
@@ -156,21 +156,23 @@ def capped_series_rows(preset, rec: Recording, holdout=()) -> list[dict]:
     """The issue's cap rows on ``rec``'s capped series outside ``holdout``: overshoot and settling, real vs twin.
 
     A capped series is a ``series`` of a workload that also runs as a
-    ``pressure`` load; it is replayed from ``LEAD_S`` before its start (the
-    1 s window fills with the idle before it) to its end, and measured with
+    ``pressure`` load; the schedule is replayed from its start to the
+    series' end (as ``twin-compare`` replays it: a replay started just
+    before the series would start the heatsink at another state and move
+    the settled power), and the series is measured with
     :func:`~powermodels.twin.metrics.cap_overshoot` on both recordings.
+    Held-out spans before it are driven by the schedule only (what ran
+    when); nothing measured in them is read.
     """
     ph = rec.phases
     pressure = set(ph.loc[ph[schema.PHASE_KIND] == "pressure", schema.WORKLOAD])
+    start_c = float(rec.trace[schema.TEMPERATURE_C].iloc[0]) if rec.has_trace else None
     rows = []
-    for w, t0, t1 in zip(ph[schema.WORKLOAD], ph[schema.T0_S], ph[schema.T1_S]):
-        kind = ph.loc[(ph[schema.WORKLOAD] == w) & (ph[schema.T0_S] == t0), schema.PHASE_KIND].iloc[0]
-        if kind != "series" or w not in pressure or not all(t1 <= lo or t0 - LEAD_S >= hi for lo, hi in holdout):
+    for w, kind, t0, t1 in zip(ph[schema.WORKLOAD], ph[schema.PHASE_KIND], ph[schema.T0_S], ph[schema.T1_S]):
+        if kind != "series" or w not in pressure or not all(t1 <= lo or t0 - 1.0 >= hi for lo, hi in holdout):
             continue
-        seg = ph.loc[(ph[schema.T1_S] > t0 - LEAD_S) & (ph[schema.T0_S] < t1)].copy()
-        seg[schema.T0_S] = seg[schema.T0_S].clip(lower=t0 - LEAD_S)
-        temp = float(metrics.reading_series(rec, schema.TEMPERATURE_C, [t0 - LEAD_S])[0])
-        twin = replay(seg.reset_index(drop=True), preset, start_temperature_c=temp)
+        twin = replay(ph.loc[ph[schema.T1_S] <= t1 + 1e-9].reset_index(drop=True), preset,
+                      start_temperature_c=start_c)
         real_c, twin_c = metrics.cap_overshoot(rec, w), metrics.cap_overshoot(twin, w)
         for key in ("overshoot_w", "settling_s"):
             r, q = real_c[key], twin_c[key]
@@ -179,11 +181,14 @@ def capped_series_rows(preset, rec: Recording, holdout=()) -> list[dict]:
     return rows
 
 
-def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool, grid, report: dict):
-    twin = replace(preset, physics=replace(preset.physics, cap_on_period=on_period))
-    twin = fit_cap_gains(twin, rec, holdout, grid=grid, report=report)
-    twin = fit_capped_clock(twin, rec, holdout, report=report)
-    twin = fit_recovery_by_replay(twin, rec, clock_workload, holdout, report=report)
+def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool | None, grid, report: dict):
+    """Fit one controller (``on_period``), or score ``preset`` as given (``None``); the score goes in ``report``."""
+    twin = preset
+    if on_period is not None:
+        twin = replace(preset, physics=replace(preset.physics, cap_on_period=on_period))
+        twin = fit_cap_gains(twin, rec, holdout, grid=grid, report=report)
+        twin = fit_capped_clock(twin, rec, holdout, report=report)
+        twin = fit_recovery_by_replay(twin, rec, clock_workload, holdout, report=report)
     score = _span_score(twin, rec, holdout)
     rec_err = recovery_error(twin, rec, clock_workload, holdout) if clock_workload in rec.workloads \
         else {"error": float("nan")}
@@ -198,7 +203,8 @@ def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool, g
 
 
 def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = "auto",
-                       clock_workload: str | None = None, grid=CAP_GAIN_GRID, report: dict | None = None):
+                       clock_workload: str | None = None, grid=CAP_GAIN_GRID, keep_given: bool = False,
+                       report: dict | None = None):
     """Fit the power-cap controller's parameters under ``controller`` (or both, and choose).
 
     Parameters
@@ -219,6 +225,10 @@ def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = 
         The clock-reference workload (time ∝ 1/clock) for the recovery.
     grid : sequence of (cap_proportional, cap_gain_per_s, cap_repeat)
         The gain candidates (:data:`~powermodels.twin.fit_controller.CAP_GAIN_GRID`).
+    keep_given : bool, default=False
+        Score ``preset``'s own controller as it is (``"given"``) beside the
+        fitted ones, and keep it if it scores best (a refit of a shipped
+        preset then never makes its fitting data's cap rows worse).
     report : dict, optional
         Gets ``cap_controller``: each fitted controller's gains, rate, core
         coefficient, score and recovery, and the choice.
@@ -231,11 +241,12 @@ def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = 
     if controller not in CAP_CONTROLLER_FITS:
         raise ValueError(f"fit_cap_controller: controller must be one of {', '.join(CAP_CONTROLLER_FITS)}, "
                          f"got {controller!r}")
-    names = ("step", "period") if controller == "auto" else (controller,)
+    names = (("step", "period") if controller == "auto" else (controller,)) + (("given",) if keep_given else ())
     fitted, parts = {}, {}
     for name in names:
         part: dict = {}
-        fitted[name] = _fit_one(preset, rec, clock_workload, holdout, name == "period", grid, part)
+        fitted[name] = _fit_one(preset, rec, clock_workload, holdout, None if name == "given" else name == "period",
+                                grid, part)
         ph = fitted[name].physics
         part["physics"] = {k: getattr(ph, k) for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat",
                                                        "cap_offset_w", "core_w_per_ghz", "clock_recovery_mhz_per_s",
