@@ -30,7 +30,7 @@ from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.compare import compare_recordings
 from powermodels.twin.fit import fit_twin, series_holdout
-from powermodels.twin.fit_cap_choice import fit_cap_controller, recovery_table
+from powermodels.twin.fit_cap_choice import fit_cap_controller, controller_table
 from powermodels.twin.fit_controller import fit_cap_gains, fit_capped_clock
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
 from powermodels.twin.replay import replay
@@ -80,7 +80,7 @@ def refit(name: str, out: Path, write: bool) -> None:
     save_preset(preset, out / f"{name}.json")
     if write:
         save_preset(preset, PRESET_DIR / f"{name}.json")
-    table = recovery_table(report)
+    table = controller_table(report)
     rows = pd.DataFrame([{"controller": n, **r} for n, p in choice["fits"].items()
                          for r in p["score"]["capped_series"]])
     (out / f"{name}_choice.md").write_text(
@@ -119,7 +119,7 @@ def fold(out: Path) -> None:
         sel = (tab["workload"] == BF16) | tab["metric"].str.contains("clock")
         tables.append(tab.loc[sel].assign(controller=label))
     merged = pd.concat(tables, ignore_index=True)
-    (out / "fold_bf16.md").write_text(markdown_table(merged) + "\n\n" + markdown_table(recovery_table(report))
+    (out / "fold_bf16.md").write_text(markdown_table(merged) + "\n\n" + markdown_table(controller_table(report))
                                       + f"\n\nwall {time.time() - t:.0f} s\n")
     print(merged.to_string(), f"\nfold: {time.time() - t:.0f} s", flush=True)
 

@@ -78,3 +78,32 @@ def test_unknown_controller_is_refused(period_made):
         fit_cap_controller(known, rec, controller="mean")
     with pytest.raises(ValueError, match="cap_controller must be one of"):
         fit_twin(rec, cap_controller="mean")
+
+
+def test_the_given_controller_is_scored_beside_the_refit_and_the_better_kept(period_made):
+    known, rec = period_made
+    worse = replace(known, physics=replace(known.physics, clock_recovery_mhz_per_s=2000.0))
+    report = {}
+    fit = fit_cap_controller(worse, rec, controller="period", clock_workload="fma", grid=GRID, keep_given=True,
+                             report=report)
+    choice = report["cap_controller"]
+    assert set(choice["fits"]) == {"period", "given"}
+    scores = {n: p["score"]["issue_rows"] for n, p in choice["fits"].items()}
+    assert choice["chosen"] == min(scores, key=scores.get) == "period"  # the given one recovers 2.5x too slowly
+    assert fit.physics.clock_recovery_mhz_per_s == pytest.approx(5000.0, rel=0.05)
+
+
+def test_shipped_presets_carry_their_controller_refit_and_the_session8_ones_still_load():
+    from powermodels.twin.preset import load_preset, preset_names
+
+    assert {"h100-sxm-session8", "h200-raw-session8"} <= set(preset_names())
+    for name in ("h100-sxm", "h200-raw"):
+        new, old = load_preset(name), load_preset(f"{name}-session8")
+        refit = new.provenance["cap_controller_refit"]
+        assert set(refit["scores"]) == {"step", "period", "given"} and old.name == f"{name}-session8"
+        assert new.physics.cap_on_period is (refit["chosen"] == "period")
+        assert refit["chosen"] == min(refit["scores"], key=lambda n: refit["scores"][n]["issue_rows"])
+        assert new.workloads.keys() == old.workloads.keys() and new.physics.thermal_poles == old.physics.thermal_poles
+    # h100-sxm: the step controller refitted (its recovery rate by replay); h200-raw kept its controller
+    assert load_preset("h100-sxm").physics.clock_recovery_mhz_per_s > load_preset("h100-sxm-session8").physics.clock_recovery_mhz_per_s
+    assert load_preset("h200-raw").physics == load_preset("h200-raw-session8").physics

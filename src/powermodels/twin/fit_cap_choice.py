@@ -21,12 +21,16 @@ period at the old clock — so each controller gets its own fit:
    starts on the first period; the twin's does not always).
 
 :func:`fit_cap_controller` with ``controller="auto"`` fits both and keeps
-the one with the lower score on the fitting recording's capped spans (the
-RMS error of the 1 s mean power plus the error of the 100 ms power's
-spread, the gain search's own objective, re-evaluated after steps 2–3),
-among those whose recovery is within the issue's 25 % of the real one.
-Only the fitting recording outside ``holdout`` is read: a held-out
-recording or span never takes part in the choice.
+the one with the lower mean |relative error| of the issue's cap rows on the
+fitting recording (:func:`recovery_error`; the capped series' overshoot and
+settling, :func:`capped_series_rows`), in units of the issue's 25 %
+(:data:`ISSUE_TOLERANCE`); a recording without a capped series outside the
+held-out spans is scored by the gain search's objective on its capped spans
+(RMS error of the 1 s mean power plus the error of the 100 ms power's
+spread), re-evaluated after steps 2–3. ``keep_given`` scores the incoming
+preset's controller beside them. Only the fitting recording outside
+``holdout`` is read: a held-out recording or span never takes part in the
+choice.
 """
 
 from __future__ import annotations
@@ -42,13 +46,13 @@ from . import metrics
 from .fit_controller import CAP_GAIN_GRID, capped_spans, fit_cap_gains, fit_capped_clock, span_score
 from .replay import replay
 
-__all__ = ["CAP_CONTROLLER_FITS", "RECOVERY_TOLERANCE", "fit_cap_controller", "fit_recovery_by_replay",
-           "recovery_error"]
+__all__ = ["CAP_CONTROLLER_FITS", "ISSUE_TOLERANCE", "capped_series_rows", "controller_table", "fit_cap_controller",
+           "fit_recovery_by_replay", "recovery_error"]
 
 #: controllers :func:`fit_cap_controller` fits: one of them, or ``"auto"`` (both, chosen on the fitting data)
 CAP_CONTROLLER_FITS = ("auto", "step", "period")
-#: the issue's tolerance on the clock recovery (relative): a controller outside it on its own data is not chosen
-RECOVERY_TOLERANCE = 0.25
+#: the issue's tolerance on the controller's rows (clock recovery, cap overshoot and settling; relative)
+ISSUE_TOLERANCE = 0.25
 
 
 def _recovery_bursts(rec: Recording, clock_workload: str, holdout) -> list[tuple[float, float]]:
@@ -163,6 +167,20 @@ def capped_series_rows(preset, rec: Recording, holdout=()) -> list[dict]:
     :func:`~powermodels.twin.metrics.cap_overshoot` on both recordings.
     Held-out spans before it are driven by the schedule only (what ran
     when); nothing measured in them is read.
+
+    Parameters
+    ----------
+    preset : TwinPreset
+    rec : Recording
+        The fitting recording.
+    holdout : sequence of (t0_s, t1_s)
+        A series touching one of these spans is left out.
+
+    Returns
+    -------
+    list of dict
+        Per series and row: ``workload``, ``metric`` (``overshoot_w``,
+        ``settling_s``), ``real``, ``twin``, ``error`` (relative).
     """
     ph = rec.phases
     pressure = set(ph.loc[ph[schema.PHASE_KIND] == "pressure", schema.WORKLOAD])
@@ -197,7 +215,7 @@ def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool | 
     if np.isfinite(rec_err["error"]):
         errors.append(abs(rec_err["error"]))
     # in units of the issue's 25 %: the mean relative error of its cap rows on the fitting data
-    issue = float(np.mean(errors)) / RECOVERY_TOLERANCE if series and errors else float("nan")
+    issue = float(np.mean(errors)) / ISSUE_TOLERANCE if series and errors else float("nan")
     report["score"] = {**score, "recovery": rec_err, "capped_series": series, "issue_rows": issue}
     return twin
 
@@ -218,8 +236,7 @@ def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = 
         Spans of ``rec`` that neither fit nor choose.
     controller : {"auto", "step", "period"}, default="auto"
         ``"step"``/``"period"``: fit that controller; ``"auto"``: fit both
-        and keep the one with the lower capped-span score among those whose
-        recovery on ``rec`` is within :data:`RECOVERY_TOLERANCE` (module
+        and keep the one whose issue rows on ``rec`` are closer (module
         docstring).
     clock_workload : str, optional
         The clock-reference workload (time ∝ 1/clock) for the recovery.
@@ -272,8 +289,20 @@ def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = 
     return fitted[chosen]
 
 
-def recovery_table(report: dict) -> pd.DataFrame:
-    """One row per fitted controller of a :func:`fit_cap_controller` report: score, recovery, parameters."""
+def controller_table(report: dict) -> pd.DataFrame:
+    """One row per fitted controller of a :func:`fit_cap_controller` report.
+
+    Parameters
+    ----------
+    report : dict
+        The ``report`` that :func:`fit_cap_controller` filled.
+
+    Returns
+    -------
+    DataFrame
+        ``controller``, ``chosen``, the capped-span score and its parts,
+        the recovery real / twin / error and the fitted parameters.
+    """
     rows = []
     for name, part in report["cap_controller"]["fits"].items():
         s = part["score"]
