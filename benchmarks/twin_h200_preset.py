@@ -7,9 +7,11 @@ Usage: ``python benchmarks/twin_h200_preset.py [--out FILE]`` (default: the ship
 episodes with a clock reference), so :func:`powermodels.twin.fit.fit_twin` cannot run on it.
 What its files do identify, and from which file:
 
-* **sensor** — instant reading's update period, averaging window and delay, the average
-  reading's window, the energy counter's period (``characterize_cli_9s_result.csv``:
-  ``powermodels characterize`` on the H200, Yang's 9 s runs); read-out noise from the idle
+* **sensor** — instant reading's update period, the average reading's window, the energy
+  counter's period (``characterize_cli_9s_result.csv``: ``powermodels characterize`` on the
+  H200, Yang's 9 s runs); the instant reading's averaging window and delay from the median of
+  five ``characterize --design mixed`` runs on another H200
+  (``datasets/h200-2026-11-27/sensor_window_c314a989``, session 9); read-out noise from the idle
   part of ``harness_fp32_steady_trace.parquet``;
 * **thermal network** — two Foster poles shared by two H200 boards, fitted at once
   (:func:`~powermodels.twin.fit_thermal.fit_foster_segments`, each board its own ambient and
@@ -62,6 +64,23 @@ BORROWED = ("leakage_w", "leakage_per_c", "t_ref_c", "voltage_knee_mhz", "voltag
             "clock_recovery_delay_s", "mem_heat_share")
 
 
+#: the instant reading's window and delay: median of 5 `characterize --design mixed` runs on H200 GPU-c314a989
+#: (session 9; h100-sxm's come from the same method and protocol). Before: one 9 s characterize run of
+#: datasets/h200 (29.4 ms / 6.9 ms)
+SENSOR_WINDOW_RUNS = DATA.parent / "h200-2026-11-27" / "sensor_window_c314a989" / "sensor_window_nvml.csv"
+INSTANT_WINDOW_SOURCE = ("median of the 5 `characterize --design mixed` runs in "
+                         "datasets/h200-2026-11-27/sensor_window_c314a989 (H200 GPU-c314a989, 2026-11-27: window "
+                         "15.9-22.7 ms, delay 4.9-16.1 ms; no replay of that board is scored); FinGraV on the same "
+                         "board: 34.1 ms / 3.92 ms (fingrav_c314a989). Until session 9: "
+                         "datasets/h200/characterize_cli_9s_result.csv, 29.4 ms / 6.9 ms")
+
+
+def instant_window() -> tuple[float, float]:
+    """The instant reading's window and delay (s): the median of the H200's characterize runs."""
+    runs = pd.read_csv(SENSOR_WINDOW_RUNS)
+    return float(runs["window_ms"].median()) / 1e3, float(runs["delay_ms"].median()) / 1e3
+
+
 def counter_power(trace: pd.DataFrame) -> pd.DataFrame:
     """Energy-counter power between its updates, with the temperature reading at each update."""
     e = trace.dropna(subset=[schema.ENERGY_COUNTER_J])
@@ -81,6 +100,7 @@ def activity(physics, power_w: float, f_mhz: float, temp_c: float, mem: float) -
 def build() -> TwinPreset:
     h100 = load_preset("h100-sxm")
     sensor_fit = pd.read_csv(DATA / "characterize_cli_9s_result.csv").set_index("field")
+    instant_window_s, instant_delay_s = instant_window()
     trace = pd.read_parquet(DATA / "harness_fp32_steady_trace.parquet")
     iv = counter_power(trace)
     load_start = float(iv.loc[iv[schema.POWER_W] > 250.0, schema.T_S].iloc[0])
@@ -131,8 +151,7 @@ def build() -> TwinPreset:
 
     sensor = replace(h100.sensor, name="h200",
                      update_period_s=float(sensor_fit.loc[schema.POWER_INSTANT_W, "update_period_s"]),
-                     instant_window_s=float(sensor_fit.loc[schema.POWER_INSTANT_W, "window_s"]),
-                     delay_s=float(sensor_fit.loc[schema.POWER_INSTANT_W, "delay_s"]),
+                     instant_window_s=instant_window_s, delay_s=instant_delay_s,
                      average_window_s=float(sensor_fit.loc[schema.POWER_AVERAGE_W, "window_s"]),
                      energy_period_s=float(sensor_fit.loc[schema.ENERGY_COUNTER_J, "update_period_s"]),
                      noise_w=noise)
@@ -141,7 +160,9 @@ def build() -> TwinPreset:
             "%Y-%m-%dT%H:%M:%SZ"),
         "gpu": "NVIDIA H200 (141 GB HBM3e), driver 580.159.04, 700 W limit (datasets/h200/README.md)",
         "identified": {
-            "sensor": "datasets/h200/characterize_cli_9s_result.csv (powermodels characterize, 9 s runs); "
+            "instant_window": INSTANT_WINDOW_SOURCE,
+            "sensor": "datasets/h200/characterize_cli_9s_result.csv (powermodels characterize, 9 s runs; the instant "
+                      "window and delay from instant_window); "
                       "noise from the idle of harness_fp32_steady_trace.parquet",
             "thermal_poles, ambient": "fitted at once to datasets/h200/harness_fp32_steady_trace.parquet (5 s idle, "
                                       f"63 s fp32 at 354 W; rmse {thermal['rmse_c']:.2f} °C, its ambient) and "

@@ -63,12 +63,20 @@ def with_aliases(preset, aliases: dict = ALIASES):
     return replace(preset, workloads=workloads, provenance=prov)
 
 
+#: session 9: the median of 5 `characterize --design mixed` runs on H200 GPU-c314a989 (as h200's, twin_h200_preset.py)
+SENSOR_RUNS = ROOT / "datasets" / "h200-2026-11-27" / "sensor_window_c314a989" \
+    / "sensor_window_nvml.csv"
+
+
 def h200_window() -> dict:
-    """The H200's instant window and delay from its ``characterize`` run (9 s records)."""
-    fit = pd.read_csv(SENSOR).set_index("field")
-    return {"window_s": float(fit.loc[schema.POWER_INSTANT_W, "window_s"]),
-            "delay_s": float(fit.loc[schema.POWER_INSTANT_W, "delay_s"]),
-            "source": "datasets/h200/characterize_cli_9s_result.csv (another H200 run)"}
+    """The H200's instant window and delay: the median of its ``characterize --design mixed`` runs.
+
+    Until session 9 the one 9 s ``characterize`` run of ``datasets/h200`` (:data:`SENSOR`: 29.4 / 6.9 ms).
+    """
+    runs = pd.read_csv(SENSOR_RUNS)
+    return {"window_s": float(runs["window_ms"].median()) / 1e3, "delay_s": float(runs["delay_ms"].median()) / 1e3,
+            "source": "median of the 5 characterize --design mixed runs in "
+                      "datasets/h200-2026-11-27/sensor_window_c314a989 (H200 GPU-c314a989)"}
 
 
 def quick_folds(rec, out: Path, provenance: dict, search: bool = True):

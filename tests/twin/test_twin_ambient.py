@@ -1,11 +1,13 @@
 """The replay's ambient from the recording: a twin-made recording whose inlet warms is read back."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.twin.ambient import ambient_at, recorded_ambient
+from powermodels.twin.ambient import ambient_at, initial_ambient, recorded_ambient
 from powermodels.twin.compare import twin_compare
 from powermodels.twin.replay import replay
 
@@ -81,3 +83,27 @@ def test_cli_twin_compare_says_which_ambient(drifted, tmp_path, capsys):
     assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
                  "--ambient", "recorded-causal"]) == 0
     assert "ambient: recorded: 4 idle stretches" in capsys.readouterr().out
+
+
+def test_the_replay_starts_from_the_recordings_own_idle_ambient_by_default(tmp_path):
+    # a board in a warmer slot than the preset's fitting board: the recording runs at 37 °C inlet, the preset
+    # says 30 °C; by default the replay reads its ambient from the first idle stretch (before any load) only
+    preset = known_preset()
+    warm = pd.DataFrame({schema.T_S: [0.0], "ambient_c": [37.0]})
+    rec = replay(drifting_schedule(), preset, seed=1, poll_s=2e-3, ambient=warm, ambient_source="test: 37 °C")
+    initial = initial_ambient(rec, preset)
+    assert len(initial) == 1 and initial[schema.T0_S].iloc[0] == 0.0
+    assert initial["ambient_c"].iloc[0] == pytest.approx(37.0, abs=0.7)
+    default = twin_compare(rec, preset, tmp_path / "default")
+    fixed = twin_compare(rec, preset, tmp_path / "preset", ambient="preset")
+    assert default.attrs["ambient"].startswith("initial: ")
+    cooling = lambda t: t.loc[t["metric"].str.startswith("cooling"), "error"].abs().max()  # noqa: E731
+    assert cooling(default) <= 1.0 < cooling(fixed)
+
+
+def test_initial_ambient_needs_an_idle_stretch_before_the_first_load(drifted):
+    preset, rec = drifted
+    late = rec.phases.copy()
+    late.loc[0, schema.T1_S] = 1.0  # the first idle is too short to read: the first readable one is after a load
+    with pytest.raises(ValueError, match="comes after a load"):
+        initial_ambient(replace(rec, phases=late), preset)

@@ -30,6 +30,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workload-time", action="append", default=[], metavar="NAME=T_S[:SHARE]",
                         help="time per launch at the top clock (and its clock-bound share, default 1) of a "
                              "workload the recordings do not time, e.g. a pressure load")
+    parser.add_argument("--cap-controller", choices=("auto", "step", "period"), default="auto",
+                        help="power-cap controller fitted: on each 1 ms step's power, on the mean over its clock "
+                             "period, or both with the one that better replays the recording's cap rows kept "
+                             "(default auto; docs/twin.md)")
     parser.add_argument("--hold-out-series", action="append", default=[], metavar="WORKLOAD",
                         help="leave this workload's series and the idle after it out of the fit")
 
@@ -60,7 +64,7 @@ def run(args) -> int:
     out = Path(args.out)
     preset = fit_twin(recs, name=args.name or out.stem, clock_workload=args.clock_workload,
                       sensor_window=window, knee_mhz=args.knee_mhz, holdout=holdout,
-                      workload_times=times)
+                      workload_times=times, cap_controller=args.cap_controller)
     save_preset(preset, out)
     fit = preset.fit
     print(f"fit-twin: {len(recs)} recording(s) -> {out}")
@@ -68,7 +72,9 @@ def run(args) -> int:
           f"thermal poles {[(round(r, 4), round(t, 2)) for r, t in preset.physics.thermal_poles]} (K/W, s)")
     print(f"  clock reading period {preset.sensor.clock_period_s * 1e3:.1f} ms, delay "
           f"{preset.sensor.clock_delay_s * 1e3:.1f} ms; clock steps every {preset.physics.clock_period_s * 1e3:.1f} ms, "
-          f"recovery {preset.physics.clock_recovery_mhz_per_s:.0f} MHz/s")
+          f"recovery {preset.physics.clock_recovery_mhz_per_s:.0f} MHz/s; cap controller "
+          f"{'period' if preset.physics.cap_on_period else 'step'}"
+          + (f" (chosen of step/period on the recording's cap rows)" if args.cap_controller == "auto" else ""))
     print(f"  workloads: {', '.join(sorted(preset.workloads))}"
           + (f"; held out: {', '.join(args.hold_out_series)}" if args.hold_out_series else ""))
     return 0

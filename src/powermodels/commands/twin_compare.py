@@ -22,9 +22,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", required=True, help="shipped preset name (h100-sxm) or preset JSON file")
     parser.add_argument("--out", required=True, help="folder for the twin's recording, table and plots")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twin's sensor phase and noise")
-    parser.add_argument("--ambient", choices=("preset", "recorded", "recorded-causal"), default="preset",
-                        help="the replay's ambient temperature: the preset's constant (default), or read from "
-                             "the recording's idle stretches through the preset's thermal network "
+    parser.add_argument("--ambient", choices=("initial", "preset", "recorded", "recorded-causal"), default="initial",
+                        help="the replay's ambient temperature: read from the recording's first idle stretch "
+                             "(before any load) through the preset's thermal network (default), the preset's "
+                             "constant (its fitting board's), or read from every idle stretch "
                              "(recorded-causal: from the past only)")
     parser.add_argument("--calibrate-board", choices=("board", "workload"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "

@@ -30,7 +30,7 @@ from .fit import power_intervals
 from .fit_thermal import simulate_foster
 from .preset import load_preset
 
-__all__ = ["ambient_at", "recorded_ambient"]
+__all__ = ["ambient_at", "initial_ambient", "recorded_ambient"]
 
 #: seconds into an idle stretch before its temperature is read (a few die time constants: the die has settled)
 SETTLE_S = 2.0
@@ -113,6 +113,35 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
             steps.append({**points.iloc[k - 1].to_dict(), schema.T_S: row.t1_s})
         steps.append({**row._asdict(), schema.T_S: row.t1_s + 1e-6})
     return pd.DataFrame(steps)[list(points.columns)]
+
+
+def initial_ambient(rec: Recording, preset, **kwargs) -> pd.DataFrame:
+    """The ambient of ``rec``'s first idle stretch (:func:`recorded_ambient`), as a one-row constant profile.
+
+    The recording's own idle temperature before its first load is an input
+    of the schedule, as observed as its phases; nothing measured during or
+    after a load enters, so every row of a comparison after the first load
+    stays held out. ``kwargs`` go to :func:`recorded_ambient`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row of :func:`recorded_ambient`'s columns, ``t_s`` = 0.
+
+    Raises
+    ------
+    ValueError
+        If the first idle stretch that can be read starts after a load.
+    """
+    points = recorded_ambient(rec, preset, **kwargs)
+    first = points.sort_values(schema.T0_S).iloc[[0]].copy()
+    ph = rec.phases
+    loads = ph.loc[ph[schema.PHASE_KIND] != "idle", schema.T0_S]
+    if len(loads) and float(first[schema.T0_S].iloc[0]) > float(loads.min()):
+        raise ValueError(f"initial_ambient: {rec.name}'s first readable idle stretch "
+                         f"({float(first[schema.T0_S].iloc[0]):.1f} s) comes after a load; use recorded ambient")
+    first[schema.T_S] = 0.0
+    return first.reset_index(drop=True)
 
 
 def ambient_at(profile: pd.DataFrame, t: float) -> float:

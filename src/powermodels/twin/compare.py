@@ -18,7 +18,7 @@ from .. import schema
 from ..recording import Recording, write_recording
 from ..reporting import markdown_table
 from . import metrics
-from .ambient import recorded_ambient
+from .ambient import initial_ambient, recorded_ambient
 from .board import calibrate_board
 from .preset import load_preset
 from .protocol import protocol_errors
@@ -282,17 +282,20 @@ def sensor_rows(preset, sensor_window, *, seed: int = 0) -> pd.DataFrame:
 
 
 #: ways a replay takes its ambient temperature (see :func:`twin_compare`)
-AMBIENTS = ("recorded", "recorded-causal", "preset")
+AMBIENTS = ("initial", "recorded", "recorded-causal", "preset")
 
 
 def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd.DataFrame | None, str]:
     """The ambient profile for replaying ``real`` on ``preset`` and a one-line description of it.
 
-    ``"recorded"``: from the recording's idle stretches
-    (:func:`~powermodels.twin.ambient.recorded_ambient`), interpolated;
-    ``"recorded-causal"``: the same from the past only; ``"preset"``: the
-    preset's constant (``None``). A recording without a trace falls back to
-    the preset's, and says so.
+    ``"initial"``: the recording's first idle stretch (before any load, an
+    observed input of the schedule like its phases) read through the
+    preset's thermal network, held for the whole replay
+    (:func:`~powermodels.twin.ambient.initial_ambient`); ``"recorded"``:
+    from every idle stretch (:func:`~powermodels.twin.ambient.recorded_ambient`),
+    interpolated; ``"recorded-causal"``: the same from the past only;
+    ``"preset"``: the preset's constant, its fitting board's (``None``). A
+    recording without a trace falls back to the preset's, and says so.
     """
     if ambient not in AMBIENTS:
         raise ValueError(f"twin_compare: ambient {ambient!r} is not one of {', '.join(AMBIENTS)}")
@@ -302,6 +305,12 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
         return None, constant
     if not real.has_trace:
         return None, f"{constant}: {real.name} has no temperature trace to read an ambient from"
+    if ambient == "initial":
+        profile = initial_ambient(real, twin)
+        row = profile.iloc[0]
+        return profile, (f"initial: {real.name}'s first idle stretch ({row[schema.T0_S]:.1f}-{row[schema.T1_S]:.1f} s, "
+                         f"before any load) through {twin.name}'s thermal network, {row[schema.AMBIENT_C]:.1f} °C "
+                         f"(constant); the preset's fit had {twin.ambient_c:.1f} °C")
     profile = recorded_ambient(real, twin, causal=ambient == "recorded-causal")
     values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)[schema.AMBIENT_C])
     how = "from the past only, held from each stretch's end" if ambient == "recorded-causal" \
@@ -312,7 +321,7 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
 
 
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
-                 sensor_window=None, ambient: str = "preset", calibrate: str | None = None) -> pd.DataFrame:
+                 sensor_window=None, ambient: str = "initial", calibrate: str | None = None) -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -329,13 +338,13 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
 
     ``ambient`` is where the replay's ambient (inlet) temperature comes
     from — the environment, like the schedule, not the GPU model:
-    ``"preset"`` (default) keeps the preset's constant, ``"recorded"`` reads
-    it from the recording's idle stretches through the preset's thermal
-    network (:func:`replay_ambient`), ``"recorded-causal"`` the same from
-    the past only. The table's ``attrs["ambient"]``, the ``comparison.md``
-    and the twin's provenance say which was used. (Default off: on the
-    held-out H100 GPU-620707cb it brings the cooling within 2–3 °C but
-    leaves most of the warm-up energy's miss; docs/twin.md.)
+    ``"initial"`` (default) reads it from the recording's first idle
+    stretch, before any load, through the preset's thermal network and
+    holds it; ``"preset"`` keeps the preset's constant (its fitting
+    board's); ``"recorded"`` reads it from every idle stretch
+    (:func:`replay_ambient`), ``"recorded-causal"`` the same from the past
+    only. The table's ``attrs["ambient"]``, the ``comparison.md`` and the
+    twin's provenance say which was used (docs/twin.md compares them).
 
     ``calibrate`` (``"board"`` or ``"workload"``) first brings the preset to
     the recording's board from its first idle entry and each uncapped series'

@@ -40,7 +40,8 @@ from ..devices.simulated_workload import SimulatedWorkload
 from ..recording import Recording
 from . import metrics
 from .fit_bursts import burst_power_at_top_clock, since_burst
-from .fit_controller import fit_cap_gains, fit_capped_clock, fit_recovery
+from .fit_cap_choice import CAP_CONTROLLER_FITS, fit_cap_controller
+from .fit_controller import fit_recovery
 from .fit_thermal import fit_with_memory_share, foster_temperature
 from .preset import TwinPreset, TwinWorkload
 
@@ -65,7 +66,7 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     read thousands of watts and weigh in every fit).
     """
     t, e = metrics.counter_updates(rec)
-    t, e = _merge_late_updates(t, e)
+    t, e = metrics.merge_late_updates(t, e)
     end = t[1:]
     out = pd.DataFrame({schema.T_S: end, schema.DT_S: np.diff(t), schema.POWER_W: np.diff(e) / np.diff(t)})
     tr_t = rec.trace[schema.T_S].to_numpy(float)
@@ -84,26 +85,10 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
     return out[out[schema.DT_S] < 0.25].reset_index(drop=True)
 
 
-def _merge_late_updates(t: np.ndarray, e: np.ndarray, share: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
-    """Drop each update that the next one follows within ``share`` of the median period (a late publication).
-
-    The two intervals around it become one, whose mean power is exact. Regular updates of the H100s and the
-    H200 come 0.083–0.13 s apart (0.1st to 99.9th percentile); the late ones are followed after 0.01–0.05 s.
-    """
-    if t.size < 3:
-        return t, e
-    short = np.diff(t) < share * float(np.median(np.diff(t)))
-    keep = np.ones(t.size, bool)
-    # update i (i < n−1) goes when the interval after it is short; the first one too (then no interval
-    # is merged: the span before it was not measured)
-    keep[:-1] = ~short
-    return t[keep], e[keep]
-
-
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
-             search_cap_gains: bool = True, burst_clock: str = "model") -> TwinPreset:
+             search_cap_gains: bool = True, burst_clock: str = "model", cap_controller: str = "auto") -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -133,10 +118,9 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     provenance : dict, optional
         Added to the preset's provenance.
     search_cap_gains : bool, default=True
-        Choose the cap controller's gains by replaying the first recording's
-        capped spans (:func:`~powermodels.twin.fit_controller.fit_cap_gains`,
-        ~1 s of compute per candidate and capped second); False keeps the
-        defaults (integral gain 4/s, no proportional term).
+        Fit the cap controller by replaying the first recording (see
+        ``cap_controller``); False keeps the step controller with integral
+        gain 4/s, no proportional term and the analytic recovery rate.
     burst_clock : {"model", "data", "none"}, default="model"
         How bursts after a cap load, which run a bin below the top clock while
         NVML reads the top clock, enter the fit: brought to the top clock with
@@ -144,7 +128,20 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         the fitted workloads' own bursts and series show (``"data"``,
         :func:`~powermodels.twin.fit_bursts.burst_power_at_top_clock`), or as
         read (``"none"``).
+    cap_controller : {"auto", "step", "period"}, default="auto"
+        The controller whose gains, core coefficient at the capped clock and
+        recovery rate are fitted: on each 1 ms step's power, once per clock
+        period on its mean, or both and the better on the fitting data kept
+        (:func:`~powermodels.twin.fit_cap_choice.fit_cap_controller`).
+
+    Returns
+    -------
+    TwinPreset
+        The fitted preset; ``preset.fit`` holds the fit's diagnostics.
     """
+    if cap_controller not in CAP_CONTROLLER_FITS:
+        raise ValueError(f"fit_twin: cap_controller must be one of {', '.join(CAP_CONTROLLER_FITS)}, "
+                         f"got {cap_controller!r}")
     if burst_clock not in ("model", "data", "none"):
         raise ValueError(f"fit_twin: burst_clock must be 'model', 'data' or 'none', got {burst_clock!r}")
     recs = [recordings] if isinstance(recordings, Recording) else list(recordings)
@@ -209,10 +206,14 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         **(provenance or {})}
     preset = TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
     if search_cap_gains:
-        preset = fit_cap_gains(preset, recs[0], holdout, report=report)
-        preset = fit_capped_clock(preset, recs[0], holdout, report=report)
+        preset = fit_cap_controller(preset, recs[0], holdout, controller=cap_controller,
+                                    clock_workload=clock_workload, report=report)
         report["controller"].update({k: getattr(preset.physics, k)
-                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat", "cap_offset_w")})
+                                      for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat", "cap_offset_w",
+                                                "clock_recovery_mhz_per_s", "cap_on_period")})
+        preset.provenance["cap_controller"] = (
+            f"{'period' if preset.physics.cap_on_period else 'step'} (fit_cap_controller, asked {cap_controller!r}: "
+            + report["cap_controller"]["criterion"] + ")")
     return preset
 
 

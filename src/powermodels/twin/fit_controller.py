@@ -32,7 +32,7 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery"]
+__all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
 CAP_GAIN_GRID = tuple(itertools.product((10.0, 100.0, 1000.0), (0.0, 4.0), (0.0, 1.0)))
@@ -204,23 +204,49 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
     for kp, ki, rho in grid:
         twin = replace(preset, physics=replace(preset.physics, cap_proportional=float(kp),
                                                cap_gain_per_s=float(ki), cap_repeat=float(rho)))
-        m_err, s_err = [], []
-        for (a, b), (p1s, p100), temp in zip(spans, real, temps):
-            rep = replay(_segment(rec, a, b), twin, start_temperature_c=temp)
-            q1s, q100 = _span_powers(rep, 0.2 + LEAD_S, 0.2 + LEAD_S + (b - a))
-            n = min(p1s.size, q1s.size)
-            m_err.append(q1s[:n] - p1s[:n])
-            s_err.append(float(np.std(q100)) - float(np.std(p100)))
-        score = float(np.sqrt(np.mean(np.concatenate(m_err) ** 2)) + abs(np.mean(s_err)))
-        scores.append({"cap_proportional": kp, "cap_gain_per_s": ki, "cap_repeat": rho, "score_w": score,
-                       "mean_rmse_w": float(np.sqrt(np.mean(np.concatenate(m_err) ** 2))),
-                       "spread_error_w": float(np.mean(s_err))})
+        s = span_score(twin, rec, spans, real, temps)
+        scores.append({"cap_proportional": kp, "cap_gain_per_s": ki, "cap_repeat": rho, **s})
     best = min(scores, key=lambda s: s["score_w"])
     if report is not None:
         report["cap_gains"] = {"spans": [[round(a, 3), round(b, 3)] for a, b in spans], "candidates": scores,
                                "cap_offset_w": offset,
                                "chosen": {k: best[k] for k in GAIN_FIELDS}}
     return replace(preset, physics=replace(preset.physics, **{k: float(best[k]) for k in GAIN_FIELDS}))
+
+
+def span_score(preset, rec: Recording, spans, real=None, temps=None) -> dict:
+    """How well ``preset`` replays ``rec``'s capped ``spans``: the gain search's objective.
+
+    Parameters
+    ----------
+    preset : TwinPreset
+    rec : Recording
+    spans : sequence of (t0_s, t1_s)
+        From :func:`capped_spans`.
+    real, temps : list, optional
+        The real spans' powers (:func:`_span_powers`) and start temperatures (computed when not given).
+
+    Returns
+    -------
+    dict
+        ``score_w`` (RMS error of the 1 s mean power every 0.1 s plus the
+        mean error of the 100 ms power's spread, W), ``mean_rmse_w``,
+        ``spread_error_w``.
+    """
+    if real is None:
+        real = [_span_powers(rec, a, b) for a, b in spans]
+    if temps is None:
+        temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
+    m_err, s_err = [], []
+    for (a, b), (p1s, p100), temp in zip(spans, real, temps):
+        rep = replay(_segment(rec, a, b), preset, start_temperature_c=temp)
+        q1s, q100 = _span_powers(rep, 0.2 + LEAD_S, 0.2 + LEAD_S + (b - a))
+        n = min(p1s.size, q1s.size)
+        m_err.append(q1s[:n] - p1s[:n])
+        s_err.append(float(np.std(q100)) - float(np.std(p100)))
+    rmse = float(np.sqrt(np.mean(np.concatenate(m_err) ** 2)))
+    return {"score_w": rmse + abs(float(np.mean(s_err))), "mean_rmse_w": rmse,
+            "spread_error_w": float(np.mean(s_err))}
 
 
 def _replay_spans(preset, rec: Recording, spans, temps):
