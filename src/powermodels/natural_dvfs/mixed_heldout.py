@@ -156,8 +156,9 @@ def _companion_fit(cw: ClockWindows, companion: str, lo: float, hi: float, *, al
     if n_counter < min_train:
         return None, f"the companion {companion} has {n_counter} own training counter window(s) (< {min_train})"
     setting, _, _ = select_setting(cw, rows, alpha_w_per_c=alpha, reference_temperature_c=t_ref, bin_mhz=bin_mhz,
-                                   **idle)
-    params = fit_setting(cw, rows, setting, alpha_w_per_c=alpha, reference_temperature_c=t_ref, **idle)
+                                   band_mhz=(lo, hi), **idle)
+    params = fit_setting(cw, rows, setting, alpha_w_per_c=alpha, reference_temperature_c=t_ref, knee_floor_mhz=lo,
+                         **idle)
     return params, ""
 
 
