@@ -51,6 +51,19 @@ def test_alpha_leaves_out_blocks_at_the_power_cap():
     rec = SimpleNamespace(trace=pd.DataFrame({schema.T_S: t, schema.THROTTLE_REASONS: reasons}),
                           provenance={"power_limit_w": 700.0})
     assert at_power_cap(blocks, rec).tolist() == [False, False, True]
+    # a trace that kept only the rows where a reading changes (what gpu_natural_dvfs.py commits)
+    # gives the same answer: here the cap holds 1.3–2.8 s, so the last block is capped for 80 % of
+    # its time but keeps only two rows (the change at 2.8 s and the last poll), both uncapped:
+    # counting rows called it uncapped
+    from powermodels.recording import downsample_trace
+
+    reasons = np.where(t >= 2.8, 0, np.where(t >= 1.3, 0x4, 0))
+    full = pd.DataFrame({schema.T_S: t, schema.THROTTLE_REASONS: reasons})
+    rec = SimpleNamespace(trace=full, provenance={"power_limit_w": 700.0})
+    expected = at_power_cap(blocks, rec).tolist()
+    assert expected == [False, True, True]
+    rec = SimpleNamespace(trace=downsample_trace(full), provenance={"power_limit_w": 700.0})
+    assert at_power_cap(blocks, rec).tolist() == expected
     # no clock-event reasons recorded: the counter power against the limit
     rec = SimpleNamespace(trace=pd.DataFrame({schema.T_S: t}), provenance={"power_limit_w": 700.0})
     assert at_power_cap(blocks, rec).tolist() == [False, True, True]

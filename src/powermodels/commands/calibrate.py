@@ -49,6 +49,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--series-s", type=float, default=10.0,
                         help="natural DVFS: per workload, seconds back to back from cool (for alpha; 0: none)")
     parser.add_argument("--cool-s", type=float, default=10.0, help="natural DVFS: idle before each series, s")
+    parser.add_argument("--hot-s", type=float, default=0.0,
+                        help="natural DVFS: then this long of the pressure load and each series again, from a "
+                             "warmer heatsink (alpha needs two temperatures at one clock; 0: none)")
     parser.add_argument("--no-probe", action="store_true",
                         help="natural DVFS: no on-GPU clock probe (clocks then come from NVML's lagging reading)")
     parser.add_argument("--reference-clock", type=float, metavar="MHZ", help="report at this clock")
@@ -168,7 +171,8 @@ def run(args) -> int:
             result = calibrate([_workload_arg(w) for w in args.workloads], device,
                                allow_clock_changes=args.allow_clock_changes, clocks=clocks, pressure=pressure,
                                cycles=args.cycles, pressure_s=args.pressure_s, burst_s=args.burst_s,
-                               series_s=args.series_s, cool_s=args.cool_s, probe=not args.no_probe,
+                               series_s=args.series_s, cool_s=args.cool_s, hot_s=args.hot_s,
+                               probe=not args.no_probe,
                                reference_clock_mhz=args.reference_clock,
                                reference_temperature_c=args.reference_temperature, min_span_mhz=args.min_span,
                                progress=lambda line: print(f"  {line}", file=sys.stderr),

@@ -19,7 +19,14 @@ fit without a GPU:
   loads' shares (:mod:`~powermodels.natural_dvfs.ladder_windows`); each tail is the workload's own
   recovery through the intermediate clocks (the held-out test windows);
 * ``thermal`` (``series_s > 0``): for each workload, ``cool_s`` idle, then ``series_s`` back
-  to back from cool — a warm-up at the clock the workload holds, for α (thesis §4.2.1).
+  to back from cool — a warm-up at the clock the workload holds, for α (thesis §4.2.1). With
+  ``hot_s > 0`` (and a pressure load) each uncapped workload then runs a second series right
+  after ``hot_s`` of the pressure load: the same kernel at the same clock from a heatsink the
+  capped load has warmed. One warm-up is not enough on every board: on the H200s recorded
+  (GPU-25027b10, GPU-1c74094b) the die reaches its level within 0.5 s and then moves only
+  1–2 °C in 23 s, less than α needs at one clock, while 30 s at the cap warmed the heatsink
+  ~6 °C. :func:`~powermodels.workflows.recording_calibration.calibrate_recording` pools a
+  workload's thermal series at one clock, so α sees both temperatures.
 
 Every burst and series is cut into batches of about ``batch_s`` (one launch for kernels of
 a millisecond); a clock probe (:mod:`powermodels.devices.clock_probe`) runs on the
@@ -238,7 +245,7 @@ class _Recorder:
 
 
 def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressure_s: float = 1.0,
-                        burst_s: float = 0.5, series_s: float = 10.0, cool_s: float = 10.0,
+                        burst_s: float = 0.5, series_s: float = 10.0, cool_s: float = 10.0, hot_s: float = 0.0,
                         lead_idle_s: float = 1.0, batch_s: float = 1e-3, probe=True, ladder: Ladder | None = None,
                         progress: Callable[[str], None] | None = None, command: str = "", save_to=None):
     """Run the natural-DVFS protocol (see the module) and return it as a raw recording.
@@ -256,6 +263,9 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
         Cycle ``c`` runs the pressure for ``pressure_s · c / (cycles − 1)`` then a burst.
     series_s, cool_s : float
         Thermal part: per workload, ``cool_s`` idle then ``series_s`` back to back (0: none).
+    hot_s : float, default=0
+        Thermal part: then ``hot_s`` of the pressure load and the series again, for every
+        workload but the pressure load itself (0: no hot series; needs ``pressure``).
     lead_idle_s : float
         Idle before the first burst (the trace's baseline).
     batch_s : float
@@ -282,9 +292,12 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
     """
     if not (isinstance(cycles, (int, np.integer)) and cycles >= 2):
         raise ValueError(f"calibrate: cycles must be an int >= 2, got {cycles!r}")
-    if not (pressure_s >= 0 and burst_s > 0 and series_s >= 0 and cool_s >= 0 and batch_s > 0):
-        raise ValueError(f"calibrate: pressure_s, series_s, cool_s must be >= 0 and burst_s, batch_s > 0, "
-                         f"got {pressure_s}, {series_s}, {cool_s}, {burst_s}, {batch_s}")
+    if not (pressure_s >= 0 and burst_s > 0 and series_s >= 0 and cool_s >= 0 and hot_s >= 0 and batch_s > 0):
+        raise ValueError(f"calibrate: pressure_s, series_s, cool_s, hot_s must be >= 0 and burst_s, batch_s > 0, "
+                         f"got {pressure_s}, {series_s}, {cool_s}, {hot_s}, {burst_s}, {batch_s}")
+    if hot_s > 0 and (pressure is None or series_s <= 0):
+        raise ValueError("calibrate: the hot series (hot_s > 0) follows the pressure load and repeats the thermal "
+                         "series; give a pressure load and series_s > 0")
     if ladder is not None and not isinstance(ladder, Ladder):
         raise ValueError(f"calibrate: ladder must be a Ladder or None, got {type(ladder).__name__}")
     if ladder is not None and pressure is None:
@@ -307,7 +320,7 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
         "workloads": {label: {"workload": w.name, "config": w.config_id(config)} for w, config, label in items},
         "pressure": pressure[0].name if pressure is not None else None,
         "schedule": {"cycles": cycles, "pressure_s": pressure_s, "burst_s": burst_s, "series_s": series_s,
-                     "cool_s": cool_s, "batch_s": batch_s,
+                     "cool_s": cool_s, "hot_s": hot_s, "batch_s": batch_s,
                      **({"ladder": asdict(ladder)} if ladder is not None else {})},
         "clock_probe": not isinstance(probe, _NoProbe),
     }
@@ -323,7 +336,8 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
 
     try:
         _protocol(rec, runner, items, pressure, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
-                  series_s=series_s, cool_s=cool_s, lead_idle_s=lead_idle_s, ladder=ladder, part_done=part_done)
+                  series_s=series_s, cool_s=cool_s, hot_s=hot_s, lead_idle_s=lead_idle_s, ladder=ladder,
+                  part_done=part_done)
     except BaseException as err:  # SIGTERM (terminate_raises), Ctrl-C, a failed launch: keep what ran
         if save_to is not None:
             try:
@@ -343,7 +357,7 @@ def record_natural_dvfs(runner, items, pressure=None, *, cycles: int = 8, pressu
     return rec.recording({**provenance, "complete": True})
 
 
-def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, series_s, cool_s, lead_idle_s,
+def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, series_s, cool_s, hot_s, lead_idle_s,
               ladder, part_done) -> None:
     """The schedule of the module docstring; ``part_done(line)`` after each workload's part."""
     rec.idle("natural", lead_idle_s)
@@ -368,9 +382,16 @@ def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, seri
                       f"{pressure[0].name})")
     if series_s > 0:
         for k, (w, config, label) in enumerate(items):
+            t1 = runner.launch_time_s(w, config)
             rec.idle("thermal", cool_s)
-            rec.timed("thermal", w, config, label, 0, "series", series_s, runner.launch_time_s(w, config))
+            rec.timed("thermal", w, config, label, 0, "series", series_s, t1)
             part_done(f"thermal series {k + 1}/{len(items)}: {w.name} ({series_s:g} s after {cool_s:g} s idle)")
+            if hot_s > 0 and not (label == pressure[0].name or w is pressure[0]):
+                # no idle between: the series starts on the heatsink the capped load left
+                rec.pressure("thermal", pressure[0], pressure[1], 1, hot_s, p_time)
+                rec.timed("thermal", w, config, label, 1, "series", series_s, t1)
+                part_done(f"hot series {k + 1}/{len(items)}: {w.name} ({series_s:g} s after {hot_s:g} s of "
+                          f"{pressure[0].name})")
 
 
 class _NoProbe:

@@ -168,7 +168,7 @@ def _check_options(*, clocks, n_clocks, cycles, pressure_s, burst_s, point_s, re
 def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
               clocks: Sequence[float] | None = None, n_clocks: int = 8, pressure="default",
               cycles: int = 8, pressure_s: float = 1.0, burst_s: float = 0.5, series_s: float = 10.0,
-              cool_s: float = 10.0, probe: bool = True, point_s: float = 1.0,
+              cool_s: float = 10.0, hot_s: float = 0.0, probe: bool = True, point_s: float = 1.0,
               reference_clock_mhz: float | None = None, reference_temperature_c: float | None = None,
               min_span_mhz: float = 150.0, progress: Callable[[str], None] | None = None,
               runner: Runner | None = None, recording_dir=None, ladder=None) -> CalibrationRun:
@@ -189,7 +189,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
         the highest.
     pressure : workload, "default" or None
         Natural DVFS: the load run before each burst (None: the workload alone).
-    cycles, pressure_s, burst_s, series_s, cool_s : int, float, float, float, float
+    cycles, pressure_s, burst_s, series_s, cool_s, hot_s : int, float, float, float, float, float
         Natural DVFS schedule (:func:`~powermodels.natural_dvfs.natural_recording.record_natural_dvfs`).
     probe : bool
         Natural DVFS: probe the SM clock on the GPU around each batch (where the device can).
@@ -237,7 +237,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
             load = default_pressure_workload() if isinstance(pressure, str) and pressure == "default" \
                 else pressure
             return _natural(runner, workloads, load, cycles=cycles, pressure_s=pressure_s, burst_s=burst_s,
-                            series_s=series_s, cool_s=cool_s, probe=probe, progress=progress,
+                            series_s=series_s, cool_s=cool_s, hot_s=hot_s, probe=probe, progress=progress,
                             recording_dir=recording_dir, ladder=ladder,
                             reference_clock_mhz=reference_clock_mhz,
                             reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)
@@ -254,7 +254,7 @@ def calibrate(workloads, device="auto", *, allow_clock_changes: bool = False,
             runner.close()
 
 
-def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, cool_s, probe, progress,
+def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, cool_s, hot_s, probe, progress,
              recording_dir, ladder,
              reference_clock_mhz, reference_temperature_c, min_span_mhz) -> CalibrationRun:
     """Natural DVFS: record (probes included), then fit on the recording."""
@@ -270,7 +270,7 @@ def _natural(runner, workloads, load, *, cycles, pressure_s, burst_s, series_s, 
         p = _workload(load)
         pressure = (p, p.validate_config(p.parse_config(None)))
     recording = record_natural_dvfs(runner, named, pressure, cycles=cycles, pressure_s=pressure_s,
-                                    burst_s=burst_s, series_s=series_s, cool_s=cool_s, probe=probe,
+                                    burst_s=burst_s, series_s=series_s, cool_s=cool_s, hot_s=hot_s, probe=probe,
                                     ladder=ladder, progress=progress, save_to=recording_dir)
     run = calibrate_recording(recording, reference_clock_mhz=reference_clock_mhz,
                               reference_temperature_c=reference_temperature_c, min_span_mhz=min_span_mhz)

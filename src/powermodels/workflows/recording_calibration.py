@@ -11,7 +11,9 @@ both end here, so a recording re-analysed without a GPU gives the same report an
    field; power vs clock (eq. 4.1) is fitted on them;
 4. α (eq. 4.6) is fitted at constant clock (thesis §4.2.1) on ~1 s blocks of those windows,
    one group per workload, clock and stretch of back-to-back launches (each stretch has its
-   own thermal history), pooled over workloads, without the first ``settle_s`` of each
+   own thermal history) — except the ``thermal`` part's series, which share one group per
+   workload and clock (:func:`pool_thermal_series`: the cool and the hot series are the
+   design's two temperatures) —, pooled over workloads, without the first ``settle_s`` of each
    stretch (the die temperature reading does not yet describe the die: on the H100
    recording the first second from idle reads 1.8 % high for the FMA loop), and without
    blocks at the power cap (:func:`at_power_cap`: there the controller holds the power, so
@@ -45,10 +47,11 @@ from ..natural_dvfs.launch_clocks import (
     find_clock_reference,
     launch_clock_summary,
 )
+from ..sensor.clock_reading import held_mean
 from .calibration_fit import fit_calibration
 from .calibration_run import CalibrationRun
 
-__all__ = ["at_power_cap", "calibrate_from", "calibrate_legacy_folder", "calibrate_recording"]
+__all__ = ["at_power_cap", "calibrate_from", "calibrate_legacy_folder", "calibrate_recording", "pool_thermal_series"]
 
 _SOURCE_WORDS = {"probe": "probed on the GPU (clock64 / %globaltimer) before and after each batch",
                  "kernel_time": "implied by the reference kernel's own time (t ∝ 1/clock)",
@@ -112,7 +115,8 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
     alpha_rows = None
     if samples is not None:
         capped = at_power_cap(samples, recording)
-        alpha_rows = samples.loc[(samples[schema.SINCE_START_S].to_numpy(float) >= settle_s) & ~capped]
+        alpha_rows = pool_thermal_series(
+            samples.loc[(samples[schema.SINCE_START_S].to_numpy(float) >= settle_s) & ~capped])
     if reference_clock_mhz is None:  # the board's highest clock, not the fastest launch's noise
         reference_clock_mhz = recording.provenance.get("max_sm_clock_mhz")
     calibration = fit_calibration(None, launches if len(launches) else None, samples,
@@ -140,11 +144,45 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
                           power_clock_relative=power_clock_relative)
 
 
+def pool_thermal_series(blocks: pd.DataFrame) -> pd.DataFrame:
+    """One α group for every series a workload ran in the ``thermal`` part (thesis §4.2.1).
+
+    α is fitted within groups of one workload at one clock; a group per stretch of launches
+    keeps apart what has its own thermal history (a natural-DVFS burst, a ladder tail). The
+    thermal part's series are made to be compared: one from cool, and with ``hot_s`` one right
+    after a capped load, at the same clock. Each alone can span too little: on the H200s
+    recorded (GPU-25027b10, GPU-1c74094b) a 25 s series moves 1–2 °C after its first 2 s.
+    Their first ``settle_s`` is already left out, so the die reading describes the die in
+    every row kept. A series split by a host pause rejoins its other part here too.
+
+    Parameters
+    ----------
+    blocks : DataFrame
+        Counter blocks with ``recording_phase`` and ``stretch`` (:func:`~powermodels.
+        natural_dvfs.counter_windows.counter_blocks`); without either column, returned as is.
+
+    Returns
+    -------
+    DataFrame
+        ``blocks`` with ``stretch`` set to −1 in the ``thermal`` rows (workload and clock
+        still separate the groups).
+    """
+    if schema.RECORDING_PHASE not in blocks or schema.STRETCH not in blocks or not len(blocks):
+        return blocks
+    thermal = (blocks[schema.RECORDING_PHASE] == "thermal").to_numpy()
+    out = blocks.copy()
+    out.loc[thermal, schema.STRETCH] = -1
+    return out
+
+
 def at_power_cap(blocks: pd.DataFrame, recording, *, limit_share: float = 0.97) -> np.ndarray:
     """Which counter blocks ran at the power cap.
 
     A block is capped when NVML's clock-event reasons show the power cap (``POWER_CAP_BITS``)
-    in at least half of the trace rows inside it; without that column in the trace, when its
+    for at least half of its time (each reading held until the next row, so a trace that kept only
+    the rows where a reading changes — what ``gpu_natural_dvfs.py`` commits — gives the same
+    answer as the full-rate one; counting rows did not, and moved α on the H100 GPU-a8fc3d71
+    recording from 2.26 to 1.62 W/°C); without that column in the trace, when its
     counter power is at least ``limit_share`` of the recording's ``power_limit_w``.
 
     Parameters
@@ -171,11 +209,8 @@ def at_power_cap(blocks: pd.DataFrame, recording, *, limit_share: float = 0.97) 
     t1 = blocks[schema.WINDOW_END_S].to_numpy(float)
     if schema.THROTTLE_REASONS in trace and len(trace):
         t = trace[schema.T_S].to_numpy(float)
-        cap = (trace[schema.THROTTLE_REASONS].to_numpy(np.int64) & POWER_CAP_BITS) != 0
-        cum = np.concatenate([[0], np.cumsum(cap)])
-        a, b = np.searchsorted(t, t0), np.searchsorted(t, t1)
-        rows = b - a
-        return np.where(rows > 0, (cum[b] - cum[a]) >= 0.5 * np.maximum(rows, 1), False)
+        cap = ((trace[schema.THROTTLE_REASONS].to_numpy(np.int64) & POWER_CAP_BITS) != 0).astype(float)
+        return held_mean(t, cap, t0, t1) >= 0.5
     try:
         limit = float(recording.provenance.get("power_limit_w"))
     except (TypeError, ValueError):
