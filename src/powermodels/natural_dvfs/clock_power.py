@@ -9,11 +9,9 @@ Thesis eq. 4.1, ``P(f) = P_static + a·f·V(f)²`` (§4.1.1), with α's temperat
 with ``s`` the share of the window the workload's launches cover (between batches — the clock
 probes, host gaps — the dynamic term is idle), linear in ``P_static`` and ``a`` for a given
 voltage shape, however the clock moved inside the window
-(:func:`~powermodels.natural_dvfs.power_fit.fit_setting`; a fitted ``P_static`` is held to its
-physical range, 0 to the measured idle power, :func:`~powermodels.natural_dvfs.power_fit.p_static_bounds`).
-The settings are chosen by cross-validation on the training clocks only
-(:func:`~powermodels.natural_dvfs.setting_cv.select_setting`; its folds run towards the band where
-the band lies outside the training clocks, ``cv_folds`` in the table):
+(:func:`~powermodels.natural_dvfs.power_fit.fit_setting`). The settings are chosen by
+cross-validation on the training clocks only
+(:func:`~powermodels.natural_dvfs.setting_cv.select_setting`, leave-one-bin-out):
 
 * the form: ``linear`` (V constant, ``P = P_static + a·f``) or ``v2f`` (V rising linearly above
   a knee, the Kernel Tuner shape of :func:`~powermodels.models.voltage.relative_voltage`,
@@ -21,7 +19,15 @@ the band lies outside the training clocks, ``cv_folds`` in the table):
 * the temperature term: ``alpha`` (the α fitted at constant clock, thesis §4.2.1) or ``none``;
 * the windows fitted on: ``counter`` only, or ``counter+instant`` (with a free offset for the
   instant field), always *scored* on counter windows, the exact meter;
-* ``P_static``: ``free`` (fitted within 0 … the idle power) or ``idle`` (held at the idle power).
+* ``P_static``: ``free`` (fitted) or ``idle`` (held at the idle power).
+
+``extrapolation_rules`` (opt-in, **off by default**) adds three rules for a band outside the
+training clocks: a free ``P_static`` held within 0 … the idle power
+(:func:`~powermodels.natural_dvfs.power_fit.p_static_bounds`), CV folds towards the band
+(``cv_folds`` in the table), and the ``v2f`` knee's grid down to the band's low edge. On the seven
+real ladder recordings of 2026-11-27 they made 15 of 21 held-out cells worse (within 3 %: 10 of
+21 → 7; H100 GPU-a8fc3d71 fp32 17.83 → 2.92 %, but H200 GPU-25027b10 FMA 2.82 → 36.36 %;
+docs/calibration.md, "Extrapolating to the band"), so the default is the fit without them.
 
 :func:`power_at_heldout_clocks` holds out the windows whose mean clock lies in a band, fits on
 the rest (by default only windows that spend no time at clocks in the band: a window partly in
@@ -78,7 +84,7 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
                             alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None,
                             idle_w: float | None = None, idle_temperature_c: float | None = None,
                             max_band_share: float = 0.0, min_train: int = 6, bin_mhz: float = 50.0,
-                            workloads=None) -> pd.DataFrame:
+                            workloads=None, extrapolation_rules: bool = False) -> pd.DataFrame:
     """Per workload: power at the held-out clock band predicted from the other clocks' windows.
 
     Parameters
@@ -102,6 +108,9 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
         CV fold width (:func:`select_setting`).
     workloads : iterable of str, optional
         Only these workloads' rows (default: every workload).
+    extrapolation_rules : bool, default=False
+        The three opt-in rules for a band outside the training clocks (the module's docstring:
+        off by default, they made most real cells worse).
 
     Returns
     -------
@@ -112,7 +121,7 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
         :mod:`~powermodels.natural_dvfs.mixed_heldout`), ``test_windows`` (of them ``test_mixed``),
         ``train_windows`` (of them ``train_mixed`` shared with the ladder's pressure load,
         ``train_below_band`` / ``train_above_band`` below / above the band), then the CV's choice,
-        score and folds (``cv_folds``), the fitted parameters, the window counts and the main reason windows were dropped.
+        score and folds (``cv_folds``: "leave-one-bin-out" unless ``extrapolation_rules``), the fitted parameters, the window counts and the main reason windows were dropped.
     """
     lo, hi = float(band_mhz[0]), float(band_mhz[1])
     if not lo < hi:
@@ -168,9 +177,11 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
             row[schema.NOTE] = f"only {n_train_counter} training counter window(s) (< {min_train})"
         else:
             setting, cv, _ = select_setting(cw, train, alpha_w_per_c=alpha, reference_temperature_c=t_ref,
-                                            bin_mhz=bin_mhz, band_mhz=(lo, hi), **idle)
+                                            bin_mhz=bin_mhz, band_mhz=(lo, hi),
+                                            extrapolation_rules=extrapolation_rules, **idle)
             params = fit_setting(cw, train, setting, alpha_w_per_c=alpha, reference_temperature_c=t_ref,
-                                 knee_floor_mhz=lo, **idle)
+                                 knee_floor_mhz=lo if extrapolation_rules else math.nan,
+                                 bound_p_static=extrapolation_rules, **idle)
             y = table[schema.POWER_W].to_numpy(float)[test]
             p = predict_setting(cw, test, params)
             # the windows the chosen setting was fitted on: instant readings above the band do not
@@ -185,7 +196,7 @@ def power_at_heldout_clocks(cw: ClockWindows, *, band_mhz: tuple[float, float] =
                         schema.SOURCES_CV: setting[schema.SETTING_SOURCES],
                         schema.P_STATIC_CV: setting[schema.SETTING_P_STATIC], schema.CV_MAPE_PCT: cv,
                         schema.CV_FOLDS: CV_FOLDS[{"": 0, "below": 1, "above": 2}[
-                            extrapolation_side(f[train], (lo, hi))]],
+                            extrapolation_side(f[train], (lo, hi)) if extrapolation_rules else ""]],
                         **{c: params[c] for c in (schema.FIT_P_STATIC_W, schema.FIT_A_W_PER_MHZ, schema.FIT_KNEE_MHZ,
                                                   schema.FIT_SLOPE_PER_GHZ)},
                         schema.NOTE: "" if train_lo < lo < hi < train_hi else

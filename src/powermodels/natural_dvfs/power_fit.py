@@ -1,4 +1,4 @@
-"""Thesis eq. 4.1 fitted on windows whose clock moves: one setting, ``P_static`` within its physical range.
+"""Thesis eq. 4.1 fitted on windows whose clock moves: one setting, ``P_static`` optionally within its physical range.
 
 A window's mean power (:mod:`~powermodels.natural_dvfs.clock_power`) is
 
@@ -10,7 +10,16 @@ ladder companion whose own power is known), linear in ``P_static`` and ``a`` for
 shape. :func:`fit_setting` solves it by least squares for one setting (form, temperature term,
 windows, ``P_static``), :func:`predict_setting` predicts windows from the fit.
 
-**P_static is a physical quantity, so a fitted one is held to its range** (since session 9):
+Three rules for a band outside the training clocks (session 9) are **opt-in, off by default**
+(``bound_p_static`` and ``knee_floor_mhz`` here, the third in
+:mod:`~powermodels.natural_dvfs.setting_cv`; one switch, ``extrapolation_rules``, from
+:func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks` up to ``powermodels
+calibrate --from DIR --power-extrapolation-rules``): on the seven real ladder recordings they made
+15 of 21 held-out cells worse (docs/calibration.md, "Extrapolating to the band"). Off, a free
+``P_static`` is the unbounded least-squares intercept and the knee's grid spans the training
+clocks only, as before session 9.
+
+**P_static is a physical quantity, so a fitted one may be held to its range** (``bound_p_static``):
 the chip's static power at ``T_ref`` is not negative, and not above the measured idle power at
 that temperature — the idle chip draws its static power plus the clock tree's, so
 ``0 ≤ P_static ≤ P_idle`` (:func:`p_static_bounds`: with the temperature term the idle power moved
@@ -25,7 +34,7 @@ GPU-a8fc3d71 (``datasets/h100-2026-11-27/natural_dvfs_ladder_a8fc3d71``) the FMA
 windows all lay at 1,800–2,000 MHz, the chosen linear fit put ``P_static`` at −2,640 W with
 ``a`` = 1.54 W/MHz, and its prediction 300 MHz down, at 1,500–1,800 MHz, missed by 17.8 %.
 
-**The voltage's knee may lie below the training clocks** (since session 9): the ``v2f`` form's
+**The voltage's knee may lie below the training clocks** (``knee_floor_mhz``): the ``v2f`` form's
 knee grid (:func:`~powermodels.models.voltage.relative_voltage`: V flat below the knee, rising
 linearly above) spanned only the training windows' clocks, so a band below them was predicted
 with V held flat — the one place the board's V(f) is known to keep falling. With ``P_static``
@@ -154,12 +163,14 @@ def p_static_bounds(idle_w: float = math.nan, idle_temperature_c: float = math.n
 
 def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float = math.nan,
                 reference_temperature_c: float = math.nan, idle_w: float = math.nan,
-                idle_temperature_c: float = math.nan, knee_floor_mhz: float = math.nan) -> dict:
+                idle_temperature_c: float = math.nan, knee_floor_mhz: float = math.nan,
+                bound_p_static: bool = False) -> dict:
     """Fit one setting (``form``, ``temperature``, ``sources``, ``p_static``) on windows ``rows``.
 
     ``p_static="idle"`` holds ``P_static`` at the measured idle power ``idle_w`` (moved to
-    ``T_ref`` with α when the temperature term is on), "free" fits it within its physical range
-    (:func:`p_static_bounds`: ``0 ≤ P_static ≤`` that idle power).
+    ``T_ref`` with α when the temperature term is on), "free" fits it: unbounded by default, or
+    with ``bound_p_static`` within its physical range (:func:`p_static_bounds`: ``0 ≤ P_static ≤``
+    that idle power).
 
     Parameters
     ----------
@@ -172,11 +183,15 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
     alpha_w_per_c, reference_temperature_c : float, optional
         α at constant clock and ``T_ref`` (used with ``temperature="alpha"``).
     idle_w, idle_temperature_c : float, optional
-        Measured idle power and its temperature (``p_static="idle"``'s value and "free"'s upper
-        bound; without them a free ``P_static`` is only held ≥ 0).
+        Measured idle power and its temperature (``p_static="idle"``'s value and, with
+        ``bound_p_static``, "free"'s upper bound; without them a bounded ``P_static`` is only held ≥ 0).
     knee_floor_mhz : float, optional
         The ``v2f`` knee's grid reaches down to this clock when it lies below the windows'
         clocks (the held-out band's low edge: the voltage may keep falling through the band).
+        NaN (default): the grid spans the windows' clocks only.
+    bound_p_static : bool, default=False
+        Hold a "free" ``P_static`` within :func:`p_static_bounds` (an opt-in extrapolation rule,
+        see the module); off, it is the unbounded least-squares intercept.
 
     Returns
     -------
@@ -203,9 +218,11 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
         y = y - alpha * (t[schema.TEMPERATURE_C].to_numpy(float) - reference_temperature_c) * _own_weight(cw, idx)
     instant = (t[schema.WINDOW_SOURCE] == "instant").to_numpy()
     p_static = math.nan
-    bounds = p_static_bounds(idle_w, idle_temperature_c, alpha, reference_temperature_c)
+    physical = p_static_bounds(idle_w, idle_temperature_c, alpha, reference_temperature_c)
+    # off by default: on the seven real ladder recordings the bound made more cells worse than better
+    bounds = physical if bound_p_static else (-math.inf, math.inf)
     if setting.get(schema.SETTING_P_STATIC, "free") == "idle":
-        p_static = bounds[1]
+        p_static = physical[1]
         if not np.isfinite(p_static):  # else the fit below would free P_static under the label "idle"
             raise ValueError(f"fit_setting: p_static='idle' needs a finite idle_w (got {idle_w!r})"
                              + (f" and, with the temperature term, idle_temperature_c (got {idle_temperature_c!r})"
@@ -214,8 +231,8 @@ def fit_setting(cw: ClockWindows, rows, setting: dict, *, alpha_w_per_c: float =
         grid = [(math.nan, 0.0)]
     else:
         # the knee's grid spans the clocks of the windows fitted on (never the held-out ones' power),
-        # down to the band's low edge where the band lies below them: a knee held inside the
-        # training clocks would make V flat exactly where the fit is used
+        # and with a knee_floor_mhz (opt-in) down to the band's low edge where the band lies below
+        # them: a knee held inside the training clocks makes V flat exactly where the fit is used
         f = np.concatenate([cw.seg_clock_mhz[cw.seg_offset[i]:cw.seg_offset[i + 1]] for i in idx]) if idx.size \
             else np.array([])
         lo, hi = (np.nanpercentile(f, 1), np.nanpercentile(f, 99)) if f.size else (0.0, 1.0)

@@ -2,12 +2,18 @@
 
 :func:`select_setting` scores every setting of :func:`~powermodels.natural_dvfs.power_fit.fit_setting`
 — form (``linear``, ``v2f``), temperature term (``alpha``, ``none``), windows fitted (``counter``,
-``counter+instant``) and ``P_static`` (``free`` within its physical range, ``idle``) — on folds of
-the training windows' mean clock, and returns the best. The folds follow where the model is to
-be used (since session 9):
+``counter+instant``) and ``P_static`` (``free``, ``idle``) — on folds of the training windows'
+mean clock, and returns the best. By default the folds are leave-one-bin-out — each ``bin_mhz``
+bin predicted from a fit on every other bin — wherever the band lies, as before session 9.
 
-* **The band inside the training clocks** (windows on both sides of it): leave-one-bin-out — each
-  ``bin_mhz`` bin predicted from a fit on every other bin, i.e. interpolation, as the band asks.
+With ``extrapolation_rules`` (opt-in, **off by default**: with the two rules of
+:func:`~powermodels.natural_dvfs.power_fit.fit_setting` it made 15 of 21 held-out cells worse on
+the seven real ladder recordings, docs/calibration.md "Extrapolating to the band") the folds
+follow where the model is to be used, and every fit holds ``P_static`` within its physical range
+and lets the ``v2f`` knee reach down to the band's low edge:
+
+* **The band inside the training clocks** (windows on both sides of it): leave-one-bin-out, i.e.
+  interpolation, as the band asks.
 * **The band outside them** (every training window above it, as the uncapped workloads on the
   real boards of 2026-11-27, whose windows stay at 1,800–2,000 MHz; or every one below it, as the
   capped pressure GEMM): **towards the band**. The bins are ordered by their distance from the
@@ -21,7 +27,7 @@ be used (since session 9):
   out —, which is why ``P_static`` is also held to its physical range
   (:func:`~powermodels.natural_dvfs.power_fit.p_static_bounds`).
 
-Both rules are written from the geometry of training windows and band and from eq. 4.1's
+The rules are written from the geometry of training windows and band and from eq. 4.1's
 physics, and neither reads a held-out window: the band's windows are never among the rows given.
 """
 
@@ -107,14 +113,14 @@ def _folds(bins: np.ndarray, side: str) -> list[tuple[np.ndarray, np.ndarray]]:
 def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
                    reference_temperature_c: float = math.nan, idle_w: float = math.nan,
                    idle_temperature_c: float = math.nan, bin_mhz: float = 50.0,
-                   min_folds: int = 3, band_mhz: tuple[float, float] | None = None
-                   ) -> tuple[dict, float, pd.DataFrame]:
+                   min_folds: int = 3, band_mhz: tuple[float, float] | None = None,
+                   extrapolation_rules: bool = False) -> tuple[dict, float, pd.DataFrame]:
     """Choose the setting by CV over clock bins of windows ``rows`` (training clocks only).
 
-    Folds are ``bin_mhz`` bins of the windows' mean clock: leave-one-bin-out, or, where
-    ``band_mhz`` lies outside every training window's clock, towards the band (the module's
-    docstring: each bin but the two farthest from the band predicted from the bins farther from
-    it). Each fold's windows — counter windows and instant readings, the latter with the instant
+    Folds are ``bin_mhz`` bins of the windows' mean clock: leave-one-bin-out, or, with
+    ``extrapolation_rules`` and ``band_mhz`` outside every training window's clock, towards the
+    band (the module's docstring: each bin but the two farthest from the band predicted from the
+    bins farther from it). Each fold's windows — counter windows and instant readings, the latter with the instant
     field's offset (fitted, or the median residual of the training readings for a counter-only
     fit) — are predicted by a fit on its training bins, and each fold's MAPE counts once: the many
     windows at the highest clock do not outweigh the few below it, and the instant readings,
@@ -130,15 +136,19 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
         α at constant clock and ``T_ref``; without them only ``temperature="none"`` is tried.
     idle_w, idle_temperature_c : float, optional
         Measured idle power and its temperature; without them ``P_static`` is always fitted
-        (held ≥ 0 only).
+        (with ``extrapolation_rules`` held ≥ 0 only).
     bin_mhz : float, default=50
         Width of a bin (the windows' mean clock).
     min_folds : int, default=3
         Fewest bins for a CV.
     band_mhz : (float, float), optional
-        The band the fit is for; without it (or with training windows on both sides of it) the
-        folds are leave-one-bin-out. Its low edge is every fit's ``knee_floor_mhz``
-        (:func:`~powermodels.natural_dvfs.power_fit.fit_setting`), as in the final fit.
+        The band the fit is for; read only with ``extrapolation_rules``.
+    extrapolation_rules : bool, default=False
+        Opt-in (the module's docstring says why it is off by default): folds towards ``band_mhz``
+        where it lies outside the training clocks (leave-one-bin-out otherwise, or without a
+        band), and every fit with ``bound_p_static`` and the band's low edge as
+        ``knee_floor_mhz`` (:func:`~powermodels.natural_dvfs.power_fit.fit_setting`), as in the
+        final fit. Off: leave-one-bin-out, ``P_static`` unbounded, the knee within the training clocks.
 
     Returns
     -------
@@ -153,7 +163,7 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
     instant = ~counter
     f = t[schema.SM_CLOCK_MHZ].to_numpy(float)
     bins = np.floor(f / bin_mhz)
-    side = extrapolation_side(f, band_mhz)
+    side = extrapolation_side(f, band_mhz) if extrapolation_rules else ""
     settings = _settings(alpha_w_per_c, bool(instant.any()), idle_w, idle_temperature_c)
     if np.unique(bins).size < min_folds:
         return settings[0], math.nan, pd.DataFrame()
@@ -161,7 +171,8 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
         raise ValueError(f"select_setting: none of the {rows.size} window(s) given is a counter window "
                          f"({schema.WINDOW_SOURCE}): no fold can be fitted")
     folds = _folds(bins, side)
-    knee_floor = float(band_mhz[0]) if band_mhz is not None else math.nan  # as the final fit's (fit_setting)
+    # as the final fit's (fit_setting)
+    knee_floor = float(band_mhz[0]) if extrapolation_rules and band_mhz is not None else math.nan
     y_all = cw.table[schema.POWER_W].to_numpy(float)
     scores = []
     for s in settings:
@@ -172,7 +183,8 @@ def select_setting(cw: ClockWindows, rows, *, alpha_w_per_c: float = math.nan,
                 continue
             params = fit_setting(cw, train, s, alpha_w_per_c=alpha_w_per_c,
                                  reference_temperature_c=reference_temperature_c, idle_w=idle_w,
-                                 idle_temperature_c=idle_temperature_c, knee_floor_mhz=knee_floor)
+                                 idle_temperature_c=idle_temperature_c, knee_floor_mhz=knee_floor,
+                                 bound_p_static=extrapolation_rules)
             pred = predict_setting(cw, test, params) + instant[in_test] * _instant_offset(cw, train, params)
             fold_mape.append(mape_pct(y_all[test], pred))
         scores.append({**s, schema.CV_MAPE_PCT: float(np.mean(fold_mape)) if fold_mape else math.nan,
