@@ -122,9 +122,10 @@ LAUNCH_COVERAGE = "launch_coverage"  # share of a window's time the workload's l
 SETTING_FORM = "form"                # linear / v2f
 SETTING_TEMPERATURE = "temperature"  # alpha / none
 SETTING_SOURCES = "sources"          # counter / counter+instant
-SETTING_P_STATIC = "p_static"        # free / idle
+SETTING_P_STATIC = "p_static"        # free (fitted; within 0..idle power with the opt-in extrapolation rules) / idle
 INSTANT_OFFSET_W = "instant_offset_w"  # the instant field's offset from the counter
 CV_MAPE_PCT = "cv_mape_pct"          # the CV's MAPE (mean over folds), %
+CV_FOLDS = "cv_folds"                # how the CV's folds were formed: leave-one-bin-out / towards the band (opt-in; natural_dvfs.setting_cv)
 # power at a held-out clock band (natural_dvfs.clock_power), one row per workload; the held-out
 # time band of a calibration (workflows.held_out_band), one row per group
 BAND_LO_MHZ = "band_lo_mhz"

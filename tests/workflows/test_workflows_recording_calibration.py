@@ -81,6 +81,41 @@ def test_broken_recording_is_one_line(recorded, tmp_path, capsys, damage, named)
     assert len(err.splitlines()) == 1 and named in err
 
 
+def test_power_extrapolation_rules_are_off_by_default_and_one_switch(recorded, tmp_path, monkeypatch, capsys):
+    """Fails if a rule leaks into the default, or the CLI flag does not reach every fit of the held-out power.
+
+    The three rules (docs/calibration.md, "Extrapolating to the band") made 15 of 21 real cells worse,
+    so ``calibrate --from`` fits without them unless ``--power-extrapolation-rules`` is given."""
+    from powermodels.natural_dvfs import clock_power, mixed_heldout, setting_cv
+
+    _, folder = recorded
+    calls = []
+    for module in (clock_power, mixed_heldout, setting_cv):
+        def spy(*args, _real=module.fit_setting, **kwargs):
+            calls.append((kwargs.get("bound_p_static", False), kwargs.get("knee_floor_mhz", np.nan)))
+            return _real(*args, **kwargs)
+        monkeypatch.setattr(module, "fit_setting", spy)
+    off = calibrate_from(folder)
+    assert calls and not any(bound or np.isfinite(floor) for bound, floor in calls)
+    assert set(off.power_clock[schema.CV_FOLDS].dropna()) <= {"", "leave-one-bin-out"}
+    assert not any("extrapolation rules" in line for line in off.findings)
+    calls.clear()
+    assert main(["calibrate", "--from", str(folder), "--out", str(tmp_path), "--no-plots",
+                 "--power-extrapolation-rules"]) == 0
+    assert "with the opt-in extrapolation rules" in capsys.readouterr().out
+    # every fit of the held-out power takes the rules, the knee's floor where a band is given
+    assert calls and all(bound for bound, _ in calls)
+    assert any(np.isfinite(floor) for _, floor in calls)
+
+
+def test_power_extrapolation_rules_without_from_is_refused(tmp_path, capsys):
+    rc = main(["calibrate", "fp32", "--device", "simulated", "--out", str(tmp_path / "o"),
+               "--power-extrapolation-rules"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and "--power-extrapolation-rules applies to --from" in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_old_folder_missing_samples_is_one_line(tmp_path, capsys):
     pd.DataFrame({schema.KERNEL: ["fp32"]}).to_parquet(tmp_path / "launches.parquet")
     pd.DataFrame({schema.KERNEL: ["fp32"]}).to_parquet(tmp_path / "samples.parquet")

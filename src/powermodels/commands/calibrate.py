@@ -28,6 +28,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--clock-reference", metavar="WORKLOAD", default="auto",
                         help="--from: workload whose time gives its own launches' clock where there are "
                              "no probes ('auto': the one whose time is most nearly ∝ 1/clock; 'none')")
+    parser.add_argument("--power-extrapolation-rules", action="store_true",
+                        help="--from: score power at the held-out clock band with three opt-in rules for a band "
+                             "outside the training clocks (P_static within 0..the idle power, CV folds towards "
+                             "the band, the v2f knee down to the band's low edge). Off by default: on the seven "
+                             "real ladder recordings of 2026-11-27 they made 15 of 21 held-out cells worse "
+                             "(docs/calibration.md, 'Extrapolating to the band')")
     parser.add_argument("--out", required=True, help="folder for calibration.pmcal, report.md, plots, tables")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
     parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
@@ -106,7 +112,8 @@ def _from(args) -> int:
     reference = None if args.clock_reference == "none" else args.clock_reference
     result = calibrate_from(args.from_dir, clock_reference=reference, min_span_mhz=args.min_span,
                             reference_clock_mhz=args.reference_clock,
-                            reference_temperature_c=args.reference_temperature)
+                            reference_temperature_c=args.reference_temperature,
+                            power_extrapolation_rules=args.power_extrapolation_rules)
     out.mkdir(parents=True, exist_ok=True)
     path = save(result, out / "calibration.pmcal")
     report = calibration_report.write_report(result, out, plots=not args.no_plots)
@@ -146,6 +153,9 @@ def run(args) -> int:
 
     if args.from_dir:
         return _from(args)
+    if args.power_extrapolation_rules:  # refused, not ignored: the live path's own figure would read as the rules'
+        raise ValueError("--power-extrapolation-rules applies to --from DIR (a recording refitted); "
+                         "record first, then refit the recording with it")
     if not args.workloads:
         raise ValueError("calibrate: give at least one WORKLOAD (or --from DIR to refit a recording)")
 

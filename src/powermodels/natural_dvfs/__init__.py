@@ -15,8 +15,11 @@ Moved here from ``powermodels.workflows.*`` (those paths still work for one rele
 - :mod:`~powermodels.natural_dvfs.counter_windows`: energy-counter windows at one known clock;
 - :mod:`~powermodels.natural_dvfs.clock_windows`: counter and instant windows, moving clock;
 - :mod:`~powermodels.natural_dvfs.ladder_windows`: windows shared with the ladder's pressure;
-- :mod:`~powermodels.natural_dvfs.clock_power`: thesis eq. 4.1 on those windows (§4.1.1),
-  scored at a held-out clock band;
+- :mod:`~powermodels.natural_dvfs.power_fit`: thesis eq. 4.1 on those windows (§4.1.1), one
+  setting (opt-in: ``P_static`` held between 0 and the idle power);
+- :mod:`~powermodels.natural_dvfs.setting_cv`: the setting chosen by CV on the training clocks
+  (opt-in: folds running towards the band where the band lies outside them);
+- :mod:`~powermodels.natural_dvfs.clock_power`: the fit scored at a held-out clock band;
 - :mod:`~powermodels.natural_dvfs.mixed_heldout`: the same with the ladder's mixed windows scored
   (each load's term over its own time), at the fixed band and at a band per workload;
 - :mod:`~powermodels.natural_dvfs.power_target`: issue 26's power target read from that table (the

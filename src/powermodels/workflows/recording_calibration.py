@@ -67,7 +67,8 @@ def _device(provenance: dict) -> dict:
 def calibrate_recording(recording, *, clock_reference: str | None = "auto", settle_s: float = 2.0,
                         block_s: float = 1.0, step_mhz: float = DEFAULT_CLOCK_STEP_MHZ,
                         min_span_mhz: float = 150.0, reference_clock_mhz: float | None = None,
-                        reference_temperature_c: float | None = None) -> CalibrationRun:
+                        reference_temperature_c: float | None = None,
+                        power_extrapolation_rules: bool = False) -> CalibrationRun:
     """Fit the calibration on the launches of ``recording`` whose clock is known.
 
     Parameters
@@ -86,6 +87,12 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
         Clock step; least clock span a curve is fitted over.
     reference_clock_mhz, reference_temperature_c : float, optional
         Where corrections report.
+    power_extrapolation_rules : bool, default=False
+        Step 5 with the three opt-in rules for a band outside the training clocks
+        (:func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`: ``P_static``
+        within 0 … the idle power, CV folds towards the band, the ``v2f`` knee down to the band).
+        Off by default: on the seven real ladder recordings of 2026-11-27 they made 15 of 21
+        held-out cells worse (docs/calibration.md, "Extrapolating to the band").
 
     Returns
     -------
@@ -137,7 +144,7 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
             f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
     power_clock, power_clock_relative, lines = heldout_power_from_recording(
         recording, clocks, alpha_w_per_c=t.alpha_w_per_c_ if t is not None else None,
-        reference_temperature_c=calibration.reference_temperature_c)
+        reference_temperature_c=calibration.reference_temperature_c, extrapolation_rules=power_extrapolation_rules)
     return CalibrationRun(points=pd.DataFrame(), launches=launches, samples=samples if samples is not None
                           else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
                           clocks=summary, findings=findings + lines, power_clock=power_clock,
