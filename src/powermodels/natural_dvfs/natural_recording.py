@@ -24,9 +24,11 @@ fit without a GPU:
   after ``hot_s`` of the pressure load: the same kernel at the same clock from a heatsink the
   capped load has warmed. One warm-up is not enough on every board: on the H200s recorded
   (GPU-25027b10, GPU-1c74094b) the die reaches its level within 0.5 s and then moves only
-  1–2 °C in 23 s, less than α needs at one clock, while 30 s at the cap warmed the heatsink
-  ~6 °C. :func:`~powermodels.workflows.recording_calibration.calibrate_recording` pools a
-  workload's thermal series at one clock, so α sees both temperatures.
+  1–2 °C in 23 s, less than α needs at one clock.
+  :func:`~powermodels.workflows.recording_calibration.calibrate_recording` pools a workload's
+  thermal series at one clock, so α sees both temperatures. How much warmer the hot series
+  runs is the board's: on the H200 GPU-641cf280, 25 s at the cap left it only 1–2 °C above
+  the cool one (α still not identified there; ``docs/recordings.md``).
 
 Every burst and series is cut into batches of about ``batch_s`` (one launch for kernels of
 a millisecond); a clock probe (:mod:`powermodels.devices.clock_probe`) runs on the
