@@ -86,6 +86,12 @@ def probe_vs_kernel_time(run, reference: str, f_max: float) -> dict:
             "median_below_max_pct": float(np.median(diff[below]))}
 
 
+def alpha_summary(t) -> dict | None:
+    """α, its 95 % CI and its number of groups as ``checks.json`` holds them (None: not identified)."""
+    return None if t is None else {"w_per_c": t.alpha_w_per_c_, "ci": list(t.alpha_ci_w_per_c_),
+                                   "groups": t.n_groups_}
+
+
 def checks(run, f_max: float) -> dict:
     from powermodels.natural_dvfs.power_target import power_target, target_verdict
 
@@ -99,8 +105,7 @@ def checks(run, f_max: float) -> dict:
     # the report's target too (power_target): counter windows in the fixed held-out band, per workload
     out["power_band"] = power_target(run.power_clock)
     t = cal.temperature
-    out["alpha"] = None if t is None else {"w_per_c": t.alpha_w_per_c_, "ci": list(t.alpha_ci_w_per_c_),
-                                           "groups": t.n_groups_}
+    out["alpha"] = alpha_summary(t)
     ident = cal.identifiability
     out["not_identified"] = ident.loc[~ident["identified"], ["group", "quantity", "reason"]].to_dict("records")
     p = out["probe_vs_fp32_time"]["median_pct"]
@@ -227,8 +232,7 @@ def main(argv=None) -> int:
     # the committed recording keeps only the trace rows where a reading changes: when its α differs
     # from the full-rate trace's (H100 GPU-a8fc3d71: 2.26 vs 1.62 W/°C, cause not found without the
     # full trace), both values must be in the results, not only a false flag
-    result["from_recording_alpha"] = (None if tb is None else
-                                      {"w_per_c": tb.alpha_w_per_c_, "ci": list(tb.alpha_ci_w_per_c_)})
+    result["from_recording_alpha"] = alpha_summary(tb)
     (out / "checks.json").write_text(json.dumps(result, indent=2, default=float))
     print(json.dumps(result["targets"], indent=2))
     print(f"probe vs fp32 time: {result['probe_vs_fp32_time']}")

@@ -364,6 +364,10 @@ def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, seri
     """The schedule of the module docstring; ``part_done(line)`` after each workload's part."""
     rec.idle("natural", lead_idle_s)
     p_time = runner.launch_time_s(*pressure) if pressure is not None else math.nan
+
+    def is_pressure(item) -> bool:  # the pressure load beside itself (ladder) or after itself (hot series)
+        return pressure is not None and (item[2] == pressure[0].name or item[0] is pressure[0])
+
     for k, (w, config, label) in enumerate(items):
         t1 = runner.launch_time_s(w, config)
         for c in range(cycles):
@@ -375,7 +379,7 @@ def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, seri
     if ladder is not None:
         p_item = (*pressure, pressure[0].name)
         for k, item in enumerate(items):
-            if item[2] == pressure[0].name or item[0] is pressure[0]:
+            if is_pressure(item):
                 continue  # the pressure load beside itself is the pressure load
             t_w, t_p = runner.launch_time_s(item[0], item[1]), runner.launch_time_s(*pressure)
             for j, share in enumerate(ladder.shares):
@@ -388,7 +392,7 @@ def _protocol(rec, runner, items, pressure, *, cycles, pressure_s, burst_s, seri
             rec.idle("thermal", cool_s)
             rec.timed("thermal", w, config, label, 0, "series", series_s, t1)
             part_done(f"thermal series {k + 1}/{len(items)}: {w.name} ({series_s:g} s after {cool_s:g} s idle)")
-            if hot_s > 0 and not (label == pressure[0].name or w is pressure[0]):
+            if hot_s > 0 and not is_pressure((w, config, label)):
                 # no idle between: the series starts on the heatsink the capped load left
                 rec.pressure("thermal", pressure[0], pressure[1], 1, hot_s, p_time)
                 rec.timed("thermal", w, config, label, 1, "series", series_s, t1)
