@@ -140,6 +140,11 @@ TRAIN_BELOW_BAND = "train_below_band"  # of the counter windows fitted on: mean 
 TRAIN_ABOVE_BAND = "train_above_band"  # of the counter windows fitted on: mean clock above the band
 TEST_MIXED = "test_mixed"            # of the test windows: mixed with a ladder's pressure (natural_dvfs.mixed_heldout)
 BAND_RULE = "band_rule"              # how the held-out band was placed: fixed / relative (per workload)
+POWER_FIT_CV = "power_fit_cv"        # which fit the CV chose for a load: "own" (per load) or "joint" (natural_dvfs.joint_power)
+CV_MAPE_OWN_PCT = "cv_mape_own_pct"  # the CV MAPE of the load's own fit, %
+CV_MAPE_JOINT_PCT = "cv_mape_joint_pct"  # the CV MAPE of the joint fit's best setting for the load, %
+POWER_MAPE_OWN_PCT = "power_mape_own_pct"  # the held-out MAPE either fit would have read (reported, never chosen on)
+POWER_MAPE_JOINT_PCT = "power_mape_joint_pct"
 # the mix check (natural_dvfs.mixed_heldout.mix_check): each load fitted on all its pure windows, in sample
 PURE_WINDOWS = "pure_windows"        # the workload's own kept counter windows (no companion)
 PURE_ERR_MEDIAN_PCT = "pure_err_median_pct"  # their signed error, median, %

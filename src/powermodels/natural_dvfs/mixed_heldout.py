@@ -49,6 +49,7 @@ from .clock_power import (
     select_setting,
 )
 from .clock_windows import ClockWindows
+from .joint_power import choose_fit, joint_band
 
 __all__ = ["BAND_RULES", "RELATIVE_BAND", "companion_term", "heldout_power_from_recording", "mix_check",
            "mixed_power_at_heldout_clocks", "relative_band",
@@ -169,7 +170,8 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
                                   alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None,
                                   idle_w: float | None = None, idle_temperature_c: float | None = None,
                                   max_band_share: float = 0.0, min_train: int = 6,
-                                  bin_mhz: float = 50.0, extrapolation_rules: bool = False) -> pd.DataFrame:
+                                  bin_mhz: float = 50.0, extrapolation_rules: bool = False,
+                                  joint_fit: bool = True) -> pd.DataFrame:
     """Per workload: held-out power at a clock band, mixed windows predicted load by load.
 
     Parameters
@@ -192,6 +194,11 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
     max_band_share, min_train, bin_mhz, extrapolation_rules
         As :func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`; the companion's
         fit takes the same limits and rules (``extrapolation_rules``: opt-in, off by default).
+    joint_fit : bool, default=True
+        Also score the fit over every load with the board's voltage curve shared
+        (:mod:`~powermodels.natural_dvfs.joint_power`) and take it for a load where its CV on
+        the training windows beats the load's own fit's (``power_fit_cv``; both fits' CV and
+        held-out figures stay in the row). Not with ``extrapolation_rules``.
 
     Returns
     -------
@@ -210,7 +217,7 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
     if not len(t):
         return pd.DataFrame()
     mixed = (t[schema.COMPANION_SHARE].to_numpy(float) > 0) & t[schema.WINDOW_KEPT].to_numpy(bool)
-    fits, out = {}, []
+    fits, joint, out = {}, {}, []
     for w in pd.unique(t[schema.WORKLOAD]):
         lo, hi = band_mhz if band_rule == "fixed" else relative_band(cw, w, relative)
         head = {schema.WORKLOAD: w, schema.BAND_RULE: band_rule, schema.COMPANION_WORKLOAD: companion_of.get(w, "")}
@@ -234,6 +241,11 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
                                     min_train=min_train, bin_mhz=bin_mhz, workloads=[w],
                                     extrapolation_rules=extrapolation_rules, **idle)
         row = {**head, **r.iloc[0].to_dict()}
+        if joint_fit and not extrapolation_rules:
+            if (lo, hi) not in joint:  # one joint CV per band, every load's training windows
+                joint[lo, hi] = joint_band(cw, companion_of, (lo, hi), alpha_w_per_c=alpha, reference_temperature_c=t_ref,
+                                           max_band_share=max_band_share, min_train=min_train, bin_mhz=bin_mhz)
+            row = choose_fit(row, cw, companion_of, joint[lo, hi])
         if note:
             row[schema.NOTE] = "; ".join(x for x in (row[schema.NOTE], note + ": its mixed windows are not tested") if x)
         out.append(row)
