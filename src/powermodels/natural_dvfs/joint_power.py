@@ -97,17 +97,31 @@ def _companions(cw: ClockWindows, rows: np.ndarray, companion_of: dict) -> tuple
     return comp, np.where(comp != "", share, 0.0)
 
 
-def _design(cw: ClockWindows, rows: np.ndarray, companion_of: dict, loads: list[str], g) -> np.ndarray:
-    """Columns ``[P_static,L, a_L for L in loads]`` of the windows ``rows`` (the module's equation)."""
-    t = cw.table
-    names = t[schema.WORKLOAD].to_numpy(object)[rows]
-    comp, s_c = _companions(cw, rows, companion_of)
-    x_own = cw.mean_of(g, rows) * t[schema.LAUNCH_COVERAGE].to_numpy(float)[rows]
-    x_comp = np.where(s_c > 0, np.nan_to_num(cw.mean_of(g, rows, companion=True)) * s_c, 0.0)
+@dataclass(frozen=True)
+class _Layout:
+    """What the design of windows ``rows`` needs besides the voltage shape (computed once per fit)."""
+
+    rows: np.ndarray
+    names: np.ndarray
+    comp: np.ndarray
+    s_c: np.ndarray
+    coverage: np.ndarray
+
+    @classmethod
+    def of(cls, cw: ClockWindows, rows: np.ndarray, companion_of: dict) -> "_Layout":
+        comp, s_c = _companions(cw, rows, companion_of)
+        return cls(rows=rows, names=cw.table[schema.WORKLOAD].to_numpy(object)[rows], comp=comp, s_c=s_c,
+                   coverage=cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows])
+
+
+def _design(cw: ClockWindows, lay: _Layout, loads: list[str], g) -> np.ndarray:
+    """Columns ``[P_static,L, a_L for L in loads]`` of the windows (the module's equation)."""
+    x_own = cw.mean_of(g, lay.rows) * lay.coverage
+    x_comp = np.where(lay.s_c > 0, np.nan_to_num(cw.mean_of(g, lay.rows, companion=True)) * lay.s_c, 0.0)
     cols = []
     for load in loads:
-        own, beside = names == load, comp == load
-        cols.append(np.where(own, 1.0 - s_c, 0.0) + np.where(beside, s_c, 0.0))
+        own, beside = lay.names == load, lay.comp == load
+        cols.append(np.where(own, 1.0 - lay.s_c, 0.0) + np.where(beside, lay.s_c, 0.0))
         cols.append(np.where(own, x_own, 0.0) + np.where(beside, x_comp, 0.0))
     return np.column_stack(cols)
 
@@ -116,12 +130,6 @@ def _temperature_term(cw: ClockWindows, rows: np.ndarray, alpha: float, t_ref: f
     if not alpha:
         return np.zeros(rows.size)
     return alpha * (cw.table[schema.TEMPERATURE_C].to_numpy(float)[rows] - t_ref)
-
-
-def _loads(cw: ClockWindows, rows: np.ndarray, companion_of: dict) -> list[str]:
-    comp, _ = _companions(cw, rows, companion_of)
-    names = cw.table[schema.WORKLOAD].to_numpy(object)[rows]
-    return list(dict.fromkeys([*names, *(c for c in comp if c)]))
 
 
 def fit_joint(cw: ClockWindows, rows, companion_of: dict, *, form: str = "linear", temperature: str = "none",
@@ -162,7 +170,8 @@ def fit_joint(cw: ClockWindows, rows, companion_of: dict, *, form: str = "linear
             raise ValueError("fit_joint: temperature='alpha' needs a finite alpha_w_per_c and reference_temperature_c")
         alpha = float(alpha_w_per_c)
     rows = np.asarray(rows)
-    loads = _loads(cw, rows, companion_of)
+    lay = _Layout.of(cw, rows, companion_of)
+    loads = list(dict.fromkeys([*lay.names, *(c for c in lay.comp if c)]))
     y = cw.table[schema.POWER_W].to_numpy(float)[rows] - _temperature_term(cw, rows, alpha, reference_temperature_c)
     if form == "linear":
         grid = [(math.nan, 0.0)]
@@ -174,7 +183,7 @@ def fit_joint(cw: ClockWindows, rows, companion_of: dict, *, form: str = "linear
                                       _SLOPES_PER_GHZ))
     best = None
     for knee, slope in grid:
-        A = _design(cw, rows, companion_of, loads, _g(form, knee, slope))
+        A = _design(cw, lay, loads, _g(form, knee, slope))
         coef, *_ = np.linalg.lstsq(A, y, rcond=None)
         sse = float(np.sum((A @ coef - y) ** 2))
         if best is None or sse < best[0]:
@@ -207,11 +216,11 @@ def predict_joint(cw: ClockWindows, rows, companion_of: dict, fit: JointFit) -> 
     rows = np.asarray(rows)
     loads = list(fit.p_static_w)
     coef = np.array([v for L in loads for v in (fit.p_static_w[L], fit.a_w_per_mhz[L])])
-    A = _design(cw, rows, companion_of, loads, _g(fit.form, fit.knee_mhz, fit.slope_per_ghz))
+    lay = _Layout.of(cw, rows, companion_of)
+    A = _design(cw, lay, loads, _g(fit.form, fit.knee_mhz, fit.slope_per_ghz))
     p = A @ coef + _temperature_term(cw, rows, fit.alpha_w_per_c, fit.reference_temperature_c)
-    names = cw.table[schema.WORKLOAD].to_numpy(object)[rows]
-    comp, _ = _companions(cw, rows, companion_of)
-    fitted = np.array([n in fit.p_static_w and (not c or c in fit.p_static_w) for n, c in zip(names, comp)], bool)
+    fitted = np.array([n in fit.p_static_w and (not c or c in fit.p_static_w) for n, c in zip(lay.names, lay.comp)],
+                      bool)
     return np.where(fitted, p, np.nan)
 
 
