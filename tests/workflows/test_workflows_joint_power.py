@@ -6,7 +6,9 @@ Synthetic windows of an uncapped workload ``w`` and a capped pressure load ``p``
 windows at the top clock, its ladder mixes with ``p`` above the band (light shares) and below it
 (heavy shares), ``p``'s own windows at the cap below the band; held out, ``w``'s mixes in the
 1,500–1,800 MHz band and ``p``'s recoveries there. 1 % noise. No real recording was scored before
-the rule (joint where its CV beats the load's own) was fixed here.
+the rule (joint where its CV beats the load's own) was fixed here; on eight real ladder recordings it
+then made 12 of 28 held-out cells worse and 8 better, so it is opt-in (``joint_fit=True``,
+``calibrate --from --power-joint-fit``).
 """
 
 from __future__ import annotations
@@ -87,8 +89,9 @@ def test_the_cv_chooses_the_joint_fit_where_the_pressures_own_windows_cannot_pla
     """Fails before joint_power: each load's own fit misses the band by 3.1 % (w's mixes, the pressure
     extrapolated from its capped windows) and 4.1 % (the pressure); the CV takes the joint fit for both."""
     cw = _windows()
-    own = mixed_power_at_heldout_clocks(cw, {"w": "p"}, band_mhz=BAND, joint_fit=False).set_index(schema.WORKLOAD)
-    table = mixed_power_at_heldout_clocks(cw, {"w": "p"}, band_mhz=BAND).set_index(schema.WORKLOAD)
+    own = mixed_power_at_heldout_clocks(cw, {"w": "p"}, band_mhz=BAND).set_index(schema.WORKLOAD)
+    assert schema.POWER_FIT_CV not in own  # opt-in: off by default
+    table = mixed_power_at_heldout_clocks(cw, {"w": "p"}, band_mhz=BAND, joint_fit=True).set_index(schema.WORKLOAD)
     assert own.loc["w", schema.POWER_MAPE_PCT] > 3.0 and own.loc["p", schema.POWER_MAPE_PCT] > 4.0
     for load in ("w", "p"):
         row = table.loc[load]
@@ -103,7 +106,7 @@ def test_the_cv_chooses_the_joint_fit_where_the_pressures_own_windows_cannot_pla
 def test_the_own_fit_stays_where_its_cv_is_better():
     """A load whose own CV beats the joint one keeps its own fit and figure (the choice reads the CV only)."""
     cw = _windows()
-    table = mixed_power_at_heldout_clocks(cw, {"w": "p"}, band_mhz=BAND)
+    table = mixed_power_at_heldout_clocks(cw, {"w": "p"}, band_mhz=BAND, joint_fit=True)
     cv = joint_cv(cw, joint_training_rows(cw, {"w": "p"}, BAND), {"w": "p"})
     assert set(cv[schema.WORKLOAD]) == {"w", "p"} and len(cv) == 4  # two forms × temperature "none"
     for _, row in table.iterrows():

@@ -208,3 +208,30 @@ def test_real_h100_probed_recording_without_trace():
     for w in ("cupy_fp32_matmul_4096", "cupy_fma_loop", "torch_bf16_matmul_8192", "cupy_triad_256MiB"):
         assert val.loc[w, "time_mape_selected_pct"] <= 2.0, w
     assert val.loc["cupy_triad_256MiB", "time_min_launches"] > 1
+
+
+def test_the_joint_power_fit_is_off_by_default_and_one_switch(recorded, tmp_path, monkeypatch):
+    """Fails if the joint fit leaks into the default (it made 12 of 28 real held-out cells worse,
+    docs/calibration.md "One fit over every load"), or ``--power-joint-fit`` does not reach it."""
+    from powermodels.natural_dvfs import mixed_heldout
+
+    _, folder = recorded
+    calls = []
+
+    def spy(*args, _real=mixed_heldout.joint_band, **kwargs):
+        calls.append(args[2])
+        return _real(*args, **kwargs)
+
+    monkeypatch.setattr(mixed_heldout, "joint_band", spy)
+    off = calibrate_from(folder)
+    assert not calls and schema.POWER_FIT_CV not in off.power_clock
+    assert main(["calibrate", "--from", str(folder), "--out", str(tmp_path), "--no-plots", "--power-joint-fit"]) == 0
+    assert calls  # one joint CV per band
+    assert f"| {schema.POWER_FIT_CV} |" in (tmp_path / "report.md").read_text()
+
+
+def test_power_joint_fit_without_from_is_refused(tmp_path, capsys):
+    rc = main(["calibrate", "fp32", "--device", "simulated", "--out", str(tmp_path / "o"), "--power-joint-fit"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and "--power-joint-fit applies to --from" in err
+    assert not (tmp_path / "o").exists()

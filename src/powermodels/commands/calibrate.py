@@ -34,6 +34,12 @@ def add_arguments(parser) -> None:
                              "the band, the v2f knee down to the band's low edge). Off by default: on the seven "
                              "real ladder recordings of 2026-11-27 they made 15 of 21 held-out cells worse "
                              "(docs/calibration.md, 'Extrapolating to the band')")
+    parser.add_argument("--power-joint-fit", action="store_true",
+                        help="--from: also fit every load at once with the board's voltage curve shared "
+                             "(natural_dvfs.joint_power) and take it for a load where its CV on the training "
+                             "windows beats the load's own fit. Off by default: on eight real ladder recordings "
+                             "it made 12 of 28 held-out cells worse and 8 better (docs/calibration.md, 'One fit "
+                             "over every load')")
     parser.add_argument("--out", required=True, help="folder for calibration.pmcal, report.md, plots, tables")
     parser.add_argument("--device", default="auto", choices=("auto", "nvml", "simulated"))
     parser.add_argument("--index", type=int, default=0, help="GPU index (nvml)")
@@ -113,7 +119,8 @@ def _from(args) -> int:
     result = calibrate_from(args.from_dir, clock_reference=reference, min_span_mhz=args.min_span,
                             reference_clock_mhz=args.reference_clock,
                             reference_temperature_c=args.reference_temperature,
-                            power_extrapolation_rules=args.power_extrapolation_rules)
+                            power_extrapolation_rules=args.power_extrapolation_rules,
+                            power_joint_fit=args.power_joint_fit)
     out.mkdir(parents=True, exist_ok=True)
     path = save(result, out / "calibration.pmcal")
     report = calibration_report.write_report(result, out, plots=not args.no_plots)
@@ -153,9 +160,11 @@ def run(args) -> int:
 
     if args.from_dir:
         return _from(args)
-    if args.power_extrapolation_rules:  # refused, not ignored: the live path's own figure would read as the rules'
-        raise ValueError("--power-extrapolation-rules applies to --from DIR (a recording refitted); "
-                         "record first, then refit the recording with it")
+    for flag, on in (("--power-extrapolation-rules", args.power_extrapolation_rules),
+                     ("--power-joint-fit", args.power_joint_fit)):
+        if on:  # refused, not ignored: the live path's own figure would read as the option's
+            raise ValueError(f"{flag} applies to --from DIR (a recording refitted); "
+                             "record first, then refit the recording with it")
     if not args.workloads:
         raise ValueError("calibrate: give at least one WORKLOAD (or --from DIR to refit a recording)")
 

@@ -68,7 +68,7 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
                         block_s: float = 1.0, step_mhz: float = DEFAULT_CLOCK_STEP_MHZ,
                         min_span_mhz: float = 150.0, reference_clock_mhz: float | None = None,
                         reference_temperature_c: float | None = None,
-                        power_extrapolation_rules: bool = False) -> CalibrationRun:
+                        power_extrapolation_rules: bool = False, power_joint_fit: bool = False) -> CalibrationRun:
     """Fit the calibration on the launches of ``recording`` whose clock is known.
 
     Parameters
@@ -93,6 +93,11 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
         within 0 … the idle power, CV folds towards the band, the ``v2f`` knee down to the band).
         Off by default: on the seven real ladder recordings of 2026-11-27 they made 15 of 21
         held-out cells worse (docs/calibration.md, "Extrapolating to the band").
+    power_joint_fit : bool, default=False
+        Step 5 also with the fit over every load with the board's voltage curve shared, taken per
+        load where its CV wins (:mod:`~powermodels.natural_dvfs.joint_power`). Off by default: on
+        eight real ladder recordings it made 12 of 28 held-out cells worse (docs/calibration.md,
+        "One fit over every load").
 
     Returns
     -------
@@ -144,7 +149,8 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
             f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
     power_clock, power_clock_relative, lines = heldout_power_from_recording(
         recording, clocks, alpha_w_per_c=t.alpha_w_per_c_ if t is not None else None,
-        reference_temperature_c=calibration.reference_temperature_c, extrapolation_rules=power_extrapolation_rules)
+        reference_temperature_c=calibration.reference_temperature_c, extrapolation_rules=power_extrapolation_rules,
+        joint_fit=power_joint_fit)
     return CalibrationRun(points=pd.DataFrame(), launches=launches, samples=samples if samples is not None
                           else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
                           clocks=summary, findings=findings + lines, power_clock=power_clock,
