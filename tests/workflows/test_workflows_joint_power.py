@@ -6,7 +6,7 @@ Synthetic windows of an uncapped workload ``w`` and a capped pressure load ``p``
 windows at the top clock, its ladder mixes with ``p`` above the band (light shares) and below it
 (heavy shares), ``p``'s own windows at the cap below the band; held out, ``w``'s mixes in the
 1,500–1,800 MHz band and ``p``'s recoveries there. 1 % noise. No real recording was scored before
-the rule (joint where its CV beats the load's own) was fixed here; on eight real ladder recordings it
+the rule (joint where its CV beats the load's own) was fixed here; on seven real ladder recordings it
 then made 12 of 28 held-out cells worse and 8 better, so it is opt-in (``joint_fit=True``,
 ``calibrate --from --power-joint-fit``).
 """

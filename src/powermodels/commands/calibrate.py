@@ -37,7 +37,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--power-joint-fit", action="store_true",
                         help="--from: also fit every load at once with the board's voltage curve shared "
                              "(natural_dvfs.joint_power) and take it for a load where its CV on the training "
-                             "windows beats the load's own fit. Off by default: on eight real ladder recordings "
+                             "windows beats the load's own fit. Off by default: on seven real ladder recordings "
                              "it made 12 of 28 held-out cells worse and 8 better (docs/calibration.md, 'One fit "
                              "over every load')")
     parser.add_argument("--out", required=True, help="folder for calibration.pmcal, report.md, plots, tables")

@@ -30,9 +30,10 @@ can choose per load between its own fit and the joint one by that CV alone. The 
 with its tests on synthetic windows, before any real recording was scored with it.
 
 **Opt-in, off by default** (``joint_fit=True``; ``powermodels calibrate --from DIR
---power-joint-fit``): on eight real ladder recordings of 2026-11-27/28 (six H100 and H200
-recordings of sessions 8–9, and two H100 recordings made after the rule was written, GPU-84fc649a
-and GPU-48507455) the CV took the joint fit for 20 of 28 loads and the held-out band got worse in 12
+--power-joint-fit``): on seven real ladder recordings of 2026-11-27/28 (four H100 and H200
+recordings of sessions 8–9; the natural-DVFS and raw recordings of H100 GPU-84fc649a, made before
+the rule was written and never scored before it was fixed; and H100 GPU-48507455, recorded after
+it) the CV took the joint fit for 20 of 28 loads and the held-out band got worse in 12
 cells and better in 8; within 3 %: 12 of 28 cells with each load's own fit, 8 with the CV's choice
 (docs/calibration.md, "One fit over every load"). The CV on the training clocks scores
 interpolation between the uncapped loads' top clock and the capped mixes; the band's mixed windows

@@ -198,7 +198,7 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
         Also score the fit over every load with the board's voltage curve shared
         (:mod:`~powermodels.natural_dvfs.joint_power`) and take it for a load where its CV on
         the training windows beats the load's own fit's (``power_fit_cv``; both fits' CV and
-        held-out figures stay in the row). Not with ``extrapolation_rules``. Opt-in: on eight real
+        held-out figures stay in the row). Not with ``extrapolation_rules``. Opt-in: on seven real
         ladder recordings it made 12 of 28 held-out cells worse and 8 better (the module
         :mod:`~powermodels.natural_dvfs.joint_power`).
 

@@ -96,7 +96,7 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
     power_joint_fit : bool, default=False
         Step 5 also with the fit over every load with the board's voltage curve shared, taken per
         load where its CV wins (:mod:`~powermodels.natural_dvfs.joint_power`). Off by default: on
-        eight real ladder recordings it made 12 of 28 held-out cells worse (docs/calibration.md,
+        seven real ladder recordings it made 12 of 28 held-out cells worse (docs/calibration.md,
         "One fit over every load").
 
     Returns
