@@ -51,6 +51,23 @@ INSTRUCTION_CANDIDATES = {
     "alpha=1e-3": {"alpha": 1e-3},
     "alpha=1e-2": {"alpha": 1e-2},
     "alpha=1e-1": {"alpha": 1e-1},
+    # Session 10 (issue 26, item 4), declared before any of them was scored on a held-out
+    # workload: two model families, each at the ridge weights CV chose on earlier boards.
+    # Uncoalesced traffic: an energy per L1 sector beyond what the loads/stores need coalesced,
+    # alone, at base-opcode depth, and with loads/stores priced per sector at each level and
+    # one issue energy per instruction instead of split per level.
+    "uncoalesced sectors, alpha=1e-3": {"uncoalesced": True, "alpha": 1e-3},
+    "uncoalesced sectors, alpha=1e-2": {"uncoalesced": True, "alpha": 1e-2},
+    "uncoalesced sectors, base opcode only, alpha=1e-2": {"uncoalesced": True, "modifier_depth": 0,
+                                                          "alpha": 1e-2},
+    "uncoalesced sectors, base opcode only, no level split": {"uncoalesced": True, "modifier_depth": 0,
+                                                              "memory_levels": False},
+    # ALU grouping: ALU/control opcodes at their base opcode, memory and tensor opcodes with
+    # their width/shape modifiers (a one-row ALU variant no longer takes that row's residual).
+    "ALU base opcode only, alpha=1e-3": {"alu_base_only": True, "alpha": 1e-3},
+    "ALU base opcode only, alpha=1e-2": {"alu_base_only": True, "alpha": 1e-2},
+    "ALU base opcode only, uncoalesced sectors, alpha=1e-2": {"alu_base_only": True, "uncoalesced": True,
+                                                              "alpha": 1e-2},
 }
 
 

@@ -53,11 +53,15 @@ from .instruction_opcodes import (
     LEVELS,
     STATIC,
     TRAFFIC,
+    TRAFFIC_FEATURES,
+    UNCOALESCED,
+    alu_base,
     group_opcode,
     mma_family,
     mma_macs,
     opcode_bucket,
     split_levels,
+    uncoalesced_sectors,
 )
 from .instruction_solve import identifiability, solve_energies
 from .instruction_transfer import affine_transfer
@@ -94,6 +98,16 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         level besides the per-instruction energies (an extension of
         Wattchmen: an uncoalesced load moves up to 8× the bytes of a
         coalesced one for the same instruction count).
+    uncoalesced : bool, default=False
+        With ``memory_traffic`` and an ``l1_sectors`` column, also fit an energy per L1
+        sector beyond what the global loads/stores would move fully coalesced
+        (:func:`~powermodels.models.instruction_opcodes.uncoalesced_sectors`; our
+        extension, issue 26): a gathered or strided sector is a separate request, which
+        the coalesced microbenchmarks' per-sector energies do not price.
+    alu_base_only : bool, default=False
+        After the other grouping, keep only the base opcode of ALU and control opcodes
+        (``SHF.R.U32.HI`` → ``SHF``) and every modifier of memory and tensor ones
+        (:func:`~powermodels.models.instruction_opcodes.alu_base`).
     static_power_w : float or None, default=None
         Constant + static power. None: per-row ``static_power_w`` column of the
         table when present, otherwise fitted as a non-negative coefficient of
@@ -158,6 +172,8 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         "extension": [StrOptions({"bucket", "none"})],
         "memory_levels": ["boolean"],
         "memory_traffic": ["boolean"],
+        "uncoalesced": ["boolean"],
+        "alu_base_only": ["boolean"],
         "static_power_w": [Interval(Real, 0, None, closed="left"), None],
         "min_share": [Interval(Real, 0, 1, closed="left")],
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -167,12 +183,15 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
 
     def __init__(self, modifier_depth=None, group_rules=True, extension="bucket",
                  memory_levels=True, memory_traffic=True, static_power_w=None,
-                 min_share=0.05, alpha=1e-6, solver="nnls", power_limit_w=None):
+                 min_share=0.05, alpha=1e-6, solver="nnls", power_limit_w=None,
+                 uncoalesced=False, alu_base_only=False):
         self.modifier_depth = modifier_depth
         self.group_rules = group_rules
         self.extension = extension
         self.memory_levels = memory_levels
         self.memory_traffic = memory_traffic
+        self.uncoalesced = uncoalesced
+        self.alu_base_only = alu_base_only
         self.static_power_w = static_power_w
         self.min_share = min_share
         self.alpha = alpha
@@ -192,9 +211,10 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
 
     def _group(self, op: str) -> str:
         if callable(self.group_rules):
-            op = self.group_rules(op)
-            return group_opcode(op, self.modifier_depth, rules=False)
-        return group_opcode(op, self.modifier_depth, rules=bool(self.group_rules))
+            op = group_opcode(self.group_rules(op), self.modifier_depth, rules=False)
+        else:
+            op = group_opcode(op, self.modifier_depth, rules=bool(self.group_rules))
+        return alu_base(op) if self.alu_base_only else op
 
     @staticmethod
     def _is_table(X) -> bool:
@@ -230,9 +250,9 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
                 elif not np.all(np.isfinite(static)):
                     raise ValueError(f"instruction table: column {schema.STATIC_POWER_W!r} "
                                      "has NaN values in some rows")
-            counts = X[ops].astype(float)
-            counts.columns = [c[len(schema.OPCODE_PREFIX):] for c in ops]
-            counts = counts.T.groupby(lambda op: self._group(op), sort=False).sum().T
+            raw = X[ops].astype(float)
+            raw.columns = [c[len(schema.OPCODE_PREFIX):] for c in ops]
+            counts = raw.T.groupby(lambda op: self._group(op), sort=False).sum().T
             hits = None
             if self.memory_levels and schema.L1_HIT_RATE in X.columns \
                     and schema.L2_HIT_RATE in X.columns:
@@ -247,6 +267,9 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
                         raise ValueError(f"instruction table: column {col!r} has NaN, "
                                          "infinite or negative sector counts")
                     counts[feature] = v
+                if self.uncoalesced:  # needs the widths of the profiled names, before grouping
+                    counts[UNCOALESCED] = uncoalesced_sectors(raw.reset_index(drop=True),
+                                                              X[schema.L1_SECTORS].to_numpy(dtype=float))
             if fit:
                 self.n_features_in_ = len(ops)
                 self.feature_names_in_ = np.asarray(ops, dtype=object)
@@ -302,7 +325,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         fit_static = static is None and np.any(time > 0)
         d = y - (time * static if static is not None else 0.0)
 
-        traffic = np.array([c in TRAFFIC for c in counts.columns], dtype=bool)
+        traffic = np.array([c in TRAFFIC_FEATURES for c in counts.columns], dtype=bool)
         instr = counts.to_numpy()[:, ~traffic]
         totals = instr.sum(axis=1)
         shares = counts.to_numpy() / np.where(totals > 0, totals, 1.0)[:, None]
@@ -491,7 +514,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "energies_")
         counts, _, _ = self._predict_inputs(X)
-        instr = [c for c in counts.columns if c not in TRAFFIC]  # sectors are not instructions
+        instr = [c for c in counts.columns if c not in TRAFFIC_FEATURES]  # sectors are not instructions
         counts = counts[instr]
         table = self._energy_table(counts, extension)
         covered = (table["source"] != "none").to_numpy()

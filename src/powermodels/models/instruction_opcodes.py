@@ -15,9 +15,10 @@ import pandas as pd
 
 from .. import schema
 
-__all__ = ["BUCKETS", "LEVELS", "LOADS", "STATIC", "STORES", "TRAFFIC", "base_opcode",
-           "closest_variant", "group_opcode", "mma_family", "mma_macs", "opcode_bucket",
-           "split_levels"]
+__all__ = ["BUCKETS", "GLOBAL_LSU", "LEVELS", "LOADS", "STATIC", "STORES", "TRAFFIC",
+           "TRAFFIC_FEATURES", "UNCOALESCED", "access_bytes", "alu_base", "base_opcode", "closest_variant",
+           "group_opcode", "mma_family", "mma_macs", "opcode_bucket", "split_levels",
+           "uncoalesced_sectors"]
 
 LOADS = frozenset({"LDG", "LD"})
 STORES = frozenset({"STG", "ST", "RED", "REDG", "ATOMG", "ATOM", "LDGSTS"})
@@ -26,6 +27,16 @@ STATIC = "STATIC"  # component name of the time-proportional (constant + static)
 #: Memory-traffic features (32-byte sectors per run) and the table columns they come from.
 TRAFFIC = {"SECTORS@L1": schema.L1_SECTORS, "SECTORS@L2": schema.L2_SECTORS,
            "SECTORS@DRAM": schema.DRAM_SECTORS}
+#: L1 sectors beyond what the global loads/stores would move fully coalesced (our extension):
+#: the feature :func:`uncoalesced_sectors` computes, priced per sector besides ``SECTORS@L1``.
+UNCOALESCED = "SECTORS@UNCOALESCED"
+#: Every per-sector feature (not an instruction: no ``min_share``, no coverage, no intercept).
+TRAFFIC_FEATURES = (*TRAFFIC, UNCOALESCED)
+#: Opcodes whose sectors ``l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}`` count (the table's
+#: ``l1_sectors``): global and generic loads/stores and cp.async (``LDGSTS``, seen on real H100
+#: tables: cuBLAS SGEMM's 1.0·10⁸ L1 sectors are its LDGSTS.128's); atomics and reductions are
+#: counted by other metrics.
+GLOBAL_LSU = frozenset({"LDG", "STG", "LD", "ST", "LDGSTS"})
 
 #: Bucket → base opcodes (Wattchmen §3.4 "bucketing", AccelWattch-style components).
 BUCKETS: dict[str, frozenset[str]] = {
@@ -185,3 +196,80 @@ def closest_variant(op: str, energies: pd.Series) -> float | None:
     if not best:
         return None
     return float(np.mean([energies[b] for b in best]))
+
+
+def access_bytes(op: str) -> int:
+    """Bytes one thread moves with a global load/store opcode (``LDG.E.128`` → 16, ``LDG.E`` → 4).
+
+    The width modifier (``64``, ``128``; ``U8``/``S16``… for sub-word accesses) gives it;
+    without one the access is a 32-bit word.
+
+    Examples
+    --------
+    >>> access_bytes("LDG.E.128.CONSTANT"), access_bytes("STG.E.U8"), access_bytes("LDG.E")
+    (16, 1, 4)
+    """
+    for token in op.split("@")[0].split(".")[1:]:
+        if token in ("8", "16", "32", "64", "128", "256"):
+            return int(token) // 8
+        m = re.fullmatch(r"[US](8|16|32|64)", token)
+        if m:
+            return int(m.group(1)) // 8
+    return 4
+
+
+def uncoalesced_sectors(raw: pd.DataFrame, l1_sectors) -> np.ndarray:
+    """L1 sectors per run beyond those of fully coalesced accesses (our extension).
+
+    A warp instruction whose 32 threads read consecutive ``b``-byte words touches
+    ``32·b/32 = b`` sectors of 32 bytes; a gather or a strided access touches up to 32. The
+    excess ``max(0, l1_sectors − Σ count·access_bytes)`` over the opcodes of
+    :data:`GLOBAL_LSU` is the traffic a coalesced microbenchmark never prices: each such sector
+    is a separate tag lookup and L2 request (and, at DRAM footprints, another DRAM row more
+    often). Partially active warps move fewer sectors than the ideal, so a run's sum can come
+    out below it: clipped at 0.
+
+    Parameters
+    ----------
+    raw : DataFrame
+        Opcode counts per run with the profiled names (modifiers kept), without the
+        ``op:`` prefix.
+    l1_sectors : array-like
+        The table's ``l1_sectors`` (global load + store sectors through L1) per run.
+
+    Returns
+    -------
+    ndarray
+        Excess sectors per run (≥ 0).
+    """
+    ideal = np.zeros(len(raw))
+    for op in raw.columns:
+        if base_opcode(op) in GLOBAL_LSU:
+            ideal += raw[op].to_numpy(dtype=float) * access_bytes(op)
+    return np.maximum(np.asarray(l1_sectors, dtype=float) - ideal, 0.0)
+
+
+#: Buckets whose modifiers select the work done (access width, MMA shape): kept by :func:`alu_base`.
+_WORK_MODIFIERS = frozenset({"MEM-shared", "MEM-global", "MEM-local", "TENSOR"})
+
+
+def alu_base(op: str) -> str:
+    """``op`` without modifiers if it is an ALU/control opcode whose bucket does not depend on them.
+
+    Grouping of Wattchmen §3.4 between "all modifiers" and "base opcode only": on an ALU
+    opcode a modifier selects a variant of the same datapath (``SHF.R.U32.HI`` is a
+    funnel shift as ``SHF.L.W`` is), and a variant seen in one microbenchmark only otherwise
+    takes that row's unexplained energy; on memory and tensor opcodes the modifiers give
+    the bytes moved or the multiply-accumulates, and are kept. A modifier that moves the
+    opcode to another bucket (``HADD2.F32``, a conversion) is kept too.
+
+    Examples
+    --------
+    >>> alu_base("SHF.R.U32.HI"), alu_base("LDG.E.128"), alu_base("HADD2.F32")
+    ('SHF', 'LDG.E.128', 'HADD2.F32')
+    """
+    base = base_opcode(op)
+    bucket = opcode_bucket(op)
+    if bucket in _WORK_MODIFIERS or opcode_bucket(base) != bucket:
+        return op
+    return base

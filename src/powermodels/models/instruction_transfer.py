@@ -130,7 +130,7 @@ def affine_transfer(reference, X, y=None, *, fraction: float | None = None, rand
 
 def _transfer_rows(reference, X, y=None):
     """The line fitted to the rows' energies (``method="rows"``)."""
-    from .instruction_opcodes import TRAFFIC
+    from .instruction_opcodes import TRAFFIC_FEATURES
 
     counts, time, static = reference._predict_inputs(X)
     if y is None:
@@ -142,7 +142,7 @@ def _transfer_rows(reference, X, y=None):
         raise ValueError(f"X: an affine transfer needs at least 2 rows, got {len(y)}")
     table = reference._energy_table(counts)
     e_ref = table[schema.ENERGY_PER_INSTRUCTION_J].to_numpy()
-    instr = np.array([c not in TRAFFIC for c in counts.columns])  # sectors get no intercept
+    instr = np.array([c not in TRAFFIC_FEATURES for c in counts.columns])  # sectors get no intercept
     c = counts.to_numpy()
     A = np.column_stack([c @ e_ref, c[:, instr].sum(axis=1)])
     d = y - time * static
@@ -153,7 +153,7 @@ def _transfer_rows(reference, X, y=None):
     r2 = 1.0 - float(((d - pred) ** 2).sum()) / ss if ss > 0 else 1.0
     new = copy.deepcopy(reference)
     ref_e = reference.energies_
-    is_instr = np.array([op not in TRAFFIC for op in ref_e.index])
+    is_instr = np.array([op not in TRAFFIC_FEATURES for op in ref_e.index])
     mapped = np.maximum(slope * ref_e.to_numpy() + intercept * is_instr, 0.0)
     new.energies_ = pd.Series(mapped, index=ref_e.index.copy(), name=schema.ENERGY_J)
     if reference.static_power_w is None and isinstance(X, pd.DataFrame) \
