@@ -28,7 +28,13 @@ from powermodels.recording import read_recording
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("recording", help="a raw recording folder")
+    ap.add_argument("--alpha", type=float, default=None,
+                    help="α at constant clock (W/°C, e.g. from calibrate --from's report): the fits may then "
+                         "take its temperature term (needs --t-ref)")
+    ap.add_argument("--t-ref", type=float, default=None, help="α's reference temperature (°C)")
     args = ap.parse_args(argv)
+    if (args.alpha is None) != (args.t_ref is None):
+        ap.error("--alpha and --t-ref go together")
     t0 = time.time()
     rec = read_recording(args.recording)
     clocks = attribute_clocks(rec)
@@ -36,7 +42,8 @@ def main(argv=None) -> int:
     names = pd.unique(clocks[schema.WORKLOAD])
     companion_of = {w: c[2][0] for w, c in companions(rec, names).items() if len(c[2]) == 1}
     idle_w, idle_t = idle_power(rec)
-    table = mix_check(cw, companion_of, idle_w=idle_w, idle_temperature_c=idle_t)
+    table = mix_check(cw, companion_of, idle_w=idle_w, idle_temperature_c=idle_t,
+                      alpha_w_per_c=args.alpha, reference_temperature_c=args.t_ref)
     pd.set_option("display.width", 250)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"wall {time.time() - t0:.0f} s")

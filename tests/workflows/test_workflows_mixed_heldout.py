@@ -168,3 +168,26 @@ def test_the_mix_check_sets_the_mixed_error_beside_the_pure_scatter(recorded):
     # at the idle power, test_a_mixed_window_is_the_sum_of_each_loads_own_power is within 3.5 %)
     assert abs(row[schema.MIXED_ERR_MEDIAN_PCT]) < 10.0
     assert "0.6: " in row[schema.MIXED_ERR_BY_SHARE]
+
+
+def test_the_mix_check_takes_alpha_to_every_fit(recorded, monkeypatch):
+    """Fails before: mix_check fitted without α, so the mixes' 8–14 °C above the pure windows (the real
+    H100s of 2026-11-27/28) read as a mix error. With α and T_ref every fit's CV may choose its term."""
+    from powermodels.natural_dvfs import mixed_heldout
+
+    rec, cw, press = recorded
+    seen = []
+
+    def spy(*args, _real=mixed_heldout.select_setting, **kwargs):
+        seen.append((kwargs.get("alpha_w_per_c"), kwargs.get("reference_temperature_c")))
+        return _real(*args, **kwargs)
+
+    monkeypatch.setattr(mixed_heldout, "select_setting", spy)
+    idle_w, idle_t = idle_power(rec)
+    row = mix_check(cw, {"fp32": press}, idle_w=idle_w, idle_temperature_c=idle_t,
+                    alpha_w_per_c=1.5, reference_temperature_c=45.0).iloc[0]
+    assert seen == [(1.5, 45.0), (1.5, 45.0)]  # the workload's fit and its companion's
+    assert np.isfinite(row[schema.MIXED_ERR_MEDIAN_PCT])
+    seen.clear()
+    mix_check(cw, {"fp32": press}, idle_w=idle_w, idle_temperature_c=idle_t)
+    assert all(np.isnan(a) for a, _ in seen)

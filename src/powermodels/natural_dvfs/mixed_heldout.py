@@ -255,11 +255,12 @@ def mixed_power_at_heldout_clocks(cw: ClockWindows, companion_of: dict | None = 
 
 
 def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = None,
-              idle_temperature_c: float | None = None, bin_mhz: float = 50.0) -> pd.DataFrame:
+              idle_temperature_c: float | None = None, bin_mhz: float = 50.0,
+              alpha_w_per_c: float | None = None, reference_temperature_c: float | None = None) -> pd.DataFrame:
     """Does a mixed window draw the sum of its loads' power? An in-sample check, not a held-out figure.
 
     Each load is fitted (setting by :func:`~powermodels.natural_dvfs.clock_power.select_setting`'s
-    CV, no temperature term) on *all* its own pure kept windows, the mixed windows predicted as in
+    CV; no temperature term unless α is given) on *all* its own pure kept windows, the mixed windows predicted as in
     :func:`mixed_power_at_heldout_clocks`, and their error set beside the pure windows' in-sample
     scatter: a mixed error well beyond that scatter says the sum over the loads' time misses.
 
@@ -273,6 +274,10 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
         Measured idle power and its temperature (the CV may hold ``P_static`` there).
     bin_mhz : float
         CV fold width.
+    alpha_w_per_c, reference_temperature_c : float, optional
+        α at constant clock and ``T_ref``: the CV may then choose α's term (eq. 4.6). The mixed
+        windows run at the cap, 8–14 °C above the pure uncapped ones on the H100s of 2026-11-27/28,
+        3–4 % of their power at α ≈ 1.5–2 W/°C.
 
     Returns
     -------
@@ -288,10 +293,17 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
     counter = (t[schema.WINDOW_SOURCE] == "counter").to_numpy()
     share = t[schema.COMPANION_SHARE].to_numpy(float)
 
+    alpha = math.nan if alpha_w_per_c is None or reference_temperature_c is None else float(alpha_w_per_c)
+    t_ref = math.nan if reference_temperature_c is None else float(reference_temperature_c)
+    temp_ok = np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha)
+    base = base & temp_ok
+
     def fit(w):
         rows = np.flatnonzero(base & (t[schema.WORKLOAD] == w).to_numpy() & (share <= 0))
-        setting, _, _ = select_setting(cw, rows, bin_mhz=bin_mhz, **idle)
-        return rows[counter[rows]], fit_setting(cw, rows, setting, **idle)
+        setting, _, _ = select_setting(cw, rows, bin_mhz=bin_mhz, alpha_w_per_c=alpha,
+                                       reference_temperature_c=t_ref, **idle)
+        return rows[counter[rows]], fit_setting(cw, rows, setting, alpha_w_per_c=alpha,
+                                                reference_temperature_c=t_ref, **idle)
 
     out = []
     for w, c in companion_of.items():
