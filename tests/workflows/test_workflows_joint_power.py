@@ -58,7 +58,7 @@ def _windows(seed=3, noise=0.01):
         add("p", f, 0.0)
     for f in rng.uniform(1520, 1700, 10):
         add("p", f, 0.0)
-    load, f, share, p = (np.array(x) for x in zip(*rows))
+    load, f, share, p = (np.array(x) for x in zip(*rows, strict=True))
     f, share = f.astype(float), share.astype(float)
     table = pd.DataFrame({schema.WORKLOAD: load, schema.WINDOW_SOURCE: "counter", schema.POWER_W: p.astype(float),
                           schema.SM_CLOCK_MHZ: f, schema.LAUNCH_COVERAGE: 1.0 - share,

@@ -26,8 +26,9 @@ training clocks' grid, temperature term ``alpha`` or ``none``; counter windows o
 meter) by leave-one-clock-bin-out CV on the training windows only — each 50 MHz bin of window
 clocks, every load's windows in it, predicted by a fit on the other bins — and reports each load's
 CV MAPE, so that :func:`~powermodels.natural_dvfs.mixed_heldout.mixed_power_at_heldout_clocks`
-can choose per load between its own fit and the joint one by that CV alone. The rule was fixed,
-with its tests on synthetic windows, before any real recording was scored with it.
+(through :mod:`~powermodels.natural_dvfs.joint_choice`) can choose per load between its own
+fit and the joint one by that CV alone. The rule was fixed, with its tests on synthetic windows,
+before any real recording was scored with it.
 
 **Opt-in, off by default** (``joint_fit=True``; ``powermodels calibrate --from DIR
 --power-joint-fit``): on seven real ladder recordings of 2026-11-27/28 (four H100 and H200
@@ -54,8 +55,8 @@ from ..models.voltage import relative_voltage
 from .clock_windows import ClockWindows
 from .power_fit import mape_pct
 
-__all__ = ["JOINT_SETTINGS", "JointBand", "JointFit", "choose_fit", "fit_joint", "joint_band", "joint_cv",
-           "joint_training_rows", "predict_joint"]
+__all__ = ["JOINT_SETTINGS", "JointFit", "fit_joint", "joint_cv", "joint_training_rows", "predict_joint",
+           "window_companions"]
 
 #: The joint fit's settings (form, temperature term), the CV's candidates.
 JOINT_SETTINGS = tuple(itertools.product(("linear", "v2f"), ("alpha", "none")))
@@ -96,14 +97,30 @@ def _g(form: str, knee: float, slope: float):
     return lambda f: f * relative_voltage(f, knee, slope) ** 2
 
 
-def _companions(cw: ClockWindows, rows: np.ndarray, companion_of: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's companion load ('' for a pure window) and its share of the window."""
+def window_companions(cw: ClockWindows, rows, companion_of: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Each window's companion load ('' for a pure window, or one whose companion is unknown) and its share.
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows.
+    rows : array of int
+        Positions in ``cw.table``.
+    companion_of : dict of str to str
+        The ladder's companion of each workload with mixed windows.
+
+    Returns
+    -------
+    (ndarray of str, ndarray of float)
+        The companion's name and ``s_c`` (0 where there is none).
+    """
+    rows = np.asarray(rows)
     t = cw.table
     share = t[schema.COMPANION_SHARE].to_numpy(float)[rows] if schema.COMPANION_SHARE in t \
         else np.zeros(rows.size)
     share = np.nan_to_num(share)
     names = t[schema.WORKLOAD].to_numpy(object)[rows]
-    comp = np.array([companion_of.get(w, "") if s > 0 else "" for w, s in zip(names, share)], dtype=object)
+    comp = np.array([companion_of.get(w, "") if s > 0 else "" for w, s in zip(names, share, strict=True)], dtype=object)
     return comp, np.where(comp != "", share, 0.0)
 
 
@@ -118,8 +135,8 @@ class _Layout:
     coverage: np.ndarray
 
     @classmethod
-    def of(cls, cw: ClockWindows, rows: np.ndarray, companion_of: dict) -> "_Layout":
-        comp, s_c = _companions(cw, rows, companion_of)
+    def of(cls, cw: ClockWindows, rows: np.ndarray, companion_of: dict) -> _Layout:
+        comp, s_c = window_companions(cw, rows, companion_of)
         return cls(rows=rows, names=cw.table[schema.WORKLOAD].to_numpy(object)[rows], comp=comp, s_c=s_c,
                    coverage=cw.table[schema.LAUNCH_COVERAGE].to_numpy(float)[rows])
 
@@ -229,7 +246,7 @@ def predict_joint(cw: ClockWindows, rows, companion_of: dict, fit: JointFit) -> 
     lay = _Layout.of(cw, rows, companion_of)
     A = _design(cw, lay, loads, _g(fit.form, fit.knee_mhz, fit.slope_per_ghz))
     p = A @ coef + _temperature_term(cw, rows, fit.alpha_w_per_c, fit.reference_temperature_c)
-    fitted = np.array([n in fit.p_static_w and (not c or c in fit.p_static_w) for n, c in zip(lay.names, lay.comp)],
+    fitted = np.array([n in fit.p_static_w and (not c or c in fit.p_static_w) for n, c in zip(lay.names, lay.comp, strict=True)],
                       bool)
     return np.where(fitted, p, np.nan)
 
@@ -264,7 +281,7 @@ def joint_training_rows(cw: ClockWindows, companion_of: dict, band_mhz: tuple[fl
     f = t[schema.SM_CLOCK_MHZ].to_numpy(float)
     temp_ok = np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha_w_per_c)
     all_rows = np.arange(len(t))
-    comp, _ = _companions(cw, all_rows, companion_of)
+    comp, _ = window_companions(cw, all_rows, companion_of)
     share = np.nan_to_num(t[schema.COMPANION_SHARE].to_numpy(float)) if schema.COMPANION_SHARE in t \
         else np.zeros(len(t))
     known_mix = (share <= 0) | (comp != "")
@@ -331,123 +348,3 @@ def joint_cv(cw: ClockWindows, rows, companion_of: dict, *, alpha_w_per_c: float
             out.append({schema.FORM_CV: form, schema.TEMPERATURE_CV: temperature, schema.WORKLOAD: load,
                         schema.CV_MAPE_PCT: float(np.mean(scores)) if scores else math.nan})
     return pd.DataFrame(out)
-
-
-@dataclass
-class JointBand:
-    """The joint fit's CV for one band, and its fits (one per setting, made when first asked for)."""
-
-    rows: np.ndarray
-    cv: pd.DataFrame
-    band_mhz: tuple[float, float]
-    alpha_w_per_c: float
-    reference_temperature_c: float
-    fits: dict = field(default_factory=dict)
-
-    def fit(self, cw: ClockWindows, companion_of: dict, form: str, temperature: str) -> JointFit:
-        """The fit of one setting on every training window of the band."""
-        if (form, temperature) not in self.fits:
-            self.fits[form, temperature] = fit_joint(cw, self.rows, companion_of, form=form, temperature=temperature,
-                                                     alpha_w_per_c=self.alpha_w_per_c,
-                                                     reference_temperature_c=self.reference_temperature_c)
-        return self.fits[form, temperature]
-
-
-def joint_band(cw: ClockWindows, companion_of: dict, band_mhz: tuple[float, float], *,
-               alpha_w_per_c: float = math.nan, reference_temperature_c: float = math.nan,
-               max_band_share: float = 0.0, min_train: int = 6, bin_mhz: float = 50.0) -> JointBand | None:
-    """:func:`joint_cv` on the band's training windows (:func:`joint_training_rows`), or None.
-
-    Parameters
-    ----------
-    cw : ClockWindows
-        The windows.
-    companion_of : dict of str to str
-        As :func:`fit_joint`.
-    band_mhz : (float, float)
-        The held-out band.
-    alpha_w_per_c, reference_temperature_c : float, optional
-        α and ``T_ref``.
-    max_band_share, min_train, bin_mhz
-        As :func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`.
-
-    Returns
-    -------
-    JointBand or None
-        None with fewer than ``min_train`` training windows or too few clock bins for a CV.
-    """
-    rows = joint_training_rows(cw, companion_of, band_mhz, alpha_w_per_c=alpha_w_per_c,
-                               max_band_share=max_band_share)
-    if rows.size < min_train:
-        return None
-    cv = joint_cv(cw, rows, companion_of, alpha_w_per_c=alpha_w_per_c,
-                  reference_temperature_c=reference_temperature_c, bin_mhz=bin_mhz)
-    if not len(cv):
-        return None
-    return JointBand(rows=rows, cv=cv, band_mhz=(float(band_mhz[0]), float(band_mhz[1])),
-                     alpha_w_per_c=alpha_w_per_c, reference_temperature_c=reference_temperature_c)
-
-
-def choose_fit(row: dict, cw: ClockWindows, companion_of: dict, joint: JointBand | None) -> dict:
-    """A load's held-out row with the fit its CV chose: its own (as given) or the joint one.
-
-    The joint fit is chosen when its best setting's CV MAPE for the load is below the own fit's
-    (or the own fit has none); the held-out windows are then the load's kept counter windows in the
-    band, a mixed one wherever its companion is known. Both fits' CV and held-out figures are kept
-    in the row (``cv_mape_own_pct`` …), the choice reads the CV alone.
-
-    Parameters
-    ----------
-    row : dict
-        One row of :func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks` (its own fit).
-    cw : ClockWindows
-        The windows.
-    companion_of : dict of str to str
-        As :func:`fit_joint`.
-    joint : JointBand or None
-        :func:`joint_band` for the row's band.
-
-    Returns
-    -------
-    dict
-        The row, with ``power_fit_cv`` ("own" or "joint") and both fits' figures.
-    """
-    row = {**row, schema.POWER_FIT_CV: "own", schema.CV_MAPE_OWN_PCT: row.get(schema.CV_MAPE_PCT, math.nan),
-           schema.CV_MAPE_JOINT_PCT: math.nan, schema.POWER_MAPE_OWN_PCT: row.get(schema.POWER_MAPE_PCT, math.nan),
-           schema.POWER_MAPE_JOINT_PCT: math.nan}
-    w = row[schema.WORKLOAD]
-    if joint is None:
-        return row
-    cv = joint.cv.loc[(joint.cv[schema.WORKLOAD] == w) & np.isfinite(joint.cv[schema.CV_MAPE_PCT].to_numpy(float))]
-    if not len(cv):
-        return row
-    best = cv.iloc[int(np.argmin(cv[schema.CV_MAPE_PCT].to_numpy(float)))]
-    fit = joint.fit(cw, companion_of, best[schema.FORM_CV], best[schema.TEMPERATURE_CV])
-    t = cw.table
-    lo, hi = joint.band_mhz
-    f = t[schema.SM_CLOCK_MHZ].to_numpy(float)
-    temp_ok = np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(joint.alpha_w_per_c)
-    comp, _ = _companions(cw, np.arange(len(t)), companion_of)
-    share = np.nan_to_num(t[schema.COMPANION_SHARE].to_numpy(float)) if schema.COMPANION_SHARE in t \
-        else np.zeros(len(t))
-    test = np.flatnonzero((t[schema.WORKLOAD] == w).to_numpy() & t[schema.WINDOW_KEPT].to_numpy(bool)
-                          & (t[schema.WINDOW_SOURCE] == "counter").to_numpy() & temp_ok & (f >= lo) & (f <= hi)
-                          & ((share <= 0) | (comp != "")))
-    p = predict_joint(cw, test, companion_of, fit)
-    ok = np.isfinite(p)
-    y = t[schema.POWER_W].to_numpy(float)[test][ok]
-    mape = mape_pct(y, p[ok])
-    row[schema.CV_MAPE_JOINT_PCT] = float(best[schema.CV_MAPE_PCT])
-    row[schema.POWER_MAPE_JOINT_PCT] = mape
-    own_cv = float(row[schema.CV_MAPE_OWN_PCT]) if row[schema.CV_MAPE_OWN_PCT] is not None else math.nan
-    if not ok.any() or (np.isfinite(own_cv) and own_cv <= row[schema.CV_MAPE_JOINT_PCT]):
-        return row
-    row.update({schema.POWER_FIT_CV: "joint", schema.POWER_MAPE_PCT: mape,
-                schema.POWER_BIAS_PCT: float(100 * np.mean((p[ok] - y) / y)),
-                schema.TEST_WINDOWS: int(ok.sum()), schema.TEST_MIXED: int((share[test][ok] > 0).sum()),
-                schema.FORM_CV: fit.form, schema.TEMPERATURE_CV: fit.temperature, schema.SOURCES_CV: "counter",
-                schema.P_STATIC_CV: "free", schema.CV_MAPE_PCT: row[schema.CV_MAPE_JOINT_PCT],
-                schema.FIT_P_STATIC_W: fit.p_static_w.get(w, math.nan),
-                schema.FIT_A_W_PER_MHZ: fit.a_w_per_mhz.get(w, math.nan),
-                schema.FIT_KNEE_MHZ: fit.knee_mhz, schema.FIT_SLOPE_PER_GHZ: fit.slope_per_ghz})
-    return row

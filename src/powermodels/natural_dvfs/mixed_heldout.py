@@ -49,7 +49,7 @@ from .clock_power import (
     select_setting,
 )
 from .clock_windows import ClockWindows
-from .joint_power import choose_fit, joint_band
+from .joint_choice import choose_fit, joint_band
 
 __all__ = ["BAND_RULES", "RELATIVE_BAND", "companion_term", "heldout_power_from_recording", "mix_check",
            "mixed_power_at_heldout_clocks", "relative_band",
