@@ -35,6 +35,12 @@ def test_a_load_warms_faster_than_the_idle_board():
 def test_presets_before_session_10_load_with_one_slope():
     for name in ("h100-sxm", "h100-sxm-session8", "h200-raw", "h200"):
         assert load_preset(name).physics.dynamic_per_c == 0.0
+    # the opt-in preset: h100-sxm's power stage refitted with μ, everything else h100-sxm's
+    slope, base = load_preset("h100-sxm-load-slope"), load_preset("h100-sxm")
+    assert 0.002 < slope.physics.dynamic_per_c < 0.005
+    assert slope.physics.thermal_poles == base.physics.thermal_poles and slope.sensor == base.sensor
+    assert slope.physics.clock_recovery_mhz_per_s == base.physics.clock_recovery_mhz_per_s
+    assert slope.provenance["power_refit"]["of"] == "h100-sxm"
 
 
 def _series_schedule() -> pd.DataFrame:
@@ -66,7 +72,7 @@ def warmed():
 
 def test_fit_recovers_the_loads_slope(warmed):
     base, recs = warmed
-    fits = {mu: fit_twin(rec, name="refit", clock_workload="fma", search_cap_gains=False,
+    fits = {mu: fit_twin(rec, name="refit", clock_workload="fma", search_cap_gains=False, dynamic_per_c="fit",
                          workload_times={"bf16": {"t_fast_s": 1.5e-3, "clock_share": 1.0}})
             for mu, rec in recs.items()}
     assert fits[0.004].physics.dynamic_per_c == pytest.approx(0.004, abs=0.0015)
@@ -75,8 +81,8 @@ def test_fit_recovers_the_loads_slope(warmed):
     true_alpha = base.physics.leakage_slope_w_per_c(1980.0)
     for fit in fits.values():
         assert fit.fit["leakage"]["alpha_w_per_c"] == pytest.approx(true_alpha, rel=0.35)
-    # with μ given as 0 (the fit before session 10) the loads' slope is missed
-    one = fit_twin(recs[0.004], name="refit", clock_workload="fma", search_cap_gains=False, dynamic_per_c=0.0,
+    # by default (opt-in μ) the fit is the one before session 10: one slope, and the loads' is missed
+    one = fit_twin(recs[0.004], name="refit", clock_workload="fma", search_cap_gains=False,
                    workload_times={"bf16": {"t_fast_s": 1.5e-3, "clock_share": 1.0}})
     assert one.physics.dynamic_per_c == 0.0 and one.fit["leakage"]["rmse_w"] > fits[0.004].fit["leakage"]["rmse_w"]
 

@@ -88,7 +88,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
              search_cap_gains: bool = True, burst_clock: str = "model", cap_controller: str = "auto",
-             dynamic_per_c="fit") -> TwinPreset:
+             dynamic_per_c=0.0) -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -133,10 +133,12 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         recovery rate are fitted: on each 1 ms step's power, once per clock
         period on its mean, or both and the better on the fitting data kept
         (:func:`~powermodels.twin.fit_cap_choice.fit_cap_controller`).
-    dynamic_per_c : "fit" or float, default="fit"
+    dynamic_per_c : "fit" or float, default=0
         μ, the loads' own temperature slope (relative, per °C, of the power a
-        load draws above the idle board): fitted with the leakage
-        (:func:`~powermodels.twin.fit_power.fit_leakage`), or this value
+        load draws above the idle board): ``"fit"`` fits it with the leakage
+        (:func:`~powermodels.twin.fit_power.fit_leakage`; opt-in: on the
+        held-out recordings it made the warm-up's shape right on an H100 and
+        its worst seconds worse, docs/twin.md session 10), else this value
         (0: one slope loaded and idle, the fit before session 10).
 
     Returns
@@ -210,7 +212,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     return preset
 
 
-def refit_power(preset, rec: Recording, *, name: str, holdout=(), dynamic_per_c="fit",
+def refit_power(preset, rec: Recording, *, name: str, holdout=(), dynamic_per_c=0.0,
                 clock_workload: str | None = None, provenance: dict | None = None) -> TwinPreset:
     """``preset`` with only its power stage fitted again on ``rec``: leakage, μ, core coefficient, activities.
 
@@ -234,7 +236,7 @@ def refit_power(preset, rec: Recording, *, name: str, holdout=(), dynamic_per_c=
         Name of the new preset.
     holdout : sequence of (t0_s, t1_s), optional
         Spans left out (as in :func:`fit_twin`).
-    dynamic_per_c : "fit" or float, default="fit"
+    dynamic_per_c : "fit" or float, default=0
         μ (:func:`fit_twin`).
     clock_workload : str, optional
         Default: the preset's provenance ``clock_workload``.
