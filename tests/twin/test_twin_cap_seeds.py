@@ -40,3 +40,15 @@ def test_each_seed_replays_the_capped_start(capped):
     assert "median of 3 sensor seeds" in over["unit"]
     assert over["within"] == (abs(over["error"]) <= 0.25)
 
+
+
+def test_twin_compare_scores_the_cap_rows_over_seeds(capped, tmp_path):
+    from powermodels.twin.compare import twin_compare
+
+    preset, real, _ = capped
+    table = twin_compare(real, preset, tmp_path / "cmp", ambient="preset", cap_seeds=(0, 1))
+    cap = table.loc[table["metric"].str.startswith("cap ")]
+    assert len(cap) == 2 and cap["unit"].str.contains("median of 2 sensor seeds").all()
+    assert any("median over sensor seeds 0, 1" in n for n in table.attrs["not_compared"])
+    one = twin_compare(real, preset, tmp_path / "one", ambient="preset", cap_seeds=(0,))
+    assert not one["unit"].str.contains("sensor seeds").any()

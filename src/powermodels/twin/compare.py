@@ -383,6 +383,9 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
         cap = table["metric"].str.startswith("cap ") & table[schema.WORKLOAD].isin(list(runs))
         table = pd.concat([table.loc[~cap], pd.DataFrame(cap_rows_over_seeds(real, runs, TARGETS["cap_rel"]))],
                           ignore_index=True)
+        if runs:
+            notes.append(f"the cap rows are the median over sensor seeds {', '.join(str(x) for x in cap_seeds)}; "
+                         f"the cap settling plot shows the full replay (seed {seed})")
     extra = [protocol_rows(preset, protocol_tables)] if protocol_tables else []
     if sensor_window is not None:
         extra.append(sensor_rows(preset, sensor_window, seed=seed))
