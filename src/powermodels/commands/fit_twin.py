@@ -34,6 +34,9 @@ def add_arguments(parser) -> None:
                         help="power-cap controller fitted: on each 1 ms step's power, on the mean over its clock "
                              "period, or both with the one that better replays the recording's cap rows kept "
                              "(default auto; docs/twin.md)")
+    parser.add_argument("--load-temperature-slope", action="store_true",
+                        help="also fit μ, the loads' own temperature slope (a load's power above idle rises "
+                             "(1 + μ·ΔT) beside the leakage's α); opt-in: docs/twin.md session 10")
     parser.add_argument("--hold-out-series", action="append", default=[], metavar="WORKLOAD",
                         help="leave this workload's series and the idle after it out of the fit")
 
@@ -64,11 +67,13 @@ def run(args) -> int:
     out = Path(args.out)
     preset = fit_twin(recs, name=args.name or out.stem, clock_workload=args.clock_workload,
                       sensor_window=window, knee_mhz=args.knee_mhz, holdout=holdout,
-                      workload_times=times, cap_controller=args.cap_controller)
+                      workload_times=times, cap_controller=args.cap_controller,
+                      dynamic_per_c="fit" if args.load_temperature_slope else 0.0)
     save_preset(preset, out)
     fit = preset.fit
     print(f"fit-twin: {len(recs)} recording(s) -> {out}")
-    print(f"  leakage slope {fit['leakage']['alpha_w_per_c']:.3f} W/°C at {preset.physics.sm_clock_max_mhz:g} MHz; "
+    print(f"  leakage slope {fit['leakage']['alpha_w_per_c']:.3f} W/°C at {preset.physics.sm_clock_max_mhz:g} MHz"
+          f" (loads' μ {preset.physics.dynamic_per_c:.4f}/°C); "
           f"thermal poles {[(round(r, 4), round(t, 2)) for r, t in preset.physics.thermal_poles]} (K/W, s)")
     print(f"  clock reading period {preset.sensor.clock_period_s * 1e3:.1f} ms, delay "
           f"{preset.sensor.clock_delay_s * 1e3:.1f} ms; clock steps every {preset.physics.clock_period_s * 1e3:.1f} ms, "

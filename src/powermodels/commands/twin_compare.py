@@ -22,6 +22,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", required=True, help="shipped preset name (h100-sxm) or preset JSON file")
     parser.add_argument("--out", required=True, help="folder for the twin's recording, table and plots")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twin's sensor phase and noise")
+    parser.add_argument("--cap-seeds", type=int, default=5, metavar="N",
+                        help="replay each capped series with N sensor seeds and score its overshoot and settling "
+                             "as their median (default 5; 1: the full replay's single values)")
     parser.add_argument("--ambient", choices=("initial", "preset", "recorded", "recorded-causal"), default="initial",
                         help="the replay's ambient temperature: read from the recording's first idle stretch "
                              "(before any load) through the preset's thermal network (default), the preset's "
@@ -69,7 +72,8 @@ def run(args) -> int:
             raise ValueError(f"twin-compare: {path} is not a file")
     table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
                          protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window,
-                         ambient=args.ambient, calibrate=args.calibrate_board)
+                         ambient=args.ambient, calibrate=args.calibrate_board,
+                         cap_seeds=range(args.seed, args.seed + max(args.cap_seeds, 1)))
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"
         print(f"{mark} {row.metric} {row.workload}: real {row.real:.4g}, twin {row.twin:.4g} "

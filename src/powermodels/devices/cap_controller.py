@@ -126,8 +126,9 @@ class CapController:
         fi = target if fi_prev >= target else min(target, fi_prev + max(up, 1))
         # the controller predicts the next step's (period's) power from this step's (period's) activity
         leak_scale = 1.0 + ph.leakage_per_c * (temp_next - ph.t_ref_c)
-        a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a
-        mem = ph.mem_w_per_ghz * fm / 1000.0 * (ph.mem_idle_activity + (1.0 - ph.mem_idle_activity) * m)
+        theta = 1.0 + ph.dynamic_per_c * (temp_next - ph.t_ref_c)  # a load's own temperature slope
+        a_eff = ph.idle_activity + (1.0 - ph.idle_activity) * a * theta
+        mem = ph.mem_w_per_ghz * fm / 1000.0 * (ph.mem_idle_activity + (1.0 - ph.mem_idle_activity) * m * theta)
         if ph.p0_w + self._leak_c[fi] * leak_scale + self._core_c[fi] * a_eff + mem > limit:
             predicted = ph.p0_w + self._leak_arr * leak_scale + self._core_arr * a_eff + mem
             fi = min(fi, max(int(np.searchsorted(predicted, limit, side="right")) - 1, 0))

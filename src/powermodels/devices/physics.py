@@ -5,8 +5,14 @@ dependent leakage term (thesis §4.2.2, eq. 4.6: power rises linearly with die
 temperature at a fixed clock)::
 
     P = P0 + κ·V(f)·(1 + λ·(T − T_ref))                 static + leakage
-          + c·f·V(f)²·(a_idle + (1 − a_idle)·a)          core dynamic, a = core activity
-          + γ·f_mem·(m_idle + (1 − m_idle)·m)            memory, m = memory activity
+          + c·f·V(f)²·(a_idle + (1 − a_idle)·a·θ)        core dynamic, a = core activity
+          + γ·f_mem·(m_idle + (1 − m_idle)·m·θ)          memory, m = memory activity
+    θ = 1 + μ·(T − T_ref)                               the load's own temperature slope
+
+(μ = ``dynamic_per_c``, 0 by default: the thesis' model. On the real H100s a
+load's power rises 2–3.4 W/°C at a fixed clock while the idle board's rises
+0.7–1.1 W/°C; pooled over loads the extra slope is proportional to the load's
+own power above idle, 0.24–0.27 %/°C on three boards — docs/twin.md, session 10.)
 
 with ``f`` in GHz and ``V`` the voltage relative to its value below the knee.
 ``V(f)`` is flat below the knee and rises linearly above it (the Kernel Tuner
@@ -137,6 +143,12 @@ class GPUPhysics:
         How long the power must have allowed a higher clock before the
         controller starts raising it (the onset of the recovery after a cap
         load; the climb then runs at ``clock_recovery_mhz_per_s``).
+    dynamic_per_c : float, default=0
+        μ: relative rise per °C above ``t_ref_c`` of the power a load draws
+        above the idle board (the activity terms ``Bc·a + Bm·m``); the idle
+        toggling stays in the zero-activity power, whose slope is the
+        leakage's. 0: a load's power follows temperature only through the
+        leakage (thesis eq. 4.6), the same slope loaded and idle.
     cap_on_period : bool, default=False
         False: the controller predicts the next step's power from each 1 ms
         control step's activity and lowers the clock at once. True: it decides
@@ -181,6 +193,7 @@ class GPUPhysics:
     mem_heat_share: float = 1.0
     clock_recovery_delay_s: float = 0.0
     cap_on_period: bool = False
+    dynamic_per_c: float = 0.0
 
     def __post_init__(self):
         clocks = self.mem_clocks_mhz
@@ -193,7 +206,8 @@ class GPUPhysics:
                                 "leakage_per_c", "p0_w", "leakage_w", "mem_w_per_ghz",
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
                                 "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s",
-                                "cap_proportional", "clock_recovery_delay_s", "mem_heat_share", "cap_repeat"),
+                                "cap_proportional", "clock_recovery_delay_s", "mem_heat_share", "cap_repeat",
+                                "dynamic_per_c"),
                         any_sign=("cap_offset_w",))
         poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
         if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):
@@ -239,7 +253,12 @@ class GPUPhysics:
         mem = self.mem_w_per_ghz * fm_ghz
         a_idle, m_idle = self.idle_activity, self.mem_idle_activity
         base = self.p0_w + leak + core * a_idle + mem * m_idle
-        return base, core * (1.0 - a_idle), mem * (1.0 - m_idle)
+        theta = self.dynamic_scale(temperature_c)
+        return base, core * (1.0 - a_idle) * theta, mem * (1.0 - m_idle) * theta
+
+    def dynamic_scale(self, temperature_c):
+        """θ = 1 + μ·(T − T_ref): the factor on a load's activity terms at ``temperature_c``."""
+        return 1.0 + self.dynamic_per_c * (np.asarray(temperature_c, dtype=float) - self.t_ref_c)
 
     def power_w(self, f_mhz, f_mem_mhz, temperature_c, activity=0.0, mem_activity=0.0):
         """True power (W) at the given clocks, temperature and activities."""
@@ -266,7 +285,10 @@ class GPUPhysics:
         return float(sum(r for r, _ in self.poles))
 
     def leakage_slope_w_per_c(self, f_mhz) -> float:
-        """dP/dT at a fixed clock (W/°C): κ·V(f)·λ, the α of thesis eq. 4.6."""
+        """dP/dT at a fixed clock and zero activity (W/°C): κ·V(f)·λ, the α of thesis eq. 4.6.
+
+        A load adds ``μ·(Bc·a + Bm·m)`` at ``t_ref_c`` (``dynamic_per_c``).
+        """
         return float(self.leakage_w * self.relative_voltage(f_mhz) * self.leakage_per_c)
 
 

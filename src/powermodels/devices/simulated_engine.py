@@ -181,7 +181,8 @@ class SimulationEngine:
         core = self._core_c[fi]
         mem = ph.mem_w_per_ghz * fm / 1000.0
         base = ph.p0_w + leak + core * ph.idle_activity + mem * ph.mem_idle_activity
-        return base, core * (1.0 - ph.idle_activity), mem * (1.0 - ph.mem_idle_activity)
+        theta = 1.0 + ph.dynamic_per_c * (temp - ph.t_ref_c)  # the load's own temperature slope (physics.py)
+        return base, core * (1.0 - ph.idle_activity) * theta, mem * (1.0 - ph.mem_idle_activity) * theta
 
     def _set_step(self, k: int, fi: int, fm: float, temp: float, thr: int) -> None:
         i = k - self._k0

@@ -9,9 +9,11 @@
   window and delay from a ``characterize`` result where given;
 * **thermal network** — Foster poles and ambient from power (energy
   counter) and temperature (:mod:`~powermodels.twin.fit_thermal`);
-* **idle power and leakage** — at the top clock, power = per-load intercept
-  + α·T pooled over idle and every load (thesis eq. 4.6: α is the board's
-  at a clock, not the workload's), split into P0 and κ·V(f)·(1 + λ(T − T_ref));
+* **idle power and leakage** — at the top clock, power = idle power + α·T
+  + each load's power above idle × (1 + μ·(T − T_ref)), pooled over idle and
+  every load (thesis eq. 4.6: α is the board's at a clock, not the
+  workload's; μ the loads' own slope, :mod:`~powermodels.twin.fit_power`),
+  split into P0 and κ·V(f)·(1 + λ(T − T_ref));
 * **dynamic power** — the core coefficient from a power-capped load's
   equilibrium clock (activity 1), each workload's activity from its power;
 * **per workload** — time vs clock (a clock-bound share ``s``:
@@ -36,22 +38,19 @@ import pandas as pd
 from .. import schema
 from ..devices.physics import GPUPhysics
 from ..devices.sensor_emulation import PRESETS
-from ..devices.simulated_workload import SimulatedWorkload
 from ..recording import Recording
 from . import metrics
 from .fit_bursts import burst_power_at_top_clock, since_burst
 from .fit_cap_choice import CAP_CONTROLLER_FITS, fit_cap_controller
-from .fit_controller import fit_recovery
+from .fit_controller import fit_capped_clock, fit_recovery
+from .fit_power import CAPPED_MEM_ACTIVITY, power_stage
 from .fit_thermal import fit_with_memory_share, foster_temperature
-from .preset import TwinPreset, TwinWorkload
+from .preset import TwinPreset, load_preset
 
-__all__ = ["fit_twin", "power_intervals", "series_holdout"]
+__all__ = ["fit_twin", "power_intervals", "refit_power", "series_holdout"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
-#: memory activity given to a power-capped load that set the core coefficient (the capped
-#: equilibrium cannot split core from memory power; the fit and the workload must agree on it)
-CAPPED_MEM_ACTIVITY = 0.5
 
 
 def power_intervals(rec: Recording) -> pd.DataFrame:
@@ -88,7 +87,8 @@ def power_intervals(rec: Recording) -> pd.DataFrame:
 def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = None,
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
-             search_cap_gains: bool = True, burst_clock: str = "model", cap_controller: str = "auto") -> TwinPreset:
+             search_cap_gains: bool = True, burst_clock: str = "model", cap_controller: str = "auto",
+             dynamic_per_c=0.0) -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -133,6 +133,13 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         recovery rate are fitted: on each 1 ms step's power, once per clock
         period on its mean, or both and the better on the fitting data kept
         (:func:`~powermodels.twin.fit_cap_choice.fit_cap_controller`).
+    dynamic_per_c : "fit" or float, default=0
+        μ, the loads' own temperature slope (relative, per °C, of the power a
+        load draws above the idle board): ``"fit"`` fits it with the leakage
+        (:func:`~powermodels.twin.fit_power.fit_leakage`; opt-in: on the
+        held-out recordings it made the warm-up's shape right on an H100 and
+        its worst seconds worse, docs/twin.md session 10), else this value
+        (0: one slope loaded and idle, the fit before session 10).
 
     Returns
     -------
@@ -174,20 +181,8 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     controller = _fit_controller(recs, intervals, clock_workload, limit, f_max, report)
 
     def physics_and_workloads(iv):
-        alpha, idle_fit, loads = _fit_leakage(iv, f_max, report)
-        t_ref = 25.0
-        base = GPUPhysics()
-        v_max = float(replace(base, voltage_knee_mhz=knee_mhz).relative_voltage(f_max))
-        p_idle_ref = idle_fit + alpha * t_ref  # idle power at the top clock at T_ref
-        leak_ref = min(alpha / 0.01, 0.5 * p_idle_ref)  # leakage at T_ref; λ ≥ 1 %/°C
-        physics = replace(
-            base, sm_clock_max_mhz=f_max, power_limit_w=limit,
-            power_limit_max_w=max(limit, base.power_limit_max_w), voltage_knee_mhz=knee_mhz, t_ref_c=t_ref,
-            leakage_w=leak_ref / v_max, leakage_per_c=alpha / leak_ref,
-            thermal_poles=tuple(tuple(p) for p in thermal["poles"]), mem_heat_share=thermal["mem_heat_share"],
-            **controller)
-        physics = _fit_core(physics, iv, p_idle_ref, limit, report)
-        return physics, _fit_activities(physics, loads, times, alpha, report)
+        return power_stage(iv, f_max=f_max, limit=limit, knee_mhz=knee_mhz, thermal=thermal, controller=controller,
+                           times=times, report=report, mu=dynamic_per_c)
 
     physics, workloads = physics_and_workloads(intervals)
     # after a cap load the real clock stays a bin or two below the top for a while although NVML reads the
@@ -215,6 +210,71 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
             f"{'period' if preset.physics.cap_on_period else 'step'} (fit_cap_controller, asked {cap_controller!r}: "
             + report["cap_controller"]["criterion"] + ")")
     return preset
+
+
+def refit_power(preset, rec: Recording, *, name: str, holdout=(), dynamic_per_c=0.0,
+                clock_workload: str | None = None, provenance: dict | None = None) -> TwinPreset:
+    """``preset`` with only its power stage fitted again on ``rec``: leakage, μ, core coefficient, activities.
+
+    The thermal network, ambient, sensors, controller and the workloads' times
+    stay the preset's; the die temperature the power is fitted against is the
+    preset's own network driven by the recording's power (what its twin
+    will have). The stage is :func:`fit_twin`'s
+    (:func:`~powermodels.twin.fit_power.power_stage`, the bursts brought to
+    the top clock, then the core coefficient scaled by replay until the
+    capped clock reading is the real one,
+    :func:`~powermodels.twin.fit_controller.fit_capped_clock`), so a preset
+    can take a change of that stage without its other parts moving.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset (its ``fit["workload_times"]`` and ``fit["thermal"]`` are read).
+    rec : Recording
+        Its fitting recording.
+    name : str
+        Name of the new preset.
+    holdout : sequence of (t0_s, t1_s), optional
+        Spans left out (as in :func:`fit_twin`).
+    dynamic_per_c : "fit" or float, default=0
+        μ (:func:`fit_twin`).
+    clock_workload : str, optional
+        Default: the preset's provenance ``clock_workload``.
+    provenance : dict, optional
+        Added to the preset's provenance.
+
+    Returns
+    -------
+    TwinPreset
+    """
+    old = load_preset(preset)
+    ph0 = old.physics
+    f_max, limit = ph0.sm_clock_max_mhz, ph0.power_limit_w
+    holdout = [(float(a), float(b)) for a, b in holdout]
+    clock_workload = clock_workload or old.provenance.get("clock_workload")
+    times = {w: dict(v) for w, v in old.fit["workload_times"].items()}
+    thermal = {**old.fit["thermal"], "poles": [list(p) for p in ph0.thermal_poles],
+               "ambient_c": old.ambient_c, "mem_heat_share": ph0.mem_heat_share}
+    iv = power_intervals(rec)
+    capped = set(rec.phase_rows(kind="pressure")[schema.WORKLOAD])
+    heat = iv[schema.POWER_W].to_numpy(float) - (1.0 - ph0.mem_heat_share) * _memory_power(iv, times, capped, f_max)
+    iv["die_c"] = foster_temperature(iv[schema.T_S].to_numpy(float), heat, thermal)
+    t1 = iv[schema.T_S].to_numpy(float)
+    iv = iv.loc[_outside(t1 - iv[schema.DT_S].to_numpy(float), t1, holdout)].reset_index(drop=True)
+    recs = [_without_launches(rec, holdout)]
+    report: dict = {"refit_power_of": old.name}
+    kw = dict(f_max=f_max, limit=limit, knee_mhz=ph0.voltage_knee_mhz, thermal=thermal, controller={},
+              times=times, report=report, mu=dynamic_per_c, base=ph0)
+    physics, workloads = power_stage(iv, **kw)
+    corrected = burst_power_at_top_clock(recs, clock_workload, iv, physics, workloads, report)
+    if corrected is not None:
+        physics, workloads = power_stage(corrected, **kw)
+    prov = {**old.provenance, "power_refit": {"of": old.name, "recording": rec.name, "held_out_s": holdout,
+                                              "method": "powermodels.twin.fit.refit_power",
+                                              "dynamic_per_c": dynamic_per_c, **(provenance or {})}}
+    new = TwinPreset(name, physics, old.sensor, old.ambient_c, {**old.workloads, **workloads}, prov,
+                     {**old.fit, **report})
+    return fit_capped_clock(new, recs[0], holdout, report=new.fit)
 
 
 def series_holdout(rec: Recording, workload: str) -> list[tuple[float, float]]:
@@ -295,29 +355,6 @@ def _fit_thermal(recs, n_poles, holdout, mem_w, report) -> dict:
     return fit
 
 
-def _fit_leakage(iv: pd.DataFrame, f_max: float, report) -> tuple[float, float, dict]:
-    """α (W/°C) at the top clock pooled over loads; idle intercept; each load's intercept."""
-    ok = (iv[schema.SM_CLOCK_MHZ] >= f_max) & (iv[schema.WORKLOAD] != "") \
-        & (iv[schema.PHASE_KIND].isin(["idle", "burst", "series"])) & (iv[schema.SINCE_S] > 0.3)
-    d = iv.loc[ok]
-    groups = sorted(d[schema.WORKLOAD].unique())
-    if "idle" not in groups:
-        raise ValueError("fit_twin: the recordings have no idle time at the top clock (idle power unknown)")
-    X = np.column_stack([d["die_c"].to_numpy(float)]
-                        + [(d[schema.WORKLOAD] == g).to_numpy(float) for g in groups])
-    coef, *_ = np.linalg.lstsq(X, d[schema.POWER_W].to_numpy(float), rcond=None)
-    alpha = float(coef[0])
-    loads = {g: float(c) for g, c in zip(groups, coef[1:])}
-    rmse = float(np.sqrt(np.mean((X @ coef - d[schema.POWER_W]) ** 2)))
-    report["leakage"] = {"alpha_w_per_c": alpha, "intercepts_w": loads, "rows": int(len(d)), "rmse_w": rmse,
-                         "temperature_range_c": [float(d["die_c"].min()), float(d["die_c"].max())],
-                         "temperature": "the fitted thermal network's die temperature"}
-    if not alpha > 0:
-        raise ValueError(f"fit_twin: leakage slope α = {alpha:.3g} W/°C is not positive; the recordings do "
-                         "not span enough temperature at the top clock")
-    return alpha, loads.pop("idle"), loads
-
-
 def _fit_times(recs, clock_workload, f_max, given, report) -> dict:
     """Per workload: fastest time, clock-bound share, host gap, launches per batch."""
     out: dict = {}
@@ -385,56 +422,4 @@ def _fit_controller(recs, iv, clock_workload, limit, f_max, report) -> dict:
     out = {"clock_period_s": period, "clock_recovery_mhz_per_s": rate, "clock_recovery_delay_s": delay,
            "cap_window_s": 1.0, "cap_headroom_w": headroom, "cap_gain_per_s": 4.0, "cap_proportional": 0.0}
     report["controller"] = dict(out)
-    return out
-
-
-def _fit_core(physics: GPUPhysics, iv: pd.DataFrame, p_idle_ref: float, limit: float, report) -> GPUPhysics:
-    """Core coefficient c from a capped load's settled clock (activity 1) and the idle power's split."""
-    ph = physics
-    fm = ph.mem_clocks_mhz[0]
-    # P0 so that the idle power at the top clock and T_ref is p_idle_ref
-    rest = float(ph.power_w(ph.sm_clock_max_mhz, fm, ph.t_ref_c)) - ph.p0_w
-    ph = replace(ph, p0_w=max(p_idle_ref - rest, 0.0))
-    capped = iv.loc[(iv[schema.PHASE_KIND] == "pressure") & (iv[schema.SINCE_S] > 1.0)]
-    if len(capped) < 5:
-        report["core"] = {"core_w_per_ghz": ph.core_w_per_ghz, "source": "default (no settled capped load)"}
-        return ph
-    f_eq = float(np.median(capped[schema.SM_CLOCK_MHZ]))
-    t_eq = float(np.median(capped["die_c"]))
-    p_eq = float(np.mean(capped[schema.POWER_W]))
-    # P = A + Bc·1 + Bm·m at f_eq (m = CAPPED_MEM_ACTIVITY, as the workload gets); Bc ∝ core_w_per_ghz
-    a0, bc, bm = (float(x) for x in ph.power_terms(f_eq, fm, t_eq))
-    idle_core = ph.core_w_per_ghz * f_eq / 1000.0 * float(ph.relative_voltage(f_eq)) ** 2 * ph.idle_activity
-    scale = (p_eq - (a0 - idle_core) - bm * CAPPED_MEM_ACTIVITY) / (bc + idle_core)
-    core = float(ph.core_w_per_ghz * max(scale, 0.1))
-    ph = replace(ph, core_w_per_ghz=core)
-    rest = float(ph.power_w(ph.sm_clock_max_mhz, fm, ph.t_ref_c)) - ph.p0_w
-    ph = replace(ph, p0_w=max(p_idle_ref - rest, 0.0))
-    report["core"] = {"core_w_per_ghz": core, "capped_clock_mhz": f_eq, "capped_power_w": p_eq,
-                      "capped_temperature_c": t_eq}
-    return ph
-
-
-def _fit_activities(ph: GPUPhysics, loads: dict, times: dict, alpha: float, report) -> dict:
-    """Each workload's core and memory activity from its power at the top clock."""
-    fm = ph.mem_clocks_mhz[0]
-    f = ph.sm_clock_max_mhz
-    a0, bc, bm = (float(x) for x in ph.power_terms(f, fm, 0.0))
-    idle_at0 = a0  # the idle power at 0 °C (the intercepts are at 0 °C too)
-    out = {}
-    acts = {}
-    for w, spec in times.items():
-        share = float(spec.get("clock_share", 1.0))
-        mem = 1.0 - share
-        if w in loads:
-            dyn = loads[w] - idle_at0
-            act = float(np.clip((dyn - bm * mem) / bc, 0.0, 1.0))
-        else:  # a capped pressure load: full activity (it set the core coefficient)
-            act, mem = 1.0, CAPPED_MEM_ACTIVITY
-        t_fast = float(spec["t_fast_s"])
-        wl = SimulatedWorkload(w, core_work=share * t_fast * f, t0_s=(1.0 - share) * t_fast,
-                               activity=act, mem_activity=float(np.clip(mem, 0.0, 1.0)))
-        out[w] = TwinWorkload(wl, float(spec.get("gap_s", 0.0)), int(spec.get("launches_per_batch", 1)))
-        acts[w] = {"activity": act, "mem_activity": float(mem)}
-    report["activities"] = acts
     return out
