@@ -107,3 +107,28 @@ def test_initial_ambient_needs_an_idle_stretch_before_the_first_load(drifted):
     late.loc[0, schema.T1_S] = 1.0  # the first idle is too short to read: the first readable one is after a load
     with pytest.raises(ValueError, match="comes after a load"):
         initial_ambient(replace(rec, phases=late), preset)
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("folder, warm", [
+    ("h100-2026-11-27/raw_recording_ladder_84fc649a", True),   # recorded right after an 8-minute call
+    ("h100-2026-11-27/raw_recording_ladder_f73aad1d", False),  # a board at rest
+])
+def test_a_recording_that_starts_warm_is_flagged(folder, warm):
+    """Fails before: the initial ambient of the real H100 GPU-84fc649a (46.4 °C, 8.3 °C above every later
+    idle stretch's) was taken silently and the replay's cooling ran 10–13 °C hot."""
+    from powermodels.recording import read_recording
+    from powermodels.twin.compare import WARM_START_C, replay_ambient, warm_start_note
+
+    path = REPO / "datasets" / folder
+    if not path.is_dir():
+        pytest.skip(f"{folder} is not in this checkout")
+    rec = read_recording(path)
+    _, note = replay_ambient(rec, "h100-sxm", "initial")
+    assert ("WARNING" in note and "started warm" in note) == warm
+    # the note reads the later stretches only to flag: the profile is the first stretch's alone
+    profile = initial_ambient(rec, "h100-sxm")
+    assert len(profile) == 1
+    assert warm_start_note(rec, "h100-sxm", float(profile[schema.AMBIENT_C].iloc[0]) - 10 * WARM_START_C) == ""

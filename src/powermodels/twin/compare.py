@@ -27,7 +27,7 @@ from .replay import adapt_workloads, replay
 from .sensor_check import sensor_window_check
 
 __all__ = ["AMBIENTS", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
-           "replay_ambient", "sensor_rows", "twin_compare"]
+           "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note", "WARM_START_C"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
@@ -311,7 +311,8 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
         row = profile.iloc[0]
         return profile, (f"initial: {real.name}'s first idle stretch ({row[schema.T0_S]:.1f}-{row[schema.T1_S]:.1f} s, "
                          f"before any load) through {twin.name}'s thermal network, {row[schema.AMBIENT_C]:.1f} °C "
-                         f"(constant); the preset's fit had {twin.ambient_c:.1f} °C")
+                         f"(constant); the preset's fit had {twin.ambient_c:.1f} °C"
+                         + warm_start_note(real, twin, float(row[schema.AMBIENT_C])))
     profile = recorded_ambient(real, twin, causal=ambient == "recorded-causal")
     values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)[schema.AMBIENT_C])
     how = "from the past only, held from each stretch's end" if ambient == "recorded-causal" \
@@ -319,6 +320,41 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
     return profile, (f"recorded: {len(profile.drop_duplicates(schema.T0_S))} idle stretches of {real.name} through "
                      f"{twin.name}'s thermal network, {values} °C ({how}); the preset's fit had "
                      f"{twin.ambient_c:.1f} °C")
+
+
+#: °C by which the first idle stretch's ambient must exceed every later one's to be flagged as a warm start
+WARM_START_C = 3.0
+
+
+def warm_start_note(real: Recording, preset, initial_c: float) -> str:
+    """A warning when ``real`` seems to start warm: its first idle stretch reads hotter than every later one.
+
+    The initial ambient assumes the board at rest at the start; heat left in the heatsink from
+    earlier work reads as a warmer room (the H100 GPU-84fc649a's raw recording, made right after an
+    8-minute call: 46.4 °C at the start, 35.7–38.2 °C in its later idle stretches, every cooling
+    curve 10–13 °C too high). The later stretches only flag it: no figure uses them.
+
+    Parameters
+    ----------
+    real : Recording
+        The recording replayed.
+    preset : TwinPreset or str
+        Its thermal network reads the idle stretches (:func:`~powermodels.twin.ambient.recorded_ambient`).
+    initial_c : float
+        The initial ambient (°C).
+
+    Returns
+    -------
+    str
+        ``""``, or a clause to append to the ambient's description.
+    """
+    points = recorded_ambient(real, preset).sort_values(schema.T0_S)
+    later = points[schema.AMBIENT_C].to_numpy(float)[1:]
+    if not later.size or initial_c - later.max() <= WARM_START_C:
+        return ""
+    return (f"; WARNING: that is {initial_c - later.max():.1f} °C above every later idle stretch's "
+            f"({later.min():.1f}-{later.max():.1f} °C): the board likely started warm (heat left from earlier "
+            "work), so the replay runs too hot — compare with --ambient recorded-causal")
 
 
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
