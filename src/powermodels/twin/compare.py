@@ -26,8 +26,8 @@ from .protocol import protocol_errors
 from .replay import adapt_workloads, replay
 from .sensor_check import sensor_window_check
 
-__all__ = ["AMBIENTS", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
-           "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note", "WARM_START_C"]
+__all__ = ["AMBIENTS", "WARM_START_C", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
+           "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note"]
 
 #: NVML clock-event reason bit: software power cap
 SW_POWER_CAP = 0x4
