@@ -206,7 +206,8 @@ def main(argv=None) -> int:
     rec = run.recording
     if args.full_trace:
         # the α of H100 GPU-a8fc3d71 differed between the full and the thinned trace (2.26 vs 1.62
-        # W/°C); only a full trace from a board where they differ can show why
+        # W/°C); only a full trace from a board where they differ can show why (on GPU-84fc649a and
+        # GPU-48507455, session 10, they did not differ)
         rec.trace.to_parquet(out / "trace_full.parquet", compression="zstd", index=False)
     rec = replace(rec, trace=downsample_trace(rec.trace), provenance={
         **rec.provenance, "trace": f"downsampled from {len(rec.trace)} polls to the rows where a reading changes"})

@@ -235,3 +235,12 @@ def test_power_joint_fit_without_from_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert rc != 0 and len(err.splitlines()) == 1 and "--power-joint-fit applies to --from" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_two_opt_in_power_fits_together_are_refused(recorded, tmp_path, capsys):
+    _, folder = recorded
+    rc = main(["calibrate", "--from", str(folder), "--out", str(tmp_path / "o"), "--power-joint-fit",
+               "--power-extrapolation-rules"])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and "give one" in err
+    assert not (tmp_path / "o").exists()

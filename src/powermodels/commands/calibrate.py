@@ -114,6 +114,8 @@ def _from(args) -> int:
 
     if args.workloads:
         raise ValueError("--from refits a recording: give no WORKLOAD (the recording names its own)")
+    if args.power_joint_fit and args.power_extrapolation_rules:  # the joint fit has no such rules: refused, not ignored
+        raise ValueError("--power-joint-fit and --power-extrapolation-rules are two different opt-in fits; give one")
     out = out_folder(args.out)
     reference = None if args.clock_reference == "none" else args.clock_reference
     result = calibrate_from(args.from_dir, clock_reference=reference, min_span_mhz=args.min_span,
