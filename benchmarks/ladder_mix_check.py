@@ -32,6 +32,8 @@ def main(argv=None) -> int:
                     help="α at constant clock (W/°C, e.g. from calibrate --from's report): the fits may then "
                          "take its temperature term (needs --t-ref)")
     ap.add_argument("--t-ref", type=float, default=None, help="α's reference temperature (°C)")
+    ap.add_argument("--plot", default=None, help="PNG: every window's error against the pressure share")
+    ap.add_argument("--label", default=None, help="the plot's title (default: the recording's folder)")
     args = ap.parse_args(argv)
     if (args.alpha is None) != (args.t_ref is None):
         ap.error("--alpha and --t-ref go together")
@@ -46,8 +48,40 @@ def main(argv=None) -> int:
                       alpha_w_per_c=args.alpha, reference_temperature_c=args.t_ref)
     pd.set_option("display.width", 250)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    if args.plot:
+        plot_errors(table.attrs["windows"], args.plot, args.label or args.recording)
+        print(f"wrote {args.plot}")
     print(f"wall {time.time() - t0:.0f} s")
     return 0
+
+
+def plot_errors(windows: pd.DataFrame, path: str, title: str) -> None:
+    """Each window's signed error against its pressure share (0: pure), per workload, with the pure scatter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    names = list(dict.fromkeys(windows[schema.WORKLOAD]))
+    for k, w in enumerate(names):
+        g = windows.loc[windows[schema.WORKLOAD] == w]
+        x = g[schema.COMPANION_SHARE].to_numpy(float) + (k - (len(names) - 1) / 2) * 0.012  # side by side
+        ax.scatter(x, g[schema.WINDOW_ERR_PCT], s=8, alpha=0.5, label=w.split("[")[0])
+    pure = windows.loc[windows[schema.COMPANION_SHARE] <= 0, schema.WINDOW_ERR_PCT].to_numpy(float)
+    sd = float(np.std(pure)) if pure.size else 0.0
+    ax.axhspan(-3, 3, color="0.9", zorder=0, label="±3 % (the target)")
+    ax.axhspan(-sd, sd, color="0.75", zorder=0, label=f"pure windows' sd ±{sd:.1f} %")
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xlabel("pressure GEMM's share of the window (0: the workload alone)")
+    ax.set_ylabel("error % (each load fitted on its pure windows)")
+    ax.set_title(title, fontsize=10)
+    ax.set_ylim(-20, 20)
+    ax.legend(fontsize=8, loc="lower left", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

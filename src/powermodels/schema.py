@@ -153,6 +153,7 @@ MIXED_WINDOWS = "mixed_windows"      # kept counter windows shared with the comp
 MIXED_ERR_MEDIAN_PCT = "mixed_err_median_pct"
 MIXED_ERR_SD_PCT = "mixed_err_sd_pct"
 MIXED_MAPE_PCT = "mixed_mape_pct"
+WINDOW_ERR_PCT = "window_err_pct"    # one window's signed error, predicted − measured, % (mix_check's attrs["windows"])
 MIXED_ERR_BY_SHARE = "mixed_err_by_share"  # median signed error per companion share (to 0.1), text
 FORM_CV = "form_cv"                  # the settings the CV chose (SETTING_*)
 TEMPERATURE_CV = "temperature_cv"

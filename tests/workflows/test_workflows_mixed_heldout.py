@@ -168,6 +168,12 @@ def test_the_mix_check_sets_the_mixed_error_beside_the_pure_scatter(recorded):
     # at the idle power, test_a_mixed_window_is_the_sum_of_each_loads_own_power is within 3.5 %)
     assert abs(row[schema.MIXED_ERR_MEDIAN_PCT]) < 10.0
     assert "0.6: " in row[schema.MIXED_ERR_BY_SHARE]
+    # every window's error for a plot (benchmarks/ladder_mix_check.py --plot): the aggregates are theirs
+    windows = mix_check(cw, {"fp32": press}, idle_w=idle_w, idle_temperature_c=idle_t).attrs["windows"]
+    mixed = windows.loc[windows[schema.COMPANION_SHARE] > 0, schema.WINDOW_ERR_PCT]
+    assert len(mixed) == row[schema.MIXED_WINDOWS]
+    assert np.median(mixed) == pytest.approx(row[schema.MIXED_ERR_MEDIAN_PCT])
+    assert (windows[schema.COMPANION_SHARE] == 0).sum() == row[schema.PURE_WINDOWS]
 
 
 def test_the_mix_check_takes_alpha_to_every_fit(recorded, monkeypatch):

@@ -284,7 +284,9 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
     DataFrame
         One row per workload with a companion: ``pure_windows``, ``pure_err_median_pct``,
         ``pure_err_sd_pct``, ``mixed_windows``, ``mixed_err_median_pct``, ``mixed_err_sd_pct``,
-        ``mixed_mape_pct``, ``mixed_err_by_share`` (signed errors: predicted − measured).
+        ``mixed_mape_pct``, ``mixed_err_by_share`` (signed errors: predicted − measured);
+        ``attrs["windows"]``: every window's signed error (``workload``, ``companion_share``, 0 for
+        a pure window, ``window_err_pct``), for a plot.
     """
     t = cw.table
     idle = idle_arguments(idle_w, idle_temperature_c)
@@ -305,7 +307,7 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
         return rows[counter[rows]], fit_setting(cw, rows, setting, alpha_w_per_c=alpha,
                                                 reference_temperature_c=t_ref, **idle)
 
-    out = []
+    out, windows = [], []
     for w, c in companion_of.items():
         mixed = np.flatnonzero(base & counter & (t[schema.WORKLOAD] == w).to_numpy() & (share > 0))
         if not mixed.size:
@@ -315,13 +317,17 @@ def mix_check(cw: ClockWindows, companion_of: dict, *, idle_w: float | None = No
         e_pure = 100 * (predict_setting(cw, pure, own) - y[pure]) / y[pure]
         e_mix = 100 * (predict_setting(with_companion_power(cw, mixed, comp), mixed, own) - y[mixed]) / y[mixed]
         by = np.round(share[mixed], 1)
+        windows.append(pd.DataFrame({schema.WORKLOAD: w, schema.COMPANION_SHARE: np.r_[share[pure], share[mixed]],
+                                     schema.WINDOW_ERR_PCT: np.r_[e_pure, e_mix]}))
         out.append({schema.WORKLOAD: w, schema.COMPANION_WORKLOAD: c, schema.PURE_WINDOWS: int(pure.size),
                     schema.PURE_ERR_MEDIAN_PCT: float(np.median(e_pure)), schema.PURE_ERR_SD_PCT: float(np.std(e_pure)),
                     schema.MIXED_WINDOWS: int(mixed.size), schema.MIXED_ERR_MEDIAN_PCT: float(np.median(e_mix)),
                     schema.MIXED_ERR_SD_PCT: float(np.std(e_mix)), schema.MIXED_MAPE_PCT: float(np.mean(np.abs(e_mix))),
                     schema.MIXED_ERR_BY_SHARE: ", ".join(f"{k:.1f}: {np.median(e_mix[by == k]):+.1f} % ({int((by == k).sum())})"
                                                          for k in np.unique(by))})
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    table.attrs["windows"] = pd.concat(windows, ignore_index=True) if windows else pd.DataFrame()
+    return table
 
 
 #: how the findings name the opt-in extrapolation rules when they were on
