@@ -360,12 +360,17 @@ def main(argv=None):
     p.add_argument("--scale", type=float, default=1.0, help="multiply every duration (0.05 for a smoke test)")
     p.add_argument("--cycles", type=int, default=8, help="natural cycles per workload and round")
     p.add_argument("--idle", type=float, default=30.0, help="seconds idle before each thermal series")
+    p.add_argument("--lead-idle", type=float, default=5.0,
+                   help="seconds idle before the first load (default 5; e.g. 60 on a board that may still be "
+                        "warm from earlier work: the replay's initial ambient is read there)")
     p.add_argument("--series", type=float, default=25.0, help="seconds of each thermal series")
     p.add_argument("--ladder", action="store_true",
                    help="add the ladder part after the natural one (powermodels.natural_dvfs.natural_recording.Ladder: "
                         "each workload alternating with the bf16 pressure every 10 ms, pressure shares 0.8/0.65/0.5, "
                         "1.5 s each, then 0.3 s alone; ~16 s in all)")
     args = p.parse_args(argv)
+    if not args.lead_idle >= 3.0:  # the initial ambient reads an idle stretch of ≥ 3 s (twin.ambient.MIN_IDLE_S)
+        p.error(f"--lead-idle must be at least 3 s, got {args.lead_idle}")
     blocked = forbid_nvml_setters()
     from powermodels.natural_dvfs.natural_recording import Ladder
 
@@ -412,9 +417,20 @@ def main(argv=None):
     return 0 if not errors else 1
 
 
+def lead_idle(rec, seconds: float) -> None:
+    """The first phase: ``seconds`` idle, whose temperature gives a replay its initial ambient.
+
+    A board still warm from earlier work reads its leftover heat there as a warmer room
+    (``twin-compare`` flags it); a longer lead idle (``--lead-idle 60``) shows the cooling trend.
+    """
+    a = time.perf_counter()
+    time.sleep(seconds)
+    rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
+
+
 def _protocol(args, rec, work, rng, s) -> None:
     """The natural and thermal protocols of the module docstring, into ``rec``."""
-    a = time.perf_counter(); time.sleep(5 * s); rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
+    lead_idle(rec, args.lead_idle * s)
     natural = ["cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB"]
     pressure_fn = work["torch_bf16_matmul_8192"][0]
     for rnd, order in enumerate([natural, natural[::-1]]):

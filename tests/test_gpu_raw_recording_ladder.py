@@ -73,3 +73,15 @@ def test_the_ladder_alternates_both_loads_with_a_probe_before_every_batch(raw):
     switches = sum(a[0] != b[0] for a, b in zip(step, step[1:]))
     assert switches >= 8  # the loads take turns, cycle after cycle
     assert Counter(m[0] for m in rec.probe_meta) == names  # one probe before every batch
+
+
+def test_the_lead_idle_is_the_first_phase_and_its_length_is_an_option(raw):
+    """Fails before: the lead idle was a fixed 5 s, too short to see a warm board cool
+    (GPU-84fc649a's raw recording read 54 °C throughout it and was replayed 10–13 °C hot)."""
+    rec = _recorder(raw)
+    raw.lead_idle(rec, 0.05)
+    (row,) = rec.phase_rows
+    assert row[:4] == ("natural", "-", -1, "idle")
+    assert 0.04 < row[5] - row[4] < 0.5
+    with pytest.raises(SystemExit):
+        raw.main(["--out", "/tmp/unused", "--lead-idle", "1"])
