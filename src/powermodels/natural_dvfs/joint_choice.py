@@ -24,6 +24,7 @@ from .joint_power import (
     joint_cv,
     joint_training_rows,
     predict_joint,
+    usable_windows,
     window_companions,
 )
 from .power_fit import mape_pct
@@ -124,13 +125,9 @@ def choose_fit(row: dict, cw: ClockWindows, companion_of: dict, joint: JointBand
     t = cw.table
     lo, hi = joint.band_mhz
     f = t[schema.SM_CLOCK_MHZ].to_numpy(float)
-    temp_ok = np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(joint.alpha_w_per_c)
-    comp, _ = window_companions(cw, np.arange(len(t)), companion_of)
-    share = np.nan_to_num(t[schema.COMPANION_SHARE].to_numpy(float)) if schema.COMPANION_SHARE in t \
-        else np.zeros(len(t))
-    test = np.flatnonzero((t[schema.WORKLOAD] == w).to_numpy() & t[schema.WINDOW_KEPT].to_numpy(bool)
-                          & (t[schema.WINDOW_SOURCE] == "counter").to_numpy() & temp_ok & (f >= lo) & (f <= hi)
-                          & ((share <= 0) | (comp != "")))
+    test = np.flatnonzero(usable_windows(cw, companion_of, joint.alpha_w_per_c) & (t[schema.WORKLOAD] == w).to_numpy()
+                          & (f >= lo) & (f <= hi))
+    _, share = window_companions(cw, test, companion_of)  # the companion's share (0 in a pure window)
     p = predict_joint(cw, test, companion_of, fit)
     ok = np.isfinite(p)
     y = t[schema.POWER_W].to_numpy(float)[test][ok]
@@ -142,7 +139,7 @@ def choose_fit(row: dict, cw: ClockWindows, companion_of: dict, joint: JointBand
         return row
     row.update({schema.POWER_FIT_CV: "joint", schema.POWER_MAPE_PCT: mape,
                 schema.POWER_BIAS_PCT: float(100 * np.mean((p[ok] - y) / y)),
-                schema.TEST_WINDOWS: int(ok.sum()), schema.TEST_MIXED: int((share[test][ok] > 0).sum()),
+                schema.TEST_WINDOWS: int(ok.sum()), schema.TEST_MIXED: int((share[ok] > 0).sum()),
                 schema.FORM_CV: fit.form, schema.TEMPERATURE_CV: fit.temperature, schema.SOURCES_CV: "counter",
                 schema.P_STATIC_CV: "free", schema.CV_MAPE_PCT: row[schema.CV_MAPE_JOINT_PCT],
                 schema.FIT_P_STATIC_W: fit.p_static_w.get(w, math.nan),

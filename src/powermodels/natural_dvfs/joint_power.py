@@ -56,7 +56,7 @@ from .clock_windows import ClockWindows
 from .power_fit import mape_pct
 
 __all__ = ["JOINT_SETTINGS", "JointFit", "fit_joint", "joint_cv", "joint_training_rows", "predict_joint",
-           "window_companions"]
+           "usable_windows", "window_companions"]
 
 #: The joint fit's settings (form, temperature term), the CV's candidates.
 JOINT_SETTINGS = tuple(itertools.product(("linear", "v2f"), ("alpha", "none")))
@@ -251,13 +251,42 @@ def predict_joint(cw: ClockWindows, rows, companion_of: dict, fit: JointFit) -> 
     return np.where(fitted, p, np.nan)
 
 
+def usable_windows(cw: ClockWindows, companion_of: dict, alpha_w_per_c: float = math.nan) -> np.ndarray:
+    """Windows the joint fit can train on or be scored on: kept counter windows, each load known.
+
+    A mixed window whose companion is not in ``companion_of`` is left out (its second load is
+    not known), and with a finite α so is a window without a temperature (α's term needs it).
+
+    Parameters
+    ----------
+    cw : ClockWindows
+        The windows.
+    companion_of : dict of str to str
+        As :func:`fit_joint`.
+    alpha_w_per_c : float, optional
+        α at constant clock.
+
+    Returns
+    -------
+    ndarray of bool
+        One per row of ``cw.table``.
+    """
+    t = cw.table
+    temp_ok = np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha_w_per_c)
+    comp, _ = window_companions(cw, np.arange(len(t)), companion_of)
+    share = np.nan_to_num(t[schema.COMPANION_SHARE].to_numpy(float)) if schema.COMPANION_SHARE in t \
+        else np.zeros(len(t))
+    return (t[schema.WINDOW_KEPT].to_numpy(bool) & (t[schema.WINDOW_SOURCE] == "counter").to_numpy() & temp_ok
+            & ((share <= 0) | (comp != "")))
+
+
 def joint_training_rows(cw: ClockWindows, companion_of: dict, band_mhz: tuple[float, float], *,
                         alpha_w_per_c: float = math.nan, max_band_share: float = 0.0) -> np.ndarray:
     """Every load's training counter windows for a band: kept, mean clock outside it, no time in it.
 
     The same rule as each load's own fit
-    (:func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`); a mixed window
-    whose companion is not known (``companion_of``) is left out, since its second load is not.
+    (:func:`~powermodels.natural_dvfs.clock_power.power_at_heldout_clocks`), on
+    :func:`usable_windows`.
 
     Parameters
     ----------
@@ -276,17 +305,10 @@ def joint_training_rows(cw: ClockWindows, companion_of: dict, band_mhz: tuple[fl
     -------
     ndarray of int
     """
-    t = cw.table
     lo, hi = band_mhz
-    f = t[schema.SM_CLOCK_MHZ].to_numpy(float)
-    temp_ok = np.isfinite(t[schema.TEMPERATURE_C].to_numpy(float)) | ~np.isfinite(alpha_w_per_c)
-    all_rows = np.arange(len(t))
-    comp, _ = window_companions(cw, all_rows, companion_of)
-    share = np.nan_to_num(t[schema.COMPANION_SHARE].to_numpy(float)) if schema.COMPANION_SHARE in t \
-        else np.zeros(len(t))
-    known_mix = (share <= 0) | (comp != "")
-    sel = (t[schema.WINDOW_KEPT].to_numpy(bool) & (t[schema.WINDOW_SOURCE] == "counter").to_numpy() & temp_ok
-           & ~((f >= lo) & (f <= hi)) & (cw.band_share(lo, hi) <= max_band_share) & known_mix)
+    f = cw.table[schema.SM_CLOCK_MHZ].to_numpy(float)
+    sel = (usable_windows(cw, companion_of, alpha_w_per_c) & ~((f >= lo) & (f <= hi))
+           & (cw.band_share(lo, hi) <= max_band_share))
     return np.flatnonzero(sel)
 
 
