@@ -123,6 +123,10 @@ def checks(run, f_max: float) -> dict:
     return out
 
 
+#: the workloads ``--workloads`` picks from; "pressure" is the bf16 GEMM that holds the power cap
+WORKLOADS = ("fp32", "sgemm", "stream_triad", "pressure")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -143,6 +147,9 @@ def main(argv=None) -> int:
     parser.add_argument("--full-trace", action="store_true",
                         help="also write the full-rate trace as OUT/trace_full.parquet (zstd; ~10 MB for a "
                              "7-min run): the committed trace keeps only the rows where a reading changes")
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS),
+                        help="which workloads to calibrate (default all four; one uncapped workload with a "
+                             "long --hot-s is the α run an H200 needs: its short warm-ups move 1–2 °C)")
     args = parser.parse_args(argv)
 
     from powermodels.devices import nvml_available, open_device
@@ -176,7 +183,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    workloads = ["fp32", "sgemm", "stream_triad", pressure_gemm()]
+    workloads = [pressure_gemm() if w == "pressure" else w for w in args.workloads]
     # the recording is written to out/recording as it grows (after each workload's part) and,
     # on SIGTERM (`timeout`) or any error, with what it holds: `calibrate --from` reads it
     with terminate_raises():
