@@ -35,6 +35,10 @@ def add_arguments(parser) -> None:
                              "each uncapped series' first second (twin.board.calibrate_board): one dynamic-power "
                              "factor for the board, or one per workload; those seconds are then in-sample, so the "
                              "warm-up rows are scored from second 2 on")
+    parser.add_argument("--calibrate-thermal", action="store_true",
+                        help="scale the preset's thermal resistances to the recording's board, read from the "
+                             "readings before its first series (twin.board_thermal; the warm-up and cooling rows "
+                             "stay held out)")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
@@ -73,6 +77,7 @@ def run(args) -> int:
     table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
                          protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window,
                          ambient=args.ambient, calibrate=args.calibrate_board,
+                         calibrate_thermal=args.calibrate_thermal,
                          cap_seeds=range(args.seed, args.seed + max(args.cap_seeds, 1)))
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"

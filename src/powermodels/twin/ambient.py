@@ -30,7 +30,7 @@ from .fit import power_intervals
 from .fit_thermal import simulate_foster
 from .preset import load_preset
 
-__all__ = ["ambient_at", "initial_ambient", "recorded_ambient"]
+__all__ = ["ambient_at", "initial_ambient", "network_rise", "recorded_ambient"]
 
 #: seconds into an idle stretch before its temperature is read (a few die time constants: the die has settled)
 SETTLE_S = 2.0
@@ -74,17 +74,8 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
     twin = load_preset(preset)
     if not rec.has_trace:
         raise ValueError(f"recorded_ambient: {rec.name} has no trace.parquet (no temperature readings)")
-    iv = power_intervals(rec)
-    ph = twin.physics
-    bm = float(ph.power_terms(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0], ph.t_ref_c)[2])
-    mem = {name: tw.workload.mem_activity for name, tw in twin.workloads.items()}
-    cool_w = (1.0 - ph.mem_heat_share) * bm * iv[schema.WORKLOAD].map(mem).fillna(0.0).to_numpy(float)
-    heat = iv[schema.POWER_W].to_numpy(float) - cool_w
+    iv, rise = network_rise(rec, twin)
     t = iv[schema.T_S].to_numpy(float)
-    # the recording starts idle: the network starts at its idle steady state (as a replay's twin does), at
-    # the median of the first second's power (the counter's first interval can span the time before the start)
-    start = float(np.median(heat[t <= t[0] + 1.0]))
-    rise = simulate_foster(t, heat, ph.poles, 0.0, start_power=start)
     estimate = iv[schema.TEMPERATURE_C].to_numpy(float) - rise
     rows = []
     idle = rec.phases.loc[rec.phases[schema.PHASE_KIND] == "idle"]
@@ -113,6 +104,34 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
             steps.append({**points.iloc[k - 1].to_dict(), schema.T_S: row.t1_s})
         steps.append({**row._asdict(), schema.T_S: row.t1_s + 1e-6})
     return pd.DataFrame(steps)[list(points.columns)]
+
+
+def network_rise(rec: Recording, preset) -> tuple[pd.DataFrame, np.ndarray]:
+    """The die's rise above ambient that ``preset``'s thermal network gives for ``rec``'s own power.
+
+    The network is driven by the energy counter's mean power between updates
+    (:func:`~powermodels.twin.fit.power_intervals`) less the memory's dynamic
+    power that does not heat the die sensor, as in the twin, and starts at
+    its idle steady state (the recording starts idle, as a replay's twin
+    does) at the median of the first second's power (the counter's first
+    interval can span the time before the start).
+
+    Returns
+    -------
+    (DataFrame, ndarray)
+        The power intervals (with the temperature readings at their ends) and
+        the network's rise (°C) at each interval's end.
+    """
+    twin = load_preset(preset)
+    iv = power_intervals(rec)
+    ph = twin.physics
+    bm = float(ph.power_terms(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0], ph.t_ref_c)[2])
+    mem = {name: tw.workload.mem_activity for name, tw in twin.workloads.items()}
+    cool_w = (1.0 - ph.mem_heat_share) * bm * iv[schema.WORKLOAD].map(mem).fillna(0.0).to_numpy(float)
+    heat = iv[schema.POWER_W].to_numpy(float) - cool_w
+    t = iv[schema.T_S].to_numpy(float)
+    start = float(np.median(heat[t <= t[0] + 1.0]))
+    return iv, simulate_foster(t, heat, ph.poles, 0.0, start_power=start)
 
 
 def initial_ambient(rec: Recording, preset, **kwargs) -> pd.DataFrame:

@@ -44,6 +44,7 @@ import numpy as np
 from .. import schema
 from ..recording import Recording
 from . import metrics
+from .metrics import SW_POWER_CAP
 from .preset import TwinPreset, load_preset
 
 __all__ = ["calibrate_board"]
@@ -62,10 +63,6 @@ def _temperature(rec: Recording, a: float, b: float) -> float:
     tr = rec.trace
     sel = (tr[schema.T_S] >= a) & (tr[schema.T_S] <= b)
     return float(tr.loc[sel, schema.TEMPERATURE_C].mean())
-
-
-#: NVML clock-event reason bit: software power cap
-SW_POWER_CAP = 0x4
 
 
 def _capped(rec: Recording, a: float, b: float, f_max: float) -> bool | None:

@@ -20,17 +20,18 @@ from ..reporting import markdown_table
 from . import metrics
 from .ambient import initial_ambient, recorded_ambient
 from .board import calibrate_board
+from .board_thermal import calibrate_board_thermal
 from .cap_seeds import CAP_SEEDS, cap_rows_over_seeds, capped_series_seeds
+from .metrics import capped_series
+from .overlays import plot_cap_settling, plot_overlays
 from .preset import load_preset
 from .protocol import protocol_errors
 from .replay import adapt_workloads, replay
 from .sensor_check import sensor_window_check
 
-__all__ = ["AMBIENTS", "WARM_START_C", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays", "protocol_rows",
-           "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note"]
-
-#: NVML clock-event reason bit: software power cap
-SW_POWER_CAP = 0x4
+# capped_series and the plots live in metrics and overlays; named here too, where a comparison's caller looks
+__all__ = ["AMBIENTS", "WARM_START_C", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays",
+           "protocol_rows", "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note"]
 
 #: targets (issue 27): warm-up energy per launch within 1 % at every second, cooling within 2 °C,
 #: clock recovery within 25 %, clock reading period within 10 %, cap overshoot within 25 %
@@ -127,128 +128,6 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
     table = pd.DataFrame(rows)
     table.attrs["not_compared"] = not_compared
     return table
-
-
-def capped_series(real: Recording, workloads=None) -> list[str]:
-    """The workloads whose ``series`` ran power-capped on ``real`` (NVML's software power-cap reason)."""
-    if not real.has_trace:
-        return []
-    series = real.phase_rows(kind="series")
-    names = list(workloads) if workloads is not None else list(series[schema.WORKLOAD])
-    out = []
-    for w in names:
-        row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
-        inside = real.trace.loc[(real.trace[schema.T_S] >= row[schema.T0_S])
-                                & (real.trace[schema.T_S] <= row[schema.T1_S])]
-        if schema.THROTTLE_REASONS not in inside:
-            continue
-        # a recording may store the reasons bit field as float (session 5's): the bits are whole numbers
-        reasons = inside[schema.THROTTLE_REASONS].fillna(0).to_numpy().astype(np.int64)
-        if (reasons & SW_POWER_CAP).any():
-            out.append(w)
-    return out
-
-
-def plot_cap_settling(real: Recording, twin: Recording, ax, workload: str, *, label: str = "twin",
-                      seconds: float = 12.0) -> None:
-    """The 1 s mean power (energy counter, every 0.1 s) from a capped series' start, real vs twin, on ``ax``.
-
-    The same windows :func:`~powermodels.twin.metrics.cap_overshoot` measures
-    the overshoot and settling time on; its settling time is marked.
-    """
-    for rec, style, name in ((real, "-", "real"), (twin, "--", label)):
-        row = rec.phase_rows(kind="series", workload=workload).iloc[0]
-        t0, t1 = float(row[schema.T0_S]), float(row[schema.T1_S])
-        a = t0 + np.arange(0.0, min(seconds, t1 - t0 - 1.0), 0.1)
-        c = metrics.cap_overshoot(rec, workload)
-        line, = ax.plot(a - t0 + 1.0, metrics.energy_between(rec, a, a + 1.0), style, lw=1.0,
-                        label=f"{name} (settled {c['settling_s']:.1f} s)")
-        ax.axvline(c["settling_s"], color=line.get_color(), ls=":", lw=0.8)
-    ax.set_xlabel("s since the series started (1 s window end)", fontsize=8)
-    ax.set_ylabel("1 s mean power, W")
-    ax.set_title(workload, fontsize=8)
-    ax.legend(fontsize=7)
-
-
-def plot_overlays(real: Recording, twin: Recording, out_dir, *, workloads=None,
-                  clock_workload: str | None = None, label: str = "twin") -> list[Path]:
-    """Overlay plots real vs twin: warm-up energy per launch, temperature, clock recovery."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    names = list(workloads) if workloads is not None else list(real.phase_rows(kind="series")[schema.WORKLOAD])
-    paths = []
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.0), squeeze=False)
-    for ax, w in zip(axes[0], names):
-        a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
-        ax.plot(a["second"] + 0.5, a[schema.ENERGY_J] * 1e3, "o-", ms=3, label="real")
-        ax.plot(b["second"] + 0.5, b[schema.ENERGY_J] * 1e3, "s--", ms=3, label=label)
-        ax.set_title(w, fontsize=8)
-        ax.set_xlabel("s since the series started")
-    axes[0][0].set_ylabel("energy per launch, mJ")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    paths.append(out / "warmup_energy.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
-
-    fig, ax = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
-    for rec, style, name in ((real, "-", "real"), (twin, "--", label)):
-        if rec.has_trace:
-            ax[0].plot(rec.trace[schema.T_S], rec.trace[schema.TEMPERATURE_C], style, lw=0.8, label=name)
-        t, e = metrics.counter_updates(rec)
-        ax[1].plot(t[1:], np.diff(e) / np.diff(t), style, lw=0.5, label=name)
-    ax[0].set_ylabel("temperature, °C")
-    ax[1].set_ylabel("power (energy counter), W")
-    ax[1].set_xlabel("s (recording clock)")
-    ax[0].legend(fontsize=8)
-    fig.tight_layout()
-    paths.append(out / "temperature_power.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
-
-    capped = capped_series(real, names)
-    if capped:
-        fig, axes = plt.subplots(1, len(capped), figsize=(4.5 * len(capped), 3.2), squeeze=False)
-        for ax, w in zip(axes[0], capped):
-            plot_cap_settling(real, twin, ax, w, label=label)
-        fig.tight_layout()
-        paths.append(out / "cap_settling.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
-
-    clock_workload = clock_workload or next((w for w in real.workloads if "fma" in w), None)
-    if clock_workload is not None and len(real.phase_rows(kind="pressure")):
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        for rec, color, name in ((real, "C0", "real"), (twin, "C1", label)):
-            c = metrics.implied_clock(rec, clock_workload)
-            rows = metrics.clock_recovery(rec, clock_workload)
-            ph = rec.phases
-            for rep in rows[schema.REPEAT]:
-                t0 = float(ph.loc[(ph[schema.WORKLOAD] == clock_workload) & (ph[schema.REPEAT] == rep)
-                                  & (ph[schema.PHASE_KIND] == "burst"), schema.T0_S].iloc[0])
-                sel = (c[schema.START_S] >= t0) & (c[schema.START_S] < t0 + 0.4)
-                ax.plot((c.loc[sel, schema.START_S] - t0) * 1e3, c.loc[sel, schema.SM_CLOCK_MHZ], ".", ms=2,
-                        color=color, label=f"{name}: clock from launch time" if rep == rows[schema.REPEAT].iloc[0]
-                        else None)
-                tr = rec.trace
-                if not rec.has_trace:
-                    continue
-                s2 = (tr[schema.T_S] >= t0 - 0.05) & (tr[schema.T_S] < t0 + 0.4)
-                ax.step((tr.loc[s2, schema.T_S] - t0) * 1e3, tr.loc[s2, schema.SM_CLOCK_MHZ], where="post",
-                        color=color, lw=0.5, alpha=0.5,
-                        label=f"{name}: NVML reading" if rep == rows[schema.REPEAT].iloc[0] else None)
-        ax.set_xlabel("ms since the cap load stopped")
-        ax.set_ylabel("SM clock, MHz")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        paths.append(out / "clock_recovery.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
-    return paths
 
 
 def protocol_rows(preset, tables, *, seeds=(0, 1, 2)) -> pd.DataFrame:
@@ -359,7 +238,7 @@ def warm_start_note(real: Recording, preset, initial_c: float) -> str:
 
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
                  sensor_window=None, ambient: str = "initial", calibrate: str | None = None,
-                 cap_seeds=CAP_SEEDS) -> pd.DataFrame:
+                 calibrate_thermal: bool = False, cap_seeds=CAP_SEEDS) -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -391,6 +270,11 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     scored from the first whole second after them (``from_s`` of
     :func:`compare_recordings`), the rest of each series being the validation.
 
+    ``calibrate_thermal`` scales the preset's thermal resistances to the
+    board from the readings before the recording's first series
+    (:func:`~powermodels.twin.board_thermal.calibrate_board_thermal`), after
+    ``calibrate``; no scored row but clock recovery reads that part.
+
     ``cap_seeds``: each capped series (with the idle before it) is replayed
     once per sensor seed and its overshoot and settling rows take the
     median, with the range in the unit (:mod:`~powermodels.twin.cap_seeds`:
@@ -405,6 +289,8 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     out = Path(out_dir)
     if calibrate:
         preset = calibrate_board(preset, real, scale=calibrate)
+    if calibrate_thermal:
+        preset = calibrate_board_thermal(preset, real)
     profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
     twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
@@ -438,6 +324,12 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
             + ", ".join(f"{r['ratio']:.3f} ({w}" + (f", {len(r['ratios'])} series)" if len(r["ratios"]) > 1 else ")")
                         for w, r in cal["series"].items())
             + (f", board x {cal['dynamic_scale']:.3f}" if calibrate == "board" else "") + f"; read {cal['read']}")
+    if calibrate_thermal:
+        th = preset.fit["board_thermal"]
+        table.attrs["not_compared"].append(
+            f"board thermal resistance x {th['k']:.3f} of the preset's (read from the {th['readings']} readings "
+            f"before the first series, {th['read_s'][1]:.0f} s; RMS {th['rms_before_c']:.2f} -> "
+            f"{th['rms_after_c']:.2f} °C; the series and cooling rows are after it)")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
     notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))

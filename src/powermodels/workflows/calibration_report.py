@@ -168,15 +168,24 @@ def _plots(run: CalibrationRun, out: Path) -> None:
     if cal.temperature is not None:
         rows = run.points.loc[run.points[schema.CALIBRATION_PHASE] == "ramp"] if len(run.points) else run.samples
         fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
-        ax.plot(rows[schema.TEMPERATURE_C], rows[schema.POWER_W], ".", ms=3, alpha=0.5)
-        t = np.linspace(rows[schema.TEMPERATURE_C].min(), rows[schema.TEMPERATURE_C].max(), 10)
-        mid_p = float(rows[schema.POWER_W].mean())
-        mid_t = float(rows[schema.TEMPERATURE_C].mean())
-        ax.plot(t, mid_p + cal.temperature.alpha_w_per_c_ * (t - mid_t), "-",
-                label=f"alpha = {cal.temperature.alpha_w_per_c_:.3f} W/°C")
+        alpha = cal.temperature.alpha_w_per_c_
+        # α is one slope with one intercept per group (eq. 4.6 pooled within groups), so each
+        # workload's points get the slope through their own mean: one line through the mean of
+        # all workloads (an H200's fp32 at 350 W and sgemm at 525 W) would fit neither
+        by = schema.WORKLOAD if schema.WORKLOAD in rows else None
+        for name, g in (rows.groupby(by, sort=False) if by else [("", rows)]):
+            pts = ax.plot(g[schema.TEMPERATURE_C], g[schema.POWER_W], ".", ms=3, alpha=0.5,
+                          label=str(name)[:40] or None)[0]
+            t = np.linspace(g[schema.TEMPERATURE_C].min(), g[schema.TEMPERATURE_C].max(), 10)
+            ax.plot(t, float(g[schema.POWER_W].mean()) + alpha * (t - float(g[schema.TEMPERATURE_C].mean())),
+                    "-", color=pts.get_color())
+        lo, hi = cal.temperature.alpha_ci_w_per_c_
+        ax.set_title(f"alpha = {alpha:.3f} W/°C, 95 % CI [{lo:.3f}, {hi:.3f}] (lines: that slope per workload)",
+                     fontsize=9)
         ax.set_xlabel("temperature (°C)")
         ax.set_ylabel("power (W)")
-        ax.legend()
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "temperature_slope.png")
         plt.close(fig)

@@ -1,0 +1,106 @@
+"""A board's own thermal resistance, read from the part of a recording before its first thermal series.
+
+Boards of one model run at different temperatures for the same power: under
+the capped bf16 GEMM (700 W) the held-out H100 GPU-5bad9bd9 read 75–77 °C
+where ``h100-sxm``'s twin reads 66–68 °C, and every cooling curve after a load
+started (and ended) 3–6 °C above the twin's (docs/twin.md, session 11). The
+die's rise above the inlet is ``Σ_i x_i`` of the preset's Foster network
+(``τ_i·dx_i/dt = R_i·P − x_i``); a board with a worse heatsink contact or a
+warmer slot has larger ``R_i``. :func:`calibrate_board_thermal` changes one
+number: every ``R_i`` times one factor ``k`` (the time constants stay the
+preset's, the shape of every warm-up and cooling curve too). ``k`` and an
+offset (the ambient) are the least-squares line through
+
+    T_read(t) = T_amb + k · rise(t),
+
+``rise`` being the preset's network driven by the recording's own counter
+power (:func:`~powermodels.twin.ambient.network_rise`), over the readings
+*before the recording's first thermal series* (the lead idle, the natural
+part, the ladder: loads from idle to the cap). Nothing a thermal series or the
+cooling after it reads enters, so the warm-up and cooling rows stay held out;
+the clock-recovery rows, read in the natural part, do not depend on ``R``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .. import schema
+from ..recording import Recording
+from .ambient import network_rise
+from .preset import TwinPreset, load_preset
+
+__all__ = ["calibrate_board_thermal"]
+
+
+def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
+                            k_range: tuple = (0.5, 2.0)) -> TwinPreset:
+    """``preset`` with its thermal resistances scaled to the board of ``rec``.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset (fitted to another board).
+    rec : Recording
+        A raw recording of the board with a trace (temperature readings), an
+        energy counter and at least one ``series`` entry in its schedule; the
+        readings before the first series are read.
+    min_rise_c : float, default=5
+        Least range of the network's rise over those readings: a recording
+        that never loaded the board enough cannot tell ``k`` (one-°C readings).
+    k_range : tuple of float, default=(0.5, 2.0)
+        Factors outside it are refused as not a board's spread (a recording
+        or preset of something else).
+
+    Returns
+    -------
+    TwinPreset
+        Named ``<preset>+thermal@<board uuid prefix>``; its ``fit["board_thermal"]``
+        and provenance hold ``k``, the offset, the readings' span and the RMS
+        of the readings against the line before (``k`` = 1, offset fitted) and
+        after.
+
+    Raises
+    ------
+    ValueError
+        If the recording has no trace or series, or the readings before the
+        first series do not identify ``k``.
+    """
+    twin = load_preset(preset)
+    if not rec.has_trace:
+        raise ValueError(f"calibrate_board_thermal: {rec.name} has no trace (the temperature readings are needed)")
+    series = rec.phase_rows(kind="series")
+    if not len(series):
+        raise ValueError(f"calibrate_board_thermal: {rec.name} has no series entry (the readings before the "
+                         "first one are read)")
+    until = float(series[schema.T0_S].min())
+    iv, rise = network_rise(rec, twin)
+    t = iv[schema.T_S].to_numpy(float)
+    read = iv[schema.TEMPERATURE_C].to_numpy(float)
+    sel = (t <= until) & np.isfinite(read) & np.isfinite(rise)
+    if sel.sum() < 10 or np.ptp(rise[sel]) < min_rise_c:
+        span = float(np.ptp(rise[sel])) if sel.any() else 0.0
+        raise ValueError(f"calibrate_board_thermal: before its first series (at {until:.1f} s) {rec.name}'s load "
+                         f"moves the network's rise by {span:.1f} °C, less than {min_rise_c:g} °C: the board's "
+                         "thermal resistance is not identified")
+    k, offset = np.polyfit(rise[sel], read[sel], 1)
+    if not k_range[0] <= k <= k_range[1]:
+        raise ValueError(f"calibrate_board_thermal: {rec.name} needs {k:.2f}x {twin.name}'s thermal resistance, "
+                         f"outside {k_range[0]:g}-{k_range[1]:g}x: not one board against another of its model")
+    rms_before = float(np.sqrt(np.mean((read[sel] - rise[sel] - np.mean(read[sel] - rise[sel])) ** 2)))
+    rms_after = float(np.sqrt(np.mean((read[sel] - offset - k * rise[sel]) ** 2)))
+    ph = twin.physics
+    poles = tuple((r * k, tau) for r, tau in ph.poles)
+    physics = (replace(ph, thermal_poles=poles) if ph.thermal_poles
+               else replace(ph, thermal_resistance_k_per_w=poles[0][0]))
+    uuid = str(rec.provenance.get("uuid", rec.name))
+    report = {"recording": rec.name, "uuid": uuid, "k": float(k), "offset_c": float(offset),
+              "read_s": [float(t[sel].min()), until], "readings": int(sel.sum()),
+              "rise_range_c": [float(rise[sel].min()), float(rise[sel].max())],
+              "rms_before_c": rms_before, "rms_after_c": rms_after,
+              "read": f"readings before the first series ({until:.1f} s)"}
+    return replace(twin, name=f"{twin.name}+thermal@{uuid.removeprefix('GPU-')[:8]}", physics=physics,
+                   provenance={**twin.provenance, "board_thermal": report},
+                   fit={**twin.fit, "board_thermal": report})

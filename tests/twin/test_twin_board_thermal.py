@@ -1,0 +1,55 @@
+"""The board's thermal resistance, read before the first thermal series (twin.board_thermal)."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from powermodels import schema
+from powermodels.recording import read_recording
+from powermodels.twin.board_thermal import calibrate_board_thermal
+from powermodels.twin.replay import replay
+
+from .test_twin import known_preset, schedule
+
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+
+
+def _hotter(preset, k):
+    ph = preset.physics
+    return replace(preset, physics=replace(ph, thermal_poles=tuple((r * k, tau) for r, tau in ph.poles)))
+
+
+@pytest.mark.parametrize("k", [0.8, 1.3])
+def test_a_known_boards_resistance_is_found_again(k):
+    preset = known_preset()
+    rec = replay(schedule(), _hotter(preset, k), seed=3, poll_s=2e-3, start_temperature_c=40.0)
+    cal = calibrate_board_thermal(preset, rec, min_rise_c=3.0)
+    fit = cal.fit["board_thermal"]
+    assert fit["k"] == pytest.approx(k, rel=0.08)
+    assert fit["rms_after_c"] <= fit["rms_before_c"]
+    # only the resistances change: the time constants and everything else stay the preset's
+    assert [tau for _, tau in cal.physics.poles] == [tau for _, tau in preset.physics.poles]
+    assert cal.physics.core_w_per_ghz == preset.physics.core_w_per_ghz and cal.name.startswith("known+thermal@")
+    # the part read ends where the first series starts: the series and its cooling stay held out
+    assert fit["read_s"][1] == pytest.approx(float(rec.phase_rows(kind="series")[schema.T0_S].min()))
+
+
+def test_the_fitting_board_needs_no_change():
+    folder = DATASETS / "h100" / "raw-2026-11-25"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not in this checkout")
+    fit = calibrate_board_thermal("h100-sxm", read_recording(folder, probes=False)).fit["board_thermal"]
+    assert fit["k"] == pytest.approx(1.0, abs=0.02)  # h100-sxm was fitted to this board (0.998)
+
+
+def test_a_recording_that_cannot_tell_is_refused():
+    preset = known_preset()
+    rec = replay(schedule(), preset, seed=3, poll_s=2e-3, start_temperature_c=40.0)
+    with pytest.raises(ValueError, match="not identified"):
+        calibrate_board_thermal(preset, rec, min_rise_c=100.0)
+    no_series = replace(rec, phases=rec.phases.loc[rec.phases[schema.PHASE_KIND] != "series"])
+    with pytest.raises(ValueError, match="no series entry"):
+        calibrate_board_thermal(preset, no_series)
+    with pytest.raises(ValueError, match=r"outside 0\.5-2x"):
+        calibrate_board_thermal(_hotter(preset, 0.2), rec, min_rise_c=0.5)
