@@ -85,9 +85,10 @@ def test_cli_twin_compare_says_which_ambient(drifted, tmp_path, capsys):
     assert "ambient: recorded: 4 idle stretches" in capsys.readouterr().out
 
 
-def test_the_replay_starts_from_the_recordings_own_idle_ambient_by_default(tmp_path):
+def test_the_replay_reads_the_recordings_own_idle_ambient_by_default(tmp_path):
     # a board in a warmer slot than the preset's fitting board: the recording runs at 37 °C inlet, the preset
-    # says 30 °C; by default the replay reads its ambient from the first idle stretch (before any load) only
+    # says 30 °C; by default (since session 11) the replay reads its ambient from the idle stretches, each
+    # from its end on; the initial ambient (the first idle stretch only, the default of sessions 9-10) too
     preset = known_preset()
     warm = pd.DataFrame({schema.T_S: [0.0], "ambient_c": [37.0]})
     rec = replay(drifting_schedule(), preset, seed=1, poll_s=2e-3, ambient=warm, ambient_source="test: 37 °C")
@@ -95,10 +96,12 @@ def test_the_replay_starts_from_the_recordings_own_idle_ambient_by_default(tmp_p
     assert len(initial) == 1 and initial[schema.T0_S].iloc[0] == 0.0
     assert initial["ambient_c"].iloc[0] == pytest.approx(37.0, abs=0.7)
     default = twin_compare(rec, preset, tmp_path / "default")
+    first = twin_compare(rec, preset, tmp_path / "initial", ambient="initial")
     fixed = twin_compare(rec, preset, tmp_path / "preset", ambient="preset")
-    assert default.attrs["ambient"].startswith("initial: ")
+    assert default.attrs["ambient"].startswith("recorded: ") and "from the past only" in default.attrs["ambient"]
+    assert first.attrs["ambient"].startswith("initial: ")
     cooling = lambda t: t.loc[t["metric"].str.startswith("cooling"), "error"].abs().max()  # noqa: E731
-    assert cooling(default) <= 1.0 < cooling(fixed)
+    assert max(cooling(default), cooling(first)) <= 1.0 < cooling(fixed)
 
 
 def test_initial_ambient_needs_an_idle_stretch_before_the_first_load(drifted):
@@ -126,8 +129,9 @@ def test_a_recording_that_starts_warm_is_flagged(folder, warm):
     if not path.is_dir():
         pytest.skip(f"{folder} is not in this checkout")
     rec = read_recording(path)
-    _, note = replay_ambient(rec, "h100-sxm", "initial")
-    assert ("WARNING" in note and "started warm" in note) == warm
+    for ambient in ("initial", "recorded-causal"):  # the causal profile holds the first value at first too
+        _, note = replay_ambient(rec, "h100-sxm", ambient)
+        assert ("WARNING" in note and "started warm" in note) == warm
     # the note reads the later stretches only to flag: the profile is the first stretch's alone
     profile = initial_ambient(rec, "h100-sxm")
     assert len(profile) == 1
