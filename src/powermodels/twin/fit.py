@@ -49,10 +49,6 @@ from .preset import TwinPreset, load_preset
 
 __all__ = ["fit_twin", "power_intervals", "refit_power", "series_holdout"]
 
-#: NVML clock-event reason bit: software power cap
-SW_POWER_CAP = 0x4
-
-
 def power_intervals(rec: Recording) -> pd.DataFrame:
     """The energy counter's mean power between consecutive updates, with the readings at each end.
 

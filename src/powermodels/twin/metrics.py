@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .. import energy_counter, schema
+from ..devices.cap_controller import THROTTLE_SW_POWER_CAP
 from ..natural_dvfs.clock_windows import local_grid_updates
 from ..recording import Recording
 
@@ -326,10 +327,6 @@ def merge_late_updates(t: np.ndarray, e: np.ndarray, share: float = 0.6) -> tupl
     return t[keep], e[keep]
 
 
-#: NVML clock-event reason bit: software power cap
-SW_POWER_CAP = 0x4
-
-
 def capped_series(real: Recording, workloads=None) -> list[str]:
     """The workloads whose ``series`` ran power-capped on ``real`` (NVML's software power-cap reason)."""
     if not real.has_trace:
@@ -345,6 +342,6 @@ def capped_series(real: Recording, workloads=None) -> list[str]:
             continue
         # a recording may store the reasons bit field as float (session 5's): the bits are whole numbers
         reasons = inside[schema.THROTTLE_REASONS].fillna(0).to_numpy().astype(np.int64)
-        if (reasons & SW_POWER_CAP).any():
+        if (reasons & THROTTLE_SW_POWER_CAP).any():
             out.append(w)
     return out
