@@ -36,6 +36,13 @@ Protocols (as in the shared recording, so the two can be compared):
   top for a whole counter window; docs/recordings.md, "The ladder part". ~16 s in all.
 - **thermal**: for each workload, ``idle`` seconds idle, then ``series`` seconds back to back from cold
   (probes every batch); some idle at the end.
+- **capstarts** (``--parts capstarts``, off by default): ``--cap-starts`` times, ``--cap-idle`` seconds idle
+  then ``--cap-series`` seconds of the bf16 GEMM from idle: the power-cap controller's start (overshoot,
+  settling) repeated on one board, so that a twin's capped start is compared with the board's own spread
+  rather than with one draw of it (docs/twin.md, session 12). Phases ``capstart``/``idle`` and
+  ``capstart``/``series``.
+
+Which parts run, in this order: ``--parts`` (default ``natural thermal``; ``--ladder`` adds the ladder).
 """
 
 from __future__ import annotations
@@ -368,13 +375,24 @@ def main(argv=None):
                    help="add the ladder part after the natural one (powermodels.natural_dvfs.natural_recording.Ladder: "
                         "each workload alternating with the bf16 pressure every 10 ms, pressure shares 0.8/0.65/0.5, "
                         "1.5 s each, then 0.3 s alone; ~16 s in all)")
+    p.add_argument("--parts", nargs="+", choices=PARTS, default=["natural", "thermal"],
+                   help="which parts to record, run in the order natural, ladder, capstarts, thermal "
+                        "(default: natural thermal)")
+    p.add_argument("--cap-starts", type=int, default=10, help="capped starts from idle in the capstarts part")
+    p.add_argument("--cap-idle", type=float, default=15.0, help="seconds idle before each capped start")
+    p.add_argument("--cap-series", type=float, default=10.0,
+                   help="seconds of each capped start (the settled power is read from 5 s on: at least 7)")
     args = p.parse_args(argv)
+    if args.ladder and "ladder" not in args.parts:
+        args.parts = [*args.parts, "ladder"]
+    if "capstarts" in args.parts and not (args.cap_starts >= 1 and args.cap_series >= 7.0 and args.cap_idle >= 3.0):
+        p.error("--cap-starts must be ≥ 1, --cap-series ≥ 7 s (settled from 5 s on) and --cap-idle ≥ 3 s")
     if not args.lead_idle >= 3.0:  # the initial ambient reads an idle stretch of ≥ 3 s (twin.ambient.MIN_IDLE_S)
         p.error(f"--lead-idle must be at least 3 s, got {args.lead_idle}")
     blocked = forbid_nvml_setters()
     from powermodels.natural_dvfs.natural_recording import Ladder
 
-    args.ladder = Ladder() if args.ladder else None
+    args.ladder = Ladder() if "ladder" in args.parts else None
     # the sampler threads must get the GIL back quickly while the main thread launches
     sys.setswitchinterval(2e-4)
     import cupy as cp
@@ -428,10 +446,26 @@ def lead_idle(rec, seconds: float) -> None:
     rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
 
 
+#: the parts of the protocol, in the order they run
+PARTS = ("natural", "ladder", "capstarts", "thermal")
+
+
 def _protocol(args, rec, work, rng, s) -> None:
-    """The natural and thermal protocols of the module docstring, into ``rec``."""
+    """The parts of the module docstring that ``args.parts`` names, into ``rec``."""
     lead_idle(rec, args.lead_idle * s)
     natural = ["cupy_fp32_matmul_4096", "cupy_fma_loop", "cupy_triad_256MiB"]
+    if "natural" in args.parts:
+        _natural(args, rec, work, rng, s, natural)
+    if args.ladder is not None:
+        _ladder(args.ladder, rec, work, natural, "torch_bf16_matmul_8192", s)
+    if "capstarts" in args.parts:
+        _cap_starts(args, rec, work, "torch_bf16_matmul_8192", s)
+    if "thermal" in args.parts:
+        _thermal(args, rec, work, s)
+
+
+def _natural(args, rec, work, rng, s, natural) -> None:
+    """Cycles of [pressure 0–3 s, a 0.6 s probed burst] per workload, two rounds in opposite order."""
     pressure_fn = work["torch_bf16_matmul_8192"][0]
     for rnd, order in enumerate([natural, natural[::-1]]):
         for name in order:
@@ -442,8 +476,24 @@ def _protocol(args, rec, work, rng, s) -> None:
                 rec.phase("natural", "torch_bf16_matmul_8192", repeat, "pressure", a, b)
                 a, b = rec.timed(fn, name, "natural", repeat, 0.6 * max(s, 0.2), per_batch=per)
                 rec.phase("natural", name, repeat, "burst", a, b)
-    if args.ladder is not None:
-        _ladder(args.ladder, rec, work, natural, "torch_bf16_matmul_8192", s)
+
+
+def _cap_starts(args, rec, work, capped, s) -> None:
+    """``args.cap_starts`` × [``cap_idle`` s idle, ``cap_series`` s of the capped load from idle, timed]."""
+    fn, per = work[capped]
+    for k in range(args.cap_starts):
+        a = time.perf_counter(); time.sleep(args.cap_idle * s)
+        rec.phase("capstart", "-", k, "idle", a, time.perf_counter())
+        a, b = rec.timed(fn, capped, "capstart", k, args.cap_series * max(s, 0.7), per_batch=per,
+                         first_batch=0)
+        rec.phase("capstart", capped, k, "series", a, b)
+    if "thermal" not in args.parts:  # a last idle, so the last start's cooling is recorded too
+        a = time.perf_counter(); time.sleep(args.cap_idle * s)
+        rec.phase("capstart", "-", args.cap_starts, "idle", a, time.perf_counter())
+
+
+def _thermal(args, rec, work, s) -> None:
+    """Per workload: ``idle`` s idle, then ``series`` s back to back from cold; 20 s idle at the end."""
     for rep, name in enumerate(work):
         fn, per = work[name]
         a = time.perf_counter(); time.sleep(args.idle * s)
@@ -498,7 +548,9 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
         "power_limit_w": nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
         "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "protocols": ["natural"] + (["ladder"] if args.ladder is not None else []) + ["thermal"], "scale": s,
+        "protocols": [p for p in PARTS if p in args.parts], "scale": s,
+        **({"cap_starts": {"starts": args.cap_starts, "idle_s": args.cap_idle, "series_s": args.cap_series}}
+           if "capstarts" in args.parts else {}),
         "settings_changed": False,
         **({"ladder": asdict(args.ladder)} if args.ladder is not None else {}),
         "nvml_setters_blocked": len(blocked),

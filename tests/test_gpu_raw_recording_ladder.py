@@ -85,3 +85,26 @@ def test_the_lead_idle_is_the_first_phase_and_its_length_is_an_option(raw):
     assert 0.04 < row[5] - row[4] < 0.5
     with pytest.raises(SystemExit):
         raw.main(["--out", "/tmp/unused", "--lead-idle", "1"])
+
+
+def test_capstarts_repeat_the_capped_load_from_idle_and_end_on_an_idle(raw):
+    """The capstarts part: N × [idle, the capped load], each start its own ``series`` entry (repeat k)."""
+    rec = _recorder(raw)
+    work = {"torch_bf16_matmul_8192": (lambda: time.sleep(3e-4), 1)}
+    args = SimpleNamespace(cap_starts=3, cap_idle=0.02, cap_series=0.03, parts=["capstarts"])
+    raw._cap_starts(args, rec, work, "torch_bf16_matmul_8192", 1.0)
+    kinds = [(r[0], r[1], r[2], r[3]) for r in rec.phase_rows]
+    assert kinds == [("capstart", "-", 0, "idle"), ("capstart", "torch_bf16_matmul_8192", 0, "series"),
+                     ("capstart", "-", 1, "idle"), ("capstart", "torch_bf16_matmul_8192", 1, "series"),
+                     ("capstart", "-", 2, "idle"), ("capstart", "torch_bf16_matmul_8192", 2, "series"),
+                     ("capstart", "-", 3, "idle")]
+    keys = [(r[0], r[1], r[2], r[3]) for r in rec.launch_rows]
+    assert len(keys) == len(set(keys)) and {k[2] for k in keys} == {0, 1, 2}
+    for (_, _, _, _, a, b), k in zip(rec.phase_rows[1::2], range(3)):  # every launch inside its own start
+        inside = [r for r in rec.launch_rows if r[2] == k]
+        assert inside and all(a - 1e-3 <= r[4] and r[5] <= b + 1e-3 for r in inside)
+
+
+def test_capstarts_refuse_a_series_too_short_to_settle(raw):
+    with pytest.raises(SystemExit):
+        raw.main(["--out", "/tmp/unused", "--parts", "capstarts", "--cap-series", "5"])

@@ -52,3 +52,50 @@ def test_twin_compare_scores_the_cap_rows_over_seeds(capped, tmp_path):
     assert any("median over sensor seeds 0, 1" in n for n in table.attrs["not_compared"])
     one = twin_compare(real, preset, tmp_path / "one", ambient="preset", cap_seeds=(0,))
     assert not one["unit"].str.contains("sensor seeds").any()
+
+
+@pytest.fixture(scope="module")
+def starts():
+    """Three capped starts from idle (a ``capstarts`` recording), replayed twice: 'real' and twin."""
+    rows, t = [], 0.0
+    for k in range(3):
+        rows += [("capstart", "-", k, "idle", t, t + 4.0), ("capstart", "bf16", k, "series", t + 4.0, t + 11.0)]
+        t += 11.0
+    rows.append(("capstart", "-", 3, "idle", t, t + 2.0))
+    sched = pd.DataFrame(rows, columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
+                                        schema.T0_S, schema.T1_S])
+    preset = known_preset()
+    real = replay(sched, preset, seed=5, poll_s=2e-3, start_temperature_c=40.0)
+    twin = replay(sched, preset, seed=0, poll_s=2e-3, start_temperature_c=40.0)
+    return preset, real, twin
+
+
+def test_every_start_is_scored_and_the_medians_compared(starts):
+    preset, real, twin = starts
+    assert metrics.series_entries(real, "bf16") == [1, 3, 5]
+    table = metrics.cap_starts(real, "bf16")
+    assert list(table["entry"]) == [0, 1, 2]
+    assert table["t0_s"].tolist() == pytest.approx([4.0, 15.0, 26.0], abs=1e-6)
+    assert table.loc[1, "overshoot_w"] == pytest.approx(metrics.cap_overshoot(real, "bf16", entry=1)["overshoot_w"])
+    runs = capped_series_seeds(real, twin, preset, "bf16", seeds=(0, 1))
+    assert sorted(zip(runs["entry"], runs["seed"])) == [(e, s) for e in range(3) for s in (0, 1)]
+    rows = cap_rows_over_seeds(real, {"bf16": runs}, 0.25)
+    assert rows[0]["real"] == pytest.approx(float(table["overshoot_w"].median()))
+    assert rows[0]["twin"] == pytest.approx(float(runs["overshoot_w"].median()))
+    assert "median of 3 starts × 2 sensor seeds" in rows[0]["unit"] and "real: median of 3 starts" in rows[0]["unit"]
+    # the comparison table lists the capped workload once, scored on the starts' medians
+    from powermodels.twin.compare import compare_recordings
+
+    cmp = compare_recordings(real, twin)
+    cap = cmp.loc[cmp["metric"].str.startswith("cap ")]
+    assert len(cap) == 2 and cap["unit"].str.contains("median of 3 starts").all()
+    assert cap["real"].iloc[0] == pytest.approx(float(table["overshoot_w"].median()))
+    assert (cmp["metric"].str.startswith("warm-up")).sum() == 1
+
+
+def test_an_entry_that_is_not_there_or_too_short_is_refused(starts):
+    _, real, _ = starts
+    with pytest.raises(ValueError, match="has 3 'series' entries, no entry 3"):
+        metrics.cap_overshoot(real, "bf16", entry=3)
+    with pytest.raises(ValueError, match="settled power is read from 6.5 s on"):
+        metrics.cap_overshoot(real, "bf16", steady_from_s=6.5)

@@ -135,6 +135,10 @@ def test_shared_h100_recording_gives_a_positive_alpha():
     run = calibrate_from(RAW)
     t = run.calibration.temperature
     assert t is not None and t.alpha_ci_w_per_c_[0] > 0  # positive, CI excludes 0 (1.37 [1.21, 1.52])
+    # the report names each group α was pooled over, not only the candidates' workloads (session 12)
+    (line,) = [f for f in run.findings if f.startswith("α at constant clock")]
+    named = line.split("over ≥ 3 °C: ")[1].split("; candidates:")[0]
+    assert named.count(" blocks)") == t.n_groups_ >= 1 and " MHz, " in named
     clocks = run.clocks.set_index(schema.WORKLOAD)
     assert clocks.loc["cupy_fma_loop", schema.CLOCK_SOURCE] == "kernel_time"
     assert (clocks["kept"] > 0).all() and (clocks["dropped"] > 0).all()

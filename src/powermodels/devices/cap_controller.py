@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import clock_events
 from .physics import GPUPhysics
 
 __all__ = ["THROTTLE_SW_POWER_CAP", "CapController"]
 
 #: NVML clock-event reason bit for software power capping (nvmlClocksEventReasonSwPowerCap).
-THROTTLE_SW_POWER_CAP = 0x4
+THROTTLE_SW_POWER_CAP = clock_events.SW_POWER_CAP
 
 
 class CapController:

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from .. import clock_events, schema
 
 __all__ = [
     "CLOCK_EVENT_OTHER",
@@ -56,12 +56,10 @@ __all__ = [
     "throttle_summary",
 ]
 
-# NVML clock-event reason bits (nvml.h, nvmlClocksEventReason*). Idle (0x1),
-# application-clock setting (0x2: a clock lock) and display clock (0x100) are
-# not slowdowns and are left out.
-CLOCK_EVENT_POWER_CAP = 0x4 | 0x80    # SwPowerCap, HwPowerBrakeSlowdown
-CLOCK_EVENT_THERMAL = 0x20 | 0x40     # SwThermalSlowdown, HwThermalSlowdown
-CLOCK_EVENT_OTHER = 0x8 | 0x10        # HwSlowdown, SyncBoost
+# NVML clock-event reason bits (powermodels.clock_events, one home for them)
+CLOCK_EVENT_POWER_CAP = clock_events.POWER_CAP    # SwPowerCap, HwPowerBrakeSlowdown
+CLOCK_EVENT_THERMAL = clock_events.THERMAL        # SwThermalSlowdown, HwThermalSlowdown
+CLOCK_EVENT_OTHER = clock_events.OTHER_SLOWDOWN   # HwSlowdown, SyncBoost
 _ANY = CLOCK_EVENT_POWER_CAP | CLOCK_EVENT_THERMAL | CLOCK_EVENT_OTHER
 
 

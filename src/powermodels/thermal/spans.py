@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from .. import clock_events, schema
 from ..energy_counter import aligned_window, counter_updates, launches_inside
 
 __all__ = [
@@ -44,7 +44,7 @@ SPAN_COLUMNS = (schema.START_S, schema.END_S, schema.LAUNCHES, schema.ENERGY_J, 
                 schema.THROTTLE_POWER_CAP_FRACTION)
 
 #: NVML clock-event reasons of the power cap: SW power cap, HW power brake.
-POWER_CAP_BITS = 0x4 | 0x80
+POWER_CAP_BITS = clock_events.POWER_CAP
 
 
 def _readings(trace: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:

@@ -41,8 +41,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import schema
-from ..devices.cap_controller import THROTTLE_SW_POWER_CAP
+from .. import clock_events, schema
 from ..recording import Recording
 from . import metrics
 from .preset import TwinPreset, load_preset
@@ -73,7 +72,7 @@ def _capped(rec: Recording, a: float, b: float, f_max: float) -> bool | None:
     clocks = tr[schema.SM_CLOCK_MHZ].dropna() if schema.SM_CLOCK_MHZ in tr else tr.iloc[:0, :0]
     if not (len(reasons) or len(clocks)):
         return None
-    capped = bool(len(reasons)) and float(np.mean((reasons.to_numpy().astype(np.int64) & THROTTLE_SW_POWER_CAP) > 0)) > 0.5
+    capped = bool(len(reasons)) and float(np.mean((reasons.to_numpy().astype(np.int64) & clock_events.SW_POWER_CAP) > 0)) > 0.5
     return capped or (bool(len(clocks)) and float(np.median(clocks)) < f_max - 1.0)
 
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import energy_counter, schema
-from ..devices.cap_controller import THROTTLE_SW_POWER_CAP
-from ..natural_dvfs.clock_windows import local_grid_updates
+from .. import clock_events, energy_counter, schema
+from ..natural_dvfs.clock_windows import STALLED_BRACKET_FACTOR, local_grid_updates
 from ..recording import Recording
 
-__all__ = ["bursts_after_pressure", "cap_overshoot", "capped_series", "clock_recovery", "counter_updates", "energy_between",
+__all__ = ["bursts_after_pressure", "cap_overshoot", "cap_starts", "capped_series", "clock_recovery", "counter_updates", "energy_between",
            "implied_clock", "ladder_steps", "merge_late_updates", "probe_clock_recovery", "reading_at_seconds",
            "reading_series", "update_period", "warmup_energy_per_launch"]
 
@@ -57,7 +56,7 @@ def counter_updates(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
     """
     lo, hi, joules = energy_counter.counter_updates(rec.energy)
     width = hi - lo
-    stalled = width > 2 * np.median(width) if width.size else width.astype(bool)
+    stalled = width > STALLED_BRACKET_FACTOR * np.median(width) if width.size else width.astype(bool)
     if stalled.any():
         placed, grid_joules, _ = local_grid_updates(rec.energy)
         if placed.size == hi.size and np.array_equal(grid_joules, joules):  # the same updates, placed
@@ -240,12 +239,24 @@ def update_period(rec: Recording, column: str, t0: float = -np.inf, t1: float = 
     return float(d[close].sum() / k[close].sum()) if close.any() else base
 
 
+def series_entries(rec: Recording, workload: str, kind: str = "series") -> list[int]:
+    """Positions in ``rec.phases`` (in schedule order) of ``workload``'s ``kind`` entries.
+
+    A recording made with ``gpu_raw_recording.py --parts capstarts`` has several
+    ``series`` of its capped load, one per start from idle; others have one.
+    """
+    ph = rec.phases.reset_index(drop=True)
+    return [int(i) for i in ph.index[(ph[schema.WORKLOAD] == workload) & (ph[schema.PHASE_KIND] == kind)]]
+
+
 def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle_band: float = 0.01,
-                  steady_from_s: float = 5.0) -> dict:
+                  steady_from_s: float = 5.0, entry: int = 0) -> dict:
     """A power-capped entry's start: how far above its settled power it runs, and for how long.
 
     Power is the energy counter's mean over a sliding 1 s window, every
     0.1 s; ``settled`` is its mean from ``steady_from_s`` to the end.
+    ``entry`` picks which of the workload's ``kind`` entries (0: the first;
+    :func:`series_entries` lists them).
 
     Returns
     -------
@@ -255,8 +266,15 @@ def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle
         mean), ``settling_s`` (start of the last 1 s window outside
         settled ± ``settle_band``, before ``steady_from_s``).
     """
-    row = _entry(rec, workload, kind)
+    entries = series_entries(rec, workload, kind)
+    if not 0 <= entry < len(entries):
+        raise ValueError(f"recording {rec.name}: workload {workload!r} has {len(entries)} {kind!r} entries, "
+                         f"no entry {entry}")
+    row = rec.phases.reset_index(drop=True).iloc[entries[entry]]
     t0, t1 = float(row[schema.T0_S]), float(row[schema.T1_S])
+    if t1 - t0 < steady_from_s + 1.0:
+        raise ValueError(f"recording {rec.name}: {workload!r}'s {kind!r} entry {entry} lasts {t1 - t0:.1f} s; "
+                         f"its settled power is read from {steady_from_s:g} s on (≥ {steady_from_s + 1:g} s needed)")
     a = t0 + np.arange(0.0, t1 - t0 - 1.0, 0.1)
     p = energy_between(rec, a, a + 1.0)
     settled = float(energy_between(rec, t0 + steady_from_s, t1) / (t1 - t0 - steady_from_s))
@@ -332,7 +350,7 @@ def capped_series(real: Recording, workloads=None) -> list[str]:
     if not real.has_trace:
         return []
     series = real.phase_rows(kind="series")
-    names = list(workloads) if workloads is not None else list(series[schema.WORKLOAD])
+    names = dict.fromkeys(workloads if workloads is not None else series[schema.WORKLOAD])  # once each
     out = []
     for w in names:
         row = series.loc[series[schema.WORKLOAD] == w].iloc[0]
@@ -342,6 +360,22 @@ def capped_series(real: Recording, workloads=None) -> list[str]:
             continue
         # a recording may store the reasons bit field as float (session 5's): the bits are whole numbers
         reasons = inside[schema.THROTTLE_REASONS].fillna(0).to_numpy().astype(np.int64)
-        if (reasons & THROTTLE_SW_POWER_CAP).any():
+        if (reasons & clock_events.SW_POWER_CAP).any():
             out.append(w)
     return out
+
+
+def cap_starts(rec: Recording, workload: str, **kwargs) -> pd.DataFrame:
+    """:func:`cap_overshoot` for every ``series`` entry of ``workload``, one row each (``entry``, ``t0_s``).
+
+    One capped start is one draw of a spread: where the ~100 ms counter updates fall
+    against the start, and the controller's ±50–100 W swings, move its overshoot and
+    settling time by more than ±25 % (docs/twin.md, session 12: ten starts from idle on
+    one board). A recording with several starts gives their median and range.
+    """
+    ph = rec.phases.reset_index(drop=True)
+    rows = []
+    for k, i in enumerate(series_entries(rec, workload)):
+        rows.append({"entry": k, schema.T0_S: float(ph[schema.T0_S].iloc[i]),
+                     **cap_overshoot(rec, workload, entry=k, **kwargs)})
+    return pd.DataFrame(rows)

@@ -44,7 +44,7 @@ from ..models.temperature import WeakTemperatureCorrelationWarning
 from .held_out_band import held_out_first, validate_band
 from .time_curves import clock_points
 
-__all__ = ["PHASES", "Calibration", "fit_calibration", "group_key"]
+__all__ = ["PHASES", "Calibration", "fit_calibration", "group_key", "stable_clock_rows"]
 
 #: Kinds of calibration rows (the ``phase`` column).
 PHASES = ("sweep", "ramp", "natural")
@@ -248,7 +248,7 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
     temperature = None
     t_source = (temperature_samples if temperature_samples is not None
                 else ramp if len(ramp) else (samples if samples is not None else ramp))
-    t_rows = _stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
+    t_rows = stable_clock_rows(t_source, clock_step_mhz, min_temperature_span_c)
     no_temperature = not np.isfinite(temps_all).any()
     if no_temperature:  # a recording whose NVML trace was lost: no T_ref, no α
         notes.append("no temperature was recorded: alpha and the reference temperature are unavailable")
@@ -353,8 +353,9 @@ def fit_calibration(points: pd.DataFrame | None = None, launches: pd.DataFrame |
         notes=notes)
 
 
-def _stable_clock_rows(table, step_mhz: float, min_span_c: float) -> pd.DataFrame:
-    """Rows of groups (configuration × clock) whose temperature moved at one clock."""
+def stable_clock_rows(table, step_mhz: float, min_span_c: float = 3.0) -> pd.DataFrame:
+    """Rows of the groups α is fitted on: configuration × clock (× stretch) whose temperature moved
+    by at least ``min_span_c`` at one clock, with ≥ 3 rows; ``schema.GROUP`` names each group."""
     if table is None or not len(table):
         return pd.DataFrame(columns=[schema.POWER_W, schema.TEMPERATURE_C, schema.GROUP, schema.SM_CLOCK_MHZ])
     t = table.copy()

@@ -48,7 +48,7 @@ from ..natural_dvfs.launch_clocks import (
     launch_clock_summary,
 )
 from ..sensor.clock_reading import held_mean
-from .calibration_fit import fit_calibration
+from .calibration_fit import fit_calibration, stable_clock_rows
 from .calibration_run import CalibrationRun
 
 __all__ = ["at_power_cap", "calibrate_from", "calibrate_legacy_folder", "calibrate_recording", "pool_thermal_series"]
@@ -144,7 +144,8 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
         findings.append(
             f"α at constant clock = {t.alpha_w_per_c_:.3f} W/°C, 95 % CI [{t.alpha_ci_w_per_c_[0]:.3f}, "
             f"{t.alpha_ci_w_per_c_[1]:.3f}] ({100 * t.alpha_w_per_c_ / p_mean:.3f} %/°C of the mean "
-            f"{p_mean:.0f} W), pooled over {t.n_groups_} group(s) (workload × clock × stretch) of "
+            f"{p_mean:.0f} W), pooled over {t.n_groups_} group(s) (workload × clock × stretch) that held one "
+            f"clock over ≥ 3 °C: {_alpha_groups(alpha_rows, step_mhz)}; candidates: the blocks of "
             f"{', '.join(sorted(set(alpha_rows[schema.WORKLOAD])))} from "
             f"{alpha_rows[schema.TEMPERATURE_C].min():.0f} to {alpha_rows[schema.TEMPERATURE_C].max():.0f} °C.")
     power_clock, power_clock_relative, lines = heldout_power_from_recording(
@@ -155,6 +156,18 @@ def calibrate_recording(recording, *, clock_reference: str | None = "auto", sett
                           else pd.DataFrame(), calibration=calibration, device=_device(recording.provenance),
                           clocks=summary, findings=findings + lines, power_clock=power_clock,
                           power_clock_relative=power_clock_relative)
+
+
+def _alpha_groups(alpha_rows: pd.DataFrame, step_mhz: float) -> str:
+    """The groups α was pooled over, each with its clock, temperature span and blocks (the report names
+    them: the candidates' workloads and span alone read as if every workload had passed the rule)."""
+    rows = stable_clock_rows(alpha_rows, step_mhz)
+    parts = []
+    for _, g in rows.groupby(schema.GROUP, sort=False):
+        t = g[schema.TEMPERATURE_C].to_numpy(float)
+        parts.append(f"{g[schema.WORKLOAD].iloc[0]} at {float(np.median(g[schema.SM_CLOCK_MHZ])):.0f} MHz, "
+                     f"{t.min():.1f}–{t.max():.1f} °C ({len(g)} blocks)")
+    return "; ".join(parts) if parts else "none"
 
 
 def pool_thermal_series(blocks: pd.DataFrame) -> pd.DataFrame:
