@@ -25,7 +25,14 @@ import pandas as pd
 
 from . import schema
 
-__all__ = ["CounterWindow", "aligned_window", "counter_quantum", "counter_updates", "launches_inside"]
+__all__ = ["STALLED_BRACKET_FACTOR", "CounterWindow", "aligned_window", "counter_quantum", "counter_updates",
+           "launches_inside"]
+
+#: An update whose read bracket is wider than this many times the median bracket came from a read that
+#: stalled (10–120 ms on the H100 recordings): it is placed by its neighbours'
+#: grid (:func:`powermodels.natural_dvfs.clock_windows.local_grid_updates`,
+#: :func:`powermodels.twin.metrics.counter_updates`), not at the read that first showed it.
+STALLED_BRACKET_FACTOR = 2.0
 
 
 def counter_updates(trace: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -38,22 +38,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import schema
+from .. import energy_counter, schema
 from ..sensor.clock_reading import held_mean
 from .counter_windows import counter_updates
 from .ladder_windows import companion_probes, companions, covered, covered_mask
 
-__all__ = ["INSTANT_DELAY_S", "INSTANT_WINDOW_S", "STALLED_BRACKET_FACTOR", "ClockWindows", "clock_windows", "idle_power", "local_grid_updates",
+__all__ = ["INSTANT_DELAY_S", "INSTANT_WINDOW_S", "ClockWindows", "clock_windows", "idle_power", "local_grid_updates",
            "pressure_power"]
 
 #: The instant field's boxcar window and delay on an H100 (medians of five characterisation runs,
 #: ``../shared/data/h100-2026-11-24/sensor_window/sensor_window_nvml.md``).
 INSTANT_WINDOW_S = 0.0184
 INSTANT_DELAY_S = 0.0100
-#: A counter update whose read bracket is wider than this many times the median bracket came from a
-#: read that stalled (10–120 ms on the H100 recordings): :func:`local_grid_updates` places it by its
-#: neighbours, and :func:`powermodels.twin.metrics.counter_updates` uses the same rule.
-STALLED_BRACKET_FACTOR = 2.0
 
 _DROP_PRESSURE = "overlaps a pressure load (its power is not this workload's)"
 _DROP_COVERAGE = "the workload's launches cover less than the window"
@@ -218,7 +214,7 @@ def local_grid_updates(energy: pd.DataFrame, half_width: int = 10) -> tuple[np.n
         return u, e, np.minimum(width / 2, 5e-4) if how == "grid" else width / 2
     lo, hi = t[new - 1], t[new]
     mid = 0.5 * (lo + hi)
-    narrow = width <= STALLED_BRACKET_FACTOR * np.median(width)
+    narrow = width <= energy_counter.STALLED_BRACKET_FACTOR * np.median(width)
     period = float(np.median(np.diff(mid[narrow])))
     k = np.concatenate([[0.0], np.cumsum(np.maximum(np.round(np.diff(mid) / period), 1.0))])
     placed, unc = mid.copy(), width / 2

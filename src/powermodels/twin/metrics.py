@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .. import clock_events, energy_counter, schema
-from ..natural_dvfs.clock_windows import STALLED_BRACKET_FACTOR, local_grid_updates
+from ..natural_dvfs.clock_windows import local_grid_updates
 from ..recording import Recording
 
 __all__ = ["bursts_after_pressure", "cap_overshoot", "cap_starts", "capped_series", "clock_recovery", "counter_updates", "energy_between",
@@ -56,7 +56,7 @@ def counter_updates(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
     """
     lo, hi, joules = energy_counter.counter_updates(rec.energy)
     width = hi - lo
-    stalled = width > STALLED_BRACKET_FACTOR * np.median(width) if width.size else width.astype(bool)
+    stalled = width > energy_counter.STALLED_BRACKET_FACTOR * np.median(width) if width.size else width.astype(bool)
     if stalled.any():
         placed, grid_joules, _ = local_grid_updates(rec.energy)
         if placed.size == hi.size and np.array_equal(grid_joules, joules):  # the same updates, placed
