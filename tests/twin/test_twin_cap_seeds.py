@@ -99,3 +99,18 @@ def test_an_entry_that_is_not_there_or_too_short_is_refused(starts):
         metrics.cap_overshoot(real, "bf16", entry=3)
     with pytest.raises(ValueError, match="settled power is read from 6.5 s on"):
         metrics.cap_overshoot(real, "bf16", steady_from_s=6.5)
+
+
+def test_a_segment_replays_its_start_as_the_full_replay_does():
+    """Fails before session 12: the segment stopped at the series' end, before the counter's next update,
+    so its settled power read low (685.1 W against the full replay's 690.6 W) and its overshoot high."""
+    sched = pd.DataFrame([("capstart", "-", 0, "idle", 0.0, 3.0), ("capstart", "bf16", 0, "series", 3.0, 10.0),
+                          ("capstart", "-", 1, "idle", 10.0, 12.0)],
+                         columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
+                                  schema.T0_S, schema.T1_S])
+    preset = known_preset()
+    full = replay(sched, preset, seed=0, poll_s=2e-3, start_temperature_c=40.0)
+    seg = capped_series_seeds(full, full, preset, "bf16", seeds=(0,))
+    whole = metrics.cap_overshoot(full, "bf16")
+    assert seg["settled_w"].iloc[0] == pytest.approx(whole["settled_w"], abs=0.5)
+    assert seg["overshoot_w"].iloc[0] == pytest.approx(whole["overshoot_w"], abs=0.5)

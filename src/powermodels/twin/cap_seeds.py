@@ -35,21 +35,32 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_SEEDS", "LEAD_IDLE_S", "cap_rows_over_seeds", "capped_series_seeds"]
+__all__ = ["CAP_SEEDS", "LEAD_IDLE_S", "TAIL_S", "cap_rows_over_seeds", "capped_series_seeds"]
 
 #: sensor seeds a capped series is replayed with by default
 CAP_SEEDS = (0, 1, 2, 3, 4)
 #: seconds of the idle entry before the series that each segment replays (the 1 s window fills with idle)
 LEAD_IDLE_S = 3.0
+#: seconds of the entry after the series that each segment replays too: the settled power is the
+#: counter's energy up to the series' end, which the counter publishes only at its next update
+TAIL_S = 1.0
 
 
 def _segment(real: Recording, workload: str, entry: int = 0) -> pd.DataFrame:
-    """The ``entry``-th capped ``series`` of ``workload`` and the last ``LEAD_IDLE_S`` of the entry before it."""
+    """The ``entry``-th capped ``series`` of ``workload``, the last ``LEAD_IDLE_S`` of the entry before it
+    and the first ``TAIL_S`` of the entry after it.
+
+    Without the tail (sessions 10–11) the replay stopped at the series' end, before the counter's
+    next update, and the settled power (from 5 s to the end) read the last ~0.1 s at the idle
+    board's: on a twin-made recording, 685 W instead of the full replay's 690.6 W, and an
+    overshoot of 31.0 instead of 25.4 W (``tests/twin/test_twin_cap_seeds.py``).
+    """
     ph = real.phases.reset_index(drop=True)
     i = metrics.series_entries(real, workload)[entry]
-    rows = ph.iloc[max(i - 1, 0):i + 1].copy()
-    t0 = float(rows[schema.T0_S].iloc[-1])
+    rows = ph.iloc[max(i - 1, 0):i + 2].copy()
+    t0, t1 = float(ph[schema.T0_S].iloc[i]), float(ph[schema.T1_S].iloc[i])
     rows[schema.T0_S] = rows[schema.T0_S].clip(lower=t0 - LEAD_IDLE_S)
+    rows[schema.T1_S] = rows[schema.T1_S].clip(upper=t1 + TAIL_S)
     return rows.loc[rows[schema.T1_S] > rows[schema.T0_S]].reset_index(drop=True)
 
 
