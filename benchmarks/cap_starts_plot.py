@@ -48,7 +48,7 @@ def plot(sets: list[dict], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, (key, _, ylabel) in zip(axes, METRICS):
+    for ax, (key, _, ylabel) in zip(axes, METRICS, strict=True):
         for i, s in enumerate(sets):
             v = s["starts"][key].to_numpy(float)
             x = i + np.linspace(-0.15, 0.15, v.size)

@@ -482,14 +482,19 @@ def _cap_starts(args, rec, work, capped, s) -> None:
     """``args.cap_starts`` × [``cap_idle`` s idle, ``cap_series`` s of the capped load from idle, timed]."""
     fn, per = work[capped]
     for k in range(args.cap_starts):
-        a = time.perf_counter(); time.sleep(args.cap_idle * s)
-        rec.phase("capstart", "-", k, "idle", a, time.perf_counter())
+        idle(rec, "capstart", k, args.cap_idle * s)
         a, b = rec.timed(fn, capped, "capstart", k, args.cap_series * max(s, 0.7), per_batch=per,
                          first_batch=0)
         rec.phase("capstart", capped, k, "series", a, b)
     if "thermal" not in args.parts:  # a last idle, so the last start's cooling is recorded too
-        a = time.perf_counter(); time.sleep(args.cap_idle * s)
-        rec.phase("capstart", "-", args.cap_starts, "idle", a, time.perf_counter())
+        idle(rec, "capstart", args.cap_starts, args.cap_idle * s)
+
+
+def idle(rec, phase: str, repeat: int, seconds: float) -> None:
+    """``seconds`` of idle, recorded as an ``idle`` entry of ``phase``."""
+    a = time.perf_counter()
+    time.sleep(seconds)
+    rec.phase(phase, "-", repeat, "idle", a, time.perf_counter())
 
 
 def _thermal(args, rec, work, s) -> None:

@@ -78,7 +78,7 @@ def test_every_start_is_scored_and_the_medians_compared(starts):
     assert table["t0_s"].tolist() == pytest.approx([4.0, 15.0, 26.0], abs=1e-6)
     assert table.loc[1, "overshoot_w"] == pytest.approx(metrics.cap_overshoot(real, "bf16", entry=1)["overshoot_w"])
     runs = capped_series_seeds(real, twin, preset, "bf16", seeds=(0, 1))
-    assert sorted(zip(runs["entry"], runs["seed"])) == [(e, s) for e in range(3) for s in (0, 1)]
+    assert sorted(zip(runs["entry"], runs["seed"], strict=True)) == [(e, s) for e in range(3) for s in (0, 1)]
     rows = cap_rows_over_seeds(real, {"bf16": runs}, 0.25)
     assert rows[0]["real"] == pytest.approx(float(table["overshoot_w"].median()))
     assert rows[0]["twin"] == pytest.approx(float(runs["overshoot_w"].median()))
@@ -97,7 +97,7 @@ def test_an_entry_that_is_not_there_or_too_short_is_refused(starts):
     _, real, _ = starts
     with pytest.raises(ValueError, match="has 3 'series' entries, no entry 3"):
         metrics.cap_overshoot(real, "bf16", entry=3)
-    with pytest.raises(ValueError, match="settled power is read from 6.5 s on"):
+    with pytest.raises(ValueError, match=r"settled power is read from 6\.5 s on"):
         metrics.cap_overshoot(real, "bf16", steady_from_s=6.5)
 
 

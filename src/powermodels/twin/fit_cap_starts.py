@@ -70,8 +70,8 @@ def starts_score(preset, rec: Recording, workload: str, *, seeds=STARTS_SEEDS, a
 
 def _candidate(args) -> dict:
     preset, rec, workload, gains, seeds, ambient = args
-    cand = replace(preset, physics=replace(preset.physics, **dict(zip(GAIN_FIELDS, map(float, gains)))))
-    return {**dict(zip(GAIN_FIELDS, gains)), **starts_score(cand, rec, workload, seeds=seeds, ambient=ambient)}
+    cand = replace(preset, physics=replace(preset.physics, **dict(zip(GAIN_FIELDS, map(float, gains), strict=True))))
+    return {**dict(zip(GAIN_FIELDS, gains, strict=True)), **starts_score(cand, rec, workload, seeds=seeds, ambient=ambient)}
 
 
 def fit_cap_gains_on_starts(preset, rec: Recording, *, grid=CAP_GAIN_GRID, seeds=STARTS_SEEDS, workers: int = 1,
