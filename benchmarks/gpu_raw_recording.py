@@ -441,9 +441,7 @@ def lead_idle(rec, seconds: float) -> None:
     A board still warm from earlier work reads its leftover heat there as a warmer room
     (``twin-compare`` flags it); a longer lead idle (``--lead-idle 60``) shows the cooling trend.
     """
-    a = time.perf_counter()
-    time.sleep(seconds)
-    rec.phase("natural", "-", -1, "idle", a, time.perf_counter())
+    idle(rec, "natural", -1, seconds)
 
 
 #: the parts of the protocol, in the order they run
@@ -501,11 +499,10 @@ def _thermal(args, rec, work, s) -> None:
     """Per workload: ``idle`` s idle, then ``series`` s back to back from cold; 20 s idle at the end."""
     for rep, name in enumerate(work):
         fn, per = work[name]
-        a = time.perf_counter(); time.sleep(args.idle * s)
-        rec.phase("thermal", "-", rep, "idle", a, time.perf_counter())
+        idle(rec, "thermal", rep, args.idle * s)
         a, b = rec.timed(fn, name, "thermal", rep, args.series * s, per_batch=per)
         rec.phase("thermal", name, rep, "series", a, b)
-    a = time.perf_counter(); time.sleep(20 * s); rec.phase("thermal", "-", 99, "idle", a, time.perf_counter())
+    idle(rec, "thermal", 99, 20 * s)
 
 
 def _ladder(ladder, rec, work, names, pressure, s) -> None:

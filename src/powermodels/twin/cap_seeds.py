@@ -125,7 +125,8 @@ def cap_rows_over_seeds(real: Recording, runs: dict, target: float) -> list[dict
     rows = []
     for w, d in runs.items():
         entries = sorted(set(d["entry"])) if "entry" in d else [0]
-        starts = pd.DataFrame([metrics.cap_overshoot(real, w, entry=k) for k in entries])
+        starts = metrics.cap_starts(real, w)
+        starts = starts.loc[starts["entry"].isin(entries)]
         n_seeds = len(d) // max(len(entries), 1)
         for metric, key, floor in (("cap overshoot: first-second mean above settled", "overshoot_w", None),
                                    ("cap settling time (1 s mean within 1 %)", "settling_s", 1e-9)):

@@ -120,8 +120,8 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
                          "s (relative error)"))
     for w in capped_series(real, names):
         # several starts (a capstarts recording): the median over them on both sides
-        ca, cb = metrics.cap_starts(real, w).median(), metrics.cap_starts(twin, w).median()
-        n = len(metrics.series_entries(real, w))
+        starts = metrics.cap_starts(real, w)
+        ca, cb, n = starts.median(), metrics.cap_starts(twin, w).median(), len(starts)
         each = "" if n == 1 else f"; median of {n} starts"
         rows.append(_row("cap overshoot: first-second mean above settled", w, ca["overshoot_w"],
                          cb["overshoot_w"], cb["overshoot_w"] / ca["overshoot_w"] - 1.0, TARGETS["cap_rel"],
