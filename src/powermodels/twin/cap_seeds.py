@@ -35,7 +35,7 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_SEEDS", "LEAD_IDLE_S", "TAIL_S", "cap_rows_over_seeds", "capped_series_seeds"]
+__all__ = ["CAP_SEEDS", "LEAD_IDLE_S", "TAIL_S", "cap_rows_over_seeds", "capped_series_seeds", "replay_capped_start"]
 
 #: sensor seeds a capped series is replayed with by default
 CAP_SEEDS = (0, 1, 2, 3, 4)
@@ -97,13 +97,28 @@ def capped_series_seeds(real: Recording, twin: Recording, preset, workload: str,
         entries = range(len(metrics.series_entries(real, workload)))
     rows = []
     for entry in entries:
-        seg = _segment(real, workload, entry)
-        start = float(seg[schema.T0_S].iloc[0])
-        temp = float(metrics.reading_series(twin, schema.TEMPERATURE_C, [start])[0]) if twin.has_trace else None
         for seed in seeds:
-            rec = replay(seg, preset, seed=int(seed), poll_s=2e-3, start_temperature_c=temp, ambient=ambient)
+            rec = replay_capped_start(real, twin, preset, workload, entry, seed=seed, ambient=ambient)
             rows.append({"entry": int(entry), "seed": int(seed), **metrics.cap_overshoot(rec, workload)})
     return pd.DataFrame(rows)
+
+
+def replay_capped_start(real: Recording, twin: Recording, preset, workload: str, entry: int = 0, *, seed: int = 0,
+                        ambient: pd.DataFrame | None = None) -> Recording:
+    """One capped start of ``real`` replayed alone on ``preset``: the twin's recording of that segment.
+
+    The segment is the ``entry``-th capped ``series`` of ``workload`` with the last
+    :data:`LEAD_IDLE_S` of the entry before it and the first :data:`TAIL_S` of the
+    entry after it, polled every 2 ms. It starts at ``twin``'s temperature reading
+    at the segment's start (the full replay's, or the real recording's own when a
+    fit reads its own recording); ``ambient`` as for
+    :func:`~powermodels.twin.replay.replay`. Its one ``series`` entry is the start
+    (``entry=0`` of :func:`~powermodels.twin.metrics.cap_overshoot` on the result).
+    """
+    seg = _segment(real, workload, entry)
+    start = float(seg[schema.T0_S].iloc[0])
+    temp = float(metrics.reading_series(twin, schema.TEMPERATURE_C, [start])[0]) if twin.has_trace else None
+    return replay(seg, preset, seed=int(seed), poll_s=2e-3, start_temperature_c=temp, ambient=ambient)
 
 
 def cap_rows_over_seeds(real: Recording, runs: dict, target: float) -> list[dict]:
