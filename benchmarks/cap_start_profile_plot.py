@@ -7,7 +7,7 @@ Usage::
         --twin "h100-sxm (shipped)" h100-sxm datasets/h100-2026-11-28/capstarts_d14bdb3b ...
 
 ``--real LABEL RECORDING``: the mean over the recording's capped starts of the NVML instant power
-above each start's settled power (:func:`powermodels.twin.metrics.cap_start_profile`). ``--twin LABEL
+above each start's settled power (:func:`powermodels.cap_start_shape.cap_start_profile`). ``--twin LABEL
 PRESET RECORDING``: the same curve from the preset's replays of every start of RECORDING
 (:func:`powermodels.twin.cap_seeds.replay_capped_start`, sensor seed 0; simulated). Prints each curve's
 RMS difference from the first ``--real`` curve of the same recording, or from the pooled real curve.
@@ -19,7 +19,7 @@ import argparse
 
 import numpy as np
 
-from powermodels import schema
+from powermodels import cap_start_shape, schema
 from powermodels.recording import read_recording
 from powermodels.twin import metrics
 from powermodels.twin.cap_seeds import replay_capped_start
@@ -31,7 +31,7 @@ from powermodels.twin.replay import adapt_workloads
 def real_curve(path: str):
     rec = read_recording(path)
     (workload,) = metrics.capped_series(rec)[:1] or ["torch_bf16_matmul_8192"]
-    prof = metrics.cap_start_profile(rec, workload)
+    prof = cap_start_shape.cap_start_profile(rec, workload)
     return prof[schema.T_S].to_numpy(float), prof[schema.POWER_W].to_numpy(float), len(metrics.cap_starts(rec, workload))
 
 
@@ -43,8 +43,8 @@ def twin_curve(preset_name: str, path: str):
     curves = []
     for entry in range(len(metrics.series_entries(rec, workload))):
         tw = replay_capped_start(rec, rec, preset, workload, entry, seed=0, ambient=ambient)
-        curves.append(metrics.cap_start_profile(tw, workload)[schema.POWER_W].to_numpy(float))
-    prof = metrics.cap_start_profile(rec, workload)
+        curves.append(cap_start_shape.cap_start_profile(tw, workload)[schema.POWER_W].to_numpy(float))
+    prof = cap_start_shape.cap_start_profile(rec, workload)
     return prof[schema.T_S].to_numpy(float), np.nanmean(np.vstack(curves), axis=0)
 
 
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     weights = np.array([v[3] for v in real.values()], float)
     pooled = np.average(np.vstack([v[2] for v in real.values()]), axis=0, weights=weights)
     t = next(iter(real.values()))[1]
-    for path, (label, _, curve, n) in real.items():
+    for label, _, curve, n in real.values():
         print(f"real {label} ({n} starts): RMS from the pooled real curve {rms(curve, pooled, t):.1f} W")
     twins = []
     for label, preset, path in args.twin:
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
-        for path, (label, tt, curve, n) in real.items():
+        for label, tt, curve, n in real.values():
             axes[0].plot(tt, curve, lw=1.2, label=f"{label} ({n} starts)")
         axes[0].set_title("real: mean over each board's starts", fontsize=10)
         axes[1].plot(t, pooled, color="k", lw=2, label="real, all boards pooled")

@@ -4,8 +4,9 @@ Once per 1 ms control step :meth:`CapController.step` gets the step's mean
 power and activities and returns the SM clock of the next step and its
 throttle reason. It holds the controller's own state: the windowed-mean cap's
 ring of per-step power and its integral budget (``cap_window_s``), the credit
-of the rate-limited clock rise (``clock_recovery_mhz_per_s``) and, with
-``cap_on_period``, the activity accumulated over the current clock period.
+of the rate-limited clock rise (``clock_recovery_mhz_per_s``), its lagged view
+of the activity (``cap_response_s``) and, with ``cap_on_period``, the activity
+accumulated over the current clock period.
 
 Two ways to predict the power a clock would draw (``GPUPhysics.cap_on_period``):
 
@@ -69,6 +70,9 @@ class CapController:
                                      / ph.sm_clock_step_mhz)
         self._rise_credit, self._rise_steps = 0.0, 0
         self._rise_delay_steps = round(ph.clock_recovery_delay_s / control_step_s)
+        # the controller's lagged view of the activity (cap_response_s; idle before t = 0)
+        self._response = 1.0 - np.exp(-control_step_s / ph.cap_response_s) if ph.cap_response_s > 0 else 1.0
+        self._seen_core, self._seen_mem = 0.0, 0.0
         # activity summed over the current clock period (cap_on_period)
         self._period_core, self._period_mem, self._period_n = 0.0, 0.0, 0
         # windowed-mean power cap (cap_window_s > 0): ring of per-step power, running sum, budget
@@ -110,6 +114,10 @@ class CapController:
         """
         ph = self.physics
         limit = self._cap_budget(power, limit + ph.cap_offset_w) if ph.cap_window_s > 0 else limit
+        if self._response < 1.0:
+            self._seen_core += self._response * (a - self._seen_core)
+            self._seen_mem += self._response * (m - self._seen_mem)
+            a, m = self._seen_core, self._seen_mem
         boundary = (k + 1) % self._clock_period == 0
         if ph.cap_on_period:
             self._period_core += a

@@ -157,6 +157,15 @@ class GPUPhysics:
         period: loads alternating faster than the period share one clock
         between their own capped clocks (the real H100/H200 in a ladder; see
         :mod:`powermodels.devices.cap_controller`).
+    cap_response_s : float, default=0
+        Time constant of the controller's own view of the load: it predicts
+        the power of a clock from the activity smoothed by a first-order lag
+        of this many seconds. 0: from each step's activity (the clock falls
+        in the step a load starts). The real H100 holds its top clock for
+        ~35 ms after a capped load starts and steps down over ~150 ms (clock
+        probes in ``datasets/h100-2026-11-28/capstarts_*``): that start draws
+        energy the instant reading barely sees but the counter does
+        (docs/twin.md, session 13).
     """
 
     sm_clock_min_mhz: float = 345.0
@@ -194,6 +203,7 @@ class GPUPhysics:
     clock_recovery_delay_s: float = 0.0
     cap_on_period: bool = False
     dynamic_per_c: float = 0.0
+    cap_response_s: float = 0.0
 
     def __post_init__(self):
         clocks = self.mem_clocks_mhz
@@ -207,7 +217,7 @@ class GPUPhysics:
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
                                 "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s",
                                 "cap_proportional", "clock_recovery_delay_s", "mem_heat_share", "cap_repeat",
-                                "dynamic_per_c"),
+                                "dynamic_per_c", "cap_response_s"),
                         any_sign=("cap_offset_w",))
         poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
         if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):

@@ -31,7 +31,7 @@ from .. import clock_events, energy_counter, schema
 from ..natural_dvfs.clock_windows import local_grid_updates
 from ..recording import Recording
 
-__all__ = ["bursts_after_pressure", "cap_overshoot", "cap_start_profile", "cap_starts", "capped_series", "clock_recovery", "counter_updates", "energy_between",
+__all__ = ["bursts_after_pressure", "cap_overshoot", "cap_starts", "capped_series", "clock_recovery", "counter_updates", "energy_between",
            "implied_clock", "ladder_steps", "merge_late_updates", "probe_clock_recovery", "reading_at_seconds",
            "reading_series", "update_period", "warmup_energy_per_launch"]
 
@@ -380,58 +380,3 @@ def cap_starts(rec: Recording, workload: str, **kwargs) -> pd.DataFrame:
                      **cap_overshoot(rec, workload, entry=k, **kwargs)})
     return pd.DataFrame(rows)
 
-
-def cap_start_profile(rec: Recording, workload: str, *, bin_s: float = 0.05, span_s: float = 6.0,
-                      steady_from_s: float = 5.0) -> pd.DataFrame:
-    """The capped starts' mean shape: NVML instant power above each start's settled power, in time bins.
-
-    Single starts scatter (:func:`cap_starts`), but their shape does not: on two
-    H100 and two H200 boards the mean of 8–14 starts from idle is the same
-    curve — a spike as the clock falls from its top, a plateau some 30 W above the
-    settled power, a ~100 ms dip of ~130 W about 1 s in and echoes of it every
-    second, each about half the last (docs/twin.md, session 13). The cap
-    controller's fit is scored on this curve, which averages the scatter out.
-
-    Parameters
-    ----------
-    rec : Recording
-        A recording with a trace and one or more capped ``series`` of ``workload``.
-    workload : str
-    bin_s : float, default=0.05
-        Width of the time bins (s after each start).
-    span_s : float, default=6.0
-        Seconds after each start the profile covers.
-    steady_from_s : float, default=5.0
-        Each start's settled power is its counter mean from here to its end (as :func:`cap_overshoot`).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per bin: ``t_s`` (bin start after the start), ``power_w`` (mean over
-        starts of the instant reading minus the start's settled power) and ``starts``
-        (starts with a reading in the bin).
-    """
-    if not rec.has_trace:
-        raise ValueError(f"recording {rec.name}: no trace; the start profile reads the instant power")
-    entries = series_entries(rec, workload)
-    if not entries:
-        raise ValueError(f"recording {rec.name}: no {workload!r} series to profile")
-    ph = rec.phases.reset_index(drop=True)
-    n_bins = int(round(span_s / bin_s))
-    # the reading as a poller saw it every bin_s / 10 (the last value at or before each time): a full-rate
-    # real trace and a twin trace kept only where a value changed read alike
-    grid = (np.arange(n_bins * 10) + 0.5) * bin_s / 10.0
-    total, count = np.zeros(n_bins), np.zeros(n_bins)
-    for i in entries:
-        t0, t1 = float(ph[schema.T0_S].iloc[i]), float(ph[schema.T1_S].iloc[i])
-        if t1 - t0 < max(span_s, steady_from_s + 1.0):
-            raise ValueError(f"recording {rec.name}: {workload!r} series at {t0:.1f} s lasts {t1 - t0:.1f} s; "
-                             f"the profile needs {max(span_s, steady_from_s + 1.0):g} s")
-        settled = float(energy_between(rec, t0 + steady_from_s, t1) / (t1 - t0 - steady_from_s))
-        p = reading_series(rec, schema.POWER_INSTANT_W, t0 + grid).reshape(n_bins, 10)
-        have = np.isfinite(p).all(axis=1)
-        total[have] += p[have].mean(axis=1) - settled  # each start weighs the same in every bin
-        count[have] += 1
-    with np.errstate(invalid="ignore"):
-        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-    return pd.DataFrame({schema.T_S: np.arange(n_bins) * bin_s, schema.POWER_W: mean, "starts": count.astype(int)})
