@@ -379,4 +379,3 @@ def cap_starts(rec: Recording, workload: str, **kwargs) -> pd.DataFrame:
         rows.append({"entry": k, schema.T0_S: float(ph[schema.T0_S].iloc[i]),
                      **cap_overshoot(rec, workload, entry=k, **kwargs)})
     return pd.DataFrame(rows)
-
