@@ -18,7 +18,7 @@ import pandas as pd
 
 from . import schema
 from .recording import Recording
-from .twin.metrics import energy_between, reading_series, series_entries
+from .twin.metrics import cap_starts, energy_between, reading_series, series_entries
 
 __all__ = ["cap_start_profile", "cap_start_window_means"]
 
@@ -91,17 +91,18 @@ def cap_start_window_means(rec: Recording, workload: str, *, step_s: float = 0.1
 
 
 def _starts(rec: Recording, workload: str, span_s: float, steady_from_s: float, what: str):
-    """Each capped start of ``workload``: its start time and settled power (counter mean from ``steady_from_s``)."""
-    entries = series_entries(rec, workload)
-    if not entries:
+    """Each capped start of ``workload``: its start time and settled power, as the rows read them.
+
+    The settled power is :func:`~powermodels.twin.metrics.cap_starts`' own (the counter's mean from
+    ``steady_from_s`` to the series' end), so a curve and the overshoot rows share one definition.
+    """
+    rows = cap_starts(rec, workload, steady_from_s=steady_from_s)
+    if rows.empty:
         raise ValueError(f"recording {rec.name}: no {workload!r} series to profile")
     ph = rec.phases.reset_index(drop=True)
-    need = max(span_s, steady_from_s + 1.0)
-    out = []
-    for i in entries:
-        t0, t1 = float(ph[schema.T0_S].iloc[i]), float(ph[schema.T1_S].iloc[i])
-        if t1 - t0 < need:
-            raise ValueError(f"recording {rec.name}: {workload!r} series at {t0:.1f} s lasts {t1 - t0:.1f} s; "
-                             f"{what} needs {need:g} s")
-        out.append((t0, float(energy_between(rec, t0 + steady_from_s, t1) / (t1 - t0 - steady_from_s))))
-    return out
+    for i, t0 in zip(series_entries(rec, workload), rows[schema.T0_S], strict=True):
+        lasts = float(ph[schema.T1_S].iloc[i]) - t0
+        if lasts < span_s:
+            raise ValueError(f"recording {rec.name}: {workload!r} series at {t0:.1f} s lasts {lasts:.1f} s; "
+                             f"{what} needs {span_s:g} s")
+    return list(zip(rows[schema.T0_S].to_numpy(float), rows["settled_w"].to_numpy(float), strict=True))
