@@ -40,7 +40,10 @@ Protocols (as in the shared recording, so the two can be compared):
   then ``--cap-series`` seconds of the bf16 GEMM from idle: the power-cap controller's start (overshoot,
   settling) repeated on one board, so that a twin's capped start is compared with the board's own spread
   rather than with one draw of it (docs/twin.md, session 12). Phases ``capstart``/``idle`` and
-  ``capstart``/``series``.
+  ``capstart``/``series``. Several ``--cap-idle`` values are cycled over the starts (``--cap-idle 15 60``).
+
+On a host with several GPUs, pick one with ``CUDA_VISIBLE_DEVICES``: the NVML sensors read are those of
+the board CUDA runs on (matched by PCI bus id), so two boards can be recorded at once by two processes.
 
 Which parts run, in this order: ``--parts`` (default ``natural thermal``; ``--ladder`` adds the ladder).
 """
@@ -379,13 +382,17 @@ def main(argv=None):
                    help="which parts to record, run in the order natural, ladder, capstarts, thermal "
                         "(default: natural thermal)")
     p.add_argument("--cap-starts", type=int, default=10, help="capped starts from idle in the capstarts part")
-    p.add_argument("--cap-idle", type=float, default=15.0, help="seconds idle before each capped start")
+    p.add_argument("--cap-idle", type=float, nargs="+", default=[15.0],
+                   help="seconds idle before each capped start; several values are cycled over the starts "
+                        "(e.g. 15 60: short and long rests alternate on one board, so the start's dependence "
+                        "on how cool the board is can be told from the board's own level)")
     p.add_argument("--cap-series", type=float, default=10.0,
                    help="seconds of each capped start (the settled power is read from 5 s on: at least 7)")
     args = p.parse_args(argv)
     if args.ladder and "ladder" not in args.parts:
         args.parts = [*args.parts, "ladder"]
-    if "capstarts" in args.parts and not (args.cap_starts >= 1 and args.cap_series >= 7.0 and args.cap_idle >= 3.0):
+    if "capstarts" in args.parts and not (args.cap_starts >= 1 and args.cap_series >= 7.0
+                                     and min(args.cap_idle) >= 3.0):
         p.error("--cap-starts must be ≥ 1, --cap-series ≥ 7 s (settled from 5 s on) and --cap-idle ≥ 3 s")
     if not args.lead_idle >= 3.0:  # the initial ambient reads an idle stretch of ≥ 3 s (twin.ambient.MIN_IDLE_S)
         p.error(f"--lead-idle must be at least 3 s, got {args.lead_idle}")
@@ -401,7 +408,7 @@ def main(argv=None):
 
     args.out.mkdir(parents=True, exist_ok=True)
     nv.nvmlInit()
-    h = nv.nvmlDeviceGetHandleByIndex(0)
+    h = nvml_handle_of_cuda_device(nv, cp)
     s = args.scale
     t0 = time.perf_counter()
     sampler = Sampler(nv, h, capacity=int(2_000_000))  # 2 kHz: ~1,000 s of room
@@ -433,6 +440,25 @@ def main(argv=None):
     if stopped is not None:
         return 143 if "SIGTERM" in stopped else 129 if "SIGHUP" in stopped else 130
     return 0 if not errors else 1
+
+
+def nvml_handle_of_cuda_device(nv, cp):
+    """The NVML handle of the GPU that CUDA's device 0 is, matched by PCI bus id.
+
+    NVML numbers every GPU of the host and ignores ``CUDA_VISIBLE_DEVICES``, so on a host with several
+    GPUs ``CUDA_VISIBLE_DEVICES=1`` with NVML index 0 would time one board and read another's sensors.
+    """
+    def bus(text) -> tuple[int, str]:  # NVML writes the domain with 8 digits, CUDA with 4
+        text = text.decode() if isinstance(text, bytes) else text
+        domain, rest = text.strip().lower().split(":", 1)
+        return int(domain, 16), rest
+
+    wanted = bus(cp.cuda.Device(0).pci_bus_id)
+    for i in range(nv.nvmlDeviceGetCount()):
+        handle = nv.nvmlDeviceGetHandleByIndex(i)
+        if bus(nv.nvmlDeviceGetPciInfo(handle).busId) == wanted:
+            return handle
+    raise RuntimeError(f"no NVML device has CUDA device 0's PCI bus id {cp.cuda.Device(0).pci_bus_id}")
 
 
 def lead_idle(rec, seconds: float) -> None:
@@ -477,15 +503,20 @@ def _natural(args, rec, work, rng, s, natural) -> None:
 
 
 def _cap_starts(args, rec, work, capped, s) -> None:
-    """``args.cap_starts`` × [``cap_idle`` s idle, ``cap_series`` s of the capped load from idle, timed]."""
+    """``args.cap_starts`` × [``cap_idle`` s idle, ``cap_series`` s of the capped load from idle, timed].
+
+    ``args.cap_idle`` is a list cycled over the starts (start ``k`` rests ``cap_idle[k % len]``); the
+    rest each start had is its ``capstart``/``idle`` phase of the same repeat.
+    """
     fn, per = work[capped]
+    rests = list(np.atleast_1d(args.cap_idle))
     for k in range(args.cap_starts):
-        idle(rec, "capstart", k, args.cap_idle * s)
+        idle(rec, "capstart", k, rests[k % len(rests)] * s)
         a, b = rec.timed(fn, capped, "capstart", k, args.cap_series * max(s, 0.7), per_batch=per,
                          first_batch=0)
         rec.phase("capstart", capped, k, "series", a, b)
     if "thermal" not in args.parts:  # a last idle, so the last start's cooling is recorded too
-        idle(rec, "capstart", args.cap_starts, args.cap_idle * s)
+        idle(rec, "capstart", args.cap_starts, max(rests) * s)
 
 
 def idle(rec, phase: str, repeat: int, seconds: float) -> None:
@@ -551,7 +582,7 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
         "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "protocols": [p for p in PARTS if p in args.parts], "scale": s,
-        **({"cap_starts": {"starts": args.cap_starts, "idle_s": args.cap_idle, "series_s": args.cap_series}}
+        **({"cap_starts": {"starts": args.cap_starts, "idle_s": list(args.cap_idle), "series_s": args.cap_series}}
            if "capstarts" in args.parts else {}),
         "settings_changed": False,
         **({"ladder": asdict(args.ladder)} if args.ladder is not None else {}),

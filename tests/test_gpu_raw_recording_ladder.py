@@ -108,3 +108,33 @@ def test_capstarts_repeat_the_capped_load_from_idle_and_end_on_an_idle(raw):
 def test_capstarts_refuse_a_series_too_short_to_settle(raw):
     with pytest.raises(SystemExit):
         raw.main(["--out", "/tmp/unused", "--parts", "capstarts", "--cap-series", "5"])
+
+
+def test_capstarts_cycle_several_rests_over_the_starts(raw):
+    """``--cap-idle 15 60``: short and long rests alternate, each start's rest its own idle phase."""
+    rec = _recorder(raw)
+    work = {"torch_bf16_matmul_8192": (lambda: time.sleep(3e-4), 1)}
+    args = SimpleNamespace(cap_starts=4, cap_idle=[0.01, 0.06], cap_series=0.02, parts=["capstarts"])
+    raw._cap_starts(args, rec, work, "torch_bf16_matmul_8192", 1.0)
+    rests = [r[5] - r[4] for r in rec.phase_rows if r[3] == "idle"]
+    assert len(rests) == 5
+    assert all(r < 0.04 for r in rests[0:4:2]) and all(r > 0.055 for r in rests[1:4:2])
+    assert rests[4] > 0.055  # the last idle is the longest rest
+    with pytest.raises(SystemExit):
+        raw.main(["--out", "/tmp/unused", "--parts", "capstarts", "--cap-idle", "15", "2"])
+
+
+def test_the_nvml_handle_is_the_board_cuda_runs_on(raw):
+    """With ``CUDA_VISIBLE_DEVICES=1`` CUDA's device 0 is NVML's device 1: matched by PCI bus id."""
+    buses = ["00000000:19:00.0", "00000000:3B:00.0"]
+    nv = SimpleNamespace(
+        nvmlDeviceGetCount=lambda: 2, nvmlDeviceGetHandleByIndex=lambda i: f"handle{i}",
+        nvmlDeviceGetPciInfo=lambda h: SimpleNamespace(busId=buses[int(h[-1])].encode()))
+
+    def cupy_on(bus):
+        return SimpleNamespace(cuda=SimpleNamespace(Device=lambda i: SimpleNamespace(pci_bus_id=bus)))
+
+    assert raw.nvml_handle_of_cuda_device(nv, cupy_on("0000:3B:00.0")) == "handle1"
+    assert raw.nvml_handle_of_cuda_device(nv, cupy_on("0000:19:00.0")) == "handle0"
+    with pytest.raises(RuntimeError, match="PCI bus id"):
+        raw.nvml_handle_of_cuda_device(nv, cupy_on("0000:5D:00.0"))
