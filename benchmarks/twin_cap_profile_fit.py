@@ -132,13 +132,17 @@ def rms_means(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean((a - b) ** 2)))
 
 
-def score(profile_rms: float, means_rms: float) -> float:
+def score(profile_rms: float, means_rms: float, overshoot_miss: float = 0.0) -> float:
     """Both curves' RMS in units of how far one real board's curve lies from the pooled one.
 
     Each of four boards' start profiles lies 7.5–15.6 W RMS from the pooled curve, their 1 s window means
     0.8–2.7 W (docs/twin.md, session 13): :data:`PROFILE_SCALE_W` and :data:`MEANS_SCALE_W`.
+    ``overshoot_miss`` (``--overshoot-term``) is the first second's mean above settled, twin minus real,
+    in units of the issue's tolerance (25 % of the real value): the 1 s-means curve has 61 windows,
+    so its first one, the overshoot row, barely weighs in its RMS (session 13's fit lost it).
     """
-    return float(np.hypot(profile_rms / PROFILE_SCALE_W, means_rms / MEANS_SCALE_W))
+    return float(np.sqrt((profile_rms / PROFILE_SCALE_W) ** 2 + (means_rms / MEANS_SCALE_W) ** 2
+                         + overshoot_miss ** 2))
 
 
 def main(argv=None) -> int:
@@ -149,6 +153,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-evals", type=int, default=60)
+    ap.add_argument("--overshoot-term", action="store_true",
+                    help="add the pooled overshoot's miss, in units of 25 %% of the real one, to the score")
+    ap.add_argument("--name", default=None, help="the fitted preset's name (default: PRESET-profile)")
     ap.add_argument("--fields", default=None, help="a JSON object of FIELDS values (e.g. another preset's "
                     "fit): no search, the preset with these values is written and scored")
     args = ap.parse_args(argv)
@@ -164,10 +171,13 @@ def main(argv=None) -> int:
             per = twin_runs(train, values, pool, entries_per_rec=STARTS_PER_RECORDING)
             w = np.array([len(it["starts"]) for it in train.items], float)
             r_p = rms(np.average(np.vstack([p["profile"] for p in per]), axis=0, weights=w), target)
-            r_m = rms_means(np.average(np.vstack([p["means"] for p in per]), axis=0, weights=w), target_means)
-            evals.append({**values, "profile_rms_w": r_p, "means_rms_w": r_m, "score": score(r_p, r_m)})
+            means = np.average(np.vstack([p["means"] for p in per]), axis=0, weights=w)
+            r_m = rms_means(means, target_means)
+            miss = (means[0] - target_means[0]) / (0.25 * abs(target_means[0])) if args.overshoot_term else 0.0
+            evals.append({**values, "profile_rms_w": r_p, "means_rms_w": r_m, "overshoot_miss": float(miss),
+                          "score": score(r_p, r_m, miss)})
             print(f"[{len(evals):3d} {time.time() - t_start:6.0f} s] score {evals[-1]['score']:6.3f} "
-                  f"(profile {r_p:5.1f} W, 1 s means {r_m:4.1f} W)  "
+                  f"(profile {r_p:5.1f} W, 1 s means {r_m:4.1f} W, overshoot miss {miss:+.2f})  "
                   + " ".join(f"{k}={v:.3g}" for k, v in values.items()), flush=True)
             return evals[-1]["score"]
 
@@ -187,10 +197,10 @@ def main(argv=None) -> int:
         best = evals[-1] if args.fields else min(evals, key=lambda e: e["score"])
         chosen = {k: best[k] for k in FIELDS}
         fitted = _with(preset, chosen)
-        name = f"{preset.name}-profile"
+        name = args.name or f"{preset.name}-profile"
         prov = dict(fitted.provenance)
         prov["cap_profile_refit"] = {"by": "benchmarks/twin_cap_profile_fit.py", "train": list(args.train),
-                                     "fields": chosen, "score": best["score"],
+                                     "fields": chosen, "score": best["score"], "overshoot_term": bool(args.overshoot_term),
                                      "profile_rms_w": best["profile_rms_w"], "means_rms_w": best["means_rms_w"],
                                      "evaluations": len(evals)}
         fitted = replace(fitted, name=name, provenance=prov)
@@ -216,7 +226,7 @@ def main(argv=None) -> int:
                                  "overshoot_real_w": o_r, "overshoot_twin_w": o_t,
                                  "overshoot_err": o_t / o_r - 1.0 if o_r else np.inf,
                                  "settling_real_s": s_r, "settling_twin_s": s_t,
-                                 "settling_err": s_t / max(s_r, 0.1) - 1.0})
+                                 "settling_err": metrics.settling_error(s_r, s_t)})
                     print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
     text = (f"# Cap controller fitted to the mean start profile ({args.preset})\n\n"

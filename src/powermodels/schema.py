@@ -229,6 +229,18 @@ NOW_SPREAD_PCT = "now_spread_pct"
 NOW_VS_REF_PCT = "now_vs_ref_pct"
 NOW_MEETS = "now_meets"
 CAPPED_ROWS_AT_LIMIT = "capped_rows_at_limit"  # "k/n" state rows at the power limit (capped work)
+# a capped start from idle (powermodels.twin.metrics.cap_starts)
+REST_S = "rest_s"                            # the idle right before the start, s
+START_TEMPERATURE_C = "start_temperature_c"  # the die reading at the start, °C
+# two boards' recordings of one schedule side by side (powermodels.board_pair)
+SECOND = "second"                            # whole seconds from the start of a series (0 = the first)
+ENERGY_A_J = "energy_a_j"                    # energy per launch on board A in that second, J
+ENERGY_B_J = "energy_b_j"
+TEMPERATURE_A_C = "temperature_a_c"          # die temperature reading at the second's end, °C
+TEMPERATURE_B_C = "temperature_b_c"
+POWER_A_W = "power_a_w"                      # board A's counter mean over the second, W
+BOARD_DIFF_PCT = "board_diff_pct"            # B's energy per launch over A's − 1, %
+BOARD_DIFF_MATCHED_PCT = "board_diff_matched_pct"  # the same with B's power brought to A's temperature, %
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the
 #: same clock (the workload's own warm-up did not identify one, or ``pool_after`` was reached), given

@@ -114,3 +114,21 @@ def test_a_segment_replays_its_start_as_the_full_replay_does():
     whole = metrics.cap_overshoot(full, "bf16")
     assert seg["settled_w"].iloc[0] == pytest.approx(whole["settled_w"], abs=0.5)
     assert seg["overshoot_w"].iloc[0] == pytest.approx(whole["overshoot_w"], abs=0.5)
+
+
+
+def test_a_start_that_never_leaves_the_band_is_matched_by_a_twin_that_does_not_either(monkeypatch):
+    """Real and twin both settled at once (0 s): error 0, within; the real time is floored at one window step.
+
+    H200 GPU-ef3dd380's raw start read 0 s and its twin 0 s: the row said −100 %, a miss (session 14).
+    """
+    assert metrics.settling_error(0.0, 0.0) == 0.0
+    assert metrics.settling_error(0.0, metrics.SETTLING_STEP_S) == pytest.approx(0.0)
+    assert metrics.settling_error(0.0, 1.0) == pytest.approx(9.0)
+    assert metrics.settling_error(2.0, 1.5) == pytest.approx(-0.25)
+    runs = pd.DataFrame({"entry": [0, 0], "seed": [0, 1], "overshoot_w": [4.0, 5.0], "settling_s": [0.0, 0.0]})
+    real_starts = pd.DataFrame({"entry": [0], "overshoot_w": [4.5], "settling_s": [0.0]})
+    monkeypatch.setattr(metrics, "cap_starts", lambda real, workload: real_starts)
+    rows = cap_rows_over_seeds(None, {"bf16": runs}, 0.25)
+    settling = next(r for r in rows if r["metric"].startswith("cap settling"))
+    assert settling["real"] == 0.0 and settling["twin"] == 0.0 and settling["error"] == 0.0 and settling["within"]

@@ -127,7 +127,7 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
                          cb["overshoot_w"], cb["overshoot_w"] / ca["overshoot_w"] - 1.0, TARGETS["cap_rel"],
                          f"W (relative error{each})"))
         rows.append(_row("cap settling time (1 s mean within 1 %)", w, ca["settling_s"], cb["settling_s"],
-                         cb["settling_s"] / max(ca["settling_s"], 1e-9) - 1.0, TARGETS["cap_rel"],
+                         metrics.settling_error(ca["settling_s"], cb["settling_s"]), TARGETS["cap_rel"],
                          f"s (relative error{each})"))
     table = pd.DataFrame(rows)
     table.attrs["not_compared"] = not_compared

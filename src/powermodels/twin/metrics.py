@@ -249,6 +249,20 @@ def series_entries(rec: Recording, workload: str, kind: str = "series") -> list[
     return [int(i) for i in ph.index[(ph[schema.WORKLOAD] == workload) & (ph[schema.PHASE_KIND] == kind)]]
 
 
+#: the 1 s window of :func:`cap_overshoot` slides in steps of this (s): its settling time's resolution
+SETTLING_STEP_S = 0.1
+
+
+def settling_error(real_s: float, twin_s: float) -> float:
+    """The twin's settling time relative to the real one, both floored at :data:`SETTLING_STEP_S`.
+
+    A start that never leaves the band settles in 0 s, which the window cannot tell from 0.1 s.
+    Unfloored, a twin that also read 0 s had error −100 % (H200 GPU-ef3dd380's raw start, session 14)
+    and one that read 0.1 s +10⁸.
+    """
+    return max(float(twin_s), SETTLING_STEP_S) / max(float(real_s), SETTLING_STEP_S) - 1.0
+
+
 def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle_band: float = 0.01,
                   steady_from_s: float = 5.0, entry: int = 0) -> dict:
     """A power-capped entry's start: how far above its settled power it runs, and for how long.
@@ -275,7 +289,7 @@ def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle
     if t1 - t0 < steady_from_s + 1.0:
         raise ValueError(f"recording {rec.name}: {workload!r}'s {kind!r} entry {entry} lasts {t1 - t0:.1f} s; "
                          f"its settled power is read from {steady_from_s:g} s on (≥ {steady_from_s + 1:g} s needed)")
-    a = t0 + np.arange(0.0, t1 - t0 - 1.0, 0.1)
+    a = t0 + np.arange(0.0, t1 - t0 - 1.0, SETTLING_STEP_S)
     p = energy_between(rec, a, a + 1.0)
     settled = float(energy_between(rec, t0 + steady_from_s, t1) / (t1 - t0 - steady_from_s))
     outside = np.flatnonzero((np.abs(p / settled - 1.0) > settle_band) & (a - t0 < steady_from_s))
@@ -372,10 +386,20 @@ def cap_starts(rec: Recording, workload: str, **kwargs) -> pd.DataFrame:
     against the start, and the controller's ±50–100 W swings, move its overshoot and
     settling time by more than ±25 % (docs/twin.md, session 12: ten starts from idle on
     one board). A recording with several starts gives their median and range.
+
+    Each row also has ``rest_s``, the idle entry right before the start (NaN if another entry
+    came before it), and ``start_temperature_c``, the die reading at the start (NaN without a
+    trace): whether a start depends on how long or how cool the board rested (session 14: on
+    two H200s neither 5–120 s of rest nor the reading moved it).
     """
     ph = rec.phases.reset_index(drop=True)
     rows = []
     for k, i in enumerate(series_entries(rec, workload)):
-        rows.append({"entry": k, schema.T0_S: float(ph[schema.T0_S].iloc[i]),
+        t0 = float(ph[schema.T0_S].iloc[i])
+        before = ph.iloc[i - 1] if i > 0 else None
+        rest = (float(before[schema.T1_S] - before[schema.T0_S])
+                if before is not None and before[schema.PHASE_KIND] == "idle" else np.nan)
+        temp = float(reading_series(rec, schema.TEMPERATURE_C, [t0])[0]) if rec.has_trace else np.nan
+        rows.append({"entry": k, schema.T0_S: t0, schema.REST_S: rest, schema.START_TEMPERATURE_C: temp,
                      **cap_overshoot(rec, workload, entry=k, **kwargs)})
     return pd.DataFrame(rows)

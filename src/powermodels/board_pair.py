@@ -1,0 +1,150 @@
+"""Two boards' recordings of one schedule side by side: how far apart two boards of one model are.
+
+A twin fitted to one board is held to 1 % of another board's warm-up energy per launch and 2 °C of
+its cooling (issue 27). Two H200s of one host running the raw-recording schedule at the same moment
+(``datasets/h200-2026-11-28/raw_recording_ef3dd380`` and ``…_1717480a``, session 14) were themselves
+0.5–1.3 % apart on average and 1.4–2.1 % at their worst second, and 2–5 °C apart in cooling: that is
+the floor a board-blind twin is measured against. :func:`board_pair` gives the seconds, both as
+measured and with one board's power brought to the other's die temperature (the leakage slope α,
+``alpha_w_per_c``), which tells a board's own level from its cooling; :func:`cooling_pair` the
+cooling after each series, each recording on its own schedule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .recording import Recording
+from .twin.metrics import capped_series, energy_between, reading_series, warmup_energy_per_launch
+
+__all__ = ["board_pair", "board_pair_summary", "cooling_pair"]
+
+
+def _series_start(rec: Recording, workload: str, kind: str = "series") -> int:
+    """Index (in ``rec.phases``) of ``workload``'s first ``kind`` entry."""
+    ph = rec.phases.reset_index(drop=True)
+    hit = ph.index[(ph[schema.WORKLOAD] == workload) & (ph[schema.PHASE_KIND] == kind)]
+    if not len(hit):
+        raise ValueError(f"recording {rec.name}: no {kind!r} entry of workload {workload!r}")
+    return int(hit[0])
+
+
+def _common_series(rec_a: Recording, rec_b: Recording, workloads) -> list[str]:
+    if workloads is not None:
+        return list(workloads)
+    mine = rec_a.phase_rows(kind="series")[schema.WORKLOAD]
+    theirs = set(rec_b.phase_rows(kind="series")[schema.WORKLOAD])
+    names = [w for w in dict.fromkeys(mine) if w in theirs]
+    if not names:
+        raise ValueError(f"recordings {rec_a.name} and {rec_b.name} share no workload with a series")
+    return names
+
+
+def board_pair(rec_a: Recording, rec_b: Recording, *, alpha_w_per_c: float | None = None, workloads=None,
+               seconds: int = 25) -> pd.DataFrame:
+    """Energy per launch second by second on two boards that ran the same schedule.
+
+    Parameters
+    ----------
+    rec_a, rec_b : Recording
+        Raw recordings of one schedule (each second is read from each recording's own series start).
+    alpha_w_per_c : float, optional
+        The leakage slope (W/°C) at the top clock. Given, ``board_diff_matched_pct`` compares B's
+        energy per launch with its power moved by ``α·(T_A − T_B)``: the two boards at one die
+        temperature. A power-capped series is left NaN there: at the cap the power is pinned and
+        the temperature moves the clock, not the power.
+    workloads : iterable of str, optional
+        Default: every workload with a series in both recordings.
+    seconds : int, default=25
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per workload and second: ``workload``, ``second``, ``energy_a_j``, ``energy_b_j``,
+        ``temperature_a_c``, ``temperature_b_c``, ``power_a_w``, ``board_diff_pct``,
+        ``board_diff_matched_pct``.
+    """
+    if alpha_w_per_c is not None and not np.isfinite(alpha_w_per_c):
+        raise ValueError(f"alpha_w_per_c must be a finite number (W/°C), got {alpha_w_per_c!r}")
+    capped = set(capped_series(rec_a)) | set(capped_series(rec_b))
+    frames = []
+    for w in _common_series(rec_a, rec_b, workloads):
+        a = warmup_energy_per_launch(rec_a, w, seconds)
+        b = warmup_energy_per_launch(rec_b, w, seconds)
+        n = min(len(a), len(b))
+        if n == 0:
+            raise ValueError(f"workload {w!r}: a series shorter than one second in {rec_a.name} or {rec_b.name}")
+        t0 = float(rec_a.phases.reset_index(drop=True)[schema.T0_S].iloc[_series_start(rec_a, w)])
+        power_a = energy_between(rec_a, t0 + np.arange(n), t0 + np.arange(n) + 1.0)
+        e_a, e_b = a[schema.ENERGY_J].to_numpy()[:n], b[schema.ENERGY_J].to_numpy()[:n]
+        t_a, t_b = a[schema.TEMPERATURE_C].to_numpy()[:n], b[schema.TEMPERATURE_C].to_numpy()[:n]
+        diff = (e_b / e_a - 1.0) * 100.0
+        if alpha_w_per_c is None or w in capped:
+            matched = np.full(n, np.nan)
+        else:  # B's power at A's temperature: P_B − α(T_B − T_A), the launches per second unchanged
+            matched = (e_b * (1.0 - alpha_w_per_c * (t_b - t_a) / power_a) / e_a - 1.0) * 100.0
+        frames.append(pd.DataFrame({schema.WORKLOAD: w, schema.SECOND: np.arange(n), schema.ENERGY_A_J: e_a,
+                                    schema.ENERGY_B_J: e_b, schema.TEMPERATURE_A_C: t_a,
+                                    schema.TEMPERATURE_B_C: t_b, schema.POWER_A_W: power_a,
+                                    schema.BOARD_DIFF_PCT: diff, schema.BOARD_DIFF_MATCHED_PCT: matched}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def cooling_pair(rec_a: Recording, rec_b: Recording, *, workloads=None, seconds: int = 30) -> pd.DataFrame:
+    """The die temperature every second of the idle after each series, on both boards.
+
+    Each recording is read on its own schedule: two real recordings of one schedule start and end
+    their entries tens of milliseconds apart, so one's phase times on the other's trace would compare
+    a cooling board with a loaded one.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per workload and second (1 … ``seconds``): ``workload``, ``second``,
+        ``temperature_a_c``, ``temperature_b_c``.
+    """
+    frames = []
+    for w in _common_series(rec_a, rec_b, workloads):
+        temps = []
+        for rec in (rec_a, rec_b):
+            ph = rec.phases.reset_index(drop=True)
+            i = _series_start(rec, w) + 1
+            if i >= len(ph) or ph[schema.PHASE_KIND].iloc[i] != "idle":
+                raise ValueError(f"recording {rec.name}: {w!r}'s series is not followed by an idle entry")
+            t0 = float(ph[schema.T0_S].iloc[i])
+            n = int(min(seconds, float(ph[schema.T1_S].iloc[i]) - t0))
+            temps.append(reading_series(rec, schema.TEMPERATURE_C, t0 + np.arange(1, n + 1)))
+        n = min(map(len, temps))
+        frames.append(pd.DataFrame({schema.WORKLOAD: w, schema.SECOND: np.arange(1, n + 1),
+                                    schema.TEMPERATURE_A_C: temps[0][:n], schema.TEMPERATURE_B_C: temps[1][:n]}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def board_pair_summary(pair: pd.DataFrame, cooling: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per workload: the mean and worst-second difference, as measured and at one temperature.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``workload``, ``mean_diff_pct``, ``worst_diff_pct``, ``mean_diff_matched_pct``,
+        ``worst_diff_matched_pct``, ``mean_temperature_diff_c`` (B − A under load) and, with
+        ``cooling``, ``worst_cooling_diff_c`` (B − A, the second farthest apart).
+    """
+    def worst(x: pd.Series) -> float:
+        x = x.dropna()
+        return float(x.iloc[int(np.argmax(np.abs(x.to_numpy())))]) if len(x) else np.nan
+
+    rows = []
+    for w, g in pair.groupby(schema.WORKLOAD, sort=False):
+        row = {schema.WORKLOAD: w, "mean_diff_pct": float(g[schema.BOARD_DIFF_PCT].mean()),
+               "worst_diff_pct": worst(g[schema.BOARD_DIFF_PCT]),
+               "mean_diff_matched_pct": float(g[schema.BOARD_DIFF_MATCHED_PCT].mean()),
+               "worst_diff_matched_pct": worst(g[schema.BOARD_DIFF_MATCHED_PCT]),
+               "mean_temperature_diff_c": float((g[schema.TEMPERATURE_B_C] - g[schema.TEMPERATURE_A_C]).mean())}
+        if cooling is not None:
+            c = cooling.loc[cooling[schema.WORKLOAD] == w]
+            row["worst_cooling_diff_c"] = worst(c[schema.TEMPERATURE_B_C] - c[schema.TEMPERATURE_A_C])
+        rows.append(row)
+    return pd.DataFrame(rows)
