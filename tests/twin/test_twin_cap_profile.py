@@ -129,3 +129,13 @@ def test_a_tightly_capped_board_is_not_taken_for_a_slower_kernel():
     real = read_recording(ROOT / CAPSTARTS[3])
     _, changed = adapt_workloads(load_preset("h200-raw"), real)
     assert changed.get(WORKLOAD, {}).get("time_ratio", 1.0) == 1.0
+
+
+def test_the_h200_fitted_controller_preset_is_h200_raw_but_for_its_controller():
+    """``h200-raw-cap-h200``: the controller fitted to two H200s' starts (session 14), nothing else changed."""
+    h200, fitted = load_preset("h200-raw"), load_preset("h200-raw-cap-h200")
+    changed = {k for k, v in vars(h200.physics).items() if getattr(fitted.physics, k) != v}
+    assert changed == CONTROLLER_FIELDS
+    assert fitted.workloads == h200.workloads and fitted.sensor == h200.sensor
+    refit = fitted.provenance["cap_profile_refit"]
+    assert refit["overshoot_term"] and all("h200" in p for p in refit["train"]) and len(refit["train"]) == 2
