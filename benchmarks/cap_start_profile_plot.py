@@ -23,9 +23,8 @@ from powermodels import cap_start_shape, schema
 from powermodels.recording import read_recording
 from powermodels.twin import metrics
 from powermodels.twin.cap_seeds import replay_capped_start
-from powermodels.twin.compare import replay_ambient
+from powermodels.twin.compare import replay_setup
 from powermodels.twin.preset import load_preset
-from powermodels.twin.replay import adapt_workloads
 
 
 def real_curve(path: str):
@@ -38,8 +37,7 @@ def real_curve(path: str):
 def twin_curve(preset_name: str, path: str):
     rec = read_recording(path)
     workload = metrics.capped_series(rec)[0]
-    preset, _ = adapt_workloads(load_preset(preset_name), rec)
-    ambient, _ = replay_ambient(rec, preset, "recorded-causal")
+    preset, ambient = replay_setup(rec, load_preset(preset_name))
     curves = []
     for entry in range(len(metrics.series_entries(rec, workload))):
         tw = replay_capped_start(rec, rec, preset, workload, entry, seed=0, ambient=ambient)

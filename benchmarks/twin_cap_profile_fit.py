@@ -41,9 +41,8 @@ from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
 from powermodels.twin.cap_seeds import replay_capped_start
-from powermodels.twin.compare import replay_ambient
+from powermodels.twin.compare import replay_setup
 from powermodels.twin.preset import load_preset, save_preset
-from powermodels.twin.replay import adapt_workloads
 
 #: the controller fields fitted, each with its bounds (the search runs on the unit cube between them)
 FIELDS = {"cap_proportional": (0.0, 30.0), "cap_repeat": (0.0, 1.0), "cap_headroom_w": (5.0, 80.0),
@@ -85,8 +84,7 @@ class Recordings:
             if not capped:
                 raise SystemExit(f"{p}: no capped series")
             w = capped[0]
-            adapted, _ = adapt_workloads(preset, rec)
-            ambient, _ = replay_ambient(rec, adapted, "recorded-causal")
+            adapted, ambient = replay_setup(rec, preset)
             self.items.append({"path": p, "rec": rec, "workload": w, "adapted": adapted, "ambient": ambient,
                                "profile": cap_start_shape.cap_start_profile(rec, w)[schema.POWER_W].to_numpy(float),
                                "means": cap_start_shape.cap_start_window_means(rec, w)[schema.POWER_W].to_numpy(float),

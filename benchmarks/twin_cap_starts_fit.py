@@ -54,11 +54,10 @@ from powermodels.recording import Recording, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
 from powermodels.twin.cap_seeds import capped_series_seeds
-from powermodels.twin.compare import replay_ambient
+from powermodels.twin.compare import replay_setup
 from powermodels.twin.fit_cap_choice import ISSUE_TOLERANCE
 from powermodels.twin.fit_controller import CAP_GAIN_GRID, GAIN_FIELDS
 from powermodels.twin.preset import load_preset, save_preset
-from powermodels.twin.replay import adapt_workloads
 
 #: sensor seeds each start is replayed with while choosing (five in ``twin-compare``; three keep the
 #: search at ~4 s × starts × 3 per candidate)
@@ -130,8 +129,7 @@ def fit_cap_gains_on_starts(preset, rec: Recording, *, grid=CAP_GAIN_GRID, seeds
                          "at least 3 (gpu_raw_recording.py --parts capstarts)")
     if preset.physics.cap_window_s <= 0:
         raise ValueError(f"preset {preset.name}: its cap acts on each step's power (cap_window_s 0): no gains to fit")
-    scored, _ = adapt_workloads(preset, rec)  # the recording's kernel times, for scoring only
-    ambient, _ = replay_ambient(rec, scored, "recorded-causal")
+    scored, ambient = replay_setup(rec, preset)  # the recording's kernel times, for scoring only
     own = tuple(getattr(preset.physics, f) for f in GAIN_FIELDS)
     cands = [own] + [tuple(g) for g in grid if tuple(map(float, g)) != tuple(map(float, own))]
     jobs = [(scored, rec, workload, g, tuple(seeds), ambient) for g in cands]

@@ -208,6 +208,21 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
                      f"{twin.ambient_c:.1f} °C" + warm)
 
 
+def replay_setup(real: Recording, preset, ambient: str = "recorded-causal"):
+    """The preset and ambient that ``twin-compare`` replays ``real`` with, without the notes.
+
+    The preset's workloads adapted to the recording's (:func:`~powermodels.twin.replay.adapt_workloads`)
+    and the ambient profile read from it (:func:`replay_ambient`, the default the command uses).
+
+    Returns
+    -------
+    (TwinPreset, pandas.DataFrame or None)
+    """
+    adapted, _ = adapt_workloads(load_preset(preset), real)
+    profile, _ = replay_ambient(real, adapted, ambient)
+    return adapted, profile
+
+
 #: °C by which the first idle stretch's ambient must exceed every later one's to be flagged as a warm start
 WARM_START_C = 3.0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
@@ -228,11 +229,18 @@ def load_preset(name_or_path) -> TwinPreset:
 
 
 def save_preset(preset: TwinPreset, path) -> Path:
-    """Write ``preset`` as JSON (to a temporary name, then renamed); returns the path."""
+    """Write ``preset`` as JSON (to a temporary name, flushed to disk, then renamed); returns the path.
+
+    The flush before the rename means a crash leaves the old file or the whole new one, never a
+    renamed file whose contents had not reached the disk.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(preset.to_dict(), indent=1) + "\n")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(preset.to_dict(), indent=1) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
     tmp.replace(path)
     return path
 
