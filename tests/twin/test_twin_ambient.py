@@ -136,3 +136,16 @@ def test_a_recording_that_starts_warm_is_flagged(folder, warm):
     profile = initial_ambient(rec, "h100-sxm")
     assert len(profile) == 1
     assert warm_start_note(rec, "h100-sxm", float(profile[schema.AMBIENT_C].iloc[0]) - 10 * WARM_START_C) == ""
+
+
+def test_replay_setup_is_what_twin_compare_replays_with(drifted):
+    """``replay_setup``: the adapted preset and the recorded-causal ambient, as the two calls give them."""
+    from powermodels.twin.compare import replay_ambient, replay_setup
+    from powermodels.twin.replay import adapt_workloads
+
+    preset, real = drifted
+    adapted, profile = replay_setup(real, preset)
+    expected, _ = adapt_workloads(preset, real)
+    assert adapted == expected
+    pd.testing.assert_frame_equal(profile, replay_ambient(real, expected, "recorded-causal")[0])
+    assert replay_setup(real, preset, "preset")[1] is None
