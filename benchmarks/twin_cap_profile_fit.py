@@ -19,8 +19,11 @@ starts per recording, sensor seed 0; everything else of the preset unchanged). I
 preset as given and the fit on every ``--train`` and ``--held-out`` recording: both RMS and the issue's
 rows (median overshoot and settling over the starts × two seeds, against the real median).
 ``h100-sxm-cap-profile`` came from two runs: 70 evaluations on the profile alone (no lag) from
-``h100-sxm``, then 45 with this score from that optimum. It writes ``DIR/<preset>-profile.json`` (the fitted preset), ``DIR/fit.json`` (every
-evaluation) and ``DIR/scores.md``.
+``h100-sxm``, then 45 with this score from that optimum. ``h200-raw-cap-h200`` (session 14) came from
+``--preset h200-raw-cap-profile --name h200-raw-cap-h200 --overshoot-term --max-evals 80``, trained on
+``capstarts_f0bfff09`` and ``capstarts_40717706`` and held out on the four ``capstarts_rests*`` sets. It
+writes ``DIR/<name>.json`` (the fitted preset; ``--name``, default ``<preset>-profile``), ``DIR/fit.json``
+(every evaluation) and ``DIR/scores.md``.
 """
 
 from __future__ import annotations

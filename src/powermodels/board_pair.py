@@ -138,13 +138,14 @@ def board_pair_summary(pair: pd.DataFrame, cooling: pd.DataFrame | None = None) 
 
     rows = []
     for w, g in pair.groupby(schema.WORKLOAD, sort=False):
-        row = {schema.WORKLOAD: w, "mean_diff_pct": float(g[schema.BOARD_DIFF_PCT].mean()),
-               "worst_diff_pct": worst(g[schema.BOARD_DIFF_PCT]),
-               "mean_diff_matched_pct": float(g[schema.BOARD_DIFF_MATCHED_PCT].mean()),
-               "worst_diff_matched_pct": worst(g[schema.BOARD_DIFF_MATCHED_PCT]),
-               "mean_temperature_diff_c": float((g[schema.TEMPERATURE_B_C] - g[schema.TEMPERATURE_A_C]).mean())}
+        row = {schema.WORKLOAD: w, schema.MEAN_DIFF_PCT: float(g[schema.BOARD_DIFF_PCT].mean()),
+               schema.WORST_DIFF_PCT: worst(g[schema.BOARD_DIFF_PCT]),
+               schema.MEAN_DIFF_MATCHED_PCT: float(g[schema.BOARD_DIFF_MATCHED_PCT].mean()),
+               schema.WORST_DIFF_MATCHED_PCT: worst(g[schema.BOARD_DIFF_MATCHED_PCT]),
+               schema.MEAN_TEMPERATURE_DIFF_C: float((g[schema.TEMPERATURE_B_C]
+                                                      - g[schema.TEMPERATURE_A_C]).mean())}
         if cooling is not None:
             c = cooling.loc[cooling[schema.WORKLOAD] == w]
-            row["worst_cooling_diff_c"] = worst(c[schema.TEMPERATURE_B_C] - c[schema.TEMPERATURE_A_C])
+            row[schema.WORST_COOLING_DIFF_C] = worst(c[schema.TEMPERATURE_B_C] - c[schema.TEMPERATURE_A_C])
         rows.append(row)
     return pd.DataFrame(rows)

@@ -241,6 +241,12 @@ TEMPERATURE_B_C = "temperature_b_c"
 POWER_A_W = "power_a_w"                      # board A's counter mean over the second, W
 BOARD_DIFF_PCT = "board_diff_pct"            # B's energy per launch over A's − 1, %
 BOARD_DIFF_MATCHED_PCT = "board_diff_matched_pct"  # the same with B's power brought to A's temperature, %
+MEAN_DIFF_PCT = "mean_diff_pct"              # per workload: board_diff_pct's mean over the seconds
+WORST_DIFF_PCT = "worst_diff_pct"            # and its value at the second farthest from 0
+MEAN_DIFF_MATCHED_PCT = "mean_diff_matched_pct"
+WORST_DIFF_MATCHED_PCT = "worst_diff_matched_pct"
+MEAN_TEMPERATURE_DIFF_C = "mean_temperature_diff_c"  # B − A under load, °C
+WORST_COOLING_DIFF_C = "worst_cooling_diff_c"        # B − A in the idle after the series, the farthest second
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the
 #: same clock (the workload's own warm-up did not identify one, or ``pool_after`` was reached), given

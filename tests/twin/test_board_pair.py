@@ -49,7 +49,7 @@ def test_a_hotter_board_reads_higher_and_the_same_at_one_temperature(boards):
     cooling = cooling_pair(a, b_hot)
     assert len(cooling) == 6 and (cooling[schema.TEMPERATURE_B_C] > cooling[schema.TEMPERATURE_A_C]).all()
     summary = board_pair_summary(pair, cooling)
-    assert summary.loc[0, "worst_cooling_diff_c"] > 3.0 and summary.loc[0, "mean_temperature_diff_c"] > 3.0
+    assert summary.loc[0, schema.WORST_COOLING_DIFF_C] > 3.0 and summary.loc[0, schema.MEAN_TEMPERATURE_DIFF_C] > 3.0
 
 
 def test_a_board_with_more_dynamic_power_stays_apart_at_one_temperature(boards):
