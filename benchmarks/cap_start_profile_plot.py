@@ -24,7 +24,6 @@ from powermodels.recording import read_recording
 from powermodels.twin import metrics
 from powermodels.twin.cap_seeds import replay_capped_start
 from powermodels.twin.compare import replay_setup
-from powermodels.twin.preset import load_preset
 
 
 def real_curve(path: str):
@@ -37,7 +36,7 @@ def real_curve(path: str):
 def twin_curve(preset_name: str, path: str):
     rec = read_recording(path)
     workload = metrics.capped_series(rec)[0]
-    preset, ambient = replay_setup(rec, load_preset(preset_name))
+    preset, ambient = replay_setup(rec, preset_name)
     curves = []
     for entry in range(len(metrics.series_entries(rec, workload))):
         tw = replay_capped_start(rec, rec, preset, workload, entry, seed=0, ambient=ambient)

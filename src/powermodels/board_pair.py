@@ -17,18 +17,23 @@ import pandas as pd
 
 from . import schema
 from .recording import Recording
-from .twin.metrics import capped_series, energy_between, reading_series, warmup_energy_per_launch
+from .twin.metrics import (
+    capped_series,
+    energy_between,
+    reading_series,
+    series_entries,
+    warmup_energy_per_launch,
+)
 
 __all__ = ["board_pair", "board_pair_summary", "cooling_pair"]
 
 
-def _series_start(rec: Recording, workload: str, kind: str = "series") -> int:
-    """Index (in ``rec.phases``) of ``workload``'s first ``kind`` entry."""
-    ph = rec.phases.reset_index(drop=True)
-    hit = ph.index[(ph[schema.WORKLOAD] == workload) & (ph[schema.PHASE_KIND] == kind)]
-    if not len(hit):
-        raise ValueError(f"recording {rec.name}: no {kind!r} entry of workload {workload!r}")
-    return int(hit[0])
+def _series_start(rec: Recording, workload: str) -> int:
+    """Index (in ``rec.phases``) of ``workload``'s first ``series`` entry."""
+    entries = series_entries(rec, workload)
+    if not entries:
+        raise ValueError(f"recording {rec.name}: no 'series' entry of workload {workload!r}")
+    return entries[0]
 
 
 def _common_series(rec_a: Recording, rec_b: Recording, workloads) -> list[str]:
