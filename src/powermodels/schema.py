@@ -247,6 +247,12 @@ MEAN_DIFF_MATCHED_PCT = "mean_diff_matched_pct"
 WORST_DIFF_MATCHED_PCT = "worst_diff_matched_pct"
 MEAN_TEMPERATURE_DIFF_C = "mean_temperature_diff_c"  # B − A under load, °C
 WORST_COOLING_DIFF_C = "worst_cooling_diff_c"        # B − A in the idle after the series, the farthest second
+# each board's level against a twin preset's board, and the median board (powermodels.board_levels)
+RECORDING_NAME = "recording"                 # the recording's name (its folder)
+IDLE_AT_REF_W = "idle_at_ref_w"              # the calibrated preset's idle power at the preset's reference temperature, W
+DYNAMIC_SCALE = "dynamic_scale"              # the board's dynamic power over the preset's board (one factor)
+ACTIVITY_SCALE = "activity_scale"            # one workload's dynamic power on the board over the preset's (its series' ratio)
+THERMAL_SCALE = "thermal_scale"              # the board's thermal resistance over the preset's board (NaN: not read)
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the
 #: same clock (the workload's own warm-up did not identify one, or ``pool_after`` was reached), given

@@ -1,0 +1,148 @@
+"""Leave one board out: a preset moved to the median of the other boards, replayed on the board left out (no GPU).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/twin_pooled_boards.py --preset h200-raw --out DIR \\
+        datasets/h200-2026-11-2*/raw_recording*
+
+For each board of the recordings (their ``provenance["uuid"]``) except the preset's own fitting board
+(scored too, but marked in-sample), the levels of every *other* board (:func:`powermodels.board_levels.board_levels`)
+give a pooled preset (:func:`~powermodels.board_levels.pooled_preset`, ``scale`` board and workload, thermal
+factor on), and each of the board's recordings is replayed on the preset as fitted (board-blind) and on
+the pooled ones, with the ambient ``twin-compare`` uses (recorded-causal). Rows: the warm-up worst second
+per workload and the cooling worst second, as :func:`powermodels.twin.compare.compare_recordings` scores
+them. Writes ``DIR/rows.csv`` and ``DIR/summary.md`` and prints the summary; ``--save-pooled FILE``
+also writes the preset pooled over **all** boards (a candidate for shipping, validated by the rows).
+Replays are simulated; the recordings are real. ~1 min per replay on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from powermodels import schema
+from powermodels.board_levels import board_levels, pooled_preset
+from powermodels.recording import read_recording
+from powermodels.reporting import markdown_table
+from powermodels.twin.compare import compare_recordings, replay_setup
+from powermodels.twin.preset import load_preset, save_preset
+from powermodels.twin.replay import replay
+
+WARMUP, COOLING = "warm-up energy per launch, worst second", "cooling temperature, worst second of 30 s"
+
+
+def fitting_boards(preset) -> set[str]:
+    return {str(r.get("uuid")) for r in preset.provenance.get("fitted_from", []) if r.get("uuid")}
+
+
+def scored_rows(real, preset, variant: str, board: str, in_sample: bool) -> list[dict]:
+    adapted, profile = replay_setup(real, preset)
+    twin = replay(real, adapted, seed=0, ambient=profile)
+    table = compare_recordings(real, twin)
+    table = table.loc[table["metric"].isin([WARMUP, COOLING])]
+    return [{"board": board, "recording": real.name, "variant": variant, "in_sample": in_sample, **row}
+            for row in table.to_dict("records")]
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per board and variant: each warm-up worst second (%), the worst cooling (°C), rows within."""
+    out = []
+    for (board, variant), g in rows.groupby(["board", "variant"], sort=False):
+        warm = g.loc[g["metric"] == WARMUP]
+        cool = g.loc[g["metric"] == COOLING]
+        worst_warm = warm.loc[warm["error"].abs().groupby(warm[schema.WORKLOAD]).idxmax()]
+        out.append({"board": board[4:12], "variant": variant, "recordings": g["recording"].nunique(),
+                    **{w[:12]: round(float(e), 2) for w, e in zip(worst_warm[schema.WORKLOAD], worst_warm["error"],
+                                                                 strict=True)},
+                    "warm-up within": f"{int(warm['within'].sum())}/{len(warm)}",
+                    "cooling worst (°C)": float(cool["error"].abs().max()) if len(cool) else float("nan"),
+                    "cooling within": f"{int(cool['within'].sum())}/{len(cool)}",
+                    "in_sample": bool(g["in_sample"].any())})
+    return pd.DataFrame(out)
+
+
+def plot(rows: pd.DataFrame, path: Path, title: str) -> None:
+    """Each held-out board's warm-up worst seconds, one marker per variant: where the pooled preset moves them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    warm = rows.loc[(rows["metric"] == WARMUP) & ~rows["in_sample"]]
+    workloads = list(dict.fromkeys(warm[schema.WORKLOAD]))
+    boards = list(dict.fromkeys(warm["board"]))
+    variants = list(dict.fromkeys(warm["variant"]))
+    fig, axes = plt.subplots(1, len(workloads), figsize=(3.6 * len(workloads), 3.8), sharey=True)
+    for ax, w in zip(axes, workloads, strict=True):
+        for k, (v, marker) in enumerate(zip(variants, "oDs^", strict=False)):
+            g = warm.loc[(warm[schema.WORKLOAD] == w) & (warm["variant"] == v)]
+            x = [boards.index(b) + 0.2 * (k - 1) for b in g["board"]]
+            ax.plot(x, g["error"], marker, ls="none", label=v, alpha=0.85)
+        ax.axhspan(-1, 1, color="0.9", zorder=0)
+        ax.axhline(0, color="0.5", lw=0.8)
+        ax.set_xticks(range(len(boards)), [b[4:12] for b in boards], rotation=60, fontsize=7)
+        ax.set_title(w, fontsize=9)
+    axes[0].set_ylabel("twin / real − 1, worst second of the warm-up (%)")
+    axes[0].legend(fontsize=7, loc="lower left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", required=True)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--save-pooled", type=Path, help="write the preset pooled over every board here")
+    ap.add_argument("--pooled-name", help="the saved pooled preset's name")
+    ap.add_argument("--save-scale", choices=("board", "workload"), default="workload",
+                    help="the saved preset's scale (choose it by the rows: the held-out boards)")
+    ap.add_argument("--plot", type=Path, help="draw the held-out boards' warm-up rows to this PNG")
+    ap.add_argument("--from-rows", action="store_true", help="redraw the summary and plot from OUT/rows.csv, no replay")
+    ap.add_argument("recordings", nargs="*")
+    args = ap.parse_args(argv)
+    title = f"{args.preset} board-blind and moved to the median of the other boards (leave one board out; twin vs real)"
+    if args.from_rows:
+        rows = pd.read_csv(args.out / "rows.csv")
+        print(markdown_table(summary(rows)))
+        if args.plot:
+            plot(rows, args.plot, title)
+        return 0
+    if not args.recordings:
+        ap.error("give the recordings (or --from-rows)")
+    preset = load_preset(args.preset)
+    recs = [read_recording(p) for p in args.recordings]
+    levels = board_levels(preset, recs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    levels.to_csv(args.out / "levels.csv", index=False)
+    own = fitting_boards(preset)
+    rows = []
+    for board in levels[schema.DEVICE_UUID].unique():
+        others = levels.loc[levels[schema.DEVICE_UUID] != board]
+        variants = {"board-blind": preset,
+                    "pooled (board)": pooled_preset(preset, others, scale="board"),
+                    "pooled (workload)": pooled_preset(preset, others, scale="workload")}
+        for rec in (r for r in recs if str(r.provenance.get("uuid")) == board):
+            for variant, p in variants.items():
+                print(f"{board[:12]} {rec.name}: {variant}", flush=True)
+                rows += scored_rows(rec, p, variant, board, board in own)
+        pd.DataFrame(rows).to_csv(args.out / "rows.csv", index=False)  # kept as it grows: a long run can stop
+    table = summary(pd.DataFrame(rows))
+    text = markdown_table(table)
+    (args.out / "summary.md").write_text(text + "\n")
+    print(text)
+    if args.plot:
+        plot(pd.DataFrame(rows), args.plot, title)
+    if args.save_pooled:
+        pooled = pooled_preset(preset, levels, scale=args.save_scale, name=args.pooled_name)
+        save_preset(pooled, args.save_pooled)
+        print(json.dumps(pooled.fit["pooled_boards"], indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

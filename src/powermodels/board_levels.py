@@ -1,0 +1,190 @@
+"""Each board's level against a twin preset, and the preset moved to the median of several boards.
+
+A twin preset is fitted to one board, and boards of one model differ in their
+constant power, their dynamic power and how hot they run: board-blind,
+``h200-raw`` read 3.3–7.6 % low on two unseen H200s, mostly their constant
+power (+12 W at idle; docs/twin.md, session 14), and two H200s of one host
+ran 2.5–5.6 °C apart under one load. A user replaying a recording of a board
+nobody has seen gets the fitting board's levels, which are one draw from the
+boards' spread, not its middle.
+
+:func:`board_levels` reads each board's levels from its own recordings with
+the short calibrations the twin already has
+(:func:`~powermodels.twin.board.calibrate_board`: idle power and dynamic-power
+factor; :func:`~powermodels.twin.board_thermal.calibrate_board_thermal`: the
+thermal-resistance factor). :func:`pooled_preset` moves the preset to the
+**median board** of those levels: a board counts once whatever its number of
+recordings (the median of its own first), then the median over boards. That
+is the population's middle, the best board-blind guess when the boards'
+differences are a random effect around it (they are not the preset's physics:
+the leakage slope, thermal time constants, controller and sensor stay the
+fitted board's, read from a whole recording, not from a calibration's seconds).
+
+Column names are in :mod:`powermodels.schema`; the levels of a board are
+measurements of that board, the pooled preset is a model of none of them:
+validate it on boards left out of its pool (``benchmarks/twin_pooled_boards.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .twin.board import calibrate_board
+from .twin.board_thermal import calibrate_board_thermal
+from .twin.preset import TwinPreset, load_preset
+
+__all__ = ["board_levels", "pooled_preset"]
+
+
+def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
+    """Each recording's board against ``preset``: idle power, dynamic factors, thermal factor.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset the levels are read against.
+    recordings : iterable of Recording
+        Raw recordings (with a trace, an idle entry and uncapped series of the
+        preset's workloads) of one or several boards; the board is the
+        recording's ``provenance["uuid"]``.
+    thermal : bool, default=True
+        Also read the thermal-resistance factor (NaN where the readings
+        before the first series do not identify it).
+
+    Returns
+    -------
+    DataFrame
+        One row per recording and workload read: ``DEVICE_UUID``,
+        ``RECORDING_NAME`` (``name#2`` … where names repeat), ``WORKLOAD``, ``ACTIVITY_SCALE`` (that workload's
+        dynamic power over the preset's, at the idle-calibrated constant
+        power), and per recording ``IDLE_AT_REF_W`` (the board's idle power
+        moved to the preset's reference temperature along its leakage
+        slope), ``DYNAMIC_SCALE`` (the board's one factor: the median of its
+        same-kernel workloads) and ``THERMAL_SCALE``.
+
+    Raises
+    ------
+    ValueError
+        If no recording is given, or a recording cannot be calibrated
+        (:func:`~powermodels.twin.board.calibrate_board`'s message, which
+        names it).
+    """
+    twin = load_preset(preset)
+    ph = twin.physics
+    f, fm = ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]
+    rows, seen = [], {}
+    for rec in recordings:
+        # recordings of one name (natural_dvfs's "recording" folders) stay apart: name#2, name#3, ...
+        seen[rec.name] = seen.get(rec.name, 0) + 1
+        label = rec.name if seen[rec.name] == 1 else f"{rec.name}#{seen[rec.name]}"
+        cal = calibrate_board(twin, rec, scale="board")
+        report = cal.fit["board_calibration"]
+        k = np.nan
+        if thermal:
+            try:
+                k = calibrate_board_thermal(twin, rec).fit["board_thermal"]["k"]
+            except ValueError:  # not identified by this recording: the board's other recordings may tell
+                k = np.nan
+        base = {schema.DEVICE_UUID: report["uuid"], schema.RECORDING_NAME: label,
+                schema.IDLE_AT_REF_W: float(cal.physics.power_w(f, fm, ph.t_ref_c)),
+                schema.DYNAMIC_SCALE: float(report["dynamic_scale"]), schema.THERMAL_SCALE: float(k)}
+        series = report["series"]
+        if not series:
+            raise ValueError(f"board_levels: {rec.name} has no uncapped series of {twin.name}'s workloads "
+                             f"({', '.join(twin.workloads)}) to read a dynamic power from")
+        rows += [{**base, schema.WORKLOAD: w, schema.ACTIVITY_SCALE: float(r["ratio"])} for w, r in series.items()]
+    if not rows:
+        raise ValueError("board_levels: no recording given")
+    return pd.DataFrame(rows)
+
+
+def _median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
+    """The median over boards of each board's own median of ``column`` (NaN rows left out), and the boards counted."""
+    per_board = levels.dropna(subset=[column]).groupby(schema.DEVICE_UUID)[column].median()
+    return (float(per_board.median()) if len(per_board) else float("nan")), len(per_board)
+
+
+def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal: bool = True,
+                  name: str | None = None) -> TwinPreset:
+    """``preset`` moved to the median board of ``levels`` (:func:`board_levels`).
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset the levels were read against.
+    levels : DataFrame
+        :func:`board_levels` of the boards to pool (leave out the board a
+        validation replays).
+    scale : {"board", "workload"}, default="board"
+        ``"board"``: the core and memory coefficients times the median board's
+        one dynamic factor (DSO eq. 1: ``P_dyn = c·f·V²·a``, a board with more
+        capacitance or a higher V(f) draws more at every activity).
+        ``"workload"``: each workload's activity times the median board's
+        factor for that workload (the preset's board may have drawn an
+        atypical share on one kernel, e.g. the memory-bound triad).
+    thermal : bool, default=True
+        Every thermal resistance times the median board's factor (time
+        constants unchanged), where at least one board's was read.
+    name : str, optional
+        The pooled preset's name (default ``<preset>@median-of-<n>``).
+
+    Returns
+    -------
+    TwinPreset
+        The pooled preset. Its constant power is set last, so that its idle
+        power at the reference temperature is the median board's; its
+        ``fit["pooled_boards"]`` and provenance list the boards and the medians.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``scale``, empty ``levels``, or a pooled idle power that
+        needs a negative constant power on this preset.
+    """
+    twin = load_preset(preset)
+    if scale not in ("board", "workload"):
+        raise ValueError(f"pooled_preset: scale must be 'board' or 'workload', got {scale!r}")
+    if levels is None or not len(levels):
+        raise ValueError("pooled_preset: no board levels to pool")
+    ph = twin.physics
+    f, fm = ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]
+    idle_w, n_boards = _median_board(levels, schema.IDLE_AT_REF_W)
+    report = {"boards": sorted(levels[schema.DEVICE_UUID].unique()), "recordings": sorted(levels[schema.RECORDING_NAME].unique()),
+              "statistic": "median over boards of each board's median", "scale": scale, "idle_at_ref_w": idle_w,
+              "t_ref_c": ph.t_ref_c}
+    workloads = dict(twin.workloads)
+    if scale == "board":
+        factor, _ = _median_board(levels.drop_duplicates(schema.RECORDING_NAME), schema.DYNAMIC_SCALE)
+        ph = replace(ph, core_w_per_ghz=ph.core_w_per_ghz * factor, mem_w_per_ghz=ph.mem_w_per_ghz * factor)
+        report["dynamic_scale"] = factor
+    else:
+        report["activity_scale"] = {}
+        for w, rows in levels.groupby(schema.WORKLOAD):
+            if w not in workloads:
+                continue
+            ratio, n = _median_board(rows, schema.ACTIVITY_SCALE)
+            wl = workloads[w].workload
+            workloads[w] = replace(workloads[w], workload=replace(
+                wl, activity=float(np.clip(wl.activity * ratio, 0.0, 1.0)),
+                mem_activity=float(np.clip(wl.mem_activity * ratio, 0.0, 1.0))))
+            report["activity_scale"][w] = {"ratio": ratio, "boards": n}
+    if thermal:
+        k, n_thermal = _median_board(levels.drop_duplicates(schema.RECORDING_NAME), schema.THERMAL_SCALE)
+        if n_thermal:
+            poles = tuple((r * k, tau) for r, tau in ph.poles)
+            ph = (replace(ph, thermal_poles=poles) if ph.thermal_poles
+                  else replace(ph, thermal_resistance_k_per_w=poles[0][0]))
+        report.update(thermal_scale=k if n_thermal else None, thermal_boards=n_thermal)
+    # the idle power has core and memory idle-activity terms: set the constant power after the scaling
+    ph = replace(ph, p0_w=ph.p0_w + idle_w - float(ph.power_w(f, fm, ph.t_ref_c)))
+    if not ph.p0_w >= 0:
+        raise ValueError(f"pooled_preset: the median idle power {idle_w:.1f} W at {ph.t_ref_c:g} °C needs a negative "
+                         f"constant power on {twin.name}")
+    report["p0_w"] = ph.p0_w
+    return replace(twin, name=name or f"{twin.name}@median-of-{n_boards}", physics=ph, workloads=workloads,
+                   provenance={**twin.provenance, "pooled_boards": report},
+                   fit={**twin.fit, "pooled_boards": report})

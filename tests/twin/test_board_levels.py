@@ -1,0 +1,119 @@
+"""Each board's level against a preset, and the preset moved to the median board (twin-made boards, known levels)."""
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powermodels import schema
+from powermodels.board_levels import board_levels, pooled_preset
+from powermodels.twin import metrics
+from powermodels.twin.replay import replay
+
+from .test_twin_board import board, schedule
+
+#: three boards of one model: (constant power W, dynamic-power factor, thermal-resistance factor)
+BOARDS = {"GPU-low": (19.0, 0.96, 0.9), "GPU-mid": (25.0, 1.02, 1.0), "GPU-high": (33.0, 1.08, 1.2)}
+
+
+def made_board(p0_w: float, factor: float, k: float, seed: int):
+    b = board(core_w_per_ghz=230.0 * factor, p0_w=p0_w)
+    ph = b.physics
+    b = replace(b, physics=replace(ph, thermal_poles=tuple((r * k, tau) for r, tau in ph.poles)))
+    return replay(schedule(), b, seed=seed, poll_s=2e-3, start_temperature_c=40.0)
+
+
+@pytest.fixture(scope="module")
+def recordings():
+    recs = []
+    for seed, (uuid, levels) in enumerate(BOARDS.items()):
+        rec = made_board(*levels, seed=seed)
+        rec.provenance["uuid"] = uuid
+        recs.append(rec)
+    return recs
+
+
+@pytest.fixture(scope="module")
+def levels(recordings):
+    return board_levels(board(), recordings, thermal=False)
+
+
+def test_levels_read_each_board(levels):
+    per = levels.drop_duplicates(schema.RECORDING_NAME).set_index(schema.DEVICE_UUID)
+    assert per[schema.DYNAMIC_SCALE].to_dict() == pytest.approx({u: v[1] for u, v in BOARDS.items()}, abs=0.02)
+    # the constant power's order is the idle power's; one row per workload read
+    assert per[schema.IDLE_AT_REF_W]["GPU-low"] < per[schema.IDLE_AT_REF_W]["GPU-mid"] < per[schema.IDLE_AT_REF_W]["GPU-high"]
+    assert set(levels[schema.WORKLOAD]) == {"gemm", "triad"} and len(levels) == 6
+    assert levels[schema.THERMAL_SCALE].isna().all()
+
+
+def test_pooled_preset_is_the_median_board(levels):
+    preset = board()
+    pooled = pooled_preset(preset, levels, scale="board", thermal=False)
+    mid = levels.loc[levels[schema.DEVICE_UUID] == "GPU-mid"].iloc[0]
+    ph = pooled.physics
+    assert ph.core_w_per_ghz == pytest.approx(230.0 * mid[schema.DYNAMIC_SCALE], rel=1e-9)
+    assert float(ph.power_w(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0], ph.t_ref_c)) == pytest.approx(
+        mid[schema.IDLE_AT_REF_W], abs=1e-6)
+    assert pooled.name == "b@median-of-3" and pooled.fit["pooled_boards"]["boards"] == sorted(BOARDS)
+    # what no calibration reads stays the preset's
+    assert ph.thermal_poles == preset.physics.thermal_poles and ph.leakage_per_c == preset.physics.leakage_per_c
+
+
+def test_a_board_counts_once_however_many_recordings(levels):
+    # the high board recorded five times must not pull the median up
+    many = levels.copy()
+    for i in range(4):
+        more = levels.loc[levels[schema.DEVICE_UUID] == "GPU-high"].copy()
+        more[schema.RECORDING_NAME] = f"again-{i}"
+        many = pd.concat([many, more], ignore_index=True)
+    once, five = (pooled_preset(board(), x, thermal=False).physics for x in (levels, many))
+    assert five.core_w_per_ghz == pytest.approx(once.core_w_per_ghz) and five.p0_w == pytest.approx(once.p0_w)
+
+
+def test_workload_scale_moves_activities_not_the_core(levels):
+    preset = board()
+    pooled = pooled_preset(preset, levels, scale="workload", thermal=False)
+    assert pooled.physics.core_w_per_ghz == preset.physics.core_w_per_ghz
+    ratio = pooled.fit["pooled_boards"]["activity_scale"]["gemm"]["ratio"]
+    assert ratio == pytest.approx(1.02, abs=0.03)
+    assert pooled.workload("gemm").workload.activity == pytest.approx(preset.workload("gemm").workload.activity * ratio)
+
+
+def test_the_median_boards_replay_is_closer_to_a_left_out_board(recordings):
+    # pooled from the two outer boards, the preset of a badly-placed board (the high one) moves towards the middle
+    preset = board(core_w_per_ghz=230.0 * 1.08, p0_w=33.0)
+    outer = board_levels(preset, [recordings[0], recordings[2]], thermal=False)
+    pooled = pooled_preset(preset, outer, thermal=False)
+    mid = metrics.warmup_energy_per_launch(recordings[1], "gemm", 4)[schema.ENERGY_J].to_numpy()[1:]
+    error = {}
+    for name, p in (("preset", preset), ("pooled", pooled)):
+        tw = replay(schedule(), p, seed=1, poll_s=2e-3, start_temperature_c=40.0)
+        energy = metrics.warmup_energy_per_launch(tw, "gemm", 4)[schema.ENERGY_J].to_numpy()[1:]
+        error[name] = float(np.abs(energy / mid - 1).max())
+    assert error["preset"] > 0.03
+    assert error["pooled"] < error["preset"] / 2
+
+
+def test_thermal_factor_is_pooled_where_read(levels):
+    # the short schedule does not identify a board's resistance (NaN): nothing to pool, the poles stay
+    unread = pooled_preset(board(), levels)
+    assert unread.physics.thermal_poles == board().physics.thermal_poles
+    assert unread.fit["pooled_boards"]["thermal_boards"] == 0
+    # read on two boards of three: their median, every resistance times it, the time constants kept
+    read = levels.copy()
+    read[schema.THERMAL_SCALE] = read[schema.DEVICE_UUID].map({"GPU-low": 0.9, "GPU-mid": np.nan, "GPU-high": 1.3})
+    pooled = pooled_preset(board(), read)
+    assert pooled.fit["pooled_boards"]["thermal_scale"] == pytest.approx(1.1)
+    assert [r for r, _ in pooled.physics.poles] == pytest.approx([r * 1.1 for r, _ in board().physics.poles])
+    assert [t for _, t in pooled.physics.poles] == [t for _, t in board().physics.poles]
+
+
+def test_bad_input_is_refused(levels):
+    with pytest.raises(ValueError, match="scale must be"):
+        pooled_preset(board(), levels, scale="boards")
+    with pytest.raises(ValueError, match="no board levels"):
+        pooled_preset(board(), levels.iloc[:0])
+    with pytest.raises(ValueError, match="no recording"):
+        board_levels(board(), [])
