@@ -117,3 +117,27 @@ def test_bad_input_is_refused(levels):
         pooled_preset(board(), levels.iloc[:0])
     with pytest.raises(ValueError, match="no recording"):
         board_levels(board(), [])
+
+
+def test_shipped_pooled_h200_preset_is_reproduced_from_its_recordings():
+    """``h200-raw-pooled`` (session 15) is ``h200-raw`` moved to the median of the recordings it names."""
+    from pathlib import Path
+
+    from powermodels.recording import read_recording
+    from powermodels.twin.preset import load_preset
+
+    shipped = load_preset("h200-raw-pooled")
+    root = Path(__file__).resolve().parents[2]
+    paths = [root / p for p in shipped.provenance["pooled_from"]]
+    if not all(p.is_dir() for p in paths):
+        pytest.skip("the H200 recordings are not in this checkout")
+    levels = board_levels("h200-raw", [read_recording(p) for p in paths])
+    again = pooled_preset("h200-raw", levels, scale="board", name="h200-raw-pooled")
+    assert len(shipped.fit["pooled_boards"]["boards"]) == 7
+    for field in ("p0_w", "core_w_per_ghz", "mem_w_per_ghz"):
+        assert getattr(again.physics, field) == pytest.approx(getattr(shipped.physics, field), rel=1e-9), field
+    assert np.ravel(again.physics.poles) == pytest.approx(np.ravel(shipped.physics.poles), rel=1e-9)
+    # only the levels moved: the leakage slope, controller and sensor are h200-raw's
+    raw = load_preset("h200-raw")
+    assert shipped.physics.leakage_per_c == raw.physics.leakage_per_c and shipped.sensor == raw.sensor
+    assert shipped.physics.cap_proportional == raw.physics.cap_proportional
