@@ -87,9 +87,9 @@ def plot(rows: pd.DataFrame, path: Path, title: str) -> None:
         ax.set_xticks(range(len(boards)), [b[4:12] for b in boards], rotation=60, fontsize=7)
         ax.set_title(w, fontsize=9)
     axes[0].set_ylabel("twin / real − 1, worst second of the warm-up (%)")
-    axes[0].legend(fontsize=7, loc="lower left")
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="upper right")
+    fig.suptitle(title, fontsize=10, x=0.4)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=120)
 
 
