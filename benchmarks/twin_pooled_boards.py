@@ -5,8 +5,8 @@ Usage::
     PYTHONPATH=src python benchmarks/twin_pooled_boards.py --preset h200-raw --out DIR \\
         datasets/h200-2026-11-2*/raw_recording*
 
-For each board of the recordings (their ``provenance["uuid"]``) except the preset's own fitting board
-(scored too, but marked in-sample), the levels of every *other* board (:func:`powermodels.board_levels.board_levels`)
+For each board of the recordings (their ``provenance["uuid"]``; the preset's own fitting board is scored
+too, marked in-sample), the levels of every *other* board (:func:`powermodels.board_levels.board_levels`)
 give a pooled preset (:func:`~powermodels.board_levels.pooled_preset`, ``scale`` board and workload, thermal
 factor on), and each of the board's recordings is replayed on the preset as fitted (board-blind) and on
 the pooled ones, with the ambient ``twin-compare`` uses (recorded-causal). Rows: the warm-up worst second
@@ -99,7 +99,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--save-pooled", type=Path, help="write the preset pooled over every board here")
     ap.add_argument("--pooled-name", help="the saved pooled preset's name")
-    ap.add_argument("--save-scale", choices=("board", "workload"), default="workload",
+    ap.add_argument("--save-scale", choices=("board", "workload"), default="board",
                     help="the saved preset's scale (choose it by the rows: the held-out boards)")
     ap.add_argument("--plot", type=Path, help="draw the held-out boards' warm-up rows to this PNG")
     ap.add_argument("--from-rows", action="store_true", help="redraw the summary and plot from OUT/rows.csv, no replay")

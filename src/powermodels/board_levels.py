@@ -153,12 +153,15 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     ph = twin.physics
     f, fm = ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]
     idle_w, n_boards = _median_board(levels, schema.IDLE_AT_REF_W)
-    report = {"boards": sorted(levels[schema.DEVICE_UUID].unique()), "recordings": sorted(levels[schema.RECORDING_NAME].unique()),
+    report = {"boards": sorted(levels[schema.DEVICE_UUID].unique()),
+              "recordings": sorted(levels[schema.RECORDING_NAME].unique()),
               "statistic": "median over boards of each board's median", "scale": scale, "idle_at_ref_w": idle_w,
               "t_ref_c": ph.t_ref_c}
     workloads = dict(twin.workloads)
+    # the board-wide columns repeat on each workload's row: one row per recording for their medians
+    per_recording = levels.drop_duplicates([schema.DEVICE_UUID, schema.RECORDING_NAME])
     if scale == "board":
-        factor, _ = _median_board(levels.drop_duplicates(schema.RECORDING_NAME), schema.DYNAMIC_SCALE)
+        factor, _ = _median_board(per_recording, schema.DYNAMIC_SCALE)
         ph = replace(ph, core_w_per_ghz=ph.core_w_per_ghz * factor, mem_w_per_ghz=ph.mem_w_per_ghz * factor)
         report["dynamic_scale"] = factor
     else:
@@ -173,7 +176,7 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
                 mem_activity=float(np.clip(wl.mem_activity * ratio, 0.0, 1.0))))
             report["activity_scale"][w] = {"ratio": ratio, "boards": n}
     if thermal:
-        k, n_thermal = _median_board(levels.drop_duplicates(schema.RECORDING_NAME), schema.THERMAL_SCALE)
+        k, n_thermal = _median_board(per_recording, schema.THERMAL_SCALE)
         if n_thermal:
             poles = tuple((r * k, tau) for r, tau in ph.poles)
             ph = (replace(ph, thermal_poles=poles) if ph.thermal_poles
