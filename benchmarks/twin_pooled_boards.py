@@ -6,8 +6,8 @@ Usage::
         datasets/h200-2026-11-2*/raw_recording*
 
 For each board of the recordings (their ``provenance["uuid"]``; the preset's own fitting board is scored
-too, marked in-sample), the levels of every *other* board (:func:`powermodels.board_levels.board_levels`)
-give a pooled preset (:func:`~powermodels.board_levels.pooled_preset`, ``scale`` board and workload, thermal
+too, marked in-sample), the levels of every *other* board (:func:`powermodels.board_calibration.pooled.board_levels`)
+give a pooled preset (:func:`~powermodels.board_calibration.pooled.pooled_preset`, ``scale`` board and workload, thermal
 factor on), and each of the board's recordings is replayed on the preset as fitted (board-blind) and on
 the pooled ones, with the ambient ``twin-compare`` uses (recorded-causal). Rows: the warm-up worst second
 per workload and the cooling worst second, as :func:`powermodels.twin.compare.compare_recordings` scores
@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels import schema
-from powermodels.board_levels import board_levels, pooled_preset
+from powermodels.board_calibration import board_levels, pooled_preset
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.compare import compare_recordings, replay_setup

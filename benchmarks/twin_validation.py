@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from powermodels.board_calibration import calibrated_preset
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
@@ -64,12 +65,13 @@ BF16_TIME = {"torch_bf16_matmul_8192": {"t_fast_s": 1.506e-3 * 1493.0 / 1980.0, 
 def held_out(folder, preset, out: Path, ambient: str = "recorded", calibrate: str | None = None) -> pd.DataFrame:
     """Replay a recording of a board no fit saw on ``preset``; the table, plots and per-second warm-up.
 
-    ``calibrate``: ``twin_compare(..., calibrate=)`` (the board's first idle and each series' first second
+    ``calibrate``: the preset calibrated on ``folder`` first (``calibrated_preset(..., scale=calibrate)``: the
+    board's first idle and each series' first second
     in-sample; ``DIR/held_out_<folder>/<ambient>-calibrated-<calibrate>/``).
     """
     real = read_recording(folder, trace_optional=True)
     dest = out / f"held_out_{Path(folder).name}" / (ambient + (f"-calibrated-{calibrate}" if calibrate else ""))
-    table = twin_compare(real, preset, dest, ambient=ambient, calibrate=calibrate)
+    table = twin_compare(real, calibrated_preset(preset, real, scale=calibrate), dest, ambient=ambient)
     twin = read_recording(dest / "twin", trace_optional=True)
     warmup_seconds(real, twin).to_csv(dest / "warmup_seconds.csv", index=False)
     held_out_figure(real, twin, dest / "held_out.png")

@@ -247,7 +247,7 @@ MEAN_DIFF_MATCHED_PCT = "mean_diff_matched_pct"
 WORST_DIFF_MATCHED_PCT = "worst_diff_matched_pct"
 MEAN_TEMPERATURE_DIFF_C = "mean_temperature_diff_c"  # B − A under load, °C
 WORST_COOLING_DIFF_C = "worst_cooling_diff_c"        # B − A in the idle after the series, the farthest second
-# each board's level against a twin preset's board, and the median board (powermodels.board_levels)
+# each board's level against a twin preset's board, and the median board (powermodels.board_calibration.pooled)
 RECORDING_NAME = "recording"                 # the recording's name (its folder)
 IDLE_AT_REF_W = "idle_at_ref_w"              # the calibrated preset's idle power at the preset's reference temperature, W
 DYNAMIC_SCALE = "dynamic_scale"              # the board's dynamic power over the preset's board (one factor)

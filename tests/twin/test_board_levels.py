@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.board_levels import board_levels, pooled_preset
+from powermodels.board_calibration import board_levels, pooled_preset
 from powermodels.twin import metrics
 from powermodels.twin.replay import replay
 

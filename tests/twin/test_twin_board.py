@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
+from powermodels.board_calibration.calibrate import calibrate_board, calibrated_preset
 from powermodels.devices.physics import GPUPhysics
 from powermodels.devices.sensor_emulation import PRESETS
 from powermodels.devices.simulated_workload import SimulatedWorkload
 from powermodels.twin import metrics
-from powermodels.twin.board import calibrate_board
 from powermodels.twin.preset import TwinPreset, TwinWorkload
 from powermodels.twin.replay import replay
 
@@ -84,6 +84,39 @@ def test_per_workload_scale_and_capped_series_skipped(other_board):
         calibrate_board(preset, other_board, scale="gpu")
 
 
+def test_core_and_memory_factors_are_recovered_apart():
+    """``scale="domains"``: a board with 8 % more core power and 15 % less memory power (session 15's triad)."""
+    preset = board()
+    ph = preset.physics
+    other = replace(preset, physics=replace(ph, core_w_per_ghz=ph.core_w_per_ghz * 1.08,
+                                            mem_w_per_ghz=ph.mem_w_per_ghz * 0.85))
+    rec = replay(schedule(), other, seed=2, poll_s=2e-3, start_temperature_c=40.0)
+    cal = calibrate_board(preset, rec, scale="domains")
+    report = cal.fit["board_calibration"]
+    assert report["core_scale"] == pytest.approx(1.08, abs=0.02)
+    assert report["memory_scale"] == pytest.approx(0.85, abs=0.04)
+    assert cal.physics.mem_w_per_ghz == pytest.approx(ph.mem_w_per_ghz * report["memory_scale"])
+    # one factor for both cannot fit the two workloads; the two factors fit each within 1 %
+    one = calibrate_board(preset, rec, scale="board")
+    for name, p in (("one", one), ("two", cal)):
+        tw = replay(schedule(), p, seed=2, poll_s=2e-3, start_temperature_c=40.0)
+        worst = max(float(np.abs(metrics.warmup_energy_per_launch(tw, w, 4)[schema.ENERGY_J].to_numpy()[1:]
+                                 / metrics.warmup_energy_per_launch(rec, w, 4)[schema.ENERGY_J].to_numpy()[1:] - 1).max())
+                    for w in ("gemm", "triad"))
+        if name == "one":
+            assert worst > 0.02
+        else:
+            assert worst < 0.01
+
+
+def test_domains_need_a_memory_bound_and_a_compute_bound_series(other_board):
+    preset = board()
+    # the triad alone: its core and memory parts move together, one series cannot split them
+    only_triad = replace(preset, workloads={"triad": preset.workload("triad")})
+    with pytest.raises(ValueError, match="cannot tell the core's power from the memory's"):
+        calibrate_board(only_triad, other_board, scale="domains")
+
+
 def test_another_kernel_under_the_same_name_does_not_set_the_board_factor(other_board):
     preset = board()
     gemm = preset.workload("gemm")
@@ -114,7 +147,7 @@ def test_calibrated_comparison_scores_the_warmup_after_the_seconds_read(other_bo
     """Fails before: the warm-up rows took their worst second from second 0, inside the calibration's read (0.2–1.2 s)."""
     from powermodels.twin.compare import compare_recordings, twin_compare
 
-    table = twin_compare(other_board, board(), tmp_path / "cmp", calibrate="board")
+    table = twin_compare(other_board, calibrated_preset(board(), other_board, scale="board"), tmp_path / "cmp")
     warm = table.loc[table["metric"].str.startswith("warm-up energy")]
     assert len(warm) == 2 and (warm["metric"] == "warm-up energy per launch, worst second from second 2 on").all()
     assert "warm-up rows start at second 2" in " ".join(table.attrs["not_compared"])

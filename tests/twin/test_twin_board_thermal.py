@@ -1,4 +1,4 @@
-"""The board's thermal resistance, read before the first thermal series (twin.board_thermal)."""
+"""The board's thermal resistance, read before the first thermal series (board_calibration.thermal)."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from powermodels import schema
+from powermodels.board_calibration.thermal import calibrate_board_thermal
 from powermodels.recording import read_recording
-from powermodels.twin.board_thermal import calibrate_board_thermal
 from powermodels.twin.replay import replay
 
 from .test_twin import known_preset, schedule

@@ -31,14 +31,15 @@ def add_arguments(parser) -> None:
                              "every idle stretch, each value from its stretch's end on (recorded-causal, the "
                              "default since session 11), from the first idle stretch before any load (initial), "
                              "from every stretch interpolated (recorded), or the preset's constant (preset)")
-    parser.add_argument("--calibrate-board", choices=("board", "workload"), default=None,
+    parser.add_argument("--calibrate-board", choices=("board", "workload", "domains"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "
-                             "each uncapped series' first second (twin.board.calibrate_board): one dynamic-power "
-                             "factor for the board, or one per workload; those seconds are then in-sample, so the "
-                             "warm-up rows are scored from second 2 on")
+                             "each uncapped series' first second (board_calibration.calibrate_board): one "
+                             "dynamic-power factor for the board, one per workload, or one for the core and one for "
+                             "the memory (domains); those seconds are then in-sample, so the warm-up rows are scored "
+                             "from second 2 on")
     parser.add_argument("--calibrate-thermal", action="store_true",
                         help="scale the preset's thermal resistances to the recording's board, read from the "
-                             "readings before its first series (twin.board_thermal; the warm-up and cooling rows "
+                             "readings before its first series (board_calibration.thermal; the warm-up and cooling rows "
                              "stay held out)")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
@@ -56,6 +57,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
+    from ..board_calibration import calibrated_preset
     from ..recording import read_recording
     from ..twin.compare import twin_compare
     from ..twin.preset import load_preset, with_cap_controller
@@ -64,6 +66,7 @@ def run(args) -> int:
     out_folder(args.out)  # before the replay, not after it
     preset = with_cap_controller(load_preset(args.preset), args.cap_controller)
     real = read_recording(args.recording, trace_optional=True)
+    preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal)
 
     shown = [0.0]
 
@@ -77,8 +80,7 @@ def run(args) -> int:
             raise ValueError(f"twin-compare: {path} is not a file")
     table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
                          protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window,
-                         ambient=args.ambient, calibrate=args.calibrate_board,
-                         calibrate_thermal=args.calibrate_thermal,
+                         ambient=args.ambient,
                          cap_seeds=range(args.seed, args.seed + max(args.cap_seeds, 1)))
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"

@@ -7,8 +7,8 @@
 * :mod:`~powermodels.twin.replay` — :func:`replay` runs a recording's
   schedule (``phases.parquet``) on a preset and returns the recording the
   twin makes (the same files as the real one);
-* :mod:`~powermodels.twin.board` — :func:`~powermodels.twin.board.calibrate_board`
-  brings a preset to another board from its first idle and first second;
+* :mod:`powermodels.board_calibration` (its own package) brings a preset to
+  another board, or to the median of several;
 * :mod:`~powermodels.twin.metrics` / :mod:`~powermodels.twin.compare` —
   the same measurements on the real and the twin recording, as a table and
   overlay plots.

@@ -19,8 +19,6 @@ from ..recording import Recording, write_recording
 from ..reporting import markdown_table
 from . import metrics
 from .ambient import initial_ambient, recorded_ambient
-from .board import calibrate_board
-from .board_thermal import calibrate_board_thermal
 from .cap_seeds import CAP_SEEDS, cap_rows_over_seeds, capped_series_seeds
 from .metrics import capped_series
 from .overlays import plot_cap_settling, plot_overlays
@@ -258,9 +256,21 @@ def warm_start_note(real: Recording, preset, initial_c: float) -> str:
             "work), so the replay runs too hot — compare with --ambient recorded-causal")
 
 
+def read_from(preset, real: Recording, key: str) -> dict | None:
+    """The preset's ``fit[key]`` calibration report if it was read from ``real`` itself, else None.
+
+    A preset calibrated on the recording it replays (``powermodels.board_calibration``) has read part of
+    it: those parts are in-sample. A calibration read from another recording of the board leaves all of
+    ``real`` held out.
+    """
+    report = load_preset(preset).fit.get(key)
+    same = report is not None and report.get("recording") == real.name and report.get("uuid") == str(
+        real.provenance.get("uuid", real.name))
+    return report if same else None
+
+
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
-                 sensor_window=None, ambient: str = "recorded-causal", calibrate: str | None = None,
-                 calibrate_thermal: bool = False, cap_seeds=CAP_SEEDS) -> pd.DataFrame:
+                 sensor_window=None, ambient: str = "recorded-causal", cap_seeds=CAP_SEEDS) -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -291,17 +301,15 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     docs/twin.md, session 11). The table's ``attrs["ambient"]``, the ``comparison.md`` and the
     twin's provenance say which was used (docs/twin.md compares them).
 
-    ``calibrate`` (``"board"`` or ``"workload"``) first brings the preset to
-    the recording's board from its first idle entry and each uncapped series'
-    first second (:func:`~powermodels.twin.board.calibrate_board` with that
-    ``scale``): those seconds are then in-sample, so the warm-up rows are
-    scored from the first whole second after them (``from_s`` of
-    :func:`compare_recordings`), the rest of each series being the validation.
-
-    ``calibrate_thermal`` scales the preset's thermal resistances to the
-    board from the readings before the recording's first series
-    (:func:`~powermodels.twin.board_thermal.calibrate_board_thermal`), after
-    ``calibrate``; no scored row but clock recovery reads that part.
+    A preset brought to the recording's board from this recording itself
+    (:func:`powermodels.board_calibration.calibrated_preset`, the command's
+    ``--calibrate-board`` / ``--calibrate-thermal``) has read its first idle
+    entry and each uncapped series' first second: those seconds are
+    in-sample, so the warm-up rows are scored from the first whole second
+    after them (``from_s`` of :func:`compare_recordings`), the rest of each
+    series being the validation; the table's notes say what was read
+    (:func:`read_from`). The thermal calibration reads only the part before
+    the first series, which no scored row but clock recovery reads.
 
     ``cap_seeds``: each capped series (with the idle before it) is replayed
     once per sensor seed and its overshoot and settling rows take the
@@ -315,16 +323,14 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
         The comparison table (:func:`compare_recordings` plus the protocol and sensor rows).
     """
     out = Path(out_dir)
-    if calibrate:
-        preset = calibrate_board(preset, real, scale=calibrate)
-    if calibrate_thermal:
-        preset = calibrate_board_thermal(preset, real)
+    preset = load_preset(preset)
+    cal, thermal = (read_from(preset, real, key) for key in ("board_calibration", "board_thermal"))
     profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
     twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
     twin.provenance["workloads_adapted"] = adapted
     write_recording(twin, out / "twin")
-    read_s = preset.fit["board_calibration"]["series_read_s"] if calibrate else [0.0, 0.0]
+    read_s = cal["series_read_s"] if cal else [0.0, 0.0]
     table = compare_recordings(real, twin, from_s=read_s[1])
     notes = table.attrs["not_compared"]
     if len(tuple(cap_seeds)) > 1:
@@ -344,20 +350,20 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
                                     f"{v['time_ratio']:.3f}, host gap {v['gap_s'] * 1e6:.0f} µs"
                                     for k, v in adapted.items()]
     table.attrs["ambient"] = ambient_note
-    if calibrate:
-        cal = preset.fit["board_calibration"]
+    if cal:
         table.attrs["not_compared"].append(
-            f"board calibration ({calibrate}; its seconds are in-sample, so the warm-up rows start at second "
+            f"board calibration ({cal['scale']}; its seconds are in-sample, so the warm-up rows start at second "
             f"{int(np.ceil(read_s[1] - 1e-9))}): idle {cal['idle_offset_w']:+.1f} W, dynamic power x "
             + ", ".join(f"{r['ratio']:.3f} ({w}" + (f", {len(r['ratios'])} series)" if len(r["ratios"]) > 1 else ")")
                         for w, r in cal["series"].items())
-            + (f", board x {cal['dynamic_scale']:.3f}" if calibrate == "board" else "") + f"; read {cal['read']}")
-    if calibrate_thermal:
-        th = preset.fit["board_thermal"]
+            + (f", board x {cal['dynamic_scale']:.3f}" if cal["scale"] == "board" else "")
+            + (f", core x {cal['core_scale']:.3f}, memory x {cal['memory_scale']:.3f}" if cal["scale"] == "domains"
+               else "") + f"; read {cal['read']}")
+    if thermal:
         table.attrs["not_compared"].append(
-            f"board thermal resistance x {th['k']:.3f} of the preset's (read from the {th['readings']} readings "
-            f"before the first series, {th['read_s'][1]:.0f} s; RMS {th['rms_before_c']:.2f} -> "
-            f"{th['rms_after_c']:.2f} °C; the series and cooling rows are after it)")
+            f"board thermal resistance x {thermal['k']:.3f} of the preset's (read from the {thermal['readings']} "
+            f"readings before the first series, {thermal['read_s'][1]:.0f} s; RMS {thermal['rms_before_c']:.2f} -> "
+            f"{thermal['rms_after_c']:.2f} °C; the series and cooling rows are after it)")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
     notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))

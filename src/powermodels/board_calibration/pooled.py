@@ -10,8 +10,8 @@ boards' spread, not its middle.
 
 :func:`board_levels` reads each board's levels from its own recordings with
 the short calibrations the twin already has
-(:func:`~powermodels.twin.board.calibrate_board`: idle power and dynamic-power
-factor; :func:`~powermodels.twin.board_thermal.calibrate_board_thermal`: the
+(:func:`~powermodels.board_calibration.calibrate.calibrate_board`: idle power and dynamic-power
+factor; :func:`~powermodels.board_calibration.thermal.calibrate_board_thermal`: the
 thermal-resistance factor). :func:`pooled_preset` moves the preset to the
 **median board** of those levels: a board counts once whatever its number of
 recordings (the median of its own first), then the median over boards. That
@@ -32,10 +32,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from . import schema
-from .twin.board import calibrate_board
-from .twin.board_thermal import calibrate_board_thermal
-from .twin.preset import TwinPreset, load_preset
+from .. import schema
+from ..twin.preset import TwinPreset, load_preset
+from .calibrate import calibrate_board
+from .thermal import calibrate_board_thermal
 
 __all__ = ["board_levels", "pooled_preset"]
 
@@ -70,7 +70,7 @@ def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
     ------
     ValueError
         If no recording is given, or a recording cannot be calibrated
-        (:func:`~powermodels.twin.board.calibrate_board`'s message, which
+        (:func:`~powermodels.board_calibration.calibrate.calibrate_board`'s message, which
         names it).
     """
     twin = load_preset(preset)

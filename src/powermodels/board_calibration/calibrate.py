@@ -22,7 +22,14 @@ controller, sensors and each workload's activity stay the preset's):
   idle power stays calibrated. ``scale="workload"``: each series' workload
   gets its own ratio on its core and memory activity (a workload of the
   same name may be another kernel on another machine; the board's share
-  and the workload's cannot be told apart from one second).
+  and the workload's cannot be told apart from one second). ``scale="domains"``:
+  one factor for the core and one for the memory (DSO eq. 1 has the two as
+  separate terms, ``P = A + Bc·a + Bm·m``): the least-squares pair through
+  the series' dynamic power, which needs a compute-bound and a memory-bound
+  workload. Boards of one model differ in their memory power apart from
+  their core power: the triad drew ×1.10–1.13 of ``h200-raw``'s board on
+  three H200s and ×1.01–1.02 on three others, the compute kernels within
+  5 % on all six (docs/twin.md, session 15).
 
 A capped series (NVML's clock reading below the top clock or the power-cap
 reason set in most of its first second; without those readings, a power
@@ -43,10 +50,29 @@ import numpy as np
 
 from .. import clock_events, schema
 from ..recording import Recording
-from . import metrics
-from .preset import TwinPreset, load_preset
+from ..twin import metrics
+from ..twin.preset import TwinPreset, load_preset
+from .thermal import calibrate_board_thermal
 
-__all__ = ["calibrate_board"]
+__all__ = ["SCALES", "calibrate_board", "calibrated_preset"]
+
+#: what :func:`calibrate_board` can scale: the board's dynamic power, each workload's, or core and memory apart
+SCALES = ("board", "workload", "domains")
+#: least ratio of the smaller to the larger singular value of the core / memory columns (each scaled to unit
+#: length) for ``scale="domains"``: below it the series cannot tell the core's factor from the memory's
+DOMAIN_CONDITION = 0.1
+
+
+def _domain_factors(parts: np.ndarray, dynamic: np.ndarray, name: str) -> tuple[float, float]:
+    """The core and memory factors ``(kc, km)`` with ``dynamic ≈ kc·parts[:, 0] + km·parts[:, 1]``."""
+    norms = np.linalg.norm(parts, axis=0) if len(parts) else np.zeros(2)
+    sv = np.linalg.svd(parts / np.where(norms > 0, norms, 1.0), compute_uv=False) if len(parts) >= 2 else np.zeros(1)
+    if len(parts) < 2 or not (norms > 0).all() or sv[-1] < DOMAIN_CONDITION * sv[0]:
+        raise ValueError(f"calibrate_board: {name}'s uncapped series cannot tell the core's power from the memory's "
+                         "(scale='domains' needs a compute-bound and a memory-bound workload of the preset); use "
+                         "scale='board'")
+    kc, km = np.linalg.lstsq(parts, dynamic, rcond=None)[0]
+    return float(kc), float(km)
 
 
 def _counter_power(rec: Recording, a: float, b: float) -> float:
@@ -98,9 +124,11 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     cap_share : float, default=0.97
         Without clock and clock-event readings, a series whose first second
         draws more than this share of the power limit counts as capped.
-    scale : {"board", "workload"}, default="board"
+    scale : {"board", "workload", "domains"}, default="board"
         One dynamic-power factor for the board (the median of the series'),
-        or each series' workload its own activity factor.
+        each series' workload its own activity factor, or one factor for the
+        core and one for the memory (least squares over the same-kernel
+        series; refused when they cannot tell the two apart).
     same_kernel : float, default=0.02
         Relative difference of the time per launch at the top clock (5th
         percentile of the recording's launches) beyond which a workload is
@@ -116,8 +144,8 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
         their ratios), ``series_read_s`` the seconds read from each series' start.
     """
     twin = load_preset(preset)
-    if scale not in ("board", "workload"):
-        raise ValueError(f"calibrate_board: scale must be 'board' or 'workload', got {scale!r}")
+    if scale not in SCALES:
+        raise ValueError(f"calibrate_board: scale must be one of {', '.join(SCALES)}, got {scale!r}")
     if not rec.has_trace:
         raise ValueError(f"calibrate_board: {rec.name} has no trace (the temperature readings are needed)")
     ph = twin.physics
@@ -146,27 +174,37 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
         if not (np.isfinite(p) and np.isfinite(t)) or capped:
             continue
         wl = twin.workloads[w].workload
-        base = float(cal.power_w(f, fm, t))
-        preset_w = float(cal.power_w(f, fm, t, wl.activity, wl.mem_activity))
+        base, core_w, mem_w = (float(x) for x in cal.power_terms(f, fm, t))
+        preset_w = base + core_w * wl.activity + mem_w * wl.mem_activity
         if w not in rows:
             times = rec.launches.loc[rec.launches[schema.WORKLOAD] == w, schema.TIME_S].to_numpy(float)
             time_ratio = float(np.percentile(times, 5)) / float(wl.time_s(f, fm)) if times.size else float("nan")
             rows[w] = {"real_w": [], "preset_w": [], "temperature_c": [], "series_t0_s": [], "ratios": [],
+                       "core_w": [], "memory_w": [], "zero_activity_w": [],
                        "time_ratio": time_ratio, "same_kernel": bool(abs(time_ratio - 1.0) <= same_kernel)}
         # every series of a workload is read (a recording may repeat one): one ratio, their median
         for key, value in (("real_w", p), ("preset_w", preset_w), ("temperature_c", t), ("series_t0_s", t0),
-                           ("ratios", (p - base) / (preset_w - base))):
+                           ("ratios", (p - base) / (preset_w - base)), ("core_w", core_w * wl.activity),
+                           ("memory_w", mem_w * wl.mem_activity), ("zero_activity_w", base)):
             rows[w][key].append(value)
         rows[w]["ratio"] = float(np.median(rows[w]["ratios"]))
     workloads = dict(twin.workloads)
-    if scale == "board":
-        same = [r["ratio"] for r in rows.values() if r["same_kernel"]]
-        factor = float(np.median(same)) if same else 1.0
-        cal = replace(cal, core_w_per_ghz=ph.core_w_per_ghz * factor, mem_w_per_ghz=ph.mem_w_per_ghz * factor)
+    factor, domains = float("nan"), None
+    if scale in ("board", "domains"):
+        if scale == "board":
+            same = [r["ratio"] for r in rows.values() if r["same_kernel"]]
+            factor = float(np.median(same)) if same else 1.0
+            core, memory = factor, factor
+        else:
+            same = [r for r in rows.values() if r["same_kernel"]]
+            parts = np.array([[c, m] for r in same for c, m in zip(r["core_w"], r["memory_w"], strict=True)])
+            dynamic = np.array([p - z for r in same for p, z in zip(r["real_w"], r["zero_activity_w"], strict=True)])
+            core, memory = _domain_factors(parts.reshape(-1, 2), dynamic, rec.name)
+            domains = {"core_scale": core, "memory_scale": memory}
+        cal = replace(cal, core_w_per_ghz=ph.core_w_per_ghz * core, mem_w_per_ghz=ph.mem_w_per_ghz * memory)
         # the idle power has core and memory idle-activity terms: keep it at the calibrated value
         cal = replace(cal, p0_w=cal.p0_w + p_idle - float(cal.power_w(f, fm, t_idle)))
     else:
-        factor = float("nan")
         for w, r in rows.items():
             wl = workloads[w].workload
             wl = replace(wl, activity=float(np.clip(wl.activity * r["ratio"], 0.0, 1.0)),
@@ -177,10 +215,37 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
                          f"needs a negative constant power on {twin.name}")
     uuid = str(rec.provenance.get("uuid", rec.name))
     report = {"recording": rec.name, "uuid": uuid, "idle_w": p_idle, "idle_temperature_c": t_idle,
-              "idle_read_s": [a, b], "idle_offset_w": idle_offset, "scale": scale, "dynamic_scale": factor, "series": rows,
+              "idle_read_s": [a, b], "idle_offset_w": idle_offset, "scale": scale, "dynamic_scale": factor,
+              **(domains or {}), "series": rows,
               "series_read_s": [skip_s, skip_s + first_s],
               "read": f"first idle entry from {settle_s:g} s; each uncapped series from {skip_s:g} s for "
                       f"{first_s:g} s"}
     prov = {**twin.provenance, "board_calibration": report}
     return replace(twin, name=f"{twin.name}@{uuid.removeprefix('GPU-')[:8]}", physics=cal, workloads=workloads,
                    provenance=prov, fit={**twin.fit, "board_calibration": report})
+
+
+def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool = False) -> TwinPreset:
+    """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/--calibrate-thermal`` does.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset (fitted to another board).
+    rec : Recording
+        The board's raw recording; :func:`~powermodels.twin.compare.twin_compare`
+        on this recording then scores its warm-up rows after the seconds read.
+    scale : {"board", "workload"}, optional
+        :func:`calibrate_board`'s ``scale``; None leaves the power as the preset's.
+    thermal : bool, default=False
+        Then scale the thermal resistances
+        (:func:`~powermodels.board_calibration.thermal.calibrate_board_thermal`).
+
+    Returns
+    -------
+    TwinPreset
+    """
+    twin = load_preset(preset)
+    if scale is not None:
+        twin = calibrate_board(twin, rec, scale=scale)
+    return calibrate_board_thermal(twin, rec) if thermal else twin

@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import schema
 from ..recording import Recording
-from .ambient import network_rise
-from .preset import TwinPreset, load_preset
+from ..twin.ambient import network_rise
+from ..twin.preset import TwinPreset, load_preset
 
 __all__ = ["calibrate_board_thermal"]
 

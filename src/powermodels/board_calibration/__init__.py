@@ -1,0 +1,24 @@
+"""A twin preset brought to a board it was not fitted to, or to the median of several boards.
+
+Boards of one model differ in constant power, dynamic power and how hot they
+run (docs/twin.md, sessions 10–15). A preset fitted to one board carries that
+board's levels; these modules move them, and nothing else of the preset:
+
+* :mod:`~powermodels.board_calibration.calibrate` — :func:`calibrate_board`:
+  idle power and dynamic power from a recording's first idle and each
+  series' first second (:func:`calibrated_preset`: that and the thermal one, as
+  ``twin-compare --calibrate-board`` applies them);
+* :mod:`~powermodels.board_calibration.thermal` — :func:`calibrate_board_thermal`:
+  the thermal resistances from the readings before the first thermal series;
+* :mod:`~powermodels.board_calibration.pooled` — :func:`board_levels` and
+  :func:`pooled_preset`: each board's levels, and the preset moved to their
+  median board (the board-blind guess for a board nobody has seen).
+
+The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
+"""
+
+from .calibrate import calibrate_board, calibrated_preset
+from .pooled import board_levels, pooled_preset
+from .thermal import calibrate_board_thermal
+
+__all__ = ["board_levels", "calibrate_board", "calibrate_board_thermal", "calibrated_preset", "pooled_preset"]
