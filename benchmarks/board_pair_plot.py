@@ -81,15 +81,15 @@ def main(argv=None) -> int:
         for j, (board, colour) in enumerate(zip(boards, plt.cm.Set1.colors, strict=False)):
             g = starts.loc[starts["board"] == board]
             jitter = 1.0 + 0.06 * (j - (len(boards) - 1) / 2)
-            ax.plot(g[schema.REST_S] * jitter, g["overshoot_w"], "o", color=colour, alpha=0.75,
-                    label=f"{board}: median {g['overshoot_w'].median():.1f} W ({len(g)} starts)")
+            ax.plot(g[schema.REST_S] * jitter, g[schema.OVERSHOOT_W], "o", color=colour, alpha=0.75,
+                    label=f"{board}: median {g[schema.OVERSHOOT_W].median():.1f} W ({len(g)} starts)")
         ax.set_xscale("log")
         ax.set(xlabel="idle before the start (s, log)", ylabel="first-second mean above settled (W)",
                title="capped bf16 GEMM starts from idle")
         ax.legend(fontsize=7)
         starts[schema.REST_S] = starts[schema.REST_S].round()  # each rest as asked (the sleeps overrun by ms)
         print(markdown_table(starts.groupby(["board", schema.REST_S])[
-            ["overshoot_w", "settling_s", schema.START_TEMPERATURE_C]].median().round(2).reset_index()))
+            [schema.OVERSHOOT_W, schema.SETTLING_S, schema.START_TEMPERATURE_C]].median().round(2).reset_index()))
     fig.suptitle("Real H200s (same host, same schedule, same moment); dashed: B's power moved by "
                  f"α = {args.alpha_w_per_c:g} W/°C to A's die temperature", fontsize=10)
     fig.tight_layout()

@@ -24,8 +24,8 @@ from powermodels.recording import read_recording
 from powermodels.twin import metrics
 from powermodels.twin.metrics import capped_series
 
-METRICS = (("overshoot_w", "cap overshoot", "overshoot: first-second mean above settled (W)"),
-           ("settling_s", "cap settling", "settling time: 1 s mean within 1 % (s)"))
+METRICS = ((schema.OVERSHOOT_W, "cap overshoot", "overshoot: first-second mean above settled (W)"),
+           (schema.SETTLING_S, "cap settling", "settling time: 1 s mean within 1 % (s)"))
 
 
 def load_set(label: str, recording: str, cmp: str | None) -> dict:
@@ -83,10 +83,10 @@ def main(argv=None) -> int:
     sets = [load_set(*s) for s in args.set]
     for s in sets:
         st = s["starts"]
-        print(f"{s['label']}: {len(st)} starts; overshoot median {st['overshoot_w'].median():.1f} W "
-              f"({st['overshoot_w'].min():.1f}–{st['overshoot_w'].max():.1f}), settling median "
-              f"{st['settling_s'].median():.1f} s ({st['settling_s'].min():.1f}–{st['settling_s'].max():.1f})"
-              + (f"; twin medians {s['twin']['overshoot_w']:.1f} W, {s['twin']['settling_s']:.1f} s"
+        print(f"{s['label']}: {len(st)} starts; overshoot median {st[schema.OVERSHOOT_W].median():.1f} W "
+              f"({st[schema.OVERSHOOT_W].min():.1f}–{st[schema.OVERSHOOT_W].max():.1f}), settling median "
+              f"{st[schema.SETTLING_S].median():.1f} s ({st[schema.SETTLING_S].min():.1f}–{st[schema.SETTLING_S].max():.1f})"
+              + (f"; twin medians {s['twin'][schema.OVERSHOOT_W]:.1f} W, {s['twin'][schema.SETTLING_S]:.1f} s"
                  if s["twin"] else ""))
     if args.out:
         plot(sets, args.out)

@@ -20,6 +20,7 @@ import argparse
 import pandas as pd
 from twin_cap_profile_fit import FIELDS, Recordings, twin_runs
 
+from powermodels import schema
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
 from powermodels.twin.preset import load_preset
@@ -42,8 +43,8 @@ def main(argv=None) -> int:
             per = twin_runs(recs, values, None, seeds=(0, 1))
             twin = pd.concat([p["rows"] for p in per])
             real = pd.concat([it["starts"] for it in recs.items])
-            o_r, o_t = float(real["overshoot_w"].median()), float(twin["overshoot_w"].median())
-            s_r, s_t = float(real["settling_s"].median()), float(twin["settling_s"].median())
+            o_r, o_t = float(real[schema.OVERSHOOT_W].median()), float(twin[schema.OVERSHOOT_W].median())
+            s_r, s_t = float(real[schema.SETTLING_S].median()), float(twin[schema.SETTLING_S].median())
             rows.append({"preset": name, "board": label, "starts": len(real), "overshoot_real_w": o_r,
                          "overshoot_twin_w": o_t, "overshoot_err": o_t / o_r - 1.0, "settling_real_s": s_r,
                          "settling_twin_s": s_t, "settling_err": metrics.settling_error(s_r, s_t)})

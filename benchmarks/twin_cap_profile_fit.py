@@ -218,8 +218,8 @@ def main(argv=None) -> int:
                 per = twin_runs(recs, values, pool, seeds=(0, 1))
                 for it, p in zip(recs.items, per, strict=True):
                     real = it["starts"]
-                    o_r, s_r = float(real["overshoot_w"].median()), float(real["settling_s"].median())
-                    o_t, s_t = float(p["rows"]["overshoot_w"].median()), float(p["rows"]["settling_s"].median())
+                    o_r, s_r = float(real[schema.OVERSHOOT_W].median()), float(real[schema.SETTLING_S].median())
+                    o_t, s_t = float(p["rows"][schema.OVERSHOOT_W].median()), float(p["rows"][schema.SETTLING_S].median())
                     rows.append({"role": role, "recording": Path(it["path"]).name, "controller": label,
                                  "starts": len(real),
                                  "profile_rms_w": rms(p["profile"], it["profile"]),

@@ -50,6 +50,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from powermodels import schema
 from powermodels.recording import Recording, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
@@ -77,11 +78,11 @@ def starts_score(preset, rec: Recording, workload: str, *, seeds=STARTS_SEEDS, a
     """
     real = metrics.cap_starts(rec, workload)
     twin = capped_series_seeds(rec, rec, preset, workload, seeds=seeds, ambient=ambient)
-    o_real, s_real = float(real["overshoot_w"].median()), float(real["settling_s"].median())
-    o_twin, s_twin = float(twin["overshoot_w"].median()), float(twin["settling_s"].median())
+    o_real, s_real = float(real[schema.OVERSHOOT_W].median()), float(real[schema.SETTLING_S].median())
+    o_twin, s_twin = float(twin[schema.OVERSHOOT_W].median()), float(twin[schema.SETTLING_S].median())
     o_err = o_twin / o_real - 1.0 if o_real != 0 else np.inf
     s_err = s_twin / max(s_real, 0.1) - 1.0
-    return {"overshoot_w": o_twin, "settling_s": s_twin, "overshoot_err": o_err, "settling_err": s_err,
+    return {schema.OVERSHOOT_W: o_twin, schema.SETTLING_S: s_twin, "overshoot_err": o_err, "settling_err": s_err,
             "score": (abs(o_err) + abs(s_err)) / 2.0 / ISSUE_TOLERANCE}
 
 
@@ -145,7 +146,7 @@ def fit_cap_gains_on_starts(preset, rec: Recording, *, grid=CAP_GAIN_GRID, seeds
         real = metrics.cap_starts(rec, workload)
         report["cap_starts_fit"] = {
             "recording": rec.name, "workload": workload, "starts": n, "seeds": list(seeds),
-            "real_overshoot_w": float(real["overshoot_w"].median()), "real_settling_s": float(real["settling_s"].median()),
+            "real_overshoot_w": float(real[schema.OVERSHOOT_W].median()), "real_settling_s": float(real[schema.SETTLING_S].median()),
             "candidates": table.to_dict(orient="records"),
             "chosen": {k: float(table[k].iloc[best]) for k in GAIN_FIELDS}}
     return replace(preset, physics=replace(preset.physics, **{k: float(table[k].iloc[best]) for k in GAIN_FIELDS}))

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from powermodels import schema
 from powermodels.board_calibration import calibrated_preset
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
@@ -240,15 +241,15 @@ def cap_variants(folders, out: Path) -> pd.DataFrame:
     for folder in folders:
         real = read_recording(folder, trace_optional=True, probes=False)
         c = metrics.cap_overshoot(real, "torch_bf16_matmul_8192")
-        rows.append({"recording": Path(folder).name, "controller": "real", "overshoot_w": c["overshoot_w"],
-                     "settling_s": c["settling_s"]})
+        rows.append({"recording": Path(folder).name, "controller": "real", schema.OVERSHOOT_W: c[schema.OVERSHOOT_W],
+                     schema.SETTLING_S: c[schema.SETTLING_S]})
         for label, gains in CAP_VARIANTS.items():
             preset = base if gains is None else replace(base, physics=replace(
                 base.physics, **dict(zip(GAIN_FIELDS, gains))))
             preset, _ = adapt_workloads(preset, real)
             c = metrics.cap_overshoot(replay(real, preset), "torch_bf16_matmul_8192")
-            rows.append({"recording": Path(folder).name, "controller": label, "overshoot_w": c["overshoot_w"],
-                         "settling_s": c["settling_s"]})
+            rows.append({"recording": Path(folder).name, "controller": label, schema.OVERSHOOT_W: c[schema.OVERSHOOT_W],
+                         schema.SETTLING_S: c[schema.SETTLING_S]})
             print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
     (out / "cap_variants.md").write_text(markdown_table(table) + "\n")

@@ -105,4 +105,4 @@ def _starts(rec: Recording, workload: str, span_s: float, steady_from_s: float, 
         if lasts < span_s:
             raise ValueError(f"recording {rec.name}: {workload!r} series at {t0:.1f} s lasts {lasts:.1f} s; "
                              f"{what} needs {span_s:g} s")
-    return list(zip(rows[schema.T0_S].to_numpy(float), rows["settled_w"].to_numpy(float), strict=True))
+    return list(zip(rows[schema.T0_S].to_numpy(float), rows[schema.SETTLED_W].to_numpy(float), strict=True))

@@ -232,6 +232,11 @@ CAPPED_ROWS_AT_LIMIT = "capped_rows_at_limit"  # "k/n" state rows at the power l
 # a capped start from idle (powermodels.twin.metrics.cap_starts)
 REST_S = "rest_s"                            # the idle right before the start, s
 START_TEMPERATURE_C = "start_temperature_c"  # the die reading at the start, °C
+SETTLED_W = "settled_w"                      # the counter's mean over the start's last seconds (powermodels.twin.metrics.cap_overshoot), W
+FIRST_SECOND_W = "first_second_w"            # the counter's mean over the start's first second, W
+OVERSHOOT_W = "overshoot_w"                  # first_second_w − settled_w, W
+PEAK_W = "peak_w"                            # the highest 1 s mean of the start, W
+SETTLING_S = "settling_s"                    # when the 1 s mean last left ±1 % of settled_w, s from the start
 # two boards' recordings of one schedule side by side (powermodels.board_pair)
 SECOND = "second"                            # whole seconds from the start of a series (0 = the first)
 ENERGY_A_J = "energy_a_j"                    # energy per launch on board A in that second, J

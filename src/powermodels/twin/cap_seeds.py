@@ -143,12 +143,12 @@ def cap_rows_over_seeds(real: Recording, runs: dict, target: float) -> list[dict
         starts = metrics.cap_starts(real, w)
         starts = starts.loc[starts["entry"].isin(entries)]
         n_seeds = len(d) // max(len(entries), 1)
-        for metric, key in (("cap overshoot: first-second mean above settled", "overshoot_w"),
-                            ("cap settling time (1 s mean within 1 %)", "settling_s")):
+        for metric, key in (("cap overshoot: first-second mean above settled", schema.OVERSHOOT_W),
+                            ("cap settling time (1 s mean within 1 %)", schema.SETTLING_S)):
             b = float(np.median(d[key]))
             a = float(np.median(starts[key]))
-            err = metrics.settling_error(a, b) if key == "settling_s" else b / a - 1.0
-            unit = "W" if key == "overshoot_w" else "s"
+            err = metrics.settling_error(a, b) if key == schema.SETTLING_S else b / a - 1.0
+            unit = "W" if key == schema.OVERSHOOT_W else "s"
             twin_text = (f"twin: median of {n_seeds} sensor seeds" if len(entries) == 1
                          else f"twin: median of {len(entries)} starts × {n_seeds} sensor seeds")
             real_text = ("" if len(entries) == 1 else

@@ -121,11 +121,11 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
         starts = metrics.cap_starts(real, w)
         ca, cb, n = starts.median(), metrics.cap_starts(twin, w).median(), len(starts)
         each = "" if n == 1 else f"; median of {n} starts"
-        rows.append(_row("cap overshoot: first-second mean above settled", w, ca["overshoot_w"],
-                         cb["overshoot_w"], cb["overshoot_w"] / ca["overshoot_w"] - 1.0, TARGETS["cap_rel"],
+        rows.append(_row("cap overshoot: first-second mean above settled", w, ca[schema.OVERSHOOT_W],
+                         cb[schema.OVERSHOOT_W], cb[schema.OVERSHOOT_W] / ca[schema.OVERSHOOT_W] - 1.0, TARGETS["cap_rel"],
                          f"W (relative error{each})"))
-        rows.append(_row("cap settling time (1 s mean within 1 %)", w, ca["settling_s"], cb["settling_s"],
-                         metrics.settling_error(ca["settling_s"], cb["settling_s"]), TARGETS["cap_rel"],
+        rows.append(_row("cap settling time (1 s mean within 1 %)", w, ca[schema.SETTLING_S], cb[schema.SETTLING_S],
+                         metrics.settling_error(ca[schema.SETTLING_S], cb[schema.SETTLING_S]), TARGETS["cap_rel"],
                          f"s (relative error{each})"))
     table = pd.DataFrame(rows)
     table.attrs["not_compared"] = not_compared

@@ -192,7 +192,7 @@ def capped_series_rows(preset, rec: Recording, holdout=()) -> list[dict]:
         twin = replay(ph.loc[ph[schema.T1_S] <= t1 + 1e-9].reset_index(drop=True), preset,
                       start_temperature_c=start_c)
         real_c, twin_c = metrics.cap_overshoot(rec, w), metrics.cap_overshoot(twin, w)
-        for key in ("overshoot_w", "settling_s"):
+        for key in (schema.OVERSHOOT_W, schema.SETTLING_S):
             r, q = real_c[key], twin_c[key]
             rows.append({"workload": w, "metric": key, "real": r, "twin": q,
                          "error": (q - r) / abs(r) if r else float("nan")})

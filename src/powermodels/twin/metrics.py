@@ -293,8 +293,8 @@ def cap_overshoot(rec: Recording, workload: str, *, kind: str = "series", settle
     p = energy_between(rec, a, a + 1.0)
     settled = float(energy_between(rec, t0 + steady_from_s, t1) / (t1 - t0 - steady_from_s))
     outside = np.flatnonzero((np.abs(p / settled - 1.0) > settle_band) & (a - t0 < steady_from_s))
-    return {"settled_w": settled, "first_second_w": float(p[0]), "overshoot_w": float(p[0] - settled),
-            "peak_w": float(p.max()), "settling_s": float(a[outside[-1]] - t0 + 1.0) if outside.size else 0.0}
+    return {schema.SETTLED_W: settled, schema.FIRST_SECOND_W: float(p[0]), schema.OVERSHOOT_W: float(p[0] - settled),
+            schema.PEAK_W: float(p.max()), schema.SETTLING_S: float(a[outside[-1]] - t0 + 1.0) if outside.size else 0.0}
 
 
 def ladder_steps(rec: Recording, *, skip_s: float = 0.2) -> pd.DataFrame:

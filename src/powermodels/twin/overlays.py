@@ -33,8 +33,8 @@ def plot_cap_settling(real: Recording, twin: Recording, ax, workload: str, *, la
         a = t0 + np.arange(0.0, min(seconds, t1 - t0 - 1.0), 0.1)
         c = metrics.cap_overshoot(rec, workload)
         line, = ax.plot(a - t0 + 1.0, metrics.energy_between(rec, a, a + 1.0), style, lw=1.0,
-                        label=f"{name} (settled {c['settling_s']:.1f} s)")
-        ax.axvline(c["settling_s"], color=line.get_color(), ls=":", lw=0.8)
+                        label=f"{name} (settled {c[schema.SETTLING_S]:.1f} s)")
+        ax.axvline(c[schema.SETTLING_S], color=line.get_color(), ls=":", lw=0.8)
     ax.set_xlabel("s since the series started (1 s window end)", fontsize=8)
     ax.set_ylabel("1 s mean power, W")
     ax.set_title(workload, fontsize=8)
