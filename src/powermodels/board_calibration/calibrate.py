@@ -5,7 +5,7 @@ GPU-620707cb drew 4.1 % more than the fitted board on the fp32 GEMM and 3.7 %
 less at idle (docs/twin.md). That is the board's own static and dynamic power,
 which no preset fitted to another board can know. :func:`calibrate_board`
 reads two short pieces of a recording of the new board and changes two
-numbers of the preset, nothing else (the thermal network, leakage slope,
+or three numbers of the preset, nothing else (the thermal network, leakage slope,
 controller, sensors and each workload's activity stay the preset's):
 
 * **idle** — the counter's mean power over the recording's first idle entry
@@ -132,7 +132,8 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     same_kernel : float, default=0.02
         Relative difference of the time per launch at the top clock (5th
         percentile of the recording's launches) beyond which a workload is
-        another kernel: left out of the board's factor (``scale="board"``).
+        another kernel: left out of the board's factors (``scale="board"`` or
+        ``"domains"``).
 
     Returns
     -------
