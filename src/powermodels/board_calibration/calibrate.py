@@ -51,10 +51,10 @@ import numpy as np
 from .. import clock_events, schema
 from ..recording import Recording
 from ..twin import metrics
-from ..twin.preset import TwinPreset, load_preset
+from ..twin.preset import TwinPreset, TwinWorkload, load_preset
 from .thermal import calibrate_board_thermal
 
-__all__ = ["SCALES", "calibrate_board", "calibrated_preset"]
+__all__ = ["SCALES", "calibrate_board", "calibrated_preset", "scaled_activity", "with_idle_power"]
 
 #: what :func:`calibrate_board` can scale: the board's dynamic power, each workload's, or core and memory apart
 SCALES = ("board", "workload", "domains")
@@ -63,16 +63,34 @@ SCALES = ("board", "workload", "domains")
 DOMAIN_CONDITION = 0.1
 
 
+def with_idle_power(physics, idle_w: float, temperature_c: float):
+    """``physics`` with its constant power set so that its idle power at ``temperature_c`` is ``idle_w``.
+
+    The idle power has core and memory idle-activity terms: set it after any scaling of their coefficients.
+    """
+    return replace(physics, p0_w=physics.p0_w + idle_w
+                   - float(physics.power_w(physics.sm_clock_max_mhz, physics.mem_clocks_mhz[0], temperature_c)))
+
+
+def scaled_activity(workload: TwinWorkload, ratio: float) -> TwinWorkload:
+    """``workload`` with its core and memory activity times ``ratio`` (each kept within 0..1)."""
+    wl = workload.workload
+    return replace(workload, workload=replace(wl, activity=float(np.clip(wl.activity * ratio, 0.0, 1.0)),
+                                              mem_activity=float(np.clip(wl.mem_activity * ratio, 0.0, 1.0))))
+
+
 def _domain_factors(parts: np.ndarray, dynamic: np.ndarray, name: str) -> tuple[float, float]:
     """The core and memory factors ``(kc, km)`` with ``dynamic ≈ kc·parts[:, 0] + km·parts[:, 1]``."""
-    norms = np.linalg.norm(parts, axis=0) if len(parts) else np.zeros(2)
-    sv = np.linalg.svd(parts / np.where(norms > 0, norms, 1.0), compute_uv=False) if len(parts) >= 2 else np.zeros(1)
-    if len(parts) < 2 or not (norms > 0).all() or sv[-1] < DOMAIN_CONDITION * sv[0]:
-        raise ValueError(f"calibrate_board: {name}'s uncapped series cannot tell the core's power from the memory's "
-                         "(scale='domains' needs a compute-bound and a memory-bound workload of the preset); use "
-                         "scale='board'")
-    kc, km = np.linalg.lstsq(parts, dynamic, rcond=None)[0]
-    return float(kc), float(km)
+    if len(parts) >= 2:
+        norms = np.linalg.norm(parts, axis=0)
+        if (norms > 0).all():
+            sv = np.linalg.svd(parts / norms, compute_uv=False)
+            if sv[-1] >= DOMAIN_CONDITION * sv[0]:
+                kc, km = np.linalg.lstsq(parts, dynamic, rcond=None)[0]
+                return float(kc), float(km)
+    raise ValueError(f"calibrate_board: {name}'s uncapped series cannot tell the core's power from the memory's "
+                     "(scale='domains' needs a compute-bound and a memory-bound workload of the preset); use "
+                     "scale='board'")
 
 
 def _counter_power(rec: Recording, a: float, b: float) -> float:
@@ -200,17 +218,13 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
             same = [r for r in rows.values() if r["same_kernel"]]
             parts = np.array([[c, m] for r in same for c, m in zip(r["core_w"], r["memory_w"], strict=True)])
             dynamic = np.array([p - z for r in same for p, z in zip(r["real_w"], r["zero_activity_w"], strict=True)])
-            core, memory = _domain_factors(parts.reshape(-1, 2), dynamic, rec.name)
+            core, memory = _domain_factors(parts, dynamic, rec.name)
             domains = {"core_scale": core, "memory_scale": memory}
         cal = replace(cal, core_w_per_ghz=ph.core_w_per_ghz * core, mem_w_per_ghz=ph.mem_w_per_ghz * memory)
-        # the idle power has core and memory idle-activity terms: keep it at the calibrated value
-        cal = replace(cal, p0_w=cal.p0_w + p_idle - float(cal.power_w(f, fm, t_idle)))
+        cal = with_idle_power(cal, p_idle, t_idle)  # the idle power stays the calibrated one
     else:
         for w, r in rows.items():
-            wl = workloads[w].workload
-            wl = replace(wl, activity=float(np.clip(wl.activity * r["ratio"], 0.0, 1.0)),
-                         mem_activity=float(np.clip(wl.mem_activity * r["ratio"], 0.0, 1.0)))
-            workloads[w] = replace(workloads[w], workload=wl)
+            workloads[w] = scaled_activity(workloads[w], r["ratio"])
     if cal.p0_w < 0:
         raise ValueError(f"calibrate_board: the idle power of {rec.name} ({p_idle:.1f} W at {t_idle:.1f} °C) "
                          f"needs a negative constant power on {twin.name}")

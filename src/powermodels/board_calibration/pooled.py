@@ -34,8 +34,8 @@ import pandas as pd
 
 from .. import schema
 from ..twin.preset import TwinPreset, load_preset
-from .calibrate import calibrate_board
-from .thermal import calibrate_board_thermal
+from .calibrate import calibrate_board, scaled_activity, with_idle_power
+from .thermal import calibrate_board_thermal, scaled_resistance
 
 __all__ = ["board_levels", "pooled_preset"]
 
@@ -151,7 +151,6 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     if levels is None or not len(levels):
         raise ValueError("pooled_preset: no board levels to pool")
     ph = twin.physics
-    f, fm = ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]
     idle_w, n_boards = _median_board(levels, schema.IDLE_AT_REF_W)
     report = {"boards": sorted(levels[schema.DEVICE_UUID].unique()),
               "recordings": sorted(levels[schema.RECORDING_NAME].unique()),
@@ -170,20 +169,14 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
             if w not in workloads:
                 continue
             ratio, n = _median_board(rows, schema.ACTIVITY_SCALE)
-            wl = workloads[w].workload
-            workloads[w] = replace(workloads[w], workload=replace(
-                wl, activity=float(np.clip(wl.activity * ratio, 0.0, 1.0)),
-                mem_activity=float(np.clip(wl.mem_activity * ratio, 0.0, 1.0))))
+            workloads[w] = scaled_activity(workloads[w], ratio)
             report["activity_scale"][w] = {"ratio": ratio, "boards": n}
     if thermal:
         k, n_thermal = _median_board(per_recording, schema.THERMAL_SCALE)
         if n_thermal:
-            poles = tuple((r * k, tau) for r, tau in ph.poles)
-            ph = (replace(ph, thermal_poles=poles) if ph.thermal_poles
-                  else replace(ph, thermal_resistance_k_per_w=poles[0][0]))
+            ph = scaled_resistance(ph, k)
         report.update(thermal_scale=k if n_thermal else None, thermal_boards=n_thermal)
-    # the idle power has core and memory idle-activity terms: set the constant power after the scaling
-    ph = replace(ph, p0_w=ph.p0_w + idle_w - float(ph.power_w(f, fm, ph.t_ref_c)))
+    ph = with_idle_power(ph, idle_w, ph.t_ref_c)  # after the scaling: the idle power has idle-activity terms
     if not ph.p0_w >= 0:
         raise ValueError(f"pooled_preset: the median idle power {idle_w:.1f} W at {ph.t_ref_c:g} °C needs a negative "
                          f"constant power on {twin.name}")

@@ -32,7 +32,14 @@ from ..recording import Recording
 from ..twin.ambient import network_rise
 from ..twin.preset import TwinPreset, load_preset
 
-__all__ = ["calibrate_board_thermal"]
+__all__ = ["calibrate_board_thermal", "scaled_resistance"]
+
+
+def scaled_resistance(physics, k: float):
+    """``physics`` with every thermal resistance times ``k`` (the time constants, so each curve's shape, kept)."""
+    poles = tuple((r * k, tau) for r, tau in physics.poles)
+    return (replace(physics, thermal_poles=poles) if physics.thermal_poles
+            else replace(physics, thermal_resistance_k_per_w=poles[0][0]))
 
 
 def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
@@ -91,10 +98,7 @@ def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
                          f"outside {k_range[0]:g}-{k_range[1]:g}x: not one board against another of its model")
     rms_before = float(np.sqrt(np.mean((read[sel] - rise[sel] - np.mean(read[sel] - rise[sel])) ** 2)))
     rms_after = float(np.sqrt(np.mean((read[sel] - offset - k * rise[sel]) ** 2)))
-    ph = twin.physics
-    poles = tuple((r * k, tau) for r, tau in ph.poles)
-    physics = (replace(ph, thermal_poles=poles) if ph.thermal_poles
-               else replace(ph, thermal_resistance_k_per_w=poles[0][0]))
+    physics = scaled_resistance(twin.physics, k)
     uuid = str(rec.provenance.get("uuid", rec.name))
     report = {"recording": rec.name, "uuid": uuid, "k": float(k), "offset_c": float(offset),
               "read_s": [float(t[sel].min()), until], "readings": int(sel.sum()),
