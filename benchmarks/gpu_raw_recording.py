@@ -12,8 +12,9 @@ It writes the raw recording format that ``powermodels.recording`` reads (the sam
 the shared ``h100-2026-11-25-raw`` recording) plus ``probes.parquet``:
 
 - ``trace.parquet``: ``t_s``, ``power_instant_w`` (field 186), ``power_average_w`` (field 185),
-  ``sm_clock_mhz``, ``mem_clock_mhz``, ``temperature_c`` and ``throttle_reasons`` (every 8th poll,
-  forward-filled), ``read_s``;
+  ``sm_clock_mhz``, ``mem_clock_mhz``, ``temperature_c``, ``memory_temperature_c`` (the HBM reading,
+  NVML field ``NVML_FI_DEV_MEMORY_TEMP``; NaN where the board does not report it) and ``throttle_reasons``
+  (these three every 8th poll, forward-filled), ``read_s``;
 - ``energy.parquet``: ``t_s`` (middle of the call), ``energy_counter_j``, ``read_s``;
 - ``launches.parquet``: ``workload``, ``phase``, ``repeat``, ``batch``, ``start_s``, ``end_s``,
   ``launches`` in the batch, ``time_s`` per launch (CUDA events mapped onto the host clock);
@@ -91,8 +92,28 @@ extern "C" __global__ void fma_loop(float* out, int iterations) {
 """
 
 
+def memory_temperature_c(nvml, handle) -> float:
+    """The HBM temperature in °C (NVML field ``NVML_FI_DEV_MEMORY_TEMP``), NaN where it is not reported.
+
+    Read beside the die temperature because the H200s' memory-bound power falls in two groups of boards
+    (docs/twin.md, session 15): whether the high group runs its memory hotter needs this reading.
+    """
+    # never raise: this runs inside the sampler thread, whose death would end the whole trace
+    try:
+        value = nvml.nvmlDeviceGetFieldValues(handle, [nvml.NVML_FI_DEV_MEMORY_TEMP])[0]
+    except Exception:  # an old pynvml without the field, or an NVMLError
+        return float("nan")
+    if value.nvmlReturn != nvml.NVML_SUCCESS:
+        return float("nan")
+    # the field's type differs between drivers; read the union member its valueType names
+    # (nvmlValueType_t numbers them 0-6 in this order)
+    member = dict(enumerate(("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal"))).get(value.valueType)
+    return float(getattr(value.value, member)) if member else float("nan")
+
+
 class Sampler(threading.Thread):
-    """Poll NVML as fast as possible (power fields 186/185 and clocks every poll, temperature and reasons every 8th)."""
+    """Poll NVML on a fixed period: power fields 186/185 and clocks every poll; die and memory temperature
+    and the clock-event reasons every 8th."""
 
     def __init__(self, nvml, handle, capacity, period_s=5e-4):
         super().__init__(daemon=True)
@@ -100,7 +121,7 @@ class Sampler(threading.Thread):
         self.period_s = period_s
         self.cols = {k: np.full(capacity, np.nan) for k in
                      ("t_s", "power_instant_w", "power_average_w", "sm_clock_mhz", "mem_clock_mhz",
-                      "temperature_c", "throttle_reasons", "read_s")}
+                      "temperature_c", "memory_temperature_c", "throttle_reasons", "read_s")}
         self.n = 0
         self.stop_event = threading.Event()
         self.t0 = None
@@ -127,6 +148,7 @@ class Sampler(threading.Thread):
             if i % 8 == 0:
                 c["temperature_c"][i] = nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)
                 c["throttle_reasons"][i] = nv.nvmlDeviceGetCurrentClocksEventReasons(h)
+                c["memory_temperature_c"][i] = memory_temperature_c(nv, h)
             b = time.perf_counter()
             c["t_s"][i] = (a + b) / 2 - self.t0
             c["read_s"][i] = b - a
@@ -141,7 +163,8 @@ class Sampler(threading.Thread):
         import pandas as pd
 
         df = pd.DataFrame({k: v[: self.n] for k, v in self.cols.items()})
-        df[["temperature_c", "throttle_reasons"]] = df[["temperature_c", "throttle_reasons"]].ffill()
+        slow = ["temperature_c", "memory_temperature_c", "throttle_reasons"]
+        df[slow] = df[slow].ffill()
         return df
 
 
@@ -592,6 +615,9 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
         "workloads": {k: {"launches_per_batch": v[1]} for k, v in work.items()},
         "errors": errors, "complete": stopped is None, "duration_s": time.perf_counter() - t0,
         "samples": len(trace), "sample_rate_hz": len(trace) / max(trace["t_s"].iloc[-1], 1e-9),
+        "memory_temperature_c": {"reported": bool(trace["memory_temperature_c"].notna().any()),
+                                 "min": float(trace["memory_temperature_c"].min()),
+                                 "max": float(trace["memory_temperature_c"].max())},
         "energy_reads": int(energy.n), "launch_rows": len(launches), "probe_rows": len(probes),
         "made_by": "benchmarks/gpu_raw_recording.py (powermodels, independent of the library's code paths)",
     }
@@ -603,7 +629,8 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
     (args.out / "nvidia_smi.txt").write_text(smi)
     summary = probes.groupby("workload")["clock_mhz"].describe()
     print(json.dumps({k: prov[k] for k in ("gpu", "uuid", "duration_s", "samples", "sample_rate_hz",
-                                           "launch_rows", "probe_rows", "errors")}, indent=1))
+                                           "launch_rows", "probe_rows", "memory_temperature_c",
+                                           "errors")}, indent=1))
     print(summary.to_string())
 
 

@@ -138,3 +138,22 @@ def test_the_nvml_handle_is_the_board_cuda_runs_on(raw):
     assert raw.nvml_handle_of_cuda_device(nv, cupy_on("0000:19:00.0")) == "handle0"
     with pytest.raises(RuntimeError, match="PCI bus id"):
         raw.nvml_handle_of_cuda_device(nv, cupy_on("0000:5D:00.0"))
+
+
+def test_the_memory_temperature_is_read_by_its_value_type_and_nan_when_unsupported(raw):
+    import math
+
+    pynvml = pytest.importorskip("pynvml")
+
+    def nvml_answering(ret, value_type, **member):
+        value = pynvml.c_nvmlValue_t()
+        for name, number in member.items():
+            setattr(value, name, number)
+        field = SimpleNamespace(nvmlReturn=ret, valueType=value_type, value=value)
+        return SimpleNamespace(NVML_FI_DEV_MEMORY_TEMP=pynvml.NVML_FI_DEV_MEMORY_TEMP, NVML_SUCCESS=0,
+                               nvmlDeviceGetFieldValues=lambda h, ids: [field])
+
+    assert raw.memory_temperature_c(nvml_answering(0, pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, uiVal=47), "h") == 47.0
+    assert raw.memory_temperature_c(nvml_answering(0, pynvml.NVML_VALUE_TYPE_SIGNED_INT, siVal=51), "h") == 51.0
+    assert raw.memory_temperature_c(nvml_answering(0, pynvml.NVML_VALUE_TYPE_DOUBLE, dVal=48.5), "h") == 48.5
+    assert math.isnan(raw.memory_temperature_c(nvml_answering(3, pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, uiVal=47), "h"))
