@@ -32,6 +32,8 @@ from powermodels.twin.compare import compare_recordings, replay_setup
 from powermodels.twin.preset import load_preset, save_preset
 from powermodels.twin.replay import replay
 
+#: the presets a held-out board can be replayed on (``--variants``)
+VARIANTS = ("board-blind", "pooled (board)", "pooled (workload)", "pooled (board + cap)")
 WARMUP, COOLING = "warm-up energy per launch, worst second", "cooling temperature, worst second of 30 s"
 
 
@@ -103,6 +105,11 @@ def main(argv=None) -> int:
                     help="the saved preset's scale (choose it by the rows: the held-out boards)")
     ap.add_argument("--plot", type=Path, help="draw the held-out boards' warm-up rows to this PNG")
     ap.add_argument("--from-rows", action="store_true", help="redraw the summary and plot from OUT/rows.csv, no replay")
+    ap.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS[:3]),
+                    help="which presets replay each held-out board (default: the first three; none: only --save-pooled); "
+                         "'pooled (board + cap)' also moves the settled capped clock to the other boards' median "
+                         "(board_levels(cap=True))")
+    ap.add_argument("--save-cap", action="store_true", help="the saved preset also pools the settled capped clock")
     ap.add_argument("recordings", nargs="*")
     args = ap.parse_args(argv)
     title = f"{args.preset} board-blind and moved to the median of the other boards (leave one board out; twin vs real)"
@@ -116,29 +123,34 @@ def main(argv=None) -> int:
         ap.error("give the recordings (or --from-rows)")
     preset = load_preset(args.preset)
     recs = [read_recording(p) for p in args.recordings]
-    levels = board_levels(preset, recs)
+    cap = "pooled (board + cap)" in args.variants or args.save_cap
+    levels = board_levels(preset, recs, cap=cap)
     args.out.mkdir(parents=True, exist_ok=True)
     levels.to_csv(args.out / "levels.csv", index=False)
     own = fitting_boards(preset)
     rows = []
-    for board in levels[schema.DEVICE_UUID].unique():
+    for board in (levels[schema.DEVICE_UUID].unique() if args.variants else ()):
         others = levels.loc[levels[schema.DEVICE_UUID] != board]
-        variants = {"board-blind": preset,
-                    "pooled (board)": pooled_preset(preset, others, scale="board"),
-                    "pooled (workload)": pooled_preset(preset, others, scale="workload")}
+        uncapped = others.drop(columns=[schema.CAP_CORE_SCALE], errors="ignore")
+        # (levels, scale) of each variant's pool; None: the preset as fitted
+        make = {"board-blind": None, "pooled (board)": (uncapped, "board"), "pooled (workload)": (uncapped, "workload"),
+                "pooled (board + cap)": (others, "board")}
+        variants = {v: preset if make[v] is None else pooled_preset(preset, make[v][0], scale=make[v][1])
+                    for v in args.variants}
         for rec in (r for r in recs if str(r.provenance.get("uuid")) == board):
             for variant, p in variants.items():
                 print(f"{board[:12]} {rec.name}: {variant}", flush=True)
                 rows += scored_rows(rec, p, variant, board, board in own)
         pd.DataFrame(rows).to_csv(args.out / "rows.csv", index=False)  # kept as it grows: a long run can stop
-    table = summary(pd.DataFrame(rows))
-    text = markdown_table(table)
-    (args.out / "summary.md").write_text(text + "\n")
-    print(text)
-    if args.plot:
-        plot(pd.DataFrame(rows), args.plot, title)
+    if rows:
+        text = markdown_table(summary(pd.DataFrame(rows)))
+        (args.out / "summary.md").write_text(text + "\n")
+        print(text)
+        if args.plot:
+            plot(pd.DataFrame(rows), args.plot, title)
     if args.save_pooled:
-        pooled = pooled_preset(preset, levels, scale=args.save_scale, name=args.pooled_name)
+        kept = levels if args.save_cap else levels.drop(columns=[schema.CAP_CORE_SCALE], errors="ignore")
+        pooled = pooled_preset(preset, kept, scale=args.save_scale, name=args.pooled_name)
         save_preset(pooled, args.save_pooled)
         print(json.dumps(pooled.fit["pooled_boards"], indent=1, default=str))
     return 0

@@ -258,6 +258,7 @@ IDLE_AT_REF_W = "idle_at_ref_w"              # the calibrated preset's idle powe
 DYNAMIC_SCALE = "dynamic_scale"              # the board's dynamic power over the preset's board (one factor)
 ACTIVITY_SCALE = "activity_scale"            # one workload's dynamic power on the board over the preset's (its series' ratio)
 THERMAL_SCALE = "thermal_scale"              # the board's thermal resistance over the preset's board (NaN: not read)
+CAP_CORE_SCALE = "cap_core_scale"            # core coefficient × this gives the board's settled capped clock (NaN: not read)
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the
 #: same clock (the workload's own warm-up did not identify one, or ``pool_after`` was reached), given

@@ -120,7 +120,7 @@ def test_bad_input_is_refused(levels):
 
 
 def test_shipped_pooled_h200_preset_is_reproduced_from_its_recordings():
-    """``h200-raw-pooled`` (session 15) is ``h200-raw`` moved to the median of the recordings it names."""
+    """``h200-raw-pooled`` (session 15) and ``-cap`` (16) are ``h200-raw`` moved to the median of the recordings they name."""
     from pathlib import Path
 
     from powermodels.recording import read_recording
@@ -131,11 +131,21 @@ def test_shipped_pooled_h200_preset_is_reproduced_from_its_recordings():
     paths = [root / p for p in shipped.provenance["pooled_from"]]
     if not all(p.is_dir() for p in paths):
         pytest.skip("the H200 recordings are not in this checkout")
-    levels = board_levels("h200-raw", [read_recording(p) for p in paths])
-    again = pooled_preset("h200-raw", levels, scale="board", name="h200-raw-pooled")
+    levels = board_levels("h200-raw", [read_recording(p) for p in paths], cap=True)
+    again = pooled_preset("h200-raw", levels.drop(columns=[schema.CAP_CORE_SCALE]), scale="board",
+                          name="h200-raw-pooled")
     assert len(shipped.fit["pooled_boards"]["boards"]) == 7
     for field in ("p0_w", "core_w_per_ghz", "mem_w_per_ghz"):
         assert getattr(again.physics, field) == pytest.approx(getattr(shipped.physics, field), rel=1e-9), field
+    # h200-raw-pooled-cap (session 16): the same seven boards, and their settled capped clock's median too
+    with_cap = load_preset("h200-raw-pooled-cap")
+    assert with_cap.provenance["pooled_from"] == shipped.provenance["pooled_from"]
+    again_cap = pooled_preset("h200-raw", levels, scale="board", name="h200-raw-pooled-cap")
+    for field in ("p0_w", "core_w_per_ghz", "mem_w_per_ghz"):
+        assert getattr(again_cap.physics, field) == pytest.approx(getattr(with_cap.physics, field), rel=1e-6), field
+    assert {w: tw.workload.activity for w, tw in again_cap.workloads.items()} == pytest.approx(
+        {w: tw.workload.activity for w, tw in with_cap.workloads.items()}, rel=1e-6)
+    assert with_cap.fit["pooled_boards"]["cap_boards"] == 7
     assert np.ravel(again.physics.poles) == pytest.approx(np.ravel(shipped.physics.poles), rel=1e-9)
     # only the levels moved: the leakage slope, controller and sensor are h200-raw's
     raw = load_preset("h200-raw")

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..twin.fit_controller import fit_capped_clock, scaled_core
 from ..twin.preset import TwinPreset, load_preset
 from .calibrate import calibrate_board, scaled_activity, with_idle_power
 from .thermal import calibrate_board_thermal, scaled_resistance
@@ -40,7 +41,7 @@ from .thermal import calibrate_board_thermal, scaled_resistance
 __all__ = ["board_levels", "pooled_preset"]
 
 
-def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
+def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False) -> pd.DataFrame:
     """Each recording's board against ``preset``: idle power, dynamic factors, thermal factor.
 
     Parameters
@@ -54,6 +55,16 @@ def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
     thermal : bool, default=True
         Also read the thermal-resistance factor (NaN where the readings
         before the first series do not identify it).
+    cap : bool, default=False
+        Also read ``CAP_CORE_SCALE``: the factor on the core coefficient of
+        the board-calibrated preset (its idle power, dynamic factor and thermal
+        factor) that gives the board's settled clock under the power cap
+        (:func:`~powermodels.twin.fit_controller.fit_capped_clock`,
+        ``window="settled"``; NaN without a capped series of ≥ 5 s). Boards
+        of one model settle at different capped clocks (1 440–1 500 MHz on
+        eleven H200s, docs/twin.md, session 16), and the uncapped seconds the
+        dynamic factor is read from do not say where. ~2 s of replays per
+        recording.
 
     Returns
     -------
@@ -64,7 +75,7 @@ def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
         power), and per recording ``IDLE_AT_REF_W`` (the board's idle power
         moved to the preset's reference temperature along its leakage
         slope), ``DYNAMIC_SCALE`` (the board's one factor: the median of its
-        same-kernel workloads) and ``THERMAL_SCALE``.
+        same-kernel workloads), ``THERMAL_SCALE`` and, with ``cap``, ``CAP_CORE_SCALE``.
 
     Raises
     ------
@@ -92,6 +103,8 @@ def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
         base = {schema.DEVICE_UUID: report["uuid"], schema.RECORDING_NAME: label,
                 schema.IDLE_AT_REF_W: float(cal.physics.power_w(f, fm, ph.t_ref_c)),
                 schema.DYNAMIC_SCALE: float(report["dynamic_scale"]), schema.THERMAL_SCALE: float(k)}
+        if cap:
+            base[schema.CAP_CORE_SCALE] = _cap_core_scale(cal, rec, k)
         series = report["series"]
         if not series:
             raise ValueError(f"board_levels: {rec.name} has no uncapped series of {twin.name}'s workloads "
@@ -100,6 +113,16 @@ def board_levels(preset, recordings, *, thermal: bool = True) -> pd.DataFrame:
     if not rows:
         raise ValueError("board_levels: no recording given")
     return pd.DataFrame(rows)
+
+
+def _cap_core_scale(calibrated: TwinPreset, rec, thermal_scale: float) -> float:
+    """The core factor that gives ``rec``'s settled capped clock on the board-calibrated preset (NaN: no such series)."""
+    if np.isfinite(thermal_scale):  # the die temperature moves the leakage, hence the capped clock
+        calibrated = replace(calibrated, physics=scaled_resistance(calibrated.physics, thermal_scale))
+    report = {}
+    fit_capped_clock(calibrated, rec, window="settled", report=report)
+    fitted = report.get("capped_clock", {})
+    return float(fitted["core_scale"]) if fitted.get("window") == "settled" else float("nan")
 
 
 def _median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
@@ -129,6 +152,13 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     thermal : bool, default=True
         Every thermal resistance times the median board's factor (time
         constants unchanged), where at least one board's was read.
+        Where ``levels`` has ``CAP_CORE_SCALE`` (``board_levels(..., cap=True)``)
+        and at least one board's was read, the core coefficient is also
+        multiplied by the median board's factor and the uncapped workloads'
+        activities divided by it
+        (:func:`~powermodels.twin.fit_controller.scaled_core`): their power is
+        unchanged, and a load at the power cap settles at the median board's
+        clock.
     name : str, optional
         The pooled preset's name (default ``<preset>@median-of-<n>``).
 
@@ -176,6 +206,12 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         if n_thermal:
             ph = scaled_resistance(ph, k)
         report.update(thermal_scale=k if n_thermal else None, thermal_boards=n_thermal)
+    if schema.CAP_CORE_SCALE in per_recording:
+        cap_factor, n_cap = _median_board(per_recording, schema.CAP_CORE_SCALE)
+        if n_cap:
+            moved = scaled_core(replace(twin, physics=ph, workloads=workloads), cap_factor)
+            ph, workloads = moved.physics, dict(moved.workloads)
+        report.update(cap_core_scale=cap_factor if n_cap else None, cap_boards=n_cap)
     ph = with_idle_power(ph, idle_w, ph.t_ref_c)  # after the scaling: the idle power has idle-activity terms
     if not ph.p0_w >= 0:
         raise ValueError(f"pooled_preset: the median idle power {idle_w:.1f} W at {ph.t_ref_c:g} °C needs a negative "

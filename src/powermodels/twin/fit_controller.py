@@ -32,7 +32,8 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "span_score"]
+__all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "scaled_core",
+           "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
 CAP_GAIN_GRID = tuple(itertools.product((10.0, 100.0, 1000.0), (0.0, 4.0), (0.0, 1.0)))
@@ -42,6 +43,8 @@ GAIN_FIELDS = ("cap_proportional", "cap_gain_per_s", "cap_repeat")
 LEAD_S = 1.5
 #: seconds of each capped span scored (the start, where the controller acts)
 SPAN_S = 5.0
+#: seconds into a capped series from which its clock counts as settled (the first swings are over)
+SETTLE_S = 2.0
 
 
 def fit_recovery(clocks: pd.DataFrame, f_max: float, *, period_s: float = 0.0, recoveries=None,
@@ -263,50 +266,94 @@ def _capped_clock_reading(recs, starts, durations) -> float:
     return float(np.mean(np.concatenate(values))) if values else float("nan")
 
 
-def fit_capped_clock(preset, rec: Recording, holdout=(), *, iterations: int = 4, tolerance_mhz: float = 3.0,
-                     report: dict | None = None):
+def settled_capped_series(rec: Recording, holdout=(), *, settle_s: float = SETTLE_S,
+                          min_settled_s: float = 3.0) -> list[tuple[float, float]]:
+    """The capped ``series`` entries long enough to have a settled part: ``(t0, t1)`` each.
+
+    A series counts when NVML reported the power cap in it
+    (:func:`~powermodels.twin.metrics.capped_series`) and it runs at least
+    ``settle_s + min_settled_s``; series that overlap a held-out span are
+    left out.
+    """
+    ph = rec.phase_rows(kind="series")
+    capped = set(metrics.capped_series(rec))
+    out = []
+    for w, t0, t1 in zip(ph[schema.WORKLOAD], ph[schema.T0_S], ph[schema.T1_S], strict=True):
+        a, b = float(t0), float(t1)
+        if w in capped and b - a >= settle_s + min_settled_s and all(b <= lo or a - LEAD_S >= hi
+                                                                       for lo, hi in holdout):
+            out.append((a, b))
+    return out
+
+
+def fit_capped_clock(preset, rec: Recording, holdout=(), *, window: str = "spans", iterations: int = 4,
+                     tolerance_mhz: float = 3.0, report: dict | None = None):
     """The preset with the core coefficient that gives the real clock under the power cap.
 
     A capped load's clock is where its power meets what the controller
-    allows; the recordings' capped spans never settle long enough to read
-    that equilibrium off one interval (the 1 s window swings). So the core
-    coefficient is scaled until the twin, replaying the capped spans, reads
-    the same mean SM clock (its NVML reading, from 1 s into each span) as
-    the real board did. The other workloads' activities are divided by the
+    allows. The core coefficient is scaled until the twin, replaying the
+    recording's capped load, reads the same mean SM clock (its NVML reading)
+    as the real board did. The other workloads' activities are divided by the
     same factor, so their power at the top clock (what they were fitted to)
     stays as fitted.
+
+    Parameters
+    ----------
+    window : {"spans", "settled"}, default="spans"
+        Which clock is matched. ``"spans"``: from 1 s into each of the
+        capped spans (:func:`capped_spans`: the longest ``pressure`` entries
+        and the first :data:`SPAN_S` of capped series), where the controller's
+        first swings dominate. ``"settled"``: from :data:`SETTLE_S` into each
+        capped series to its end (:func:`settled_capped_series`), the clock a
+        long capped load runs at and what its energy per launch follows. On
+        the raw H200 recording the two differ: the ``"spans"`` fit matched
+        its spans within 2 MHz but ran a 25 s capped series ~30 MHz (2 %)
+        above the real clock (docs/twin.md, session 16). ``"settled"`` falls
+        back to ``"spans"`` when the recording has no capped series long
+        enough.
 
     Returns
     -------
     TwinPreset
         ``preset`` unchanged when there is no capped span to use.
     """
-    spans = capped_spans(rec, holdout)
-    if not spans or preset.physics.cap_window_s <= 0:
+    if window not in ("spans", "settled"):
+        raise ValueError(f"window must be 'spans' or 'settled', got {window!r}")
+    if preset.physics.cap_window_s <= 0:
+        return preset
+    spans, skip = capped_spans(rec, holdout), 0.0
+    if window == "settled":
+        series = settled_capped_series(rec, holdout)
+        if series:
+            spans, skip = series, SETTLE_S - 1.0  # _capped_clock_reading starts 1 s in
+        else:
+            window = "spans"
+    if not spans:
         return preset
     temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
-    dur = [b - a for a, b in spans]
-    target = _capped_clock_reading([rec] * len(spans), [a for a, _ in spans], dur)
+    dur = [b - a - skip for a, b in spans]
+    target = _capped_clock_reading([rec] * len(spans), [a + skip for a, _ in spans], dur)
     steps = []
     scale_total = 1.0
     twin = preset
     for _ in range(iterations):
         reps = _replay_spans(twin, rec, spans, temps)
-        got = _capped_clock_reading(reps, [0.2 + LEAD_S] * len(spans), dur)
+        got = _capped_clock_reading(reps, [0.2 + LEAD_S + skip] * len(spans), dur)
         steps.append({"core_w_per_ghz": twin.physics.core_w_per_ghz, "twin_clock_mhz": got})
         if not np.isfinite(got) or abs(got - target) <= tolerance_mhz:
             break
         # capped: the core power ~ f·V(f)² at the clock the cap allows, about f^2.5 near 1.4 GHz
         scale = float(np.clip((got / target) ** 2.5, 0.8, 1.25))
         scale_total *= scale
-        twin = _scaled_core(twin, scale)
+        twin = scaled_core(twin, scale)
     if report is not None:
-        report["capped_clock"] = {"real_reading_mhz": target, "iterations": steps, "core_scale": scale_total,
+        report["capped_clock"] = {"window": window, "real_reading_mhz": target, "iterations": steps,
+                                  "core_scale": scale_total,
                                   "core_w_per_ghz": twin.physics.core_w_per_ghz}
     return twin
 
 
-def _scaled_core(preset, scale: float):
+def scaled_core(preset, scale: float):
     """Core coefficient × ``scale``; the uncapped workloads' activities ÷ ``scale`` (their power kept)."""
     physics = replace(preset.physics, core_w_per_ghz=preset.physics.core_w_per_ghz * scale)
     workloads = {}
