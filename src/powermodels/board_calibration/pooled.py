@@ -62,7 +62,7 @@ def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False)
         (:func:`~powermodels.twin.fit_controller.fit_capped_clock`,
         ``window="settled"``; NaN without a capped series of ≥ 5 s). Boards
         of one model settle at different capped clocks (1 440–1 500 MHz on
-        eleven H200s, docs/twin.md, session 16), and the uncapped seconds the
+        thirteen H200s, docs/twin.md, session 16), and the uncapped seconds the
         dynamic factor is read from do not say where. ~2 s of replays per
         recording.
 
