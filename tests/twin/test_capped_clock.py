@@ -97,3 +97,16 @@ def test_board_levels_read_the_cap_scale_and_the_pool_takes_the_median(recording
     plain = pooled_preset(capped_board(), levels.drop(columns=[schema.CAP_CORE_SCALE]), thermal=False)
     assert "cap_boards" not in plain.fit["pooled_boards"]
     assert np.isclose(plain.physics.core_w_per_ghz, 230.0 * plain.fit["pooled_boards"]["dynamic_scale"])
+
+
+def test_fit_twin_and_its_controller_fit_take_the_settled_window(recordings):
+    from powermodels.twin.fit import fit_twin
+    from powermodels.twin.fit_cap_choice import fit_cap_controller
+
+    report = {}
+    fitted = fit_cap_controller(capped_board(), recordings[2], controller="step", capped_clock="settled",
+                                report=report)
+    assert report["capped_clock"]["window"] == "settled"
+    assert fitted.physics.core_w_per_ghz / 230.0 == pytest.approx(1.12, abs=0.03)
+    with pytest.raises(ValueError, match="capped_clock"):
+        fit_twin([], capped_clock="middle")  # refused before any work

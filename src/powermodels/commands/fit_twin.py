@@ -34,6 +34,10 @@ def add_arguments(parser) -> None:
                         help="power-cap controller fitted: on each 1 ms step's power, on the mean over its clock "
                              "period, or both with the one that better replays the recording's cap rows kept "
                              "(default auto; docs/twin.md)")
+    parser.add_argument("--capped-clock", choices=("spans", "settled"), default="spans",
+                        help="capped clock the core coefficient is fitted to: the capped spans' first seconds "
+                             "(default, the shipped presets') or where each capped series settles, from 2 s to its "
+                             "end (docs/twin.md session 16)")
     parser.add_argument("--load-temperature-slope", action="store_true",
                         help="also fit μ, the loads' own temperature slope (a load's power above idle rises "
                              "(1 + μ·ΔT) beside the leakage's α); opt-in: docs/twin.md session 10")
@@ -67,7 +71,7 @@ def run(args) -> int:
     out = Path(args.out)
     preset = fit_twin(recs, name=args.name or out.stem, clock_workload=args.clock_workload,
                       sensor_window=window, knee_mhz=args.knee_mhz, holdout=holdout,
-                      workload_times=times, cap_controller=args.cap_controller,
+                      workload_times=times, cap_controller=args.cap_controller, capped_clock=args.capped_clock,
                       dynamic_per_c="fit" if args.load_temperature_slope else 0.0)
     save_preset(preset, out)
     fit = preset.fit

@@ -84,7 +84,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
              sensor_window: dict | None = None, knee_mhz: float = 1100.0, workload_times: dict | None = None,
              n_poles: int = 2, holdout=(), provenance: dict | None = None,
              search_cap_gains: bool = True, burst_clock: str = "model", cap_controller: str = "auto",
-             dynamic_per_c=0.0) -> TwinPreset:
+             dynamic_per_c=0.0, capped_clock: str = "spans") -> TwinPreset:
     """Identify a twin preset from raw recordings (all of each; cut them first to hold data out).
 
     Parameters
@@ -137,11 +137,21 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         its worst seconds worse, docs/twin.md session 10), else this value
         (0: one slope loaded and idle, the fit before session 10).
 
+    capped_clock : {"spans", "settled"}, default="spans"
+        The capped clock the core coefficient is fitted to: from 1 s into the
+        capped spans (their first seconds), or from 2 s into each capped series
+        to its end, where a long capped load settles
+        (:func:`~powermodels.twin.fit_controller.fit_capped_clock`). On twelve
+        held-out H200s ``"settled"``'s clock, pooled over boards, took the
+        capped row's median warm-up error from 2.7 to 1.5 % (docs/twin.md, session 16); the shipped
+        presets were fitted with ``"spans"``.
     Returns
     -------
     TwinPreset
         The fitted preset; ``preset.fit`` holds the fit's diagnostics.
     """
+    if capped_clock not in ("spans", "settled"):
+        raise ValueError(f"fit_twin: capped_clock must be 'spans' or 'settled', got {capped_clock!r}")
     if cap_controller not in CAP_CONTROLLER_FITS:
         raise ValueError(f"fit_twin: cap_controller must be one of {', '.join(CAP_CONTROLLER_FITS)}, "
                          f"got {cap_controller!r}")
@@ -198,7 +208,7 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
     preset = TwinPreset(name, physics, sensor, thermal["ambient_c"], workloads, provenance, report)
     if search_cap_gains:
         preset = fit_cap_controller(preset, recs[0], holdout, controller=cap_controller,
-                                    clock_workload=clock_workload, report=report)
+                                    clock_workload=clock_workload, capped_clock=capped_clock, report=report)
         report["controller"].update({k: getattr(preset.physics, k)
                                       for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat", "cap_offset_w",
                                                 "clock_recovery_mhz_per_s", "cap_on_period")})

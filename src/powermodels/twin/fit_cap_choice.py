@@ -199,13 +199,14 @@ def capped_series_rows(preset, rec: Recording, holdout=()) -> list[dict]:
     return rows
 
 
-def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool | None, grid, report: dict):
+def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool | None, grid, report: dict,
+             capped_clock: str = "spans"):
     """Fit one controller (``on_period``), or score ``preset`` as given (``None``); the score goes in ``report``."""
     twin = preset
     if on_period is not None:
         twin = replace(preset, physics=replace(preset.physics, cap_on_period=on_period))
         twin = fit_cap_gains(twin, rec, holdout, grid=grid, report=report)
-        twin = fit_capped_clock(twin, rec, holdout, report=report)
+        twin = fit_capped_clock(twin, rec, holdout, window=capped_clock, report=report)
         twin = fit_recovery_by_replay(twin, rec, clock_workload, holdout, report=report)
     score = _span_score(twin, rec, holdout)
     rec_err = recovery_error(twin, rec, clock_workload, holdout) if clock_workload in rec.workloads \
@@ -222,7 +223,7 @@ def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool | 
 
 def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = "auto",
                        clock_workload: str | None = None, grid=CAP_GAIN_GRID, keep_given: bool = False,
-                       report: dict | None = None):
+                       capped_clock: str = "spans", report: dict | None = None):
     """Fit the power-cap controller's parameters under ``controller`` (or both, and choose).
 
     Parameters
@@ -246,6 +247,9 @@ def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = 
         Score ``preset``'s own controller as it is (``"given"``) beside the
         fitted ones, and keep it if it scores best (a refit of a shipped
         preset then never makes its fitting data's cap rows worse).
+    capped_clock : {"spans", "settled"}, default="spans"
+        Which capped clock the core coefficient is fitted to
+        (:func:`~powermodels.twin.fit_controller.fit_capped_clock`'s ``window``).
     report : dict, optional
         Gets ``cap_controller``: each fitted controller's gains, rate, core
         coefficient, score and recovery, and the choice.
@@ -263,7 +267,7 @@ def fit_cap_controller(preset, rec: Recording, holdout=(), *, controller: str = 
     for name in names:
         part: dict = {}
         fitted[name] = _fit_one(preset, rec, clock_workload, holdout, None if name == "given" else name == "period",
-                                grid, part)
+                                grid, part, capped_clock)
         ph = fitted[name].physics
         part["physics"] = {k: getattr(ph, k) for k in ("cap_proportional", "cap_gain_per_s", "cap_repeat",
                                                        "cap_offset_w", "core_w_per_ghz", "clock_recovery_mhz_per_s",
