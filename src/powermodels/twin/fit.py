@@ -143,8 +143,9 @@ def fit_twin(recordings, *, name: str = "fitted", clock_workload: str | None = N
         to its end, where a long capped load settles
         (:func:`~powermodels.twin.fit_controller.fit_capped_clock`). On twelve
         held-out H200s ``"settled"``'s clock, pooled over boards, took the
-        capped row's median warm-up error from 2.7 to 1.5 % (docs/twin.md, session 16); the shipped
-        presets were fitted with ``"spans"``.
+        capped row's median warm-up error from 2.7 to 1.5 %; on H100s, whose capped
+        error is the workload's launch time, it made it worse (docs/twin.md,
+        session 16). The shipped presets were fitted with ``"spans"``.
     Returns
     -------
     TwinPreset
