@@ -13,6 +13,9 @@ the pooled ones, with the ambient ``twin-compare`` uses (recorded-causal). Rows:
 per workload and the cooling worst second, as :func:`powermodels.twin.compare.compare_recordings` scores
 them. Writes ``DIR/rows.csv`` and ``DIR/summary.md`` and prints the summary; ``--save-pooled FILE``
 also writes the preset pooled over **all** boards (a candidate for shipping, validated by the rows).
+``--variants`` picks the presets replayed (``"pooled (board + cap)"`` also pools each board's settled capped
+clock, ``board_levels(cap=True)``; none: no replay, only ``--save-pooled``), ``--save-cap`` pools it into the
+saved preset (``h200-raw-pooled-cap``, session 16).
 Replays are simulated; the recordings are real. ~1 min per replay on one core.
 """
 
