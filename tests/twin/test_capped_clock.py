@@ -14,13 +14,14 @@ from powermodels.twin.preset import TwinWorkload
 from powermodels.twin.replay import replay
 
 from .test_twin_board import board
+from .test_twin_board import schedule as board_schedule
 
 #: boards whose capped load needs this much more core power than the preset's at the same uncapped power
 CAP_SCALES = {"GPU-a": 1.0, "GPU-b": 1.06, "GPU-c": 1.12}
 
 
 def capped_board():
-    """``board()`` with a capped load (activity 1) and a limit it meets, and the settled capped clock's slack."""
+    """``board()`` with a load (activity 1) that the power limit caps, at a clock well above the V(f) knee."""
     b = board()
     bf16 = TwinWorkload(SimulatedWorkload("bf16", core_work=1.5e-3 * 1980, activity=1.0, mem_activity=0.5), 0.0, 1)
     # the windowed-mean controller of the raw presets (h200-raw's gains): the settled clock is where it holds the mean
@@ -30,11 +31,10 @@ def capped_board():
 
 
 def schedule() -> pd.DataFrame:
-    rows = [("thermal", "-", -1, "idle", 0.0, 5.0), ("thermal", "gemm", 0, "series", 5.0, 8.0),
-            ("thermal", "-", -1, "idle", 8.0, 11.0), ("thermal", "bf16", 0, "series", 11.0, 21.0),
-            ("thermal", "-", -1, "idle", 21.0, 23.0)]
-    return pd.DataFrame(rows, columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
-                                       schema.T0_S, schema.T1_S])
+    """An uncapped gemm series, then 10 s of the capped load (its settled part from 13 s)."""
+    return board_schedule((("thermal", "-", -1, "idle", 0.0, 5.0), ("thermal", "gemm", 0, "series", 5.0, 8.0),
+                           ("thermal", "-", -1, "idle", 8.0, 11.0), ("thermal", "bf16", 0, "series", 11.0, 21.0),
+                           ("thermal", "-", -1, "idle", 21.0, 23.0)))
 
 
 def settled_clock(rec) -> float:

@@ -27,11 +27,14 @@ def board(core_w_per_ghz: float = 230.0, p0_w: float = 25.0) -> TwinPreset:
     return TwinPreset("b", ph, sensor, 30.0, w, {"made_by": "tests"})
 
 
-def schedule() -> pd.DataFrame:
-    rows = [("thermal", "-", -1, "idle", 0.0, 5.0), ("thermal", "gemm", 0, "series", 5.0, 9.0),
+#: the schedule the boards here replay: (phase, workload, repeat, kind, t0_s, t1_s) per entry
+SCHEDULE = (("thermal", "-", -1, "idle", 0.0, 5.0), ("thermal", "gemm", 0, "series", 5.0, 9.0),
             ("thermal", "-", -1, "idle", 9.0, 13.0), ("thermal", "triad", 0, "series", 13.0, 17.0),
-            ("thermal", "-", -1, "idle", 17.0, 19.0)]
-    return pd.DataFrame(rows, columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
+            ("thermal", "-", -1, "idle", 17.0, 19.0))
+
+
+def schedule(rows=SCHEDULE) -> pd.DataFrame:
+    return pd.DataFrame(list(rows), columns=[schema.RECORDING_PHASE, schema.WORKLOAD, schema.REPEAT, schema.PHASE_KIND,
                                        schema.T0_S, schema.T1_S])
 
 

@@ -250,7 +250,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     rec : Recording
         The board's raw recording; :func:`~powermodels.twin.compare.twin_compare`
         on this recording then scores its warm-up rows after the seconds read.
-    scale : {"board", "workload"}, optional
+    scale : {"board", "workload", "domains"}, optional
         :func:`calibrate_board`'s ``scale``; None leaves the power as the preset's.
     thermal : bool, default=False
         Then scale the thermal resistances

@@ -257,11 +257,11 @@ def _replay_spans(preset, rec: Recording, spans, temps):
     return [replay(_segment(rec, a, b), preset, start_temperature_c=temp) for (a, b), temp in zip(spans, temps)]
 
 
-def _capped_clock_reading(recs, starts, durations) -> float:
-    """Mean NVML clock reading from 1 s into each span to its end (the controller's settled clock)."""
+def _capped_clock_reading(recs, starts, durations, from_s: float = 1.0) -> float:
+    """Mean NVML clock reading from ``from_s`` into each span to its end."""
     values = []
     for rec, a, d in zip(recs, starts, durations):
-        t = a + np.arange(1.0, d, 0.02)
+        t = a + np.arange(from_s, d, 0.02)
         values.append(metrics.reading_series(rec, schema.SM_CLOCK_MHZ, t))
     return float(np.mean(np.concatenate(values))) if values else float("nan")
 
@@ -321,24 +321,24 @@ def fit_capped_clock(preset, rec: Recording, holdout=(), *, window: str = "spans
         raise ValueError(f"window must be 'spans' or 'settled', got {window!r}")
     if preset.physics.cap_window_s <= 0:
         return preset
-    spans, skip = capped_spans(rec, holdout), 0.0
+    spans, from_s = capped_spans(rec, holdout), 1.0
     if window == "settled":
         series = settled_capped_series(rec, holdout)
         if series:
-            spans, skip = series, SETTLE_S - 1.0  # _capped_clock_reading starts 1 s in
+            spans, from_s = series, SETTLE_S
         else:
             window = "spans"
     if not spans:
         return preset
     temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
-    dur = [b - a - skip for a, b in spans]
-    target = _capped_clock_reading([rec] * len(spans), [a + skip for a, _ in spans], dur)
+    dur = [b - a for a, b in spans]
+    target = _capped_clock_reading([rec] * len(spans), [a for a, _ in spans], dur, from_s)
     steps = []
     scale_total = 1.0
     twin = preset
     for _ in range(iterations):
         reps = _replay_spans(twin, rec, spans, temps)
-        got = _capped_clock_reading(reps, [0.2 + LEAD_S + skip] * len(spans), dur)
+        got = _capped_clock_reading(reps, [0.2 + LEAD_S] * len(spans), dur, from_s)
         steps.append({"core_w_per_ghz": twin.physics.core_w_per_ghz, "twin_clock_mhz": got})
         if not np.isfinite(got) or abs(got - target) <= tolerance_mhz:
             break
