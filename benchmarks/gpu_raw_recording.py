@@ -23,7 +23,7 @@ the shared ``h100-2026-11-25-raw`` recording) plus ``probes.parquet``:
 - ``probes.parquet``: one row per clock probe launched between batches on the same stream:
   ``t_s`` (host clock of the probe's end), ``workload``, ``batch`` (the batch that follows),
   ``clock_mhz`` = SM cycles ÷ ``%globaltimer`` ns over a ~20 µs spin, ``cycles``, ``elapsed_ns``;
-- ``provenance.json`` (GPU, UUID, driver, limits, protocol, durations), ``nvidia_smi.txt``.
+- ``provenance.json`` (GPU, UUID, board part number, driver, limits, protocol, durations), ``nvidia_smi.txt``.
 
 Protocols (as in the shared recording, so the two can be compared):
 
@@ -109,6 +109,19 @@ def memory_temperature_c(nvml, handle) -> float:
     # (nvmlValueType_t numbers them 0-6 in this order)
     member = dict(enumerate(("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal"))).get(value.valueType)
     return float(getattr(value.value, member)) if member else float("nan")
+
+
+def board_part_number(nvml, handle) -> str:
+    """NVML's board part number (e.g. ``692-2G520-0282-001``), "" where the driver does not report it.
+
+    H200 boards of two part numbers differ by ~30 % in memory power (docs/twin.md, session 17): the twin pools
+    boards by it (:func:`powermodels.board_calibration.parts.board_part_number` reads it from the provenance).
+    """
+    try:
+        part = nvml.nvmlDeviceGetBoardPartNumber(handle)
+    except Exception:  # an old pynvml, or NVML_ERROR_NOT_SUPPORTED: the recording is still worth keeping
+        return ""
+    return part.decode() if isinstance(part, bytes) else str(part)
 
 
 class Sampler(threading.Thread):
@@ -600,6 +613,7 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
     prov = {
         "gpu": name if isinstance(name, str) else name.decode(),
         "uuid": nv.nvmlDeviceGetUUID(h),
+        "board_part_number": board_part_number(nv, h),
         "driver": nv.nvmlSystemGetDriverVersion(),
         "power_limit_w": nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
         "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),

@@ -157,3 +157,15 @@ def test_the_memory_temperature_is_read_by_its_value_type_and_nan_when_unsupport
     assert raw.memory_temperature_c(nvml_answering(0, pynvml.NVML_VALUE_TYPE_SIGNED_INT, siVal=51), "h") == 51.0
     assert raw.memory_temperature_c(nvml_answering(0, pynvml.NVML_VALUE_TYPE_DOUBLE, dVal=48.5), "h") == 48.5
     assert math.isnan(raw.memory_temperature_c(nvml_answering(3, pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, uiVal=47), "h"))
+
+
+def test_the_board_part_number_is_recorded_and_empty_when_not_reported(raw):
+    def failing(handle):
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    assert raw.board_part_number(SimpleNamespace(nvmlDeviceGetBoardPartNumber=lambda h: "692-2G520-0282-001"),
+                                 "h") == "692-2G520-0282-001"
+    assert raw.board_part_number(SimpleNamespace(nvmlDeviceGetBoardPartNumber=lambda h: b"692-2G520-0282-000"),
+                                 "h") == "692-2G520-0282-000"
+    assert raw.board_part_number(SimpleNamespace(nvmlDeviceGetBoardPartNumber=failing), "h") == ""
+    assert raw.board_part_number(SimpleNamespace(), "h") == ""  # an old pynvml without the call

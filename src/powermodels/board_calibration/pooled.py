@@ -36,12 +36,14 @@ from .. import schema
 from ..twin.fit_controller import fit_capped_clock, scaled_core
 from ..twin.preset import TwinPreset, load_preset
 from .calibrate import calibrate_board, scaled_activity, with_idle_power
+from .parts import board_part_number
 from .thermal import calibrate_board_thermal, scaled_resistance
 
 __all__ = ["board_levels", "pooled_preset"]
 
 
-def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False) -> pd.DataFrame:
+def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False,
+                 domains: bool = False) -> pd.DataFrame:
     """Each recording's board against ``preset``: idle power, dynamic factors, thermal factor.
 
     Parameters
@@ -65,6 +67,16 @@ def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False)
         thirteen H200s, docs/twin.md, session 16), and the uncapped seconds the
         dynamic factor is read from do not say where. ~2 s of replays per
         recording.
+    domains : bool, default=False
+        Also read ``CORE_SCALE`` and ``MEMORY_SCALE``: the core and the memory
+        dynamic-power factors apart (``calibrate_board(..., scale="domains")``;
+        NaN where the recording lacks a memory-bound and a compute-bound
+        series). H200 boards of two part numbers differ in memory power by
+        ~30 % and in core power by ~1 % (docs/twin.md, session 17), so one
+        factor for both domains cannot pool them. With ``cap`` too, the
+        capped clock's factor is read against this calibration (the capped
+        load's memory activity draws the board's memory factor), so pool
+        such levels with ``scale="domains"``.
 
     Returns
     -------
@@ -75,7 +87,9 @@ def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False)
         power), and per recording ``IDLE_AT_REF_W`` (the board's idle power
         moved to the preset's reference temperature along its leakage
         slope), ``DYNAMIC_SCALE`` (the board's one factor: the median of its
-        same-kernel workloads), ``THERMAL_SCALE`` and, with ``cap``, ``CAP_CORE_SCALE``.
+        same-kernel workloads), ``THERMAL_SCALE``, ``BOARD_PART_NUMBER``
+        (:func:`~powermodels.board_calibration.parts.board_part_number`), with
+        ``cap`` ``CAP_CORE_SCALE`` and with ``domains`` ``CORE_SCALE`` and ``MEMORY_SCALE``.
 
     Raises
     ------
@@ -103,8 +117,16 @@ def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False)
         base = {schema.DEVICE_UUID: report["uuid"], schema.RECORDING_NAME: label,
                 schema.IDLE_AT_REF_W: float(cal.physics.power_w(f, fm, ph.t_ref_c)),
                 schema.DYNAMIC_SCALE: float(report["dynamic_scale"]), schema.THERMAL_SCALE: float(k)}
+        base[schema.BOARD_PART_NUMBER] = board_part_number(rec)
+        by_domains = _domains_calibration(twin, rec) if domains else None
+        if domains:
+            report_d = by_domains.fit["board_calibration"] if by_domains is not None else {}
+            base[schema.CORE_SCALE] = float(report_d.get("core_scale", np.nan))
+            base[schema.MEMORY_SCALE] = float(report_d.get("memory_scale", np.nan))
         if cap:
-            base[schema.CAP_CORE_SCALE] = _cap_core_scale(cal, rec, k)
+            # against the calibration the levels will be pooled with: the capped load's memory share
+            # draws the board's memory factor under "domains"
+            base[schema.CAP_CORE_SCALE] = _cap_core_scale(by_domains or cal, rec, k)
         series = report["series"]
         if not series:
             raise ValueError(f"board_levels: {rec.name} has no uncapped series of {twin.name}'s workloads "
@@ -125,6 +147,14 @@ def _cap_core_scale(calibrated: TwinPreset, rec, thermal_scale: float) -> float:
     return float(fitted["core_scale"]) if fitted.get("window") == "settled" else float("nan")
 
 
+def _domains_calibration(twin: TwinPreset, rec) -> TwinPreset | None:
+    """The preset calibrated to ``rec``'s board with core and memory apart (None: the recording cannot tell them apart)."""
+    try:
+        return calibrate_board(twin, rec, scale="domains")
+    except ValueError:  # no memory-bound beside a compute-bound series: the board's other recordings may tell
+        return None
+
+
 def _median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
     """The median over boards of each board's own median of ``column`` (NaN rows left out), and the boards counted."""
     per_board = levels.dropna(subset=[column]).groupby(schema.DEVICE_UUID)[column].median()
@@ -142,10 +172,14 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     levels : DataFrame
         :func:`board_levels` of the boards to pool (leave out the board a
         validation replays).
-    scale : {"board", "workload"}, default="board"
+    scale : {"board", "workload", "domains"}, default="board"
         ``"board"``: the core and memory coefficients times the median board's
         one dynamic factor (DSO eq. 1: ``P_dyn = c·f·V²·a``, a board with more
         capacitance or a higher V(f) draws more at every activity).
+        ``"domains"``: the core coefficient times the median board's
+        ``CORE_SCALE`` and the memory coefficient times its ``MEMORY_SCALE``
+        (``board_levels(..., domains=True)``): boards whose memory differs
+        (another part number) but whose cores do not.
         ``"workload"``: each workload's activity times the median board's
         factor for that workload (the preset's board may have drawn an
         atypical share on one kernel, e.g. the memory-bound triad).
@@ -176,13 +210,14 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         needs a negative constant power on this preset.
     """
     twin = load_preset(preset)
-    if scale not in ("board", "workload"):
-        raise ValueError(f"pooled_preset: scale must be 'board' or 'workload', got {scale!r}")
+    if scale not in ("board", "workload", "domains"):
+        raise ValueError(f"pooled_preset: scale must be 'board', 'workload' or 'domains', got {scale!r}")
     if levels is None or not len(levels):
         raise ValueError("pooled_preset: no board levels to pool")
     ph = twin.physics
     idle_w, n_boards = _median_board(levels, schema.IDLE_AT_REF_W)
     report = {"boards": sorted(levels[schema.DEVICE_UUID].unique()),
+              "part_numbers": sorted(set(levels.get(schema.BOARD_PART_NUMBER, pd.Series(dtype=str)).dropna()) - {""}),
               "recordings": sorted(levels[schema.RECORDING_NAME].unique()),
               "statistic": "median over boards of each board's median", "scale": scale, "idle_at_ref_w": idle_w,
               "t_ref_c": ph.t_ref_c}
@@ -193,6 +228,14 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         factor, _ = _median_board(per_recording, schema.DYNAMIC_SCALE)
         ph = replace(ph, core_w_per_ghz=ph.core_w_per_ghz * factor, mem_w_per_ghz=ph.mem_w_per_ghz * factor)
         report["dynamic_scale"] = factor
+    elif scale == "domains":
+        if schema.MEMORY_SCALE not in per_recording:
+            raise ValueError("pooled_preset: scale='domains' needs board_levels(..., domains=True)")
+        (core, n_core), (memory, _) = (_median_board(per_recording, c) for c in (schema.CORE_SCALE, schema.MEMORY_SCALE))
+        if not n_core:
+            raise ValueError("pooled_preset: no board's core and memory factors were read (scale='domains')")
+        ph = replace(ph, core_w_per_ghz=ph.core_w_per_ghz * core, mem_w_per_ghz=ph.mem_w_per_ghz * memory)
+        report.update(core_scale=core, memory_scale=memory, domain_boards=n_core)
     else:
         report["activity_scale"] = {}
         for w, rows in levels.groupby(schema.WORKLOAD):

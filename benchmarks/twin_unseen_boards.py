@@ -1,0 +1,204 @@
+"""Shipped presets on boards none of them saw: ``twin-compare`` per preset and recording, one table (no GPU).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/twin_unseen_boards.py --out DIR \\
+        --preset h200-raw --preset h200-raw-pooled --preset h200-raw-pooled-cap \\
+        --preset h200-raw-pooled:domains [--workers 2] [--plot docs/img/unseen_boards.png] \\
+        datasets/h200-2026-11-28/raw_recording_1efa3f60 ...
+
+This is the issue's own test: "we keep real recordings you have not seen and replay them". Each
+``--preset`` replays every recording through :func:`powermodels.twin.compare.twin_compare`, as the command
+``powermodels twin-compare REC --preset NAME --out DIR/NAME/RECORDING`` does (recorded-causal ambient, five
+sensor seeds for the capped start). ``NAME:SCALE`` first brings the preset to the recording's board from
+the recording itself (:func:`powermodels.board_calibration.calibrated_preset`, ``--calibrate-board SCALE``;
+its read seconds are in-sample and not scored): that row is a calibrated twin, not a board-blind one, and
+its memory factor tells the board's group (docs/twin.md, session 15). ``part:A,B`` replays each recording on
+the one of the presets ``A``, ``B`` … pooled over the board's own part number
+(:func:`powermodels.board_calibration.parts.part_preset`; session 17).
+
+A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held
+out or it is nothing. Folders already holding ``comparison.csv`` are read back, not replayed, so an
+interrupted run resumes where it stopped. Writes ``DIR/rows.csv`` (every scored row), ``DIR/summary.md``
+(per preset: median |worst second|, rows within target) and, with ``--plot``, each board's warm-up worst
+second per workload and preset. Replays are simulated; the recordings are real. ~50 s per replay on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from powermodels.board_calibration import calibrated_preset
+from powermodels.board_calibration.parts import part_preset
+from powermodels.recording import read_recording
+from powermodels.reporting import markdown_table
+from powermodels.twin.compare import twin_compare
+from powermodels.twin.preset import load_preset
+
+#: a ``--preset`` label that picks, per recording, the candidate pooled over the board's part number
+PART = "part:"
+#: the warm-up row's metric (a calibrated preset's reads "… worst second from second N on")
+WARMUP = "warm-up energy per launch, worst second"
+COOLING = "cooling temperature, worst second of 30 s"
+OVERSHOOT = "cap overshoot: first-second mean above settled"
+SETTLING = "cap settling time (1 s mean within 1 %)"
+
+
+def preset_boards(name: str) -> set[str]:
+    """Board ids (8 hex digits) a shipped preset was fitted to, pooled over or had its controller fitted on."""
+    prov = load_preset(name).provenance
+    uuids = [r.get("uuid", "") for r in prov.get("fitted_from", [])] + list(prov.get("pooled_boards", {}).get("boards", []))
+    boards = {str(u)[4:12] for u in uuids if u}
+    for path in prov.get("cap_profile_refit", {}).get("train", []):
+        boards.add(str(path).rsplit("_", 1)[-1][:8])
+    return boards
+
+
+def board_of(path: Path) -> str:
+    """The recording's board: the first 8 hex digits of its UUID (``GPU-1efa3f60-…`` → ``1efa3f60``)."""
+    return str(read_recording(path).provenance.get("uuid", "GPU-unknown"))[4:12]
+
+
+def folder_name(label: str) -> str:
+    """The folder of a ``--preset`` label: the preset's name (a file's stem), then ``-SCALE`` if calibrated.
+
+    ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem.
+    """
+    if label.startswith(PART):
+        return "by-part-" + Path(label[len(PART):].split(",")[0]).stem
+    name, _, scale = label.partition(":")
+    return Path(name).stem + (f"-{scale}" if scale else "")
+
+
+def replay_one(label: str, path: str, folder: str) -> str:
+    """Replay ``path`` on the preset ``label`` (``NAME`` or ``NAME:SCALE``) into ``folder``."""
+    real = read_recording(path)
+    if label.startswith(PART):
+        preset, scale = part_preset(real, label[len(PART):].split(",")), ""
+    else:
+        name, _, scale = label.partition(":")
+        preset = calibrated_preset(name, real, scale=scale) if scale else load_preset(name)
+    table = twin_compare(real, preset, folder)
+    memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
+    if memory is not None:
+        (Path(folder) / "memory_scale.txt").write_text(f"{memory:.4f}\n")
+    return f"{label} {Path(path).name}: {int(table['within'].sum())} of {len(table)} within target"
+
+
+def collect(out: Path, labels: list[str], boards: dict[str, str]) -> pd.DataFrame:
+    """Every row of every ``OUT/LABEL/BOARD/comparison.csv``, with its preset and board."""
+    frames = []
+    for label in labels:
+        for path, board in boards.items():
+            folder = out / folder_name(label) / Path(path).name
+            table = pd.read_csv(folder / "comparison.csv")
+            table.insert(0, "recording", Path(path).name)
+            table.insert(0, "board", board)
+            table.insert(0, "preset", label)
+            memory = folder / "memory_scale.txt"
+            table["memory_scale"] = float(memory.read_text()) if memory.exists() else np.nan
+            frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per preset: the warm-up worst second's median |error| and range, and rows within target."""
+    out = []
+    for label, g in rows.groupby("preset", sort=False):
+        warm = g.loc[g["metric"].str.startswith(WARMUP)]
+        row = {"preset": label, "boards": g["board"].nunique(),
+               "warm-up median |worst| %": warm["error"].abs().median(),
+               "warm-up within 1 %": f"{int(warm['within'].sum())} of {len(warm)}"}
+        for workload, w in warm.groupby("workload"):
+            row[f"{workload} worst %"] = f"{w['error'].min():+.2f} … {w['error'].max():+.2f}"
+        for metric, short in ((COOLING, "cooling within 2 °C"), (OVERSHOOT, "overshoot within 25 %"),
+                              (SETTLING, "settling within 25 %")):
+            m = g.loc[g["metric"] == metric]
+            row[short] = f"{int(m['within'].sum())} of {len(m)}"
+        out.append(row)
+    return pd.DataFrame(out).round(2)
+
+
+def plot(rows: pd.DataFrame, path: Path) -> None:
+    """Each board's warm-up worst second per workload, one marker per preset, the ±1 % target shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    warm = rows.loc[rows["metric"].str.startswith(WARMUP)]
+    workloads = sorted(warm["workload"].unique())
+    labels = list(dict.fromkeys(warm["preset"]))
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    ax.axhspan(-1, 1, color="0.9", label="target ±1 %")
+    width = 0.8 / len(labels)
+    for k, label in enumerate(labels):
+        sub = warm.loc[warm["preset"] == label]
+        for i, workload in enumerate(workloads):
+            y = sub.loc[sub["workload"] == workload, "error"].to_numpy()
+            x = np.full(len(y), i - 0.4 + width * (k + 0.5))
+            ax.plot(x, y, "o", ms=4, color=f"C{k}", alpha=0.8, label=label if i == 0 else None)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel("twin − real, worst second (%)")
+    ax.set_title(f"Warm-up energy per launch on {warm['board'].nunique()} boards no preset saw "
+                 "(real recordings, twin replays)", fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("recordings", nargs="+", type=Path)
+    ap.add_argument("--preset", action="append", required=True,
+                    help="a shipped preset's name or a preset file, NAME:SCALE to calibrate it to each board first, "
+                         "or part:A,B to take the one of A, B pooled over each board's part number")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--plot", type=Path)
+    args = ap.parse_args(argv)
+    boards = {str(p): board_of(p) for p in args.recordings}
+    for label in args.preset:
+        if label.startswith(PART):
+            names, scale = label[len(PART):].split(","), ""
+        else:
+            name, _, scale = label.partition(":")
+            names = [name]
+        if scale not in ("", "board", "workload", "domains"):
+            ap.error(f"{label}: the scale after ':' must be board, workload or domains")
+        for name in names:
+            seen = preset_boards(name) & set(boards.values())
+            if seen:
+                ap.error(f"{name} was fitted to or pooled over {', '.join(sorted(seen))}: not an unseen board")
+    jobs = [(label, path, str(args.out / folder_name(label) / Path(path).name))
+            for label in args.preset for path in boards
+            if not (args.out / folder_name(label) / Path(path).name / "comparison.csv").exists()]
+    print(f"{len(jobs)} replays to run ({len(args.preset) * len(boards) - len(jobs)} read back)", flush=True)
+    if args.workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            messages = pool.map(replay_one, *zip(*jobs, strict=True))
+            for done, message in enumerate(messages, start=1):
+                print(f"[{done}/{len(jobs)}] {message}", flush=True)
+    else:
+        for done, job in enumerate(jobs, start=1):
+            print(f"[{done}/{len(jobs)}] {replay_one(*job)}", flush=True)
+    rows = collect(args.out, args.preset, boards)
+    rows.to_csv(args.out / "rows.csv", index=False)
+    text = markdown_table(summary(rows))
+    (args.out / "summary.md").write_text(text + "\n")
+    print(text)
+    if args.plot:
+        plot(rows, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

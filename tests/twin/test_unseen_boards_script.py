@@ -1,0 +1,79 @@
+"""``benchmarks/twin_unseen_boards.py``: presets replayed on boards they never saw, one table."""
+
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from powermodels.recording import write_recording
+from powermodels.twin.preset import save_preset
+from powermodels.twin.replay import replay
+
+from .test_twin_board import board, schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+UUID = "GPU-0123abcd-0000-0000-0000-000000000000"
+
+
+@pytest.fixture(scope="module")
+def script():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("twin_unseen_boards_under_test",
+                                                  ROOT / "benchmarks" / "twin_unseen_boards.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def unseen(tmp_path_factory):
+    """A twin-made recording of another board (5 % more dynamic power), its preset, and the board's preset."""
+    folder = tmp_path_factory.mktemp("unseen")
+    rec = replay(schedule(), board(core_w_per_ghz=230.0 * 1.05, p0_w=19.0), seed=1, poll_s=2e-3,
+                 start_temperature_c=40.0)
+    rec = replace(rec, provenance={**rec.provenance, "uuid": UUID})
+    path = write_recording(rec, folder / "raw_recording_0123abcd")
+    preset = save_preset(board(), folder / "blind.json")
+    fitted = board()
+    fitted = replace(fitted, provenance={**fitted.provenance, "fitted_from": [{"uuid": UUID}]})
+    return path, preset, save_preset(fitted, folder / "fitted.json")
+
+
+def test_replays_each_preset_and_reads_back_what_is_done(script, unseen, tmp_path, capsys):
+    path, preset, _ = unseen
+    argv = [str(path), "--preset", str(preset), "--preset", f"{preset}:board", "--out", str(tmp_path),
+            "--plot", str(tmp_path / "warmup.png")]
+    assert script.main(argv) == 0
+    assert "2 replays to run (0 read back)" in capsys.readouterr().out
+    rows = pd.read_csv(tmp_path / "rows.csv")
+    assert set(rows["preset"]) == {str(preset), f"{preset}:board"} and set(rows["board"]) == {"0123abcd"}
+    assert (tmp_path / "blind" / "raw_recording_0123abcd" / "comparison.csv").exists()
+    assert (tmp_path / "blind-board" / "raw_recording_0123abcd" / "comparison.csv").exists()
+    assert (tmp_path / "warmup.png").stat().st_size > 0
+    warm = rows.loc[rows["metric"].str.startswith(script.WARMUP)].set_index(["preset", "workload"])["error"].abs()
+    # the board-blind preset misses the other board's 5 %; calibrated to the board, it does not
+    assert warm[(str(preset), "gemm")] > 2.0
+    assert warm[(f"{preset}:board", "gemm")] < 1.0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "warm-up within 1 %" in summary and "gemm worst %" in summary
+    # a second run replays nothing: every folder already holds its comparison
+    assert script.main(argv) == 0
+    assert "0 replays to run (2 read back)" in capsys.readouterr().out
+
+
+def test_a_preset_that_saw_the_board_is_refused(script, unseen, tmp_path, capsys):
+    path, _, fitted = unseen
+    with pytest.raises(SystemExit):
+        script.main([str(path), "--preset", str(fitted), "--out", str(tmp_path)])
+    assert "fitted to or pooled over 0123abcd" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_unknown_scale_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
+    path, preset, _ = unseen
+    with pytest.raises(SystemExit):
+        script.main([str(path), "--preset", f"{preset}:memory", "--out", str(tmp_path)])
+    assert "must be board, workload or domains" in capsys.readouterr().err
