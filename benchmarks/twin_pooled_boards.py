@@ -15,7 +15,9 @@ them. Writes ``DIR/rows.csv`` and ``DIR/summary.md`` and prints the summary; ``-
 also writes the preset pooled over **all** boards (a candidate for shipping, validated by the rows).
 ``--variants`` picks the presets replayed (``"pooled (board + cap)"`` also pools each board's settled capped
 clock, ``board_levels(cap=True)``; none: no replay, only ``--save-pooled``), ``--save-cap`` pools it into the
-saved preset (``h200-raw-pooled-cap``, session 16).
+saved preset (``h200-raw-pooled-cap``, session 16). ``--save-parts DIR`` writes one preset per board part number,
+its memory factor pooled over that part's boards and the rest over all (``h200-raw-part-000`` and ``-001``,
+session 17).
 Replays are simulated; the recordings are real. ~1 min per replay on one core.
 """
 
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -98,6 +102,23 @@ def plot(rows: pd.DataFrame, path: Path, title: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def save_parts(preset, recs, args, cap: bool) -> None:
+    """One preset per board part number of ``recs`` (``--save-parts``), with the recordings and command in its provenance."""
+    levels = board_levels(preset, recs, cap=cap, domains=True)
+    parts = sorted(p for p in levels[schema.BOARD_PART_NUMBER].unique() if p)
+    if not parts:
+        raise SystemExit("--save-parts: no recording says its board part number (provenance or nvidia_smi.txt)")
+    for part in parts:
+        name = f"{args.pooled_name or preset.name}-part-{part.rsplit('-', 1)[-1]}"
+        pooled = pooled_preset(preset, levels, scale="domains", name=name, memory_part=part)
+        pooled = replace(pooled, provenance={**pooled.provenance, "pooled_from": [str(p) for p in args.recordings],
+                                             "pooled_command": "python benchmarks/twin_pooled_boards.py "
+                                                               + " ".join(sys.argv[1:])})
+        save_preset(pooled, args.save_parts / f"{name}.json")
+        print(name, json.dumps({k: v for k, v in pooled.fit["pooled_boards"].items() if k not in ("recordings",)},
+                               default=str), flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", required=True)
@@ -113,6 +134,11 @@ def main(argv=None) -> int:
                          "'pooled (board + cap)' also moves the settled capped clock to the other boards' median "
                          "(board_levels(cap=True))")
     ap.add_argument("--save-cap", action="store_true", help="the saved preset also pools the settled capped clock")
+    ap.add_argument("--save-parts", type=Path, metavar="DIR",
+                    help="write one preset per board part number into DIR, named <pooled-name or preset>-part-<last "
+                         "group of the part number>: core, idle, thermal (and with --save-cap the capped clock) pooled "
+                         "over every board, the memory factor over that part's boards (pooled_preset(scale='domains', "
+                         "memory_part=...); session 17)")
     ap.add_argument("recordings", nargs="*")
     args = ap.parse_args(argv)
     title = f"{args.preset} board-blind and moved to the median of the other boards (leave one board out; twin vs real)"
@@ -128,6 +154,8 @@ def main(argv=None) -> int:
     recs = [read_recording(p) for p in args.recordings]
     cap = "pooled (board + cap)" in args.variants or args.save_cap
     levels = board_levels(preset, recs, cap=cap)
+    if args.save_parts:
+        save_parts(preset, recs, args, cap)
     args.out.mkdir(parents=True, exist_ok=True)
     levels.to_csv(args.out / "levels.csv", index=False)
     own = fitting_boards(preset)

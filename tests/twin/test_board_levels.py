@@ -151,3 +151,34 @@ def test_shipped_pooled_h200_preset_is_reproduced_from_its_recordings():
     raw = load_preset("h200-raw")
     assert shipped.physics.leakage_per_c == raw.physics.leakage_per_c and shipped.sensor == raw.sensor
     assert shipped.physics.cap_proportional == raw.physics.cap_proportional
+
+
+def test_shipped_part_presets_are_reproduced_from_their_recordings():
+    """``h200-raw-part-000`` and ``-001`` (session 17): ``h200-raw-pooled``'s boards, memory pooled per part number."""
+    from pathlib import Path
+
+    from powermodels.board_calibration import part_preset
+    from powermodels.recording import read_recording
+    from powermodels.twin.preset import load_preset
+
+    root = Path(__file__).resolve().parents[2]
+    shipped = {part: load_preset(f"h200-raw-part-{part}") for part in ("000", "001")}
+    assert shipped["000"].provenance["pooled_from"] == load_preset("h200-raw-pooled").provenance["pooled_from"]
+    paths = [root / p for p in shipped["000"].provenance["pooled_from"]]
+    if not all(p.is_dir() for p in paths):
+        pytest.skip("the H200 recordings are not in this checkout")
+    recs = [read_recording(p) for p in paths]
+    levels = board_levels("h200-raw", recs, cap=True, domains=True)
+    for part, preset in shipped.items():
+        again = pooled_preset("h200-raw", levels, scale="domains", memory_part=f"692-2G520-0282-{part}")
+        for field in ("p0_w", "core_w_per_ghz", "mem_w_per_ghz"):
+            assert getattr(again.physics, field) == pytest.approx(getattr(preset.physics, field), rel=1e-6), field
+    # the memory differs by part, nothing else does
+    a, b = (shipped[p].physics for p in ("000", "001"))
+    assert b.mem_w_per_ghz / a.mem_w_per_ghz == pytest.approx(1.35, abs=0.05)
+    assert a.core_w_per_ghz == b.core_w_per_ghz and a.thermal_poles == b.thermal_poles
+    # each of the fitting recordings picks the preset of its own part
+    picked = {rec.name: part_preset(rec, list(shipped.values())).name for rec in recs}
+    assert picked["raw_recording_168e6658"] == "h200-raw-part-000"
+    assert picked["raw_recording_ladder_25027b10"] == "h200-raw-part-001"
+    assert sorted(picked.values()).count("h200-raw-part-000") == 4  # 168e6658, 1717480a, ef3dd380, c52dbede

@@ -5,8 +5,13 @@ from dataclasses import replace
 import pytest
 
 from powermodels import schema
-from powermodels.board_calibration import board_levels, pooled_preset
-from powermodels.board_calibration.parts import board_part_number, part_number_from_smi_log, part_preset
+from powermodels.board_calibration import (
+    board_levels,
+    board_part_number,
+    part_preset,
+    pooled_preset,
+)
+from powermodels.board_calibration.parts import part_number_from_smi_log
 from powermodels.recording import write_recording
 from powermodels.twin.replay import replay
 
@@ -109,3 +114,22 @@ def test_the_preset_of_the_boards_part_is_picked(levels, recordings):
     unknown = replace(recordings[0], provenance={**recordings[0].provenance, schema.BOARD_PART_NUMBER: ""})
     with pytest.raises(ValueError, match="part number is not recorded"):
         part_preset(unknown, [low, high])
+
+
+def test_memory_of_one_part_the_rest_over_every_board(levels, recordings):
+    preset = board()
+    high = pooled_preset(preset, levels, scale="domains", thermal=False, name="b-mem001", memory_part="P-001")
+    low = pooled_preset(preset, levels, scale="domains", thermal=False, name="b-mem000", memory_part="P-000")
+    report = high.fit["pooled_boards"]
+    assert report["memory_part"] == "P-001" and report["memory_boards"] == 2 and report["domain_boards"] == 4
+    assert high.physics.mem_w_per_ghz == pytest.approx(preset.physics.mem_w_per_ghz * 1.31, rel=0.04)
+    assert low.physics.mem_w_per_ghz == pytest.approx(preset.physics.mem_w_per_ghz * 0.99, rel=0.04)
+    # the core is every board's median, the same in both presets
+    assert high.physics.core_w_per_ghz == low.physics.core_w_per_ghz
+    assert high.physics.core_w_per_ghz == pytest.approx(preset.physics.core_w_per_ghz * 1.005, rel=0.02)
+    assert part_preset(recordings[2], [low, high]).name == "b-mem001"
+    assert part_preset(recordings[1], [low, high]).name == "b-mem000"
+    with pytest.raises(ValueError, match="memory_part needs scale='domains'"):
+        pooled_preset(preset, levels, scale="board", memory_part="P-001")
+    with pytest.raises(ValueError, match="part number P-002"):
+        pooled_preset(preset, levels, scale="domains", memory_part="P-002")

@@ -12,13 +12,18 @@ board's levels; these modules move them, and nothing else of the preset:
   the thermal resistances from the readings before the first thermal series;
 * :mod:`~powermodels.board_calibration.pooled` — :func:`board_levels` and
   :func:`pooled_preset`: each board's levels, and the preset moved to their
-  median board (the board-blind guess for a board nobody has seen).
+  median board (the board-blind guess for a board nobody has seen);
+* :mod:`~powermodels.board_calibration.parts` — :func:`board_part_number` and
+  :func:`part_preset`: the board part number NVML reports (it splits H200s into
+  two memory-power groups, session 17), and the preset pooled over a board's part.
 
 The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 """
 
 from .calibrate import calibrate_board, calibrated_preset
+from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
 from .thermal import calibrate_board_thermal
 
-__all__ = ["board_levels", "calibrate_board", "calibrate_board_thermal", "calibrated_preset", "pooled_preset"]
+__all__ = ["board_levels", "board_part_number", "calibrate_board", "calibrate_board_thermal", "calibrated_preset",
+           "part_preset", "pooled_preset"]

@@ -13,6 +13,7 @@ The recorder writes the part number into ``provenance.json`` (``board_part_numbe
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 
 from .. import schema
@@ -41,7 +42,7 @@ def part_number_from_smi_log(text: str, uuid: str) -> str:
         (or reads ``N/A``).
     """
     starts = [m.start() for m in _SECTION.finditer(text)] + [len(text)]
-    for a, b in zip(starts[:-1], starts[1:], strict=True):
+    for a, b in pairwise(starts):
         fields = dict(m.groups() for m in _FIELD.finditer(text, a, b))
         if fields.get("GPU UUID") == uuid:
             part = fields.get("Board Part Number", "")
@@ -72,8 +73,9 @@ def board_part_number(rec) -> str:
 
 
 def preset_part_numbers(preset) -> list[str]:
-    """The part numbers a pooled preset was pooled over (``provenance["pooled_boards"]["part_numbers"]``)."""
-    return list(load_preset(preset).provenance.get("pooled_boards", {}).get("part_numbers", []))
+    """The part numbers a pooled preset stands for: its memory pool's part, else every board's it pooled over."""
+    report = load_preset(preset).provenance.get("pooled_boards", {})
+    return [report["memory_part"]] if report.get("memory_part") else list(report.get("part_numbers", []))
 
 
 def part_preset(rec, candidates) -> TwinPreset:
@@ -84,13 +86,14 @@ def part_preset(rec, candidates) -> TwinPreset:
     rec : Recording
         The board's recording (its part number: :func:`board_part_number`).
     candidates : iterable of TwinPreset, str or path
-        Pooled presets, each over boards of one part number (e.g. the shipped ``h200-raw-part-000`` and
-        ``h200-raw-part-001``).
+        Pooled presets, each standing for one part number: its memory factor pooled over that part's boards
+        (``pooled_preset(..., memory_part=...)``, e.g. the shipped ``h200-raw-part-000`` and
+        ``h200-raw-part-001``), or every board of its pool of that part.
 
     Returns
     -------
     TwinPreset
-        The one candidate pooled over that part number only.
+        The one candidate standing for that part number only (:func:`preset_part_numbers`).
 
     Raises
     ------

@@ -162,7 +162,7 @@ def _median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
 
 
 def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal: bool = True,
-                  name: str | None = None) -> TwinPreset:
+                  name: str | None = None, memory_part: str | None = None) -> TwinPreset:
     """``preset`` moved to the median board of ``levels`` (:func:`board_levels`).
 
     Parameters
@@ -195,6 +195,13 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         clock.
     name : str, optional
         The pooled preset's name (default ``<preset>@median-of-<n>``).
+    memory_part : str, optional
+        With ``scale="domains"``: take the memory factor's median over the
+        boards of this part number only (``BOARD_PART_NUMBER``), everything
+        else over all of ``levels``. H200 boards of two part numbers differ by
+        ~30 % in memory power and not in core or idle power (docs/twin.md,
+        session 17): a pool of one part's boards alone is smaller, and its
+        idle and core medians noisier, for nothing.
 
     Returns
     -------
@@ -212,6 +219,8 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     twin = load_preset(preset)
     if scale not in ("board", "workload", "domains"):
         raise ValueError(f"pooled_preset: scale must be 'board', 'workload' or 'domains', got {scale!r}")
+    if memory_part is not None and scale != "domains":
+        raise ValueError("pooled_preset: memory_part needs scale='domains' (the memory factor apart from the core's)")
     if levels is None or not len(levels):
         raise ValueError("pooled_preset: no board levels to pool")
     ph = twin.physics
@@ -231,11 +240,19 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     elif scale == "domains":
         if schema.MEMORY_SCALE not in per_recording:
             raise ValueError("pooled_preset: scale='domains' needs board_levels(..., domains=True)")
-        (core, n_core), (memory, _) = (_median_board(per_recording, c) for c in (schema.CORE_SCALE, schema.MEMORY_SCALE))
-        if not n_core:
-            raise ValueError("pooled_preset: no board's core and memory factors were read (scale='domains')")
+        core, n_core = _median_board(per_recording, schema.CORE_SCALE)
+        of_part = per_recording
+        if memory_part is not None:
+            of_part = per_recording.loc[per_recording.get(schema.BOARD_PART_NUMBER, pd.Series(index=per_recording.index,
+                                                                                          dtype=object)) == memory_part]
+        memory, n_memory = _median_board(of_part, schema.MEMORY_SCALE)
+        if not (n_core and n_memory):
+            raise ValueError("pooled_preset: no board's core and memory factors were read (scale='domains'"
+                             + (f", part number {memory_part}" if memory_part is not None else "") + ")")
         ph = replace(ph, core_w_per_ghz=ph.core_w_per_ghz * core, mem_w_per_ghz=ph.mem_w_per_ghz * memory)
-        report.update(core_scale=core, memory_scale=memory, domain_boards=n_core)
+        report.update(core_scale=core, memory_scale=memory, domain_boards=n_core, memory_boards=n_memory)
+        if memory_part is not None:
+            report["memory_part"] = memory_part
     else:
         report["activity_scale"] = {}
         for w, rows in levels.groupby(schema.WORKLOAD):
