@@ -133,3 +133,23 @@ def test_memory_of_one_part_the_rest_over_every_board(levels, recordings):
         pooled_preset(preset, levels, scale="board", memory_part="P-001")
     with pytest.raises(ValueError, match="part number P-002"):
         pooled_preset(preset, levels, scale="domains", memory_part="P-002")
+
+
+def test_cli_twin_compare_picks_the_preset_of_the_boards_part(levels, recordings, tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.twin.preset import save_preset
+
+    files = [save_preset(pooled_preset(board(), levels, scale="domains", thermal=False, name=f"b-mem{p[-3:]}",
+                                       memory_part=p), tmp_path / f"b-mem{p[-3:]}.json") for p in ("P-000", "P-001")]
+    folder = write_recording(recordings[3], tmp_path / "rec")
+    argv = ["twin-compare", str(folder), "--preset", str(files[0]), "--preset", str(files[1]),
+            "--out", str(tmp_path / "cmp"), "--cap-seeds", "1"]
+    assert main(argv) == 0
+    assert "twin-compare: b-mem001 (board part number P-001)" in capsys.readouterr().err
+    # a board of a part no preset stands for is one line, before any replay
+    other = replace(recordings[3], provenance={**recordings[3].provenance, schema.BOARD_PART_NUMBER: "P-009"})
+    folder = write_recording(other, tmp_path / "rec9")
+    assert main(["twin-compare", str(folder), "--preset", str(files[0]), "--preset", str(files[1]),
+                 "--out", str(tmp_path / "cmp9")]) != 0
+    assert "P-009 matches 0 of the presets" in capsys.readouterr().err
+    assert not (tmp_path / "cmp9" / "comparison.csv").exists()

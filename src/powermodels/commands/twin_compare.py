@@ -19,7 +19,10 @@ HELP = COMMANDS[NAME].help
 
 def add_arguments(parser) -> None:
     parser.add_argument("recording", metavar="RECORDING", help="raw recording folder")
-    parser.add_argument("--preset", required=True, help="shipped preset name (h100-sxm) or preset JSON file")
+    parser.add_argument("--preset", required=True, action="append", metavar="PRESET",
+                        help="shipped preset name (h100-sxm) or preset JSON file; given twice or more, the one "
+                             "pooled over the recording's board part number (e.g. --preset h200-raw-part-000 "
+                             "--preset h200-raw-part-001; board_calibration.part_preset)")
     parser.add_argument("--out", required=True, help="folder for the twin's recording, table and plots")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twin's sensor phase and noise")
     parser.add_argument("--cap-seeds", type=int, default=5, metavar="N",
@@ -57,15 +60,21 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
-    from ..board_calibration import calibrated_preset
+    from ..board_calibration import calibrated_preset, part_preset
     from ..recording import read_recording
     from ..twin.compare import twin_compare
     from ..twin.preset import load_preset, with_cap_controller
     from ._common import out_folder
 
     out_folder(args.out)  # before the replay, not after it
-    preset = with_cap_controller(load_preset(args.preset), args.cap_controller)
     real = read_recording(args.recording, trace_optional=True)
+    if len(args.preset) > 1:
+        chosen = part_preset(real, args.preset)
+        print(f"twin-compare: {chosen.name} (board part number {chosen.provenance['pooled_boards'].get('memory_part')})",
+              file=sys.stderr)
+    else:
+        chosen = load_preset(args.preset[0])
+    preset = with_cap_controller(chosen, args.cap_controller)
     preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal)
 
     shown = [0.0]
