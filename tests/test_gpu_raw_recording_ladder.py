@@ -6,25 +6,18 @@ launches are synchronous; what is checked is the bookkeeping the real run depend
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def raw():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("gpu_raw_recording_under_test", ROOT / "benchmarks" / "gpu_raw_recording.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_raw_recording")
 
 
 class _Event:

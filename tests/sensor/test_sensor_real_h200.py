@@ -13,12 +13,12 @@ a 1.7 ms window with a 200 ms delay, and H8's full runs 42.7 ms.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from benchmark_scripts import load_benchmark
 from powermodels import schema
 from powermodels.sensor.report import attach_loads, characterize_traces
 
@@ -33,11 +33,7 @@ pytestmark = pytest.mark.skipif(not (DATA / "sensor_square.parquet").exists(),
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("sensor_robust_fit",
-                                                  REPO / "benchmarks" / "sensor_robust_fit.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("sensor_robust_fit")
 
 
 @pytest.fixture(scope="module")

@@ -1,22 +1,17 @@
 """Cap gains chosen on repeated capped starts (benchmarks/twin_cap_starts_fit.py), on twin-made recordings with known gains."""
 
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from benchmark_scripts import load_benchmark
 from powermodels import schema
 from powermodels.twin.replay import replay
 
 from .test_twin import known_preset
 
-_SPEC = importlib.util.spec_from_file_location(
-    "twin_cap_starts_fit_under_test", Path(__file__).resolve().parents[2] / "benchmarks" / "twin_cap_starts_fit.py")
-_MODULE = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(_MODULE)
-fit_cap_gains_on_starts = _MODULE.fit_cap_gains_on_starts
+fit_cap_gains_on_starts = load_benchmark("twin_cap_starts_fit").fit_cap_gains_on_starts
 
 #: the board's controller: proportional only, repeating the window (a capped start that barely overshoots)
 BOARD_GAINS = {"cap_proportional": 10.0, "cap_gain_per_s": 0.0, "cap_repeat": 1.0}

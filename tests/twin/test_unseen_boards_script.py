@@ -1,31 +1,23 @@
 """``benchmarks/twin_unseen_boards.py``: presets replayed on boards they never saw, one table."""
 
-import importlib.util
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from benchmark_scripts import load_benchmark
 from powermodels.recording import write_recording
 from powermodels.twin.preset import save_preset
 from powermodels.twin.replay import replay
 
 from .test_twin_board import board, schedule
 
-ROOT = Path(__file__).resolve().parents[2]
 UUID = "GPU-0123abcd-0000-0000-0000-000000000000"
 
 
 @pytest.fixture(scope="module")
 def script():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("twin_unseen_boards_under_test",
-                                                  ROOT / "benchmarks" / "twin_unseen_boards.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("twin_unseen_boards")
 
 
 @pytest.fixture(scope="module")

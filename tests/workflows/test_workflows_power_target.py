@@ -8,20 +8,16 @@ blocks (54.9 %): the rows below are that run's.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from benchmark_scripts import load_benchmark
 from powermodels import schema
 from powermodels.natural_dvfs.power_target import power_target, power_target_line
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _table(rows):
@@ -62,10 +58,7 @@ def test_the_line_counts_windows_and_names_the_unscored():
 def test_checks_json_and_the_report_read_the_same_target(tmp_path):
     """Fails before power_target: checks() scored the per-configuration band's power columns
     (2 constant-clock blocks, 54.9 %: false) while the report showed the held-out windows."""
-    spec = importlib.util.spec_from_file_location("gpu_natural_dvfs_under_test", ROOT / "benchmarks" / "gpu_natural_dvfs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec.loader.exec_module(module)
+    module = load_benchmark("gpu_natural_dvfs")
     validation = pd.DataFrame([{"group": "pressure", "band_lo_mhz": 1527.0, "band_hi_mhz": 1680.0, "test_rows": 2445,
                                 "time_mape_selected_pct": 0.41, "time_form_cv": "dso", "time_mape_rational_pct": 1.8,
                                 "time_mape_dso_pct": 0.41, "power_test_rows": 2, "power_mape_pct": 54.9}])

@@ -3,21 +3,16 @@ process first, and one that faults is left out instead of losing the whole run."
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
+
+from benchmark_scripts import load_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(
-        "gpu_wattchmen_transfer", REPO / "benchmarks" / "gpu_wattchmen_transfer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_wattchmen_transfer")
 
 
 def test_a_faulting_extra_is_left_out_and_the_others_kept(monkeypatch):
