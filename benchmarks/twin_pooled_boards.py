@@ -40,7 +40,7 @@ from powermodels.twin.preset import load_preset, save_preset
 from powermodels.twin.replay import replay
 
 #: the presets a held-out board can be replayed on (``--variants``)
-VARIANTS = ("board-blind", "pooled (board)", "pooled (workload)", "pooled (board + cap)")
+VARIANTS = ("board-blind", "pooled (board)", "pooled (workload)", "pooled (board + cap)", "pooled (part memory + cap)")
 WARMUP, COOLING = "warm-up energy per launch, worst second", "cooling temperature, worst second of 30 s"
 
 
@@ -132,7 +132,8 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS[:3]),
                     help="which presets replay each held-out board (default: the first three; none: only --save-pooled); "
                          "'pooled (board + cap)' also moves the settled capped clock to the other boards' median "
-                         "(board_levels(cap=True))")
+                         "(board_levels(cap=True)); 'pooled (part memory + cap)' pools core and memory apart, the "
+                         "memory over the other boards of the held-out board's part number (session 17)")
     ap.add_argument("--save-cap", action="store_true", help="the saved preset also pools the settled capped clock")
     ap.add_argument("--save-parts", type=Path, metavar="DIR",
                     help="write one preset per board part number into DIR, named <pooled-name or preset>-part-<last "
@@ -152,8 +153,11 @@ def main(argv=None) -> int:
         ap.error("give the recordings (or --from-rows)")
     preset = load_preset(args.preset)
     recs = [read_recording(p) for p in args.recordings]
-    cap = "pooled (board + cap)" in args.variants or args.save_cap
+    cap = any("cap" in v for v in args.variants) or args.save_cap
     levels = board_levels(preset, recs, cap=cap)
+    # the part variant reads the capped clock against each board's domains calibration (board_levels' docstring)
+    by_domains = (board_levels(preset, recs, cap=True, domains=True)
+                  if "pooled (part memory + cap)" in args.variants else None)
     if args.save_parts:
         save_parts(preset, recs, args, cap)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -165,9 +169,13 @@ def main(argv=None) -> int:
         uncapped = others.drop(columns=[schema.CAP_CORE_SCALE], errors="ignore")
         # (levels, scale) of each variant's pool; None: the preset as fitted
         make = {"board-blind": None, "pooled (board)": (uncapped, "board"), "pooled (workload)": (uncapped, "workload"),
-                "pooled (board + cap)": (others, "board")}
+                "pooled (board + cap)": (others, "board"), "pooled (part memory + cap)": None}
         variants = {v: preset if make[v] is None else pooled_preset(preset, make[v][0], scale=make[v][1])
-                    for v in args.variants}
+                    for v in args.variants if v != "pooled (part memory + cap)"}
+        if by_domains is not None:
+            part = by_domains.loc[by_domains[schema.DEVICE_UUID] == board, schema.BOARD_PART_NUMBER].iloc[0]
+            variants["pooled (part memory + cap)"] = pooled_preset(
+                preset, by_domains.loc[by_domains[schema.DEVICE_UUID] != board], scale="domains", memory_part=part)
         for rec in (r for r in recs if str(r.provenance.get("uuid")) == board):
             for variant, p in variants.items():
                 print(f"{board[:12]} {rec.name}: {variant}", flush=True)
