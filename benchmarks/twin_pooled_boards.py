@@ -153,7 +153,7 @@ def main(argv=None) -> int:
         ap.error("give the recordings (or --from-rows)")
     preset = load_preset(args.preset)
     recs = [read_recording(p) for p in args.recordings]
-    cap = any("cap" in v for v in args.variants) or args.save_cap
+    cap = "pooled (board + cap)" in args.variants or args.save_cap
     levels = board_levels(preset, recs, cap=cap)
     # the part variant reads the capped clock against each board's domains calibration (board_levels' docstring)
     by_domains = (board_levels(preset, recs, cap=True, domains=True)
@@ -174,8 +174,11 @@ def main(argv=None) -> int:
                     for v in args.variants if v != "pooled (part memory + cap)"}
         if by_domains is not None:
             part = by_domains.loc[by_domains[schema.DEVICE_UUID] == board, schema.BOARD_PART_NUMBER].iloc[0]
-            variants["pooled (part memory + cap)"] = pooled_preset(
-                preset, by_domains.loc[by_domains[schema.DEVICE_UUID] != board], scale="domains", memory_part=part)
+            try:
+                variants["pooled (part memory + cap)"] = pooled_preset(
+                    preset, by_domains.loc[by_domains[schema.DEVICE_UUID] != board], scale="domains", memory_part=part)
+            except ValueError as err:  # no other board of its part (or its part unknown): say so, score the rest
+                print(f"{board[:12]}: pooled (part memory + cap) not scored: {err}", flush=True)
         for rec in (r for r in recs if str(r.provenance.get("uuid")) == board):
             for variant, p in variants.items():
                 print(f"{board[:12]} {rec.name}: {variant}", flush=True)

@@ -243,8 +243,9 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         core, n_core = _median_board(per_recording, schema.CORE_SCALE)
         of_part = per_recording
         if memory_part is not None:
-            of_part = per_recording.loc[per_recording.get(schema.BOARD_PART_NUMBER, pd.Series(index=per_recording.index,
-                                                                                          dtype=object)) == memory_part]
+            if schema.BOARD_PART_NUMBER not in per_recording:
+                raise ValueError("pooled_preset: memory_part needs the levels' BOARD_PART_NUMBER column")
+            of_part = per_recording.loc[per_recording[schema.BOARD_PART_NUMBER] == memory_part]
         memory, n_memory = _median_board(of_part, schema.MEMORY_SCALE)
         if not (n_core and n_memory):
             raise ValueError("pooled_preset: no board's core and memory factors were read (scale='domains'"

@@ -61,6 +61,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..board_calibration import calibrated_preset, part_preset
+    from ..board_calibration.parts import preset_part_numbers
     from ..recording import read_recording
     from ..twin.compare import twin_compare
     from ..twin.preset import load_preset, with_cap_controller
@@ -70,7 +71,7 @@ def run(args) -> int:
     real = read_recording(args.recording, trace_optional=True)
     if len(args.preset) > 1:
         chosen = part_preset(real, args.preset)
-        print(f"twin-compare: {chosen.name} (board part number {chosen.provenance['pooled_boards'].get('memory_part')})",
+        print(f"twin-compare: {chosen.name} (board part number {', '.join(preset_part_numbers(chosen))})",
               file=sys.stderr)
     else:
         chosen = load_preset(args.preset[0])
