@@ -27,6 +27,7 @@ second per workload and preset. Replays are simulated; the recordings are real. 
 from __future__ import annotations
 
 import argparse
+import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -60,8 +61,24 @@ def preset_boards(name: str) -> set[str]:
 
 
 def board_of(path: Path) -> str:
-    """The recording's board: the first 8 hex digits of its UUID (``GPU-1efa3f60-…`` → ``1efa3f60``)."""
-    return str(read_recording(path).provenance.get("uuid", "GPU-unknown"))[4:12]
+    """The recording's board: the first 8 hex digits of its UUID (``GPU-1efa3f60-…`` → ``1efa3f60``).
+
+    Read from ``provenance.json`` alone: the tables are read once, by the replay that needs them.
+    """
+    provenance = json.loads((Path(path) / "provenance.json").read_text())
+    return str(provenance.get("uuid", "GPU-unknown"))[4:12]
+
+
+def parse_label(label: str) -> tuple[list[str], str]:
+    """A ``--preset`` label's preset names and calibration scale.
+
+    ``NAME`` → ``([NAME], "")``; ``NAME:SCALE`` → ``([NAME], SCALE)``; ``part:A,B`` → ``([A, B], "")``
+    (each recording takes the one of ``A``, ``B`` pooled over its board's part number).
+    """
+    if label.startswith(PART):
+        return label[len(PART):].split(","), ""
+    name, _, scale = label.partition(":")
+    return [name], scale
 
 
 def folder_name(label: str) -> str:
@@ -69,20 +86,20 @@ def folder_name(label: str) -> str:
 
     ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem.
     """
+    names, scale = parse_label(label)
     if label.startswith(PART):
-        return "by-part-" + Path(label[len(PART):].split(",")[0]).stem
-    name, _, scale = label.partition(":")
-    return Path(name).stem + (f"-{scale}" if scale else "")
+        return "by-part-" + Path(names[0]).stem
+    return Path(names[0]).stem + (f"-{scale}" if scale else "")
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
-    """Replay ``path`` on the preset ``label`` (``NAME`` or ``NAME:SCALE``) into ``folder``."""
+    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE`` or ``part:A,B``) into ``folder``."""
     real = read_recording(path)
+    names, scale = parse_label(label)
     if label.startswith(PART):
-        preset, scale = part_preset(real, label[len(PART):].split(",")), ""
+        preset = part_preset(real, names)
     else:
-        name, _, scale = label.partition(":")
-        preset = calibrated_preset(name, real, scale=scale) if scale else load_preset(name)
+        preset = calibrated_preset(names[0], real, scale=scale) if scale else load_preset(names[0])
     table = twin_compare(real, preset, folder)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
@@ -167,11 +184,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     boards = {str(p): board_of(p) for p in args.recordings}
     for label in args.preset:
-        if label.startswith(PART):
-            names, scale = label[len(PART):].split(","), ""
-        else:
-            name, _, scale = label.partition(":")
-            names = [name]
+        names, scale = parse_label(label)
         if scale not in ("", "board", "workload", "domains"):
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
         for name in names:

@@ -118,15 +118,16 @@ def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False,
                 schema.IDLE_AT_REF_W: float(cal.physics.power_w(f, fm, ph.t_ref_c)),
                 schema.DYNAMIC_SCALE: float(report["dynamic_scale"]), schema.THERMAL_SCALE: float(k)}
         base[schema.BOARD_PART_NUMBER] = board_part_number(rec)
-        by_domains = _domains_calibration(twin, rec) if domains else None
+        by_domains = None
         if domains:
+            by_domains = _domains_calibration(twin, rec)
             report_d = by_domains.fit["board_calibration"] if by_domains is not None else {}
             base[schema.CORE_SCALE] = float(report_d.get("core_scale", np.nan))
             base[schema.MEMORY_SCALE] = float(report_d.get("memory_scale", np.nan))
         if cap:
             # against the calibration the levels will be pooled with: the capped load's memory share
             # draws the board's memory factor under "domains"
-            base[schema.CAP_CORE_SCALE] = _cap_core_scale(by_domains or cal, rec, k)
+            base[schema.CAP_CORE_SCALE] = _cap_core_scale(by_domains if by_domains is not None else cal, rec, k)
         series = report["series"]
         if not series:
             raise ValueError(f"board_levels: {rec.name} has no uncapped series of {twin.name}'s workloads "
