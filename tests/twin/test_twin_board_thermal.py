@@ -6,7 +6,11 @@ from pathlib import Path
 import pytest
 
 from powermodels import schema
-from powermodels.board_calibration.thermal import calibrate_board_thermal
+from powermodels.board_calibration.thermal import (
+    calibrate_board_thermal,
+    pole_factors,
+    scaled_resistance,
+)
 from powermodels.recording import read_recording
 from powermodels.twin.replay import replay
 
@@ -16,8 +20,7 @@ DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 
 
 def _hotter(preset, k):
-    ph = preset.physics
-    return replace(preset, physics=replace(ph, thermal_poles=tuple((r * k, tau) for r, tau in ph.poles)))
+    return replace(preset, physics=scaled_resistance(preset.physics, k))
 
 
 @pytest.mark.parametrize("k", [0.8, 1.3])
@@ -53,3 +56,28 @@ def test_a_recording_that_cannot_tell_is_refused():
         calibrate_board_thermal(preset, no_series)
     with pytest.raises(ValueError, match=r"outside 0\.5-2x"):
         calibrate_board_thermal(_hotter(preset, 0.2), rec, min_rise_c=0.5)
+
+
+@pytest.mark.parametrize("factors", [(0.8, 1.6), (1.2, 0.7)])
+@pytest.mark.parametrize("before_first_series", [True, False])
+def test_each_poles_own_factor_is_found_again(factors, before_first_series):
+    # a board whose die and heatsink differ from the preset's by different factors, recorded from idle
+    preset = known_preset()
+    rec = replay(schedule(), _hotter(preset, factors), seed=3, poll_s=2e-3)
+    fit = pole_factors(preset, rec, before_first_series=before_first_series)
+    assert fit["factors"] == pytest.approx(list(factors), rel=0.12)
+    assert fit["rms_c"] < fit["rms_one_factor_c"]  # one factor for both poles cannot bend the curve
+    assert fit["time_constants_s"] == [tau for _, tau in preset.physics.poles]
+    series_start = float(rec.phase_rows(kind="series")[schema.T0_S].min())
+    assert (fit["read_s"][1] <= series_start) == before_first_series
+
+
+def test_pole_factors_refuses_what_it_cannot_read():
+    preset = known_preset()
+    rec = replay(schedule(), preset, seed=3, poll_s=2e-3)
+    idle_only = replace(rec, trace=rec.trace.loc[rec.trace[schema.T_S] < 2.5],
+                        energy=rec.energy.loc[rec.energy[schema.T_S] < 2.5])
+    with pytest.raises(ValueError, match=r"not identified"):
+        pole_factors(preset, idle_only)
+    with pytest.raises(ValueError, match="no trace"):
+        pole_factors(preset, replace(rec, trace=rec.trace.iloc[:0]))

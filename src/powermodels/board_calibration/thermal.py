@@ -32,12 +32,16 @@ from ..recording import Recording
 from ..twin.ambient import network_rise
 from ..twin.preset import TwinPreset, load_preset
 
-__all__ = ["calibrate_board_thermal", "scaled_resistance"]
+__all__ = ["calibrate_board_thermal", "pole_factors", "scaled_resistance"]
 
 
-def scaled_resistance(physics, k: float):
-    """``physics`` with every thermal resistance times ``k`` (the time constants, so each curve's shape, kept)."""
-    poles = tuple((r * k, tau) for r, tau in physics.poles)
+def scaled_resistance(physics, k):
+    """``physics`` with every thermal resistance times ``k`` (the time constants, so each curve's shape, kept).
+
+    ``k`` is one factor for every pole, or one per pole of ``physics.poles`` (:func:`pole_factors`).
+    """
+    factors = np.broadcast_to(np.asarray(k, float), (len(physics.poles),))
+    poles = tuple((r * f, tau) for (r, tau), f in zip(physics.poles, factors, strict=True))
     return (replace(physics, thermal_poles=poles) if physics.thermal_poles
             else replace(physics, thermal_resistance_k_per_w=poles[0][0]))
 
@@ -108,3 +112,81 @@ def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
     return replace(twin, name=f"{twin.name}+thermal@{uuid.removeprefix('GPU-')[:8]}", physics=physics,
                    provenance={**twin.provenance, "board_thermal": report},
                    fit={**twin.fit, "board_thermal": report})
+
+
+def pole_factors(preset, rec: Recording, *, before_first_series: bool = True) -> dict:
+    """One factor per pole of ``preset``'s thermal network that fits ``rec``'s temperature readings.
+
+    :func:`calibrate_board_thermal` scales every resistance by one ``k``: the
+    board is hotter or cooler, each curve keeps its shape. A board whose
+    heatsink differs more than its die does needs one factor per pole: the
+    least-squares fit of
+
+        T_read(t) = T_amb + Σ_i k_i · rise_i(t),
+
+    ``rise_i`` being pole *i* of the preset's network driven by the
+    recording's own counter power (:func:`~powermodels.twin.ambient.network_rise`
+    with ``per_pole=True``). On 25 real H200 boards the slow pole's factor
+    against ``h200-raw-part-*`` (τ = 15.7 s) read 1.2–3.3 and the fast pole's
+    0.74–1.23 over whole recordings (docs/twin.md, session 18): the die follows
+    the fitted board and the heatsink warms ~2× more.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+        The preset whose network is scaled.
+    rec : Recording
+        A raw recording with a trace and an energy counter.
+    before_first_series : bool, default=True
+        Read only the readings before the first ``series`` entry (what
+        :func:`calibrate_board_thermal` reads: the scored warm-up and cooling
+        rows stay held out). ``False`` reads the whole recording, for a
+        diagnostic of the board, not a calibration of a replay of it.
+
+    Returns
+    -------
+    dict
+        ``factors`` (one per pole, in ``preset.physics.poles``' order),
+        ``time_constants_s``, ``offset_c`` (the ambient), ``rms_c`` (readings
+        against the fitted line), ``rms_one_factor_c`` (against the best one
+        factor for every pole, as :func:`calibrate_board_thermal` fits),
+        ``readings``, ``read_s`` (first and last time read) and
+        ``rise_range_c`` per pole at the preset's resistances.
+
+    Raises
+    ------
+    ValueError
+        Without a trace, with fewer readings than unknowns + 10, or where a
+        pole's rise moves by less than 0.5 °C over the readings (its factor is
+        not identified).
+    """
+    twin = load_preset(preset)
+    if not rec.has_trace:
+        raise ValueError(f"pole_factors: {rec.name} has no trace (the temperature readings are needed)")
+    iv, rises = network_rise(rec, twin, per_pole=True)
+    t = iv[schema.T_S].to_numpy(float)
+    read = iv[schema.TEMPERATURE_C].to_numpy(float)
+    sel = np.isfinite(read) & np.all(np.isfinite(rises), axis=0)
+    if before_first_series:
+        series = rec.phase_rows(kind="series")
+        if len(series):
+            sel &= t <= float(series[schema.T0_S].min())
+    n_poles = rises.shape[0]
+    if sel.sum() < n_poles + 11:
+        raise ValueError(f"pole_factors: {rec.name} has {int(sel.sum())} readings to read {n_poles} poles from")
+    spans = np.ptp(rises[:, sel], axis=1)
+    if np.any(spans < 0.5):
+        raise ValueError(f"pole_factors: over the readings of {rec.name}, a pole's rise moves by "
+                         f"{spans.min():.2f} °C: its factor is not identified")
+    design = np.column_stack([np.ones(sel.sum()), rises[:, sel].T])
+    coef, *_ = np.linalg.lstsq(design, read[sel], rcond=None)
+    one = np.column_stack([np.ones(sel.sum()), rises[:, sel].sum(axis=0)])
+    coef_one, *_ = np.linalg.lstsq(one, read[sel], rcond=None)
+    return {"recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
+            "factors": [float(k) for k in coef[1:]],
+            "time_constants_s": [float(tau) for _, tau in twin.physics.poles],
+            "offset_c": float(coef[0]),
+            "rms_c": float(np.sqrt(np.mean((read[sel] - design @ coef) ** 2))),
+            "rms_one_factor_c": float(np.sqrt(np.mean((read[sel] - one @ coef_one) ** 2))),
+            "readings": int(sel.sum()), "read_s": [float(t[sel].min()), float(t[sel].max())],
+            "rise_range_c": [[float(r.min()), float(r.max())] for r in rises[:, sel]]}

@@ -106,7 +106,7 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
     return pd.DataFrame(steps)[list(points.columns)]
 
 
-def network_rise(rec: Recording, preset) -> tuple[pd.DataFrame, np.ndarray]:
+def network_rise(rec: Recording, preset, *, per_pole: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
     """The die's rise above ambient that ``preset``'s thermal network gives for ``rec``'s own power.
 
     The network is driven by the energy counter's mean power between updates
@@ -116,11 +116,22 @@ def network_rise(rec: Recording, preset) -> tuple[pd.DataFrame, np.ndarray]:
     does) at the median of the first second's power (the counter's first
     interval can span the time before the start).
 
+    Parameters
+    ----------
+    rec : Recording
+        A recording with an energy counter (and a trace for the readings).
+    preset : TwinPreset or str
+        The preset whose network is driven.
+    per_pole : bool, default=False
+        Return each pole's rise apart (one row per pole of ``preset.physics.poles``):
+        their sum is the network's rise.
+
     Returns
     -------
     (DataFrame, ndarray)
         The power intervals (with the temperature readings at their ends) and
-        the network's rise (°C) at each interval's end.
+        the network's rise (°C) at each interval's end, shape ``(n,)``, or
+        ``(n_poles, n)`` with ``per_pole``.
     """
     twin = load_preset(preset)
     iv = power_intervals(rec)
@@ -131,6 +142,8 @@ def network_rise(rec: Recording, preset) -> tuple[pd.DataFrame, np.ndarray]:
     heat = iv[schema.POWER_W].to_numpy(float) - cool_w
     t = iv[schema.T_S].to_numpy(float)
     start = float(np.median(heat[t <= t[0] + 1.0]))
+    if per_pole:
+        return iv, np.vstack([simulate_foster(t, heat, [pole], 0.0, start_power=start) for pole in ph.poles])
     return iv, simulate_foster(t, heat, ph.poles, 0.0, start_power=start)
 
 
