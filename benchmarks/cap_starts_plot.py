@@ -36,8 +36,8 @@ def load_set(label: str, recording: str, cmp: str | None) -> dict:
     if cmp:
         table = pd.read_csv(Path(cmp) / "comparison.csv")
         for key, prefix, _ in METRICS:
-            row = table.loc[table["metric"].str.startswith(prefix) & (table[schema.WORKLOAD] == workload)]
-            twin[key] = float(row["twin"].iloc[0]) if len(row) else np.nan
+            row = table.loc[table[schema.CHECK_METRIC].str.startswith(prefix) & (table[schema.WORKLOAD] == workload)]
+            twin[key] = float(row[schema.CHECK_TWIN].iloc[0]) if len(row) else np.nan
     return {"label": label, "starts": starts, "twin": twin}
 
 

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from powermodels import schema
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.compare import compare_recordings
 from powermodels.twin.fit import fit_twin, series_holdout
-from powermodels.twin.fit_cap_choice import fit_cap_controller, controller_table
+from powermodels.twin.fit_cap_choice import controller_table, fit_cap_controller
 from powermodels.twin.fit_controller import fit_cap_gains, fit_capped_clock
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
 from powermodels.twin.replay import replay
@@ -116,7 +117,7 @@ def fold(out: Path) -> None:
         save_preset(p, out / f"fold_bf16_{label.split()[0].strip(':')}.json")
         tw = replay(rec, p)
         tab = compare_recordings(rec, tw)
-        sel = (tab["workload"] == BF16) | tab["metric"].str.contains("clock")
+        sel = (tab[schema.WORKLOAD] == BF16) | tab[schema.CHECK_METRIC].str.contains("clock")
         tables.append(tab.loc[sel].assign(controller=label))
     merged = pd.concat(tables, ignore_index=True)
     (out / "fold_bf16.md").write_text(markdown_table(merged) + "\n\n" + markdown_table(controller_table(report))

@@ -52,7 +52,7 @@ def scored_rows(real, preset, variant: str, board: str, in_sample: bool) -> list
     adapted, profile = replay_setup(real, preset)
     twin = replay(real, adapted, seed=0, ambient=profile)
     table = compare_recordings(real, twin)
-    table = table.loc[table["metric"].isin([WARMUP, COOLING])]
+    table = table.loc[table[schema.CHECK_METRIC].isin([WARMUP, COOLING])]
     return [{"board": board, "recording": real.name, "variant": variant, "in_sample": in_sample, **row}
             for row in table.to_dict("records")]
 
@@ -61,15 +61,15 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     """Per board and variant: each warm-up worst second (%), the worst cooling (°C), rows within."""
     out = []
     for (board, variant), g in rows.groupby(["board", "variant"], sort=False):
-        warm = g.loc[g["metric"] == WARMUP]
-        cool = g.loc[g["metric"] == COOLING]
-        worst_warm = warm.loc[warm["error"].abs().groupby(warm[schema.WORKLOAD]).idxmax()]
+        warm = g.loc[g[schema.CHECK_METRIC] == WARMUP]
+        cool = g.loc[g[schema.CHECK_METRIC] == COOLING]
+        worst_warm = warm.loc[warm[schema.CHECK_ERROR].abs().groupby(warm[schema.WORKLOAD]).idxmax()]
         out.append({"board": board[4:12], "variant": variant, "recordings": g["recording"].nunique(),
-                    **{w[:12]: round(float(e), 2) for w, e in zip(worst_warm[schema.WORKLOAD], worst_warm["error"],
+                    **{w[:12]: round(float(e), 2) for w, e in zip(worst_warm[schema.WORKLOAD], worst_warm[schema.CHECK_ERROR],
                                                                  strict=True)},
-                    "warm-up within": f"{int(warm['within'].sum())}/{len(warm)}",
-                    "cooling worst (°C)": float(cool["error"].abs().max()) if len(cool) else float("nan"),
-                    "cooling within": f"{int(cool['within'].sum())}/{len(cool)}",
+                    "warm-up within": f"{int(warm[schema.CHECK_WITHIN].sum())}/{len(warm)}",
+                    "cooling worst (°C)": float(cool[schema.CHECK_ERROR].abs().max()) if len(cool) else float("nan"),
+                    "cooling within": f"{int(cool[schema.CHECK_WITHIN].sum())}/{len(cool)}",
                     "in_sample": bool(g["in_sample"].any())})
     return pd.DataFrame(out)
 
@@ -81,7 +81,7 @@ def plot(rows: pd.DataFrame, path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    warm = rows.loc[(rows["metric"] == WARMUP) & ~rows["in_sample"]]
+    warm = rows.loc[(rows[schema.CHECK_METRIC] == WARMUP) & ~rows["in_sample"]]
     workloads = list(dict.fromkeys(warm[schema.WORKLOAD]))
     boards = list(dict.fromkeys(warm["board"]))
     variants = list(dict.fromkeys(warm["variant"]))
@@ -90,7 +90,7 @@ def plot(rows: pd.DataFrame, path: Path, title: str) -> None:
         for k, (v, marker) in enumerate(zip(variants, "oDs^", strict=False)):
             g = warm.loc[(warm[schema.WORKLOAD] == w) & (warm["variant"] == v)]
             x = [boards.index(b) + 0.2 * (k - 1) for b in g["board"]]
-            ax.plot(x, g["error"], marker, ls="none", label=v, alpha=0.85)
+            ax.plot(x, g[schema.CHECK_ERROR], marker, ls="none", label=v, alpha=0.85)
         ax.axhspan(-1, 1, color="0.9", zorder=0)
         ax.axhline(0, color="0.5", lw=0.8)
         ax.set_xticks(range(len(boards)), [b[4:12] for b in boards], rotation=60, fontsize=7)

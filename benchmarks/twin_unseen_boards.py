@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from powermodels import schema
 from powermodels.board_calibration import calibrated_preset
 from powermodels.board_calibration.parts import part_preset
 from powermodels.recording import read_recording
@@ -104,7 +105,7 @@ def replay_one(label: str, path: str, folder: str) -> str:
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
         (Path(folder) / "memory_scale.txt").write_text(f"{memory:.4f}\n")
-    return f"{label} {Path(path).name}: {int(table['within'].sum())} of {len(table)} within target"
+    return f"{label} {Path(path).name}: {int(table[schema.CHECK_WITHIN].sum())} of {len(table)} within target"
 
 
 def collect(out: Path, labels: list[str], boards: dict[str, str]) -> pd.DataFrame:
@@ -127,16 +128,16 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     """Per preset: the warm-up worst second's median |error| and range, and rows within target."""
     out = []
     for label, g in rows.groupby("preset", sort=False):
-        warm = g.loc[g["metric"].str.startswith(WARMUP)]
+        warm = g.loc[g[schema.CHECK_METRIC].str.startswith(WARMUP)]
         row = {"preset": label, "boards": g["board"].nunique(),
-               "warm-up median |worst| %": warm["error"].abs().median(),
-               "warm-up within 1 %": f"{int(warm['within'].sum())} of {len(warm)}"}
-        for workload, w in warm.groupby("workload"):
-            row[f"{workload} worst %"] = f"{w['error'].min():+.2f} … {w['error'].max():+.2f}"
+               "warm-up median |worst| %": warm[schema.CHECK_ERROR].abs().median(),
+               "warm-up within 1 %": f"{int(warm[schema.CHECK_WITHIN].sum())} of {len(warm)}"}
+        for workload, w in warm.groupby(schema.WORKLOAD):
+            row[f"{workload} worst %"] = f"{w[schema.CHECK_ERROR].min():+.2f} … {w[schema.CHECK_ERROR].max():+.2f}"
         for metric, short in ((COOLING, "cooling within 2 °C"), (OVERSHOOT, "overshoot within 25 %"),
                               (SETTLING, "settling within 25 %")):
-            m = g.loc[g["metric"] == metric]
-            row[short] = f"{int(m['within'].sum())} of {len(m)}"
+            m = g.loc[g[schema.CHECK_METRIC] == metric]
+            row[short] = f"{int(m[schema.CHECK_WITHIN].sum())} of {len(m)}"
         out.append(row)
     return pd.DataFrame(out).round(2)
 
@@ -148,8 +149,8 @@ def plot(rows: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    warm = rows.loc[rows["metric"].str.startswith(WARMUP)]
-    workloads = sorted(warm["workload"].unique())
+    warm = rows.loc[rows[schema.CHECK_METRIC].str.startswith(WARMUP)]
+    workloads = sorted(warm[schema.WORKLOAD].unique())
     labels = list(dict.fromkeys(warm["preset"]))
     fig, ax = plt.subplots(figsize=(9, 4.2))
     ax.axhspan(-1, 1, color="0.9", label="target ±1 %")
@@ -157,7 +158,7 @@ def plot(rows: pd.DataFrame, path: Path) -> None:
     for k, label in enumerate(labels):
         sub = warm.loc[warm["preset"] == label]
         for i, workload in enumerate(workloads):
-            y = sub.loc[sub["workload"] == workload, "error"].to_numpy()
+            y = sub.loc[sub[schema.WORKLOAD] == workload, schema.CHECK_ERROR].to_numpy()
             x = np.full(len(y), i - 0.4 + width * (k + 0.5))
             ax.plot(x, y, "o", ms=4, color=f"C{k}", alpha=0.8, label=label if i == 0 else None)
     ax.axhline(0, color="k", lw=0.6)

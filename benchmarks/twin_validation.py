@@ -125,14 +125,14 @@ def held_out_figure(real, twin, path: Path) -> None:
     plt.close(fig)
 
 
-def ambient_table(table: pd.DataFrame, keys=("metric", "workload")) -> pd.DataFrame:
+def ambient_table(table: pd.DataFrame, keys=(schema.CHECK_METRIC, schema.WORKLOAD)) -> pd.DataFrame:
     """One row per measurement, one column per ambient: ``twin (error)``, ✗ where outside the target."""
     rows = []
     for key, g in table.groupby(list(keys), sort=False, dropna=False):
-        row = dict(zip(keys, key)) | {"real": f"{g['real'].iloc[0]:.4g}"}
+        row = dict(zip(keys, key)) | {schema.CHECK_REAL: f"{g[schema.CHECK_REAL].iloc[0]:.4g}"}
         for r in g.itertuples(index=False):
             row[r.ambient] = f"{r.twin:.4g} ({r.error:+.3g}){'' if r.within else ' ✗'}"
-        row["target"] = f"{g['target'].iloc[0]:g} {g['unit'].iloc[0]}"
+        row[schema.CHECK_TARGET] = f"{g[schema.CHECK_TARGET].iloc[0]:g} {g[schema.CHECK_UNIT].iloc[0]}"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -212,9 +212,9 @@ def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, amb
             t = compare_recordings(rec, tw)
             t.insert(0, "held out", w)
             t.insert(1, "ambient", ambient)
-            sel = (t["workload"] == w) | t["metric"].str.contains("clock")
-            t.loc[t["metric"].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
-            held = t.loc[sel & ((t["workload"] == w) | (w == first))]
+            sel = (t[schema.WORKLOAD] == w) | t[schema.CHECK_METRIC].str.contains("clock")
+            t.loc[t[schema.CHECK_METRIC].str.contains("clock"), "held out"] = "none (natural phase in every fold)"
+            held = t.loc[sel & ((t[schema.WORKLOAD] == w) | (w == first))]
             rows.append(held)
             seconds.append(warmup_seconds(rec, tw, [w]).assign(held_out=w, ambient=ambient))
             plot_overlays(rec, tw, out / f"fold_{w}_{ambient}", workloads=[w])
@@ -224,7 +224,7 @@ def fit_and_folds(rec, name: str, out: Path, provenance: dict | None = None, amb
     pd.concat(seconds, ignore_index=True).to_csv(out / "folds_seconds.csv", index=False)
     (out / "folds.md").write_text(markdown_table(folds) + "\n")
     if len(ambients) > 1:
-        merged = ambient_table(folds, ("held out", "metric", "workload"))
+        merged = ambient_table(folds, ("held out", schema.CHECK_METRIC, schema.WORKLOAD))
         (out / "folds_ambients.md").write_text(markdown_table(merged) + "\n")
     return preset
 

@@ -164,7 +164,7 @@ def test_recording_without_trace_reads_only_when_allowed(tmp_path):
     with pytest.raises(RecordingError, match="has no trace.parquet.*temperature"):
         reading_series(bare, "temperature_c", [1.0])
     table = compare_recordings(bare, rec)
-    assert list(table["metric"]) == ["warm-up energy per launch, worst second"]
+    assert list(table[schema.CHECK_METRIC]) == ["warm-up energy per launch, worst second"]
     assert "cooling temperature" in table.attrs["not_compared"][0]
 
 

@@ -409,6 +409,16 @@ PROBE_CLOCK_MHZ = "clock_mhz"        # SM clock an on-GPU clock probe measured (
 PROBE_CYCLES = "cycles"              # SM cycles the probe counted (clock64)
 PROBE_ELAPSED_NS = "elapsed_ns"      # global-timer nanoseconds over the same span (globaltimer)
 
+# twin against real (powermodels.twin.compare and the checks beside it): one row per check of issue 27
+CHECK_METRIC = "metric"              # what is compared ("warm-up energy per launch, worst second", ...)
+CHECK_REAL = "real"                  # the real recording's value
+CHECK_TWIN = "twin"                  # the twin replay's value
+CHECK_ERROR = "error"                # twin against real, in the row's unit (relative, %, °C, ms ...)
+CHECK_TARGET = "target"              # the largest |error| the issue accepts
+CHECK_UNIT = "unit"                  # the error's unit, and how each side was read
+CHECK_WITHIN = "within"              # whether |error| <= target
+CHECK_REAL_RANGE = "real_range"      # the spread of the real runs behind the real value (sensor checks)
+
 
 # --------------------------------------------------------------------------
 # Column and table specifications.

@@ -54,9 +54,9 @@ def test_replay_on_the_recorded_ambient_follows_the_drift(drifted, tmp_path):
     preset, rec = drifted
     fixed = twin_compare(rec, preset, tmp_path / "preset", ambient="preset")
     followed = twin_compare(rec, preset, tmp_path / "recorded", ambient="recorded")
-    cool = fixed["metric"].str.startswith("cooling")
-    assert fixed.loc[cool, "error"].abs().max() > 4.0  # the preset's 30 °C misses the warmed inlet
-    assert followed.loc[cool, "error"].abs().max() <= 1.0
+    cool = fixed[schema.CHECK_METRIC].str.startswith("cooling")
+    assert fixed.loc[cool, schema.CHECK_ERROR].abs().max() > 4.0  # the preset's 30 °C misses the warmed inlet
+    assert followed.loc[cool, schema.CHECK_ERROR].abs().max() <= 1.0
     assert "recorded: 4 idle stretches" in followed.attrs["ambient"]
     assert "the preset's 30.0 °C (constant)" in fixed.attrs["ambient"]
     assert (tmp_path / "preset" / "twin" / "provenance.json").read_text().count("constant")
@@ -100,7 +100,7 @@ def test_the_replay_reads_the_recordings_own_idle_ambient_by_default(tmp_path):
     fixed = twin_compare(rec, preset, tmp_path / "preset", ambient="preset")
     assert default.attrs["ambient"].startswith("recorded: ") and "from the past only" in default.attrs["ambient"]
     assert first.attrs["ambient"].startswith("initial: ")
-    cooling = lambda t: t.loc[t["metric"].str.startswith("cooling"), "error"].abs().max()  # noqa: E731
+    cooling = lambda t: t.loc[t[schema.CHECK_METRIC].str.startswith("cooling"), schema.CHECK_ERROR].abs().max()  # noqa: E731
     assert max(cooling(default), cooling(first)) <= 1.0 < cooling(fixed)
 
 

@@ -151,16 +151,16 @@ def test_calibrated_comparison_scores_the_warmup_after_the_seconds_read(other_bo
     from powermodels.twin.compare import compare_recordings, twin_compare
 
     table = twin_compare(other_board, calibrated_preset(board(), other_board, scale="board"), tmp_path / "cmp")
-    warm = table.loc[table["metric"].str.startswith("warm-up energy")]
-    assert len(warm) == 2 and (warm["metric"] == "warm-up energy per launch, worst second from second 2 on").all()
+    warm = table.loc[table[schema.CHECK_METRIC].str.startswith("warm-up energy")]
+    assert len(warm) == 2 and (warm[schema.CHECK_METRIC] == "warm-up energy per launch, worst second from second 2 on").all()
     assert "warm-up rows start at second 2" in " ".join(table.attrs["not_compared"])
     twin = replay(schedule(), calibrate_board(board(), other_board), seed=0, poll_s=2e-3, start_temperature_c=40.0)
     whole, after = compare_recordings(other_board, twin), compare_recordings(other_board, twin, from_s=1.2)
     a, b = metrics.warmup_energy_per_launch(other_board, "gemm"), metrics.warmup_energy_per_launch(twin, "gemm")
     err = (b[schema.ENERGY_J].to_numpy() / a[schema.ENERGY_J].to_numpy() - 1) * 100
-    assert after["error"].iloc[0] == pytest.approx(err[2:][np.argmax(np.abs(err[2:]))])
-    assert whole["error"].iloc[0] == pytest.approx(err[np.argmax(np.abs(err))])
-    assert whole["metric"].iloc[0] == "warm-up energy per launch, worst second"
+    assert after[schema.CHECK_ERROR].iloc[0] == pytest.approx(err[2:][np.argmax(np.abs(err[2:]))])
+    assert whole[schema.CHECK_ERROR].iloc[0] == pytest.approx(err[np.argmax(np.abs(err))])
+    assert whole[schema.CHECK_METRIC].iloc[0] == "warm-up energy per launch, worst second"
 
 
 def test_a_recording_without_an_idle_entry_is_one_line(other_board):

@@ -33,12 +33,12 @@ def test_each_seed_replays_the_capped_start(capped):
     # the sensor's phase alone moves the first second's counter mean: one replay is one draw
     assert runs["first_second_w"].nunique() == 3
     rows = cap_rows_over_seeds(real, {"bf16": runs}, 0.25)
-    assert [r["metric"][:14] for r in rows] == ["cap overshoot:", "cap settling t"]
+    assert [r[schema.CHECK_METRIC][:14] for r in rows] == ["cap overshoot:", "cap settling t"]
     over = rows[0]
-    assert over["twin"] == pytest.approx(float(np.median(runs["overshoot_w"])))
-    assert over["real"] == pytest.approx(metrics.cap_overshoot(real, "bf16")["overshoot_w"])
-    assert "median of 3 sensor seeds" in over["unit"]
-    assert over["within"] == (abs(over["error"]) <= 0.25)
+    assert over[schema.CHECK_TWIN] == pytest.approx(float(np.median(runs["overshoot_w"])))
+    assert over[schema.CHECK_REAL] == pytest.approx(metrics.cap_overshoot(real, "bf16")["overshoot_w"])
+    assert "median of 3 sensor seeds" in over[schema.CHECK_UNIT]
+    assert over[schema.CHECK_WITHIN] == (abs(over[schema.CHECK_ERROR]) <= 0.25)
 
 
 
@@ -47,11 +47,11 @@ def test_twin_compare_scores_the_cap_rows_over_seeds(capped, tmp_path):
 
     preset, real, _ = capped
     table = twin_compare(real, preset, tmp_path / "cmp", ambient="preset", cap_seeds=(0, 1))
-    cap = table.loc[table["metric"].str.startswith("cap ")]
-    assert len(cap) == 2 and cap["unit"].str.contains("median of 2 sensor seeds").all()
+    cap = table.loc[table[schema.CHECK_METRIC].str.startswith("cap ")]
+    assert len(cap) == 2 and cap[schema.CHECK_UNIT].str.contains("median of 2 sensor seeds").all()
     assert any("median over sensor seeds 0, 1" in n for n in table.attrs["not_compared"])
     one = twin_compare(real, preset, tmp_path / "one", ambient="preset", cap_seeds=(0,))
-    assert not one["unit"].str.contains("sensor seeds").any()
+    assert not one[schema.CHECK_UNIT].str.contains("sensor seeds").any()
 
 
 @pytest.fixture(scope="module")
@@ -80,17 +80,17 @@ def test_every_start_is_scored_and_the_medians_compared(starts):
     runs = capped_series_seeds(real, twin, preset, "bf16", seeds=(0, 1))
     assert sorted(zip(runs["entry"], runs["seed"], strict=True)) == [(e, s) for e in range(3) for s in (0, 1)]
     rows = cap_rows_over_seeds(real, {"bf16": runs}, 0.25)
-    assert rows[0]["real"] == pytest.approx(float(table["overshoot_w"].median()))
-    assert rows[0]["twin"] == pytest.approx(float(runs["overshoot_w"].median()))
-    assert "median of 3 starts × 2 sensor seeds" in rows[0]["unit"] and "real: median of 3 starts" in rows[0]["unit"]
+    assert rows[0][schema.CHECK_REAL] == pytest.approx(float(table["overshoot_w"].median()))
+    assert rows[0][schema.CHECK_TWIN] == pytest.approx(float(runs["overshoot_w"].median()))
+    assert "median of 3 starts × 2 sensor seeds" in rows[0][schema.CHECK_UNIT] and "real: median of 3 starts" in rows[0][schema.CHECK_UNIT]
     # the comparison table lists the capped workload once, scored on the starts' medians
     from powermodels.twin.compare import compare_recordings
 
     cmp = compare_recordings(real, twin)
-    cap = cmp.loc[cmp["metric"].str.startswith("cap ")]
-    assert len(cap) == 2 and cap["unit"].str.contains("median of 3 starts").all()
-    assert cap["real"].iloc[0] == pytest.approx(float(table["overshoot_w"].median()))
-    assert (cmp["metric"].str.startswith("warm-up")).sum() == 1
+    cap = cmp.loc[cmp[schema.CHECK_METRIC].str.startswith("cap ")]
+    assert len(cap) == 2 and cap[schema.CHECK_UNIT].str.contains("median of 3 starts").all()
+    assert cap[schema.CHECK_REAL].iloc[0] == pytest.approx(float(table["overshoot_w"].median()))
+    assert (cmp[schema.CHECK_METRIC].str.startswith("warm-up")).sum() == 1
 
 
 def test_an_entry_that_is_not_there_or_too_short_is_refused(starts):
@@ -130,5 +130,5 @@ def test_a_start_that_never_leaves_the_band_is_matched_by_a_twin_that_does_not_e
     real_starts = pd.DataFrame({"entry": [0], "overshoot_w": [4.5], "settling_s": [0.0]})
     monkeypatch.setattr(metrics, "cap_starts", lambda real, workload: real_starts)
     rows = cap_rows_over_seeds(None, {"bf16": runs}, 0.25)
-    settling = next(r for r in rows if r["metric"].startswith("cap settling"))
-    assert settling["real"] == 0.0 and settling["twin"] == 0.0 and settling["error"] == 0.0 and settling["within"]
+    settling = next(r for r in rows if r[schema.CHECK_METRIC].startswith("cap settling"))
+    assert settling[schema.CHECK_REAL] == 0.0 and settling[schema.CHECK_TWIN] == 0.0 and settling[schema.CHECK_ERROR] == 0.0 and settling[schema.CHECK_WITHIN]

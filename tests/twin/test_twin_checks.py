@@ -41,10 +41,10 @@ def test_sensor_window_check_measures_the_twins_sensor():
     preset = load_preset("h100-sxm")
     real = pd.DataFrame({"window_ms": [17.0, 18.4, 22.0], "delay_ms": [6.0, 10.0, 13.0]})
     table = sensor_window_check(preset, real, seconds=4.0)
-    assert list(table["real"]) == [18.4, 10.0]
+    assert list(table[schema.CHECK_REAL]) == [18.4, 10.0]
     # the twin's sensor, characterised like a GPU, shows the window and delay it was given
-    assert table["twin"].iloc[0] == pytest.approx(preset.sensor.instant_window_s * 1e3, abs=3.0)
-    assert table["twin"].iloc[1] == pytest.approx(preset.sensor.delay_s * 1e3, abs=3.0)
+    assert table[schema.CHECK_TWIN].iloc[0] == pytest.approx(preset.sensor.instant_window_s * 1e3, abs=3.0)
+    assert table[schema.CHECK_TWIN].iloc[1] == pytest.approx(preset.sensor.delay_s * 1e3, abs=3.0)
     with pytest.raises(ValueError, match="lacks column.*delay_ms"):
         sensor_window_check(preset, real.drop(columns="delay_ms"))
 

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from benchmark_scripts import load_benchmark
+from powermodels import schema
 from powermodels.recording import write_recording
 from powermodels.twin.preset import save_preset
 from powermodels.twin.replay import replay
@@ -45,7 +46,7 @@ def test_replays_each_preset_and_reads_back_what_is_done(script, unseen, tmp_pat
     assert (tmp_path / "blind" / "raw_recording_0123abcd" / "comparison.csv").exists()
     assert (tmp_path / "blind-board" / "raw_recording_0123abcd" / "comparison.csv").exists()
     assert (tmp_path / "warmup.png").stat().st_size > 0
-    warm = rows.loc[rows["metric"].str.startswith(script.WARMUP)].set_index(["preset", "workload"])["error"].abs()
+    warm = rows.loc[rows[schema.CHECK_METRIC].str.startswith(script.WARMUP)].set_index(["preset", "workload"])[schema.CHECK_ERROR].abs()
     # the board-blind preset misses the other board's 5 %; calibrated to the board, it does not
     assert warm[(str(preset), "gemm")] > 2.0
     assert warm[(f"{preset}:board", "gemm")] < 1.0

@@ -154,8 +154,9 @@ def cap_rows_over_seeds(real: Recording, runs: dict, target: float) -> list[dict
             real_text = ("" if len(entries) == 1 else
                          f"; real: median of {len(entries)} starts, "
                          f"{float(starts[key].min()):.1f} to {float(starts[key].max()):.1f}")
-            rows.append({"metric": metric, schema.WORKLOAD: w, "real": a, "twin": b, "error": err, "target": target,
-                         "unit": f"{unit} (relative error; {twin_text}, "
+            rows.append({schema.CHECK_METRIC: metric, schema.WORKLOAD: w, schema.CHECK_REAL: a, schema.CHECK_TWIN: b,
+                         schema.CHECK_ERROR: err, schema.CHECK_TARGET: target,
+                         schema.CHECK_UNIT: f"{unit} (relative error; {twin_text}, "
                                  f"{float(d[key].min()):.1f} to {float(d[key].max()):.1f}{real_text})",
-                         "within": bool(abs(err) <= target)})
+                         schema.CHECK_WITHIN: bool(abs(err) <= target)})
     return rows

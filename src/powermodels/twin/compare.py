@@ -37,8 +37,9 @@ TARGETS = {"warmup_pct": 1.0, "cooling_c": 2.0, "recovery_rel": 0.25, "period_re
 
 
 def _row(metric, workload, real, twin, error, target, unit):
-    return {"metric": metric, schema.WORKLOAD: workload, "real": real, "twin": twin, "error": error,
-            "target": target, "unit": unit, "within": bool(np.isfinite(error) and abs(error) <= target)}
+    return {schema.CHECK_METRIC: metric, schema.WORKLOAD: workload, schema.CHECK_REAL: real, schema.CHECK_TWIN: twin,
+            schema.CHECK_ERROR: error, schema.CHECK_TARGET: target, schema.CHECK_UNIT: unit,
+            schema.CHECK_WITHIN: bool(np.isfinite(error) and abs(error) <= target)}
 
 
 def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str | None = None,
@@ -336,7 +337,7 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     if len(tuple(cap_seeds)) > 1:
         runs = {w: capped_series_seeds(real, twin, preset, w, seeds=cap_seeds, ambient=profile)
                 for w in capped_series(real)}
-        cap = table["metric"].str.startswith("cap ") & table[schema.WORKLOAD].isin(list(runs))
+        cap = table[schema.CHECK_METRIC].str.startswith("cap ") & table[schema.WORKLOAD].isin(list(runs))
         table = pd.concat([table.loc[~cap], pd.DataFrame(cap_rows_over_seeds(real, runs, TARGETS["cap_rel"]))],
                           ignore_index=True)
         if runs:

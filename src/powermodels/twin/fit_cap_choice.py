@@ -194,8 +194,8 @@ def capped_series_rows(preset, rec: Recording, holdout=()) -> list[dict]:
         real_c, twin_c = metrics.cap_overshoot(rec, w), metrics.cap_overshoot(twin, w)
         for key in (schema.OVERSHOOT_W, schema.SETTLING_S):
             r, q = real_c[key], twin_c[key]
-            rows.append({"workload": w, "metric": key, "real": r, "twin": q,
-                         "error": (q - r) / abs(r) if r else float("nan")})
+            rows.append({schema.WORKLOAD: w, schema.CHECK_METRIC: key, schema.CHECK_REAL: r, schema.CHECK_TWIN: q,
+                         schema.CHECK_ERROR: (q - r) / abs(r) if r else float("nan")})
     return rows
 
 
@@ -212,7 +212,7 @@ def _fit_one(preset, rec: Recording, clock_workload, holdout, on_period: bool | 
     rec_err = recovery_error(twin, rec, clock_workload, holdout) if clock_workload in rec.workloads \
         else {"error": float("nan")}
     series = capped_series_rows(twin, rec, holdout)
-    errors = [abs(r["error"]) for r in series if np.isfinite(r["error"])]
+    errors = [abs(r[schema.CHECK_ERROR]) for r in series if np.isfinite(r[schema.CHECK_ERROR])]
     if np.isfinite(rec_err["error"]):
         errors.append(abs(rec_err["error"]))
     # in units of the 25 %: the mean relative error of its cap rows on the fitting data

@@ -150,8 +150,8 @@ def protocol_errors(preset, comparison: pd.DataFrame, *, reference_s: float = 12
     for i, r in rows.iterrows():
         twin_err = 100.0 * (measured[i] / referenced[i] - 1.0)
         diff = twin_err - float(r["error_pct"])
-        out.append({"workload": r["workload"], "kind": r["kind"], "config": r.get("config", ""),
+        out.append({schema.WORKLOAD: r["workload"], "kind": r["kind"], "config": r.get("config", ""),
                     "real_error_pct": float(r["error_pct"]), "twin_error_pct": twin_err,
                     "difference_points": diff, "target_points": TARGET_POINTS,
-                    "within": bool(abs(diff) <= TARGET_POINTS), "twin_activity": loads[i].activity})
+                    schema.CHECK_WITHIN: bool(abs(diff) <= TARGET_POINTS), "twin_activity": loads[i].activity})
     return pd.DataFrame(out)

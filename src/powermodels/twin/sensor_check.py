@@ -71,7 +71,8 @@ def sensor_window_check(preset, real, *, seconds: float = 9.0, design: str = "mi
                                 ("instant power reading: delay", "delay_ms", fitted[schema.DELAY_S])):
         runs = table[column].to_numpy(float)
         a, b = float(np.median(runs)), float(value) * 1e3
-        rows.append({"metric": name, "real": a, "real_range": f"{runs.min():.1f}-{runs.max():.1f}", "twin": b,
-                     "error": b - a, "target": TARGET_MS, "unit": "ms",
-                     "within": bool(np.isfinite(b) and abs(b - a) <= TARGET_MS)})
+        rows.append({schema.CHECK_METRIC: name, schema.CHECK_REAL: a,
+                     schema.CHECK_REAL_RANGE: f"{runs.min():.1f}-{runs.max():.1f}", schema.CHECK_TWIN: b,
+                     schema.CHECK_ERROR: b - a, schema.CHECK_TARGET: TARGET_MS, schema.CHECK_UNIT: "ms",
+                     schema.CHECK_WITHIN: bool(np.isfinite(b) and abs(b - a) <= TARGET_MS)})
     return pd.DataFrame(rows)
