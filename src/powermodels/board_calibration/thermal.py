@@ -126,10 +126,10 @@ def pole_factors(preset, rec: Recording, *, before_first_series: bool = True) ->
 
     ``rise_i`` being pole *i* of the preset's network driven by the
     recording's own counter power (:func:`~powermodels.twin.ambient.network_rise`
-    with ``per_pole=True``). On 25 real H200 boards the slow pole's factor
-    against ``h200-raw-part-*`` (τ = 15.7 s) read 1.2–3.3 and the fast pole's
-    0.74–1.23 over whole recordings (docs/twin.md, session 18): the die follows
-    the fitted board and the heatsink warms ~2× more.
+    with ``per_pole=True``). On 27 real H200 boards the slow pole's factor
+    against ``h200-raw-part-*`` (τ = 15.7 s) read 1.14–3.26 (median 1.61) and
+    the fast pole's 0.74–1.23 (median 0.94) over whole recordings (docs/twin.md,
+    session 18): the die follows the fitted board, the heatsink warms more.
 
     Parameters
     ----------

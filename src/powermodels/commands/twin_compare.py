@@ -60,6 +60,7 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
+    from .. import schema
     from ..board_calibration import calibrated_preset, part_preset
     from ..board_calibration.parts import preset_part_numbers
     from ..recording import read_recording
@@ -99,5 +100,5 @@ def run(args) -> int:
     print(f"ambient: {table.attrs['ambient']}")
     for note in table.attrs.get("not_compared", []):
         print(f"not compared: {note}")
-    print(f"twin-compare: {int(table['within'].sum())} of {len(table)} within target; wrote {args.out}")
+    print(f"twin-compare: {int(table[schema.CHECK_WITHIN].sum())} of {len(table)} within target; wrote {args.out}")
     return 0
