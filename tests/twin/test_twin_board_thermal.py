@@ -3,15 +3,20 @@
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from powermodels import schema
+from powermodels.board_calibration import calibrated_preset
 from powermodels.board_calibration.thermal import (
+    calibrate_board_network,
     calibrate_board_thermal,
     pole_factors,
     scaled_resistance,
 )
 from powermodels.recording import read_recording
+from powermodels.twin.ambient import die_heat
+from powermodels.twin.fit_thermal import simulate_foster
 from powermodels.twin.replay import replay
 
 from .test_twin import known_preset, schedule
@@ -81,3 +86,46 @@ def test_pole_factors_refuses_what_it_cannot_read():
         pole_factors(preset, idle_only)
     with pytest.raises(ValueError, match="no trace"):
         pole_factors(preset, replace(rec, trace=rec.trace.iloc[:0]))
+
+
+def test_a_boards_own_network_is_fitted_before_its_first_series():
+    # a board whose die and heatsink respond at other time constants than the preset's
+    preset = known_preset()
+    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
+    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    cal = calibrate_board_network(preset, rec, min_rise_c=3.0)
+    fit = cal.fit["board_network"]
+    assert cal.name.startswith("known+network@") and fit["poles_before"] == [list(p) for p in preset.physics.poles]
+    series_start = float(rec.phase_rows(kind="series")[schema.T0_S].min())
+    assert fit["read_s"][1] == pytest.approx(series_start)
+    # held out: the series and the cooling after it, simulated on each network from the recording's own power
+    iv, heat = die_heat(rec, preset)
+    t = iv[schema.T_S].to_numpy(float)
+    later = t > series_start
+    truth = simulate_foster(t, heat, board.physics.poles, 0.0)[later]
+    err_cal = np.abs(simulate_foster(t, heat, cal.physics.poles, 0.0)[later] - truth).max()
+    err_preset = np.abs(simulate_foster(t, heat, preset.physics.poles, 0.0)[later] - truth).max()
+    assert err_cal < 0.35 * err_preset
+    assert cal.physics.core_w_per_ghz == preset.physics.core_w_per_ghz  # only the network changes
+
+
+def test_calibrated_preset_takes_the_network_first():
+    preset = known_preset()
+    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
+    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    with pytest.raises(ValueError, match="thermal must be"):
+        calibrated_preset(preset, rec, thermal="poles")
+    with pytest.raises(ValueError, match="not identified"):
+        calibrate_board_network(preset, rec, min_rise_c=100.0)
+    net = calibrated_preset(preset, rec, thermal="network")
+    assert net.physics.poles == calibrate_board_network(preset, rec).physics.poles
+
+
+def test_the_command_line_takes_scale_or_network():
+    from powermodels.cli import build_parser
+
+    parse = build_parser(["twin-compare"]).parse_args
+    base = ["twin-compare", "REC", "--preset", "h200-raw", "--out", "DIR"]
+    assert parse(base).calibrate_thermal is False
+    assert parse([*base, "--calibrate-thermal"]).calibrate_thermal == "scale"  # as before this option took a value
+    assert parse([*base, "--calibrate-thermal", "network"]).calibrate_thermal == "network"

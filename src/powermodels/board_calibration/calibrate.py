@@ -52,7 +52,7 @@ from .. import clock_events, schema
 from ..recording import Recording
 from ..twin import metrics
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
-from .thermal import calibrate_board_thermal
+from .thermal import calibrate_board_network, calibrate_board_thermal
 
 __all__ = ["SCALES", "calibrate_board", "calibrated_preset", "scaled_activity", "with_idle_power"]
 
@@ -240,7 +240,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
                    provenance=prov, fit={**twin.fit, "board_calibration": report})
 
 
-def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool = False) -> TwinPreset:
+def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False) -> TwinPreset:
     """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/--calibrate-thermal`` does.
 
     Parameters
@@ -252,15 +252,29 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         on this recording then scores its warm-up rows after the seconds read.
     scale : {"board", "workload", "domains"}, optional
         :func:`calibrate_board`'s ``scale``; None leaves the power as the preset's.
-    thermal : bool, default=False
-        Then scale the thermal resistances
+    thermal : bool or {"scale", "network"}, default=False
+        ``True`` or ``"scale"``: then scale the thermal resistances
         (:func:`~powermodels.board_calibration.thermal.calibrate_board_thermal`).
+        ``"network"``: *first* fit the board's own thermal network, resistances
+        and time constants
+        (:func:`~powermodels.board_calibration.thermal.calibrate_board_network`),
+        so that the power calibration reads its seconds at the board's die
+        temperature.
 
     Returns
     -------
     TwinPreset
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``thermal``, or what the calibrations raise.
     """
+    if thermal not in (False, True, "scale", "network"):
+        raise ValueError(f"calibrated_preset: thermal must be False, True, 'scale' or 'network', got {thermal!r}")
     twin = load_preset(preset)
+    if thermal == "network":
+        twin = calibrate_board_network(twin, rec)
     if scale is not None:
         twin = calibrate_board(twin, rec, scale=scale)
-    return calibrate_board_thermal(twin, rec) if thermal else twin
+    return calibrate_board_thermal(twin, rec) if thermal in (True, "scale") else twin

@@ -40,10 +40,11 @@ def add_arguments(parser) -> None:
                              "dynamic-power factor for the board, one per workload, or one for the core and one for "
                              "the memory (domains); those seconds are then in-sample, so the warm-up rows are scored "
                              "from second 2 on")
-    parser.add_argument("--calibrate-thermal", action="store_true",
-                        help="scale the preset's thermal resistances to the recording's board, read from the "
-                             "readings before its first series (board_calibration.thermal; the warm-up and cooling rows "
-                             "stay held out)")
+    parser.add_argument("--calibrate-thermal", nargs="?", const="scale", choices=("scale", "network"), default=False,
+                        help="bring the preset's thermal network to the recording's board, read from the readings "
+                             "before its first series (board_calibration.thermal; the warm-up and cooling rows stay "
+                             "held out): 'scale' (the default with no value) scales every resistance by one factor, "
+                             "'network' fits the board's own resistances and time constants")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "

@@ -30,7 +30,7 @@ from .fit import power_intervals
 from .fit_thermal import simulate_foster
 from .preset import load_preset
 
-__all__ = ["ambient_at", "initial_ambient", "network_rise", "recorded_ambient"]
+__all__ = ["ambient_at", "die_heat", "initial_ambient", "network_rise", "recorded_ambient"]
 
 #: seconds into an idle stretch before its temperature is read (a few die time constants: the die has settled)
 SETTLE_S = 2.0
@@ -106,6 +106,29 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: 
     return pd.DataFrame(steps)[list(points.columns)]
 
 
+def die_heat(rec: Recording, preset) -> tuple[pd.DataFrame, np.ndarray]:
+    """The power that heats the die sensor over each energy-counter interval of ``rec``, as the twin has it.
+
+    The counter's mean power between updates
+    (:func:`~powermodels.twin.fit.power_intervals`) less the share of the
+    memory's dynamic power that does not heat the die (``1 − mem_heat_share``
+    of the preset's memory power at each interval's workload's memory activity).
+
+    Returns
+    -------
+    (DataFrame, ndarray)
+        The power intervals (with the temperature readings at their ends) and
+        the heating power (W) over each.
+    """
+    twin = load_preset(preset)
+    iv = power_intervals(rec)
+    ph = twin.physics
+    bm = float(ph.power_terms(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0], ph.t_ref_c)[2])
+    mem = {name: tw.workload.mem_activity for name, tw in twin.workloads.items()}
+    cool_w = (1.0 - ph.mem_heat_share) * bm * iv[schema.WORKLOAD].map(mem).fillna(0.0).to_numpy(float)
+    return iv, iv[schema.POWER_W].to_numpy(float) - cool_w
+
+
 def network_rise(rec: Recording, preset, *, per_pole: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
     """The die's rise above ambient that ``preset``'s thermal network gives for ``rec``'s own power.
 
@@ -134,12 +157,8 @@ def network_rise(rec: Recording, preset, *, per_pole: bool = False) -> tuple[pd.
         ``(n_poles, n)`` with ``per_pole``.
     """
     twin = load_preset(preset)
-    iv = power_intervals(rec)
     ph = twin.physics
-    bm = float(ph.power_terms(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0], ph.t_ref_c)[2])
-    mem = {name: tw.workload.mem_activity for name, tw in twin.workloads.items()}
-    cool_w = (1.0 - ph.mem_heat_share) * bm * iv[schema.WORKLOAD].map(mem).fillna(0.0).to_numpy(float)
-    heat = iv[schema.POWER_W].to_numpy(float) - cool_w
+    iv, heat = die_heat(rec, twin)
     t = iv[schema.T_S].to_numpy(float)
     start = float(np.median(heat[t <= t[0] + 1.0]))
     if per_pole:
