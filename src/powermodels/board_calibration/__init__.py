@@ -10,6 +10,8 @@ board's levels; these modules move them, and nothing else of the preset:
   ``twin-compare --calibrate-board`` applies them);
 * :mod:`~powermodels.board_calibration.thermal` — :func:`calibrate_board_thermal`:
   the thermal resistances from the readings before the first thermal series;
+  :func:`calibrate_board_network`: the whole network, time constants too (session 18);
+  :func:`pole_factors`: one factor per pole, a diagnostic;
 * :mod:`~powermodels.board_calibration.pooled` — :func:`board_levels` and
   :func:`pooled_preset`: each board's levels, and the preset moved to their
   median board (the board-blind guess for a board nobody has seen);
@@ -23,7 +25,7 @@ The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 from .calibrate import calibrate_board, calibrated_preset
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
-from .thermal import calibrate_board_thermal
+from .thermal import calibrate_board_network, calibrate_board_thermal, pole_factors
 
-__all__ = ["board_levels", "board_part_number", "calibrate_board", "calibrate_board_thermal", "calibrated_preset",
-           "part_preset", "pooled_preset"]
+__all__ = ["board_levels", "board_part_number", "calibrate_board", "calibrate_board_network", "calibrate_board_thermal",
+           "calibrated_preset", "part_preset", "pole_factors", "pooled_preset"]
