@@ -47,6 +47,19 @@ def scaled_resistance(physics, k):
             else replace(physics, thermal_resistance_k_per_w=poles[0][0]))
 
 
+def _first_series_start(rec: Recording, caller: str) -> float:
+    """When ``rec``'s first ``series`` entry starts: a calibration reads the readings before it.
+
+    Raises ``ValueError`` naming ``caller`` if ``rec`` has no trace or no series entry.
+    """
+    if not rec.has_trace:
+        raise ValueError(f"{caller}: {rec.name} has no trace (the temperature readings are needed)")
+    series = rec.phase_rows(kind="series")
+    if not len(series):
+        raise ValueError(f"{caller}: {rec.name} has no series entry (the readings before the first one are read)")
+    return float(series[schema.T0_S].min())
+
+
 def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
                             k_range: tuple = (0.5, 2.0)) -> TwinPreset:
     """``preset`` with its thermal resistances scaled to the board of ``rec``.
@@ -81,13 +94,7 @@ def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
         first series do not identify ``k``.
     """
     twin = load_preset(preset)
-    if not rec.has_trace:
-        raise ValueError(f"calibrate_board_thermal: {rec.name} has no trace (the temperature readings are needed)")
-    series = rec.phase_rows(kind="series")
-    if not len(series):
-        raise ValueError(f"calibrate_board_thermal: {rec.name} has no series entry (the readings before the "
-                         "first one are read)")
-    until = float(series[schema.T0_S].min())
+    until = _first_series_start(rec, "calibrate_board_thermal")
     iv, rise = network_rise(rec, twin)
     t = iv[schema.T_S].to_numpy(float)
     read = iv[schema.TEMPERATURE_C].to_numpy(float)
@@ -236,13 +243,7 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
         first series range over less than ``min_rise_c``.
     """
     twin = load_preset(preset)
-    if not rec.has_trace:
-        raise ValueError(f"calibrate_board_network: {rec.name} has no trace (the temperature readings are needed)")
-    series = rec.phase_rows(kind="series")
-    if not len(series):
-        raise ValueError(f"calibrate_board_network: {rec.name} has no series entry (the readings before the first "
-                         "one are fitted)")
-    until = float(series[schema.T0_S].min())
+    until = _first_series_start(rec, "calibrate_board_network")
     iv, heat = die_heat(rec, twin)
     t = iv[schema.T_S].to_numpy(float)
     read = iv[schema.TEMPERATURE_C].to_numpy(float)
