@@ -253,7 +253,7 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
         raise ValueError(f"calibrate_board_network: before its first series (at {until:.1f} s) {rec.name}'s readings "
                          f"range over {span:.1f} °C, less than {min_rise_c:g} °C: the board's thermal network is "
                          "not identified")
-    # the unread readings (NaN, after the first series) are simulated through, not fitted
+    # the readings after the first series (and any NaN) are simulated through, driven by their power, not fitted
     fit = fit_foster(t, heat, np.where(np.isfinite(read), read, 0.0), n_poles=len(twin.physics.poles), grid=grid,
                      weight=sel)
     poles = tuple((float(r), float(tau)) for r, tau in fit["poles"])
