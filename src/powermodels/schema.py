@@ -75,6 +75,7 @@ POWER_AVERAGE_W = "power_average_w"  # NVML field 185 (1 s average on Hopper)
 POWER_USAGE_W = "power_usage_w"      # nvmlDeviceGetPowerUsage
 ENERGY_COUNTER_J = "energy_counter_j"  # nvmlDeviceGetTotalEnergyConsumption, joules
 TEMPERATURE_C = "temperature_c"
+MEMORY_TEMPERATURE_C = "memory_temperature_c"  # the HBM reading (NVML), where the board reports one
 SM_CLOCK_MHZ = "sm_clock_mhz"
 MEM_CLOCK_MHZ = "mem_clock_mhz"
 THROTTLE_REASONS = "throttle_reasons"  # NVML bit mask
