@@ -4,7 +4,8 @@ Usage::
 
     PYTHONPATH=src python benchmarks/twin_unseen_boards.py --out DIR \\
         --preset h200-raw --preset h200-raw-pooled --preset h200-raw-pooled-cap \\
-        --preset h200-raw-pooled:domains [--workers 2] [--plot docs/img/unseen_boards.png] \\
+        --preset h200-raw-pooled:domains --preset h200-raw-pooled:domains:network \\
+        [--workers 2] [--plot docs/img/unseen_boards.png] \\
         datasets/h200-2026-11-28/raw_recording_1efa3f60 ...
 
 This is the issue's own test: "we keep real recordings you have not seen and replay them". Each
@@ -13,7 +14,9 @@ This is the issue's own test: "we keep real recordings you have not seen and rep
 sensor seeds for the capped start). ``NAME:SCALE`` first brings the preset to the recording's board from
 the recording itself (:func:`powermodels.board_calibration.calibrated_preset`, ``--calibrate-board SCALE``;
 its read seconds are in-sample and not scored): that row is a calibrated twin, not a board-blind one, and
-its memory factor tells the board's group (docs/twin.md, session 15). ``part:A,B`` replays each recording on
+its memory factor tells the board's group (docs/twin.md, session 15). ``NAME:SCALE:THERMAL`` (``THERMAL`` one
+of ``scale``, ``network``; ``SCALE`` may be empty: ``NAME::network``) calibrates the thermal network too, as
+``--calibrate-thermal THERMAL`` does; ``network`` is fitted first (docs/twin.md, session 18). ``part:A,B`` replays each recording on
 the one of the presets ``A``, ``B`` … pooled over the board's own part number
 (:func:`powermodels.board_calibration.parts.part_preset`; session 17).
 
@@ -70,37 +73,47 @@ def board_of(path: Path) -> str:
     return str(provenance.get("uuid", "GPU-unknown"))[4:12]
 
 
-def parse_label(label: str) -> tuple[list[str], str]:
-    """A ``--preset`` label's preset names and calibration scale.
+#: the power scales and thermal calibrations a label may name (``calibrated_preset``'s ``scale`` and ``thermal``)
+SCALES = ("", "board", "workload", "domains")
+THERMALS = ("", "scale", "network")
 
-    ``NAME`` → ``([NAME], "")``; ``NAME:SCALE`` → ``([NAME], SCALE)``; ``part:A,B`` → ``([A, B], "")``
-    (each recording takes the one of ``A``, ``B`` pooled over its board's part number).
+
+def parse_label(label: str) -> tuple[list[str], str, str]:
+    """A ``--preset`` label's preset names, power calibration scale and thermal calibration.
+
+    ``NAME`` → ``([NAME], "", "")``; ``NAME:SCALE`` → ``([NAME], SCALE, "")``; ``NAME:SCALE:THERMAL`` →
+    ``([NAME], SCALE, THERMAL)``; ``part:A,B`` → ``([A, B], "", "")`` (each recording takes the one of
+    ``A``, ``B`` pooled over its board's part number).
     """
     if label.startswith(PART):
-        return label[len(PART):].split(","), ""
-    name, _, scale = label.partition(":")
-    return [name], scale
+        return label[len(PART):].split(","), "", ""
+    name, _, calibration = label.partition(":")
+    scale, _, thermal = calibration.partition(":")
+    return [name], scale, thermal
 
 
 def folder_name(label: str) -> str:
     """The folder of a ``--preset`` label: the preset's name (a file's stem), then ``-SCALE`` if calibrated.
 
-    ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem.
+    ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem; a thermal
+    calibration adds ``-thermal-THERMAL``.
     """
-    names, scale = parse_label(label)
+    names, scale, thermal = parse_label(label)
     if label.startswith(PART):
         return "by-part-" + Path(names[0]).stem
-    return Path(names[0]).stem + (f"-{scale}" if scale else "")
+    return Path(names[0]).stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
-    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE`` or ``part:A,B``) into ``folder``."""
+    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]`` or ``part:A,B``) into ``folder``."""
     real = read_recording(path)
-    names, scale = parse_label(label)
+    names, scale, thermal = parse_label(label)
     if label.startswith(PART):
         preset = part_preset(real, names)
+    elif scale or thermal:
+        preset = calibrated_preset(names[0], real, scale=scale or None, thermal=thermal or False)
     else:
-        preset = calibrated_preset(names[0], real, scale=scale) if scale else load_preset(names[0])
+        preset = load_preset(names[0])
     table = twin_compare(real, preset, folder)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
@@ -177,17 +190,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("recordings", nargs="+", type=Path)
     ap.add_argument("--preset", action="append", required=True,
-                    help="a shipped preset's name or a preset file, NAME:SCALE to calibrate it to each board first, "
-                         "or part:A,B to take the one of A, B pooled over each board's part number")
+                    help="a shipped preset's name or a preset file, NAME:SCALE to calibrate its power to each board "
+                         "first, NAME:SCALE:THERMAL its thermal network too (SCALE may be empty), or part:A,B to "
+                         "take the one of A, B pooled over each board's part number")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
     boards = {str(p): board_of(p) for p in args.recordings}
     for label in args.preset:
-        names, scale = parse_label(label)
-        if scale not in ("", "board", "workload", "domains"):
+        names, scale, thermal = parse_label(label)
+        if scale not in SCALES:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
+        if thermal not in THERMALS:
+            ap.error(f"{label}: the thermal calibration after the second ':' must be scale or network")
         for name in names:
             seen = preset_boards(name) & set(boards.values())
             if seen:

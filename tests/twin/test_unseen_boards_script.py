@@ -70,3 +70,22 @@ def test_an_unknown_scale_is_refused_before_any_replay(script, unseen, tmp_path,
     with pytest.raises(SystemExit):
         script.main([str(path), "--preset", f"{preset}:memory", "--out", str(tmp_path)])
     assert "must be board, workload or domains" in capsys.readouterr().err
+
+
+def test_labels_name_the_power_and_thermal_calibrations(script):
+    assert script.parse_label("h200-raw") == (["h200-raw"], "", "")
+    assert script.parse_label("h200-raw:domains") == (["h200-raw"], "domains", "")
+    assert script.parse_label("h200-raw:domains:network") == (["h200-raw"], "domains", "network")
+    assert script.parse_label("h200-raw::network") == (["h200-raw"], "", "network")
+    assert script.parse_label("part:a,b") == (["a", "b"], "", "")
+    assert script.folder_name("h200-raw:domains:network") == "h200-raw-domains-thermal-network"
+    assert script.folder_name("h200-raw::scale") == "h200-raw-thermal-scale"
+    assert script.folder_name("part:x/h200-raw-part-000.json,b") == "by-part-h200-raw-part-000"
+
+
+def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
+    path, preset, _ = unseen
+    with pytest.raises(SystemExit):
+        script.main([str(path), "--preset", f"{preset}:board:poles", "--out", str(tmp_path)])
+    assert "must be scale or network" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
