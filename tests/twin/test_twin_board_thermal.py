@@ -1,5 +1,6 @@
 """The board's thermal resistance, read before the first thermal series (board_calibration.thermal)."""
 
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from powermodels import schema
 from powermodels.board_calibration import calibrated_preset
 from powermodels.board_calibration.thermal import (
+    NetworkAtBandEdgeWarning,
     calibrate_board_network,
     calibrate_board_thermal,
     pole_factors,
@@ -93,7 +95,8 @@ def test_a_boards_own_network_is_fitted_before_its_first_series():
     preset = known_preset()
     board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
     rec = replay(schedule(), board, seed=3, poll_s=2e-3)
-    cal = calibrate_board_network(preset, rec, min_rise_c=3.0)
+    with pytest.warns(NetworkAtBandEdgeWarning):  # the board's slow pole is the band's lower edge itself
+        cal = calibrate_board_network(preset, rec, min_rise_c=3.0)
     fit = cal.fit["board_network"]
     assert cal.name.startswith("known+network@") and fit["poles_before"] == [list(p) for p in preset.physics.poles]
     series_start = float(rec.phase_rows(kind="series")[schema.T0_S].min())
@@ -109,6 +112,7 @@ def test_a_boards_own_network_is_fitted_before_its_first_series():
     assert cal.physics.core_w_per_ghz == preset.physics.core_w_per_ghz  # only the network changes
 
 
+@pytest.mark.filterwarnings("ignore::powermodels.board_calibration.NetworkAtBandEdgeWarning")
 def test_calibrated_preset_takes_the_network_first():
     preset = known_preset()
     board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
@@ -129,3 +133,19 @@ def test_the_command_line_takes_scale_or_network():
     assert parse(base).calibrate_thermal is False
     assert parse([*base, "--calibrate-thermal"]).calibrate_thermal == "scale"  # as before this option took a value
     assert parse([*base, "--calibrate-thermal", "network"]).calibrate_thermal == "network"
+
+
+def test_a_time_constant_on_its_bands_edge_is_reported_and_warned():
+    """A slow pole below its band (3 s; the band is 8–60 s) ends on the edge: said, not hidden; one inside is not."""
+    preset = known_preset()
+    fits = {}
+    for tau in (3.0, 20.0):
+        board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, tau))))
+        rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fits[tau] = calibrate_board_network(preset, rec, min_rise_c=3.0).fit["board_network"]
+        fits[tau]["warned"] = [str(w.message) for w in caught if w.category is NetworkAtBandEdgeWarning]
+    assert fits[3.0]["poles_at_band_edge"] == [1] and fits[3.0]["poles"][1][1] == pytest.approx(8.0)
+    assert len(fits[3.0]["warned"]) == 1 and "pole 1: τ = 8 s on an edge of (8.0, 60.0)" in fits[3.0]["warned"][0]
+    assert fits[20.0]["poles_at_band_edge"] == [] and fits[20.0]["warned"] == []

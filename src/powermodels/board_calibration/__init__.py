@@ -25,7 +25,12 @@ The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 from .calibrate import calibrate_board, calibrated_preset
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
-from .thermal import calibrate_board_network, calibrate_board_thermal, pole_factors
+from .thermal import (
+    NetworkAtBandEdgeWarning,
+    calibrate_board_network,
+    calibrate_board_thermal,
+    pole_factors,
+)
 
-__all__ = ["board_levels", "board_part_number", "calibrate_board", "calibrate_board_network", "calibrate_board_thermal",
-           "calibrated_preset", "part_preset", "pole_factors", "pooled_preset"]
+__all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "calibrate_board", "calibrate_board_network",
+           "calibrate_board_thermal", "calibrated_preset", "part_preset", "pole_factors", "pooled_preset"]
