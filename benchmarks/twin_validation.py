@@ -47,12 +47,13 @@ from powermodels.board_calibration import calibrated_preset
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
+from powermodels.twin.adapt import adapt_workloads
 from powermodels.twin.compare import (AMBIENTS, capped_series, compare_recordings, plot_cap_settling, plot_overlays,
                                      replay_ambient, twin_compare)
 from powermodels.twin.fit import fit_twin, series_holdout
 from powermodels.twin.fit_controller import GAIN_FIELDS
 from powermodels.twin.preset import PRESET_DIR, load_preset, save_preset
-from powermodels.twin.replay import adapt_workloads, replay
+from powermodels.twin.replay import replay
 
 DATA = Path(__file__).resolve().parents[1] / "datasets" / "h100" / "raw-2026-11-25"
 WINDOW = {"window_s": 18.41e-3, "delay_s": 9.96e-3,

@@ -140,8 +140,8 @@ def test_a_recording_that_starts_warm_is_flagged(folder, warm):
 
 def test_replay_setup_is_what_twin_compare_replays_with(drifted):
     """``replay_setup``: the adapted preset and the recorded-causal ambient, as the two calls give them."""
+    from powermodels.twin.adapt import adapt_workloads
     from powermodels.twin.compare import replay_ambient, replay_setup
-    from powermodels.twin.replay import adapt_workloads
 
     preset, real = drifted
     adapted, profile = replay_setup(real, preset)

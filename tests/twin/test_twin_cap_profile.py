@@ -124,7 +124,7 @@ def test_a_tightly_capped_board_is_not_taken_for_a_slower_kernel():
     # H200 GPU-40717706 held its capped clock so steadily that half its launch times lay within 2 % of the
     # 5th percentile, which read as "ran at the top clock": the bf16 GEMM was scaled ×1.29 (its warm-up
     # energy +27 %); its clock probes (median 1,484 MHz) say it was capped
-    from powermodels.twin.replay import adapt_workloads
+    from powermodels.twin.adapt import adapt_workloads
 
     real = read_recording(ROOT / CAPSTARTS[3])
     _, changed = adapt_workloads(load_preset("h200-raw"), real)

@@ -37,7 +37,7 @@ above ``cap_share`` of the limit) says nothing about dynamic power and is
 skipped; so is, for the board's factor, a workload
 whose time per launch at the top clock differs from the preset's by more
 than ``same_kernel`` (another kernel under the same name: its power is the
-kernel's, not the board's; :func:`~powermodels.twin.replay.adapt_workloads`
+kernel's, not the board's; :func:`~powermodels.twin.adapt.adapt_workloads`
 adapts its time). Whatever is compared afterwards on those first
 seconds is in-sample: report the rest of each series as the validation.
 """

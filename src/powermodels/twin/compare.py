@@ -18,13 +18,14 @@ from .. import schema
 from ..recording import Recording, write_recording
 from ..reporting import markdown_table
 from . import metrics
+from .adapt import adapt_workloads
 from .ambient import initial_ambient, recorded_ambient
 from .cap_seeds import CAP_SEEDS, cap_rows_over_seeds, capped_series_seeds
 from .metrics import capped_series
 from .overlays import plot_cap_settling, plot_overlays
 from .preset import load_preset
 from .protocol import protocol_errors
-from .replay import adapt_workloads, replay
+from .replay import replay
 from .sensor_check import sensor_window_check
 
 # capped_series and the plots live in metrics and overlays; named here too, where a comparison's caller looks
@@ -210,7 +211,7 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
 def replay_setup(real: Recording, preset, ambient: str = "recorded-causal"):
     """The preset and ambient that ``twin-compare`` replays ``real`` with, without the notes.
 
-    The preset's workloads adapted to the recording's (:func:`~powermodels.twin.replay.adapt_workloads`)
+    The preset's workloads adapted to the recording's (:func:`~powermodels.twin.adapt.adapt_workloads`)
     and the ambient profile read from it (:func:`replay_ambient`, the default the command uses).
 
     Returns
@@ -270,6 +271,16 @@ def read_from(preset, real: Recording, key: str) -> dict | None:
     return report if same else None
 
 
+def adaptation_note(workload: str, adapted: dict) -> str:
+    """One line of ``comparison.md`` on how a workload was adapted to the recording (:func:`adapt_workloads`)."""
+    line = (f"workload {workload} adapted to this recording: time per launch × {adapted['time_ratio']:.3f} "
+            f"({adapted.get('time_from', 'top clock')}), host gap {adapted['gap_s'] * 1e6:.0f} µs")
+    if "probed_ratio" in adapted:
+        line += (f"; it ran capped, and its clock probes read the preset's time × {adapted['probed_ratio']:.3f} "
+                 "at the clocks it ran")
+    return line
+
+
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
                  sensor_window=None, ambient: str = "recorded-causal", cap_seeds=CAP_SEEDS) -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
@@ -277,7 +288,7 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
     one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs (with matplotlib). Workloads
     whose time per launch or host gap differ from the preset's are first
-    adapted to the recording (:func:`~powermodels.twin.replay.adapt_workloads`,
+    adapted to the recording (:func:`~powermodels.twin.adapt.adapt_workloads`,
     listed in the twin's provenance and the table's notes).
 
     ``protocol_tables`` (real ``comparison.csv`` files of
@@ -347,9 +358,7 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     if sensor_window is not None:
         extra.append(sensor_rows(preset, sensor_window, seed=seed))
     table = pd.concat([table, *extra], ignore_index=True)
-    table.attrs["not_compared"] = notes + [f"workload {k} adapted to this recording: time per launch × "
-                                    f"{v['time_ratio']:.3f}, host gap {v['gap_s'] * 1e6:.0f} µs"
-                                    for k, v in adapted.items()]
+    table.attrs["not_compared"] = notes + [adaptation_note(k, v) for k, v in adapted.items()]
     table.attrs["ambient"] = ambient_note
     if cal:
         table.attrs["not_compared"].append(

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -35,7 +34,7 @@ from .. import schema
 from ..recording import PHASES_SPEC, Recording, downsample_trace, validate_recording_table
 from .preset import TwinPreset, load_preset
 
-__all__ = ["adapt_workloads", "host_stalls", "ladder_cycles", "replay"]
+__all__ = ["host_stalls", "ladder_cycles", "replay"]
 
 #: trace columns a replay writes (those of a raw recording)
 TRACE_COLUMNS = (schema.T_S, schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ,
@@ -125,52 +124,6 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
     }
     return Recording(run.trace_table(), run.energy_table(), run.launch_table(), phases.reset_index(drop=True),
                      provenance)
-
-
-def adapt_workloads(preset, rec: Recording, *, tolerance: float = 0.02) -> tuple[TwinPreset, dict]:
-    """The preset with each workload's time and host gap taken from ``rec``'s own launches.
-
-    A recording the preset never saw may run a workload of the same name with
-    another size (more loop iterations) or another host loop (a clock probe
-    between batches). Time per launch at the top clock (5th percentile) and
-    the gap between batches are what the host ran, not the board's physics:
-    where they differ by more than ``tolerance`` from the preset's, the
-    workload's work is scaled (its activity, the board's share, is kept).
-
-    Returns
-    -------
-    (TwinPreset, dict)
-        The adapted preset and ``{workload: {"time_ratio": ..., "gap_s": ...}}``
-        for each workload changed.
-    """
-    twin = load_preset(preset)
-    ph = twin.physics
-    changed, workloads = {}, dict(twin.workloads)
-    for name, tw in twin.workloads.items():
-        la = rec.launches.loc[rec.launches[schema.WORKLOAD] == name]
-        if la.empty:
-            continue
-        times = la[schema.TIME_S].to_numpy(float)
-        t_rec = float(np.percentile(times, 5))
-        ratio = t_rec / float(tw.workload.time_s(ph.sm_clock_max_mhz, ph.mem_clocks_mhz[0]))
-        probed = rec.probes.loc[rec.probes[schema.WORKLOAD] == name, schema.PROBE_CLOCK_MHZ] \
-            if rec.probes is not None and len(rec.probes) else pd.Series(dtype=float)
-        if len(probed) and float(probed.median()) < 0.97 * ph.sm_clock_max_mhz:
-            # its clock probes say it ran below the top clock (power-capped): a tightly capped board's times
-            # (H200 GPU-40717706: half within 1.3 % of the 5th percentile) pass the test below, ×1.29 wrongly
-            ratio = 1.0
-        elif np.mean(times <= 1.02 * t_rec) < 0.5:
-            ratio = 1.0  # it ran power-capped (no steady top-clock time to compare): keep the preset's
-        s, e = la[schema.START_S].to_numpy(float), la[schema.END_S].to_numpy(float)
-        gaps = s[1:] - e[:-1]
-        same = (la[schema.REPEAT].to_numpy()[1:] == la[schema.REPEAT].to_numpy()[:-1]) & (gaps >= 0)
-        gap = float(np.median(gaps[same])) if same.any() else tw.gap_s
-        if abs(ratio - 1.0) > tolerance or abs(gap - tw.gap_s) > 5e-6:
-            w = tw.workload
-            w = replace(w, core_work=w.core_work * ratio, mem_work=w.mem_work * ratio, t0_s=w.t0_s * ratio)
-            workloads[name] = replace(tw, workload=w, gap_s=gap)
-            changed[name] = {"time_ratio": ratio, "gap_s": gap}
-    return replace(twin, workloads=workloads), changed
 
 
 def host_stalls(rec: Recording, *, factor: float = 3.0, min_s: float = 5e-3) -> np.ndarray:
