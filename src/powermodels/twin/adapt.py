@@ -115,7 +115,7 @@ def adapt_workloads(preset, rec: Recording, *, tolerance: float = 0.02,
             # capped: the 5th percentile is no top-clock time (H200 GPU-40717706 held its capped clock so
             # steadily that it read as one, ×1.29 wrongly); the probes say what clock each launch ran at
             probed = probed_time_ratio(tw, la, probes, ph.mem_clocks_mhz[0])
-            extra = {"probed_ratio": probed}
+            extra = {"probed_ratio": probed} if np.isfinite(probed) else {}  # NaN: no launch had a probe beside it
             use = capped_time == "probes" and np.isfinite(probed)
             ratio, source = (probed, "clock probes") if use else (1.0, "kept (capped)")
         elif np.mean(times <= 1.02 * t_rec) < 0.5:
