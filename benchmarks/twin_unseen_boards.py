@@ -58,6 +58,7 @@ def preset_boards(name: str) -> set[str]:
     """Board ids (8 hex digits) a shipped preset was fitted to, pooled over or had its controller fitted on."""
     prov = load_preset(name).provenance
     uuids = [r.get("uuid", "") for r in prov.get("fitted_from", [])] + list(prov.get("pooled_boards", {}).get("boards", []))
+    uuids += list(prov.get("capped_workload", {}).get("boards", []))  # read through their probes (session 19)
     boards = {str(u)[4:12] for u in uuids if u}
     for path in prov.get("cap_profile_refit", {}).get("train", []):
         boards.add(str(path).rsplit("_", 1)[-1][:8])

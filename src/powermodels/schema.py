@@ -260,6 +260,7 @@ DYNAMIC_SCALE = "dynamic_scale"              # the board's dynamic power over th
 ACTIVITY_SCALE = "activity_scale"            # one workload's dynamic power on the board over the preset's (its series' ratio)
 THERMAL_SCALE = "thermal_scale"              # the board's thermal resistance over the preset's board (NaN: not read)
 CAP_CORE_SCALE = "cap_core_scale"            # core coefficient × this gives the board's settled capped clock (NaN: not read)
+PROBED_TIME_RATIO = "probed_time_ratio"      # a capped workload's time over the preset's at each launch's probed clock (median)
 CORE_SCALE = "core_scale"                    # the board's core dynamic power over the preset's board (domains; NaN: not read)
 MEMORY_SCALE = "memory_scale"                # the board's memory dynamic power over the preset's board (domains; NaN: not read)
 BOARD_PART_NUMBER = "board_part_number"      # NVML's board part number (e.g. 692-2G520-0282-001); "" where not known

@@ -89,3 +89,9 @@ def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, uns
         script.main([str(path), "--preset", f"{preset}:board:poles", "--out", str(tmp_path)])
     assert "must be scale or network" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_a_preset_moved_to_boards_probes_counts_them_as_seen(script):
+    # h100-sxm-probed read five H100s' capped bf16 through their clock probes: none of them is unseen to it
+    assert {"549d5430", "5bad9bd9", "84fc649a", "f73aad1d", "620707cb"} <= script.preset_boards("h100-sxm-probed")
+    assert "549d5430" not in script.preset_boards("h100-sxm")

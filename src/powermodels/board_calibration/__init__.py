@@ -17,12 +17,16 @@ board's levels; these modules move them, and nothing else of the preset:
   median board (the board-blind guess for a board nobody has seen);
 * :mod:`~powermodels.board_calibration.parts` — :func:`board_part_number` and
   :func:`part_preset`: the board part number NVML reports (it splits H200s into
-  two memory-power groups, session 17), and the preset pooled over a board's part.
+  two memory-power groups, session 17), and the preset pooled over a board's part;
+* :mod:`~powermodels.board_calibration.capped_workload` — :func:`capped_workload_levels` and
+  :func:`capped_workload_preset`: a capped workload's cycles read through the boards' clock probes, with the
+  capped clock and recovery rate that go with them (session 19).
 
 The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 """
 
 from .calibrate import calibrate_board, calibrated_preset
+from .capped_workload import capped_workload_levels, capped_workload_preset
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
 from .thermal import (
@@ -33,4 +37,5 @@ from .thermal import (
 )
 
 __all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "calibrate_board", "calibrate_board_network",
-           "calibrate_board_thermal", "calibrated_preset", "part_preset", "pole_factors", "pooled_preset"]
+           "calibrate_board_thermal", "calibrated_preset", "capped_workload_levels", "capped_workload_preset",
+           "part_preset", "pole_factors", "pooled_preset"]

@@ -1,0 +1,113 @@
+"""A preset's capped workload brought to the boards' clock probes: its cycles, the capped clock and the recovery.
+
+A preset fitted to a recording without clock probes reads its capped workload's clock from NVML, a 100 ms
+sensor that lags the real clock, so it can split the capped energy per launch wrongly between cycles and
+clock. ``h100-sxm``'s bf16 GEMM has ~9.5 % too few cycles per launch and a capped clock ~5 % too low; the two
+errors partly cancel (five held-out H100s: −7.1 … −3.0 % at the cap; docs/twin.md, session 19).
+
+:func:`capped_workload_levels` reads, per recording with probes, the workload's time over the preset's at
+each launch's probed clock (:func:`~powermodels.twin.adapt.probed_time_ratio`) and the core factor that
+gives the board's settled capped clock (:func:`~powermodels.twin.fit_controller.fit_capped_clock`).
+:func:`capped_workload_preset` moves the preset to their median board, and with ``recordings`` pools the
+clock's recovery rate too: a preset's rate was fitted at its own capped clock, and the recovery to the top
+clock starts from there. Like :mod:`~powermodels.board_calibration.pooled`, the result is a model of no one
+board: validate it on boards left out (``benchmarks/twin_h100_capped_bf16.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .. import schema
+from ..twin.adapt import adapt_workloads
+from ..twin.fit_cap_choice import fit_recovery_by_replay
+from ..twin.fit_controller import fit_capped_clock, scaled_core
+from ..twin.preset import TwinPreset, load_preset
+
+__all__ = ["capped_workload_levels", "capped_workload_preset"]
+
+
+def capped_workload_levels(preset, recordings, workload: str) -> pd.DataFrame:
+    """Each recording's probed time ratio of ``workload`` and its settled capped-clock core factor.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+    recordings : iterable of Recording
+        Raw recordings with clock probes and a capped series of ``workload`` (≥ 5 s).
+    workload : str
+        The capped workload.
+
+    Returns
+    -------
+    DataFrame
+        One row per recording: ``DEVICE_UUID``, ``RECORDING_NAME``, ``PROBED_TIME_RATIO``, ``CAP_CORE_SCALE``.
+
+    Raises
+    ------
+    ValueError
+        If a recording has no probes of ``workload`` beside its capped launches, or no capped series long
+        enough to read the settled clock.
+    """
+    twin = load_preset(preset)
+    rows = []
+    for rec in recordings:
+        _, adapted = adapt_workloads(twin, rec)
+        ratio = adapted.get(workload, {}).get("probed_ratio")
+        if ratio is None:
+            raise ValueError(f"capped_workload_levels: {rec.name} has no clock probes of a capped {workload}")
+        report = {}
+        fit_capped_clock(twin, rec, window="settled", report=report)
+        fitted = report.get("capped_clock", {})
+        if fitted.get("window") != "settled":
+            raise ValueError(f"capped_workload_levels: {rec.name} has no capped series long enough for the settled clock")
+        rows.append({schema.DEVICE_UUID: str(rec.provenance.get("uuid", rec.name)), schema.RECORDING_NAME: rec.name,
+                     schema.PROBED_TIME_RATIO: float(ratio), schema.CAP_CORE_SCALE: float(fitted["core_scale"])})
+    if not rows:
+        raise ValueError("capped_workload_levels: no recording given")
+    return pd.DataFrame(rows)
+
+
+def capped_workload_preset(preset, levels: pd.DataFrame, workload: str, *, recordings=(),
+                           name: str | None = None) -> TwinPreset:
+    """``preset`` with ``workload``'s work × the median probed ratio and the core × the median capped-clock factor.
+
+    Parameters
+    ----------
+    preset : TwinPreset or str
+    levels : DataFrame
+        :func:`capped_workload_levels` of the boards to pool (medians over recordings).
+    workload : str
+    recordings : iterable of Recording, optional
+        Where given, the recovery rate becomes the median over these recordings of the rate that gives each
+        its real time to the top clock on the moved preset
+        (:func:`~powermodels.twin.fit_cap_choice.fit_recovery_by_replay`).
+    name : str, optional
+        The new preset's name (default ``<preset>-capped-<workload>``).
+
+    Returns
+    -------
+    TwinPreset
+        With ``fit["capped_workload"]`` and the same in its provenance: the medians, the rates and the boards.
+    """
+    twin = load_preset(preset)
+    if workload not in twin.workloads:
+        raise ValueError(f"capped_workload_preset: {twin.name} has no workload {workload!r}")
+    ratio = float(np.median(levels[schema.PROBED_TIME_RATIO]))
+    core = float(np.median(levels[schema.CAP_CORE_SCALE]))
+    tw = twin.workloads[workload]
+    w = replace(tw.workload, core_work=tw.workload.core_work * ratio, mem_work=tw.workload.mem_work * ratio,
+                t0_s=tw.workload.t0_s * ratio)
+    moved = scaled_core(replace(twin, workloads={**twin.workloads, workload: replace(tw, workload=w)}), core)
+    rates = [float(fit_recovery_by_replay(moved, rec, twin.provenance.get("clock_workload")).physics
+                   .clock_recovery_mhz_per_s) for rec in recordings]
+    if rates:
+        moved = replace(moved, physics=replace(moved.physics, clock_recovery_mhz_per_s=float(np.median(rates))))
+    report = {"workload": workload, "probed_time_ratio": ratio, "cap_core_scale": core,
+              "recovery_rates_mhz_per_s": rates, "boards": sorted(set(levels[schema.DEVICE_UUID]))}
+    return replace(moved, name=name or f"{twin.name}-capped-{workload}",
+                   provenance={**twin.provenance, "capped_workload": report},
+                   fit={**twin.fit, "capped_workload": report})
