@@ -9,6 +9,7 @@ import pytest
 from powermodels import schema
 from powermodels.recording import read_recording
 from powermodels.twin.adapt import PROBE_PAIRING_S, adapt_workloads, probed_time_ratio
+from powermodels.twin.compare import adaptation_note
 from powermodels.twin.preset import load_preset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +50,11 @@ def test_a_capped_workload_keeps_the_presets_time_but_its_probes_are_reported(h1
     assert adapted.workloads[BF16].workload == load_preset("h100-sxm").workloads[BF16].workload
     with pytest.raises(ValueError, match="capped_time must be"):
         adapt_workloads("h100-sxm", h100_probed, capped_time="top")
+    # comparison.md says so, with what the probes read
+    note = adaptation_note(BF16, changed[BF16])
+    assert note.startswith(f"workload {BF16} ran capped: the preset's time per launch kept")
+    assert f"probes read the preset's time × {changed[BF16]['probed_ratio']:.3f}" in note
+    assert "(from the top clock)" in adaptation_note("cupy_fp32_matmul_4096", changed["cupy_fp32_matmul_4096"])
 
 
 def test_a_capped_workloads_time_comes_from_its_clock_probes(h100_probed):

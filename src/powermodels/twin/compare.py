@@ -273,11 +273,14 @@ def read_from(preset, real: Recording, key: str) -> dict | None:
 
 def adaptation_note(workload: str, adapted: dict) -> str:
     """One line of ``comparison.md`` on how a workload was adapted to the recording (:func:`adapt_workloads`)."""
-    line = (f"workload {workload} adapted to this recording: time per launch × {adapted['time_ratio']:.3f} "
-            f"({adapted.get('time_from', 'top clock')}), host gap {adapted['gap_s'] * 1e6:.0f} µs")
+    gap = f"host gap {adapted['gap_s'] * 1e6:.0f} µs"
+    if adapted.get("time_from") == "kept (capped)":
+        line = f"workload {workload} ran capped: the preset's time per launch kept, {gap}"
+    else:
+        line = (f"workload {workload} adapted to this recording: time per launch × {adapted['time_ratio']:.3f} "
+                f"(from the {adapted.get('time_from', 'top clock')}), {gap}")
     if "probed_ratio" in adapted:
-        line += (f"; it ran capped, and its clock probes read the preset's time × {adapted['probed_ratio']:.3f} "
-                 "at the clocks it ran")
+        line += f"; its clock probes read the preset's time × {adapted['probed_ratio']:.3f} at the clocks it ran"
     return line
 
 
