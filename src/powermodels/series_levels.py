@@ -1,6 +1,6 @@
 """What a raw recording's thermal series settle at: power, temperatures, clock and time per launch.
 
-Every dataset README since session 15 lists each board's levels under the thermal series (the triad's
+The H200 dataset READMEs list each board's levels under the thermal series (the triad's
 power, the fp32 GEMM's time per launch, the die and HBM temperatures, the capped GEMM's clock) to see
 how boards differ, e.g. that the H200s' memory power splits by board part number (docs/twin.md,
 session 17). :func:`series_levels` reads them from the recording alone, the same way for every board,
@@ -33,7 +33,8 @@ def series_levels(rec: Recording, *, from_s: float = DEFAULT_FROM_S) -> pd.DataF
     -------
     pandas.DataFrame
         One row per ``series`` entry, in schedule order: ``workload``, ``t0_s`` (the entry's start),
-        ``power_average_w`` (mean of the 1 s average reading), ``temperature_c`` and
+        ``power_average_w`` (mean of the 1 s average reading over the trace's rows: a full-rate trace's
+        time mean; a twin's trace keeps only the rows where a reading changed), ``temperature_c`` and
         ``memory_temperature_c`` (the highest die and HBM readings; NaN where the trace has no HBM
         reading), ``sm_clock_mhz`` (median NVML clock reading) and ``time_s`` (median kernel time per
         launch of the launches that started in the span; NaN if none did).
