@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..twin.adapt import adapt_workloads
+from ..twin.adapt import adapt_workloads, time_scaled
 from ..twin.fit_cap_choice import fit_recovery_by_replay
 from ..twin.fit_controller import fit_capped_clock, scaled_core
 from ..twin.preset import TwinPreset, load_preset
@@ -98,10 +98,8 @@ def capped_workload_preset(preset, levels: pd.DataFrame, workload: str, *, recor
         raise ValueError(f"capped_workload_preset: {twin.name} has no workload {workload!r}")
     ratio = float(np.median(levels[schema.PROBED_TIME_RATIO]))
     core = float(np.median(levels[schema.CAP_CORE_SCALE]))
-    tw = twin.workloads[workload]
-    w = replace(tw.workload, core_work=tw.workload.core_work * ratio, mem_work=tw.workload.mem_work * ratio,
-                t0_s=tw.workload.t0_s * ratio)
-    moved = scaled_core(replace(twin, workloads={**twin.workloads, workload: replace(tw, workload=w)}), core)
+    moved = scaled_core(replace(twin, workloads={**twin.workloads,
+                                                 workload: time_scaled(twin.workloads[workload], ratio)}), core)
     rates = [float(fit_recovery_by_replay(moved, rec, twin.provenance.get("clock_workload")).physics
                    .clock_recovery_mhz_per_s) for rec in recordings]
     if rates:

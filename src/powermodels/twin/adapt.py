@@ -18,12 +18,22 @@ from .. import schema
 from ..recording import Recording
 from .preset import TwinPreset, TwinWorkload, load_preset
 
-__all__ = ["adapt_workloads", "probed_time_ratio"]
+__all__ = ["adapt_workloads", "probed_time_ratio", "time_scaled"]
 
 #: a launch and the clock probe beside it are at most this far apart (s); the recorder probes before each batch
 PROBE_PAIRING_S = 0.005
 #: a workload whose probes read below this share of the top clock ran power-capped
 CAPPED_SHARE = 0.97
+
+
+def time_scaled(workload: TwinWorkload, ratio: float, **changes) -> TwinWorkload:
+    """``workload`` with its time per launch × ``ratio`` at every clock, its activity (the board's share) kept.
+
+    ``changes`` are further :class:`~powermodels.twin.preset.TwinWorkload` fields to set (e.g. ``gap_s``).
+    """
+    w = workload.workload
+    w = replace(w, core_work=w.core_work * ratio, mem_work=w.mem_work * ratio, t0_s=w.t0_s * ratio)
+    return replace(workload, workload=w, **changes)
 
 
 def probed_time_ratio(workload: TwinWorkload, launches: pd.DataFrame, probes: pd.DataFrame,
@@ -126,9 +136,7 @@ def adapt_workloads(preset, rec: Recording, *, tolerance: float = 0.02,
         same = (la[schema.REPEAT].to_numpy()[1:] == la[schema.REPEAT].to_numpy()[:-1]) & (gaps >= 0)
         gap = float(np.median(gaps[same])) if same.any() else tw.gap_s
         if abs(ratio - 1.0) > tolerance or abs(gap - tw.gap_s) > 5e-6:
-            w = tw.workload
-            w = replace(w, core_work=w.core_work * ratio, mem_work=w.mem_work * ratio, t0_s=w.t0_s * ratio)
-            workloads[name] = replace(tw, workload=w, gap_s=gap)
+            workloads[name] = time_scaled(tw, ratio, gap_s=gap)
             changed[name] = {"time_ratio": ratio, "gap_s": gap, "time_from": source, **extra}
         elif extra:  # unchanged, but what its probes read is worth a line in the comparison's notes
             changed[name] = {"time_ratio": 1.0, "gap_s": tw.gap_s, "time_from": source, **extra}
