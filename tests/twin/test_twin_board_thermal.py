@@ -15,10 +15,11 @@ from powermodels.board_calibration.thermal import (
     calibrate_board_thermal,
     pole_factors,
     scaled_resistance,
+    widened_band,
 )
 from powermodels.recording import read_recording
 from powermodels.twin.ambient import die_heat
-from powermodels.twin.fit_thermal import simulate_foster
+from powermodels.twin.fit_thermal import pole_bands, simulate_foster
 from powermodels.twin.replay import replay
 
 from .test_twin import known_preset, schedule
@@ -147,5 +148,26 @@ def test_a_time_constant_on_its_bands_edge_is_reported_and_warned():
             fits[tau] = calibrate_board_network(preset, rec, min_rise_c=3.0).fit["board_network"]
         fits[tau]["warned"] = [str(w.message) for w in caught if w.category is NetworkAtBandEdgeWarning]
     assert fits[3.0]["poles_at_band_edge"] == [1] and fits[3.0]["poles"][1][1] == pytest.approx(8.0)
-    assert len(fits[3.0]["warned"]) == 1 and "pole 1: τ = 8 s on an edge of (8.0, 60.0)" in fits[3.0]["warned"][0]
+    assert len(fits[3.0]["warned"]) == 1 and "time constant on an edge of its band (8.0, 60.0)" in fits[3.0]["warned"][0]
     assert fits[20.0]["poles_at_band_edge"] == [] and fits[20.0]["warned"] == []
+
+
+def test_at_edge_widens_the_band_or_keeps_the_presets_time_constants():
+    """On a board whose slow pole (3 s) lies below its band, ``widen`` finds it and ``preset`` keeps the preset's."""
+    preset = known_preset()
+    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 3.0))))
+    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    with pytest.raises(ValueError, match="at_edge must be"):
+        calibrate_board_network(preset, rec, at_edge="fallback")
+    assert widened_band(pole_bands(2), 1, 8.0) == (1.0, 60.0) and widened_band(pole_bands(2), 1, 60.0) == (8.0, 180.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NetworkAtBandEdgeWarning)  # only "keep" warns: the others acted on the edge
+        widened = calibrate_board_network(preset, rec, min_rise_c=3.0, at_edge="widen").fit["board_network"]
+        kept = calibrate_board_network(preset, rec, min_rise_c=3.0, at_edge="preset").fit["board_network"]
+    assert widened["at_edge"] == "widen" and widened["bands_s"][1] == [1.0, 60.0]
+    assert widened["first_fit"]["poles"][1][1] == pytest.approx(8.0)
+    assert 1.5 < widened["poles"][-1][1] < 6.0 and widened["rmse_c"] < widened["first_fit"]["rmse_c"]
+    assert [tau for _, tau in kept["poles"]] == pytest.approx([tau for _, tau in preset.physics.poles])
+    assert kept["at_edge"] == "preset"
+    net = calibrated_preset(preset, rec, thermal="network", network_at_edge="widen")
+    assert net.fit["board_network"]["poles"] == widened["poles"]

@@ -240,7 +240,8 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
                    provenance=prov, fit={**twin.fit, "board_calibration": report})
 
 
-def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False) -> TwinPreset:
+def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False,
+                      network_at_edge: str = "keep") -> TwinPreset:
     """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/--calibrate-thermal`` does.
 
     Parameters
@@ -260,6 +261,9 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         (:func:`~powermodels.board_calibration.thermal.calibrate_board_network`),
         so that the power calibration reads its seconds at the board's die
         temperature.
+    network_at_edge : {"keep", "widen", "preset"}, default="keep"
+        With ``thermal="network"``: :func:`calibrate_board_network`'s
+        ``at_edge``, what to do when a time constant lands on its band's edge.
 
     Returns
     -------
@@ -274,7 +278,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         raise ValueError(f"calibrated_preset: thermal must be False, True, 'scale' or 'network', got {thermal!r}")
     twin = load_preset(preset)
     if thermal == "network":
-        twin = calibrate_board_network(twin, rec)
+        twin = calibrate_board_network(twin, rec, at_edge=network_at_edge)
     if scale is not None:
         twin = calibrate_board(twin, rec, scale=scale)
     return calibrate_board_thermal(twin, rec) if thermal in (True, "scale") else twin

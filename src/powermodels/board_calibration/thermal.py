@@ -201,6 +201,15 @@ def pole_factors(preset, rec: Recording, *, before_first_series: bool = True) ->
             "rise_range_c": [[float(r.min()), float(r.max())] for r in rises[:, sel]]}
 
 
+def band_edges(poles, bands) -> list[int]:
+    """The indices of the ``bands`` on whose edge the τ of one of ``poles`` (``(R, τ)``) lies.
+
+    Read by band, not by pole: a pole whose resistance the fit set to zero is dropped from ``poles``.
+    """
+    taus = [tau for _, tau in poles]
+    return [k for k, band in enumerate(bands) if any(np.isclose(tau, band, rtol=1e-9).any() for tau in taus)]
+
+
 class NetworkAtBandEdgeWarning(UserWarning):
     """A board's fitted time constant lies on an edge of its pole's band: the readings did not place it inside.
 
@@ -210,7 +219,24 @@ class NetworkAtBandEdgeWarning(UserWarning):
     """
 
 
-def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, grid: int = 7) -> TwinPreset:
+#: what :func:`calibrate_board_network` does when a fitted time constant lands on its band's edge
+AT_EDGE = ("keep", "widen", "preset")
+
+
+def widened_band(bands, k: int, tau: float) -> tuple:
+    """Band ``k`` of ``bands`` stretched past the edge ``tau`` landed on, up to the neighbouring band.
+
+    A lower edge moves down to the faster band's top (or ÷8 for the fastest), an upper edge up ×3 (at most
+    to the slower band's bottom): the 2-pole heatsink band (8, 60) s becomes (1, 60) or (8, 180) s.
+    """
+    lo, hi = bands[k]
+    if np.isclose(tau, lo, rtol=1e-9):
+        return (bands[k - 1][1] if k > 0 else lo / 8.0, hi)
+    return (lo, min(hi * 3.0, bands[k + 1][0]) if k + 1 < len(bands) else hi * 3.0)
+
+
+def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, grid: int = 7,
+                            at_edge: str = "keep") -> TwinPreset:
     """``preset`` with a thermal network of its own fitted to the board of ``rec``: resistances *and* time constants.
 
     :func:`calibrate_board_thermal` and :func:`pole_factors` keep the preset's
@@ -238,6 +264,11 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
         board cannot tell its network.
     grid : int, default=7
         Time constants tried per pole's band.
+    at_edge : {"keep", "widen", "preset"}, default="keep"
+        When a time constant lands on its band's edge: ``"keep"`` it (and
+        warn); ``"widen"``: fit again with that band stretched past the edge
+        (:func:`widened_band`); ``"preset"``: fit only the resistances, on
+        the preset's time constants.
 
     Returns
     -------
@@ -249,9 +280,12 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
     Raises
     ------
     ValueError
-        If the recording has no trace or series, or the readings before the
-        first series range over less than ``min_rise_c``.
+        If the recording has no trace or series, the readings before the
+        first series range over less than ``min_rise_c``, or ``at_edge`` is
+        unknown.
     """
+    if at_edge not in AT_EDGE:
+        raise ValueError(f"calibrate_board_network: at_edge must be one of {AT_EDGE}, got {at_edge!r}")
     twin = load_preset(preset)
     until = _first_series_start(rec, "calibrate_board_network")
     iv, heat = die_heat(rec, twin)
@@ -264,20 +298,30 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
                          f"range over {span:.1f} °C, less than {min_rise_c:g} °C: the board's thermal network is "
                          "not identified")
     # the readings after the first series (and any NaN) are simulated through, driven by their power, not fitted
-    fit = fit_foster(t, heat, np.where(np.isfinite(read), read, 0.0), n_poles=len(twin.physics.poles), grid=grid,
-                     weight=sel)
+    readings = np.where(np.isfinite(read), read, 0.0)
+    bands = pole_bands(len(twin.physics.poles))
+    fit = fit_foster(t, heat, readings, grid=grid, weight=sel, bands=bands)
+    # fit_foster searches each τ on a grid inside its band: a τ on the band's edge may lie beyond it
+    edges = band_edges(fit["poles"], bands)
+    first = {"poles": fit["poles"], "rmse_c": float(fit["rmse_c"])}
+    if edges and at_edge == "widen":
+        on_edge = {k: next(tau for _, tau in fit["poles"] if np.isclose(tau, bands[k], rtol=1e-9).any()) for k in edges}
+        bands = tuple(widened_band(bands, k, on_edge[k]) if k in edges else b for k, b in enumerate(bands))
+        fit = fit_foster(t, heat, readings, grid=grid, weight=sel, bands=bands)
+    elif edges and at_edge == "preset":
+        bands = tuple((tau, tau) for _, tau in twin.physics.poles)
+        fit = fit_foster(t, heat, readings, grid=1, weight=sel, bands=bands)
     poles = tuple((float(r), float(tau)) for r, tau in fit["poles"])
     physics = replace(twin.physics, thermal_poles=poles)
     uuid = str(rec.provenance.get("uuid", rec.name))
-    # fit_foster searches each τ on a grid inside its band: a τ on the band's edge may lie beyond it
-    edges = [k for k, ((_, tau), band) in enumerate(zip(poles, pole_bands(len(poles)), strict=True))
-             if np.isclose(tau, band, rtol=1e-9).any()]
     report = {"recording": rec.name, "uuid": uuid, "poles_before": [list(p) for p in twin.physics.poles],
               "poles": [list(p) for p in poles], "ambient_c": float(fit["ambient_c"]), "rmse_c": float(fit["rmse_c"]),
               "read_s": [float(t[sel].min()), until], "readings": int(sel.sum()),
-              "read": f"readings before the first series ({until:.1f} s)", "poles_at_band_edge": edges}
-    if edges:
-        where = ", ".join(f"pole {k}: τ = {poles[k][1]:.3g} s on an edge of {pole_bands(len(poles))[k]}" for k in edges)
+              "read": f"readings before the first series ({until:.1f} s)", "poles_at_band_edge": edges,
+              "at_edge": at_edge if edges else "none", "bands_s": [list(b) for b in bands],
+              **({"first_fit": first} if edges and at_edge != "keep" else {})}
+    if edges and at_edge == "keep":
+        where = ", ".join(f"time constant on an edge of its band {bands[k]}" for k in edges)
         warnings.warn(f"calibrate_board_network: {rec.name}'s {where} s; the readings before its first series do "
                       "not place the time constant inside its band, and the temperatures after a long load may "
                       "miss by a few °C (docs/twin.md, session 19)", NetworkAtBandEdgeWarning, stacklevel=2)
