@@ -15,10 +15,10 @@ sensor seeds for the capped start). ``NAME:SCALE`` first brings the preset to th
 the recording itself (:func:`powermodels.board_calibration.calibrated_preset`, ``--calibrate-board SCALE``;
 its read seconds are in-sample and not scored): that row is a calibrated twin, not a board-blind one, and
 its memory factor tells the board's group (docs/twin.md, session 15). ``NAME:SCALE:THERMAL`` (``THERMAL`` one
-of ``scale``, ``network``, ``network-widen``, ``network-preset``; ``SCALE`` may be empty: ``NAME::network``)
+of ``scale``, ``network`` (widened at a band edge), ``network-keep``, ``network-preset``; ``SCALE`` may be empty: ``NAME::network``)
 calibrates the thermal network too, as
-``--calibrate-thermal THERMAL`` does; ``network`` is fitted first (docs/twin.md, session 18), and ``-widen`` or
-``-preset`` says what it does when a time constant lands on its band's edge (session 20). ``part:A,B`` replays each recording on
+``--calibrate-thermal THERMAL`` does; ``network`` is fitted first (docs/twin.md, session 18), and ``-keep`` or
+``-preset`` says what it does instead of widening when a time constant lands on its band's edge (session 20). ``part:A,B`` replays each recording on
 the one of the presets ``A``, ``B`` … pooled over the board's own part number
 (:func:`powermodels.board_calibration.parts.part_preset`; session 17).
 
@@ -78,7 +78,7 @@ def board_of(path: Path) -> str:
 
 #: the power scales and thermal calibrations a label may name (``calibrated_preset``'s ``scale`` and ``thermal``)
 SCALES = ("", "board", "workload", "domains")
-THERMALS = ("", "scale", "network", "network-widen", "network-preset")
+THERMALS = ("", "scale", "network", "network-widen", "network-keep", "network-preset")
 
 
 def parse_label(label: str) -> tuple[list[str], str, str]:
@@ -114,9 +114,9 @@ def replay_one(label: str, path: str, folder: str) -> str:
     if label.startswith(PART):
         preset = part_preset(real, names)
     elif scale or thermal:
-        network, _, at_edge = thermal.partition("-")  # network-widen: the network, widened at a band edge
+        network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
         preset = calibrated_preset(names[0], real, scale=scale or None, thermal=network or False,
-                                   network_at_edge=at_edge or "keep")
+                                   network_at_edge=at_edge or "widen")
     else:
         preset = load_preset(names[0])
     table = twin_compare(real, preset, folder)
@@ -208,7 +208,7 @@ def main(argv=None) -> int:
         if scale not in SCALES:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
         if thermal not in THERMALS:
-            ap.error(f"{label}: the thermal calibration after the second ':' must be scale, network, network-widen or network-preset")
+            ap.error(f"{label}: the thermal calibration after the second ':' must be scale, network, network-widen, network-keep or network-preset")
         for name in names:
             seen = preset_boards(name) & set(boards.values())
             if seen:

@@ -96,8 +96,11 @@ def test_a_boards_own_network_is_fitted_before_its_first_series():
     preset = known_preset()
     board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
     rec = replay(schedule(), board, seed=3, poll_s=2e-3)
-    with pytest.warns(NetworkAtBandEdgeWarning):  # the board's slow pole is the band's lower edge itself
+    with warnings.catch_warnings():
+        # the board's slow pole is the band's lower edge itself: widened past it, the refit places it inside
+        warnings.simplefilter("error", NetworkAtBandEdgeWarning)
         cal = calibrate_board_network(preset, rec, min_rise_c=3.0)
+    assert cal.fit["board_network"]["poles_at_band_edge"] == [1] and cal.fit["board_network"]["poles_unplaced"] == []
     fit = cal.fit["board_network"]
     assert cal.name.startswith("known+network@") and fit["poles_before"] == [list(p) for p in preset.physics.poles]
     series_start = float(rec.phase_rows(kind="series")[schema.T0_S].min())
@@ -145,7 +148,7 @@ def test_a_time_constant_on_its_bands_edge_is_reported_and_warned():
         rec = replay(schedule(), board, seed=3, poll_s=2e-3)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fits[tau] = calibrate_board_network(preset, rec, min_rise_c=3.0).fit["board_network"]
+            fits[tau] = calibrate_board_network(preset, rec, min_rise_c=3.0, at_edge="keep").fit["board_network"]
         fits[tau]["warned"] = [str(w.message) for w in caught if w.category is NetworkAtBandEdgeWarning]
     assert fits[3.0]["poles_at_band_edge"] == [1] and fits[3.0]["poles"][1][1] == pytest.approx(8.0)
     assert len(fits[3.0]["warned"]) == 1 and "time constant on an edge of its band (8.0, 60.0)" in fits[3.0]["warned"][0]
@@ -161,13 +164,27 @@ def test_at_edge_widens_the_band_or_keeps_the_presets_time_constants():
         calibrate_board_network(preset, rec, at_edge="fallback")
     assert widened_band(pole_bands(2), 1, 8.0) == (1.0, 60.0) and widened_band(pole_bands(2), 1, 60.0) == (8.0, 180.0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", NetworkAtBandEdgeWarning)  # only "keep" warns: the others acted on the edge
-        widened = calibrate_board_network(preset, rec, min_rise_c=3.0, at_edge="widen").fit["board_network"]
+        warnings.simplefilter("error", NetworkAtBandEdgeWarning)  # only "keep" warns here: the others acted on it
+        widened = calibrate_board_network(preset, rec, min_rise_c=3.0).fit["board_network"]  # "widen", the default
         kept = calibrate_board_network(preset, rec, min_rise_c=3.0, at_edge="preset").fit["board_network"]
     assert widened["at_edge"] == "widen" and widened["bands_s"][1] == [1.0, 60.0]
+    assert widened["poles_at_band_edge"] == [1] and widened["poles_unplaced"] == []
     assert widened["first_fit"]["poles"][1][1] == pytest.approx(8.0)
     assert 1.5 < widened["poles"][-1][1] < 6.0 and widened["rmse_c"] < widened["first_fit"]["rmse_c"]
     assert [tau for _, tau in kept["poles"]] == pytest.approx([tau for _, tau in preset.physics.poles])
     assert kept["at_edge"] == "preset"
-    net = calibrated_preset(preset, rec, thermal="network", network_at_edge="widen")
+    net = calibrated_preset(preset, rec, thermal="network")
     assert net.fit["board_network"]["poles"] == widened["poles"]
+    keep = calibrated_preset(preset, rec, thermal="network", network_at_edge="keep")
+    assert keep.fit["board_network"]["poles"][1][1] == pytest.approx(8.0)
+
+
+def test_a_time_constant_still_on_an_edge_after_widening_is_warned():
+    """A slow pole far below even the widened band (0.3 s; widened 1–60 s) is refitted, lands on 1 s, and is said."""
+    preset = known_preset()
+    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.05), (0.03, 0.3))))
+    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    with pytest.warns(NetworkAtBandEdgeWarning, match=r"its band \(1.0, 60.0\)"):
+        fit = calibrate_board_network(preset, rec, min_rise_c=1.0).fit["board_network"]
+    assert 1 in fit["poles_at_band_edge"] and 1 in fit["poles_unplaced"]
+    assert fit["first_fit"]["poles"][-1][1] == pytest.approx(8.0) and fit["poles"][-1][1] == pytest.approx(1.0)

@@ -87,7 +87,7 @@ def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, uns
     path, preset, _ = unseen
     with pytest.raises(SystemExit):
         script.main([str(path), "--preset", f"{preset}:board:poles", "--out", str(tmp_path)])
-    assert "must be scale or network" in capsys.readouterr().err
+    assert "must be scale, network, network-widen, network-keep or network-preset" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
 

@@ -241,7 +241,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
 
 
 def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False,
-                      network_at_edge: str = "keep") -> TwinPreset:
+                      network_at_edge: str = "widen") -> TwinPreset:
     """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/--calibrate-thermal`` does.
 
     Parameters
@@ -261,7 +261,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         (:func:`~powermodels.board_calibration.thermal.calibrate_board_network`),
         so that the power calibration reads its seconds at the board's die
         temperature.
-    network_at_edge : {"keep", "widen", "preset"}, default="keep"
+    network_at_edge : {"widen", "keep", "preset"}, default="widen"
         With ``thermal="network"``: :func:`calibrate_board_network`'s
         ``at_edge``, what to do when a time constant lands on its band's edge.
 

@@ -44,7 +44,8 @@ def add_arguments(parser) -> None:
                         help="bring the preset's thermal network to the recording's board, read from the readings "
                              "before its first series (board_calibration.thermal; the warm-up and cooling rows stay "
                              "held out): 'scale' (the default with no value) scales every resistance by one factor, "
-                             "'network' fits the board's own resistances and time constants")
+                             "'network' fits the board's own resistances and time constants (one on its band's edge is "
+                             "fitted again in a band widened past that edge)")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
