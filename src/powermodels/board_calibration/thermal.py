@@ -19,6 +19,11 @@ power (:func:`~powermodels.twin.ambient.network_rise`), over the readings
 part, the ladder: loads from idle to the cap). Nothing a thermal series or the
 cooling after it reads enters, so the warm-up and cooling rows stay held out;
 the clock-recovery rows, read in the natural part, do not depend on ``R``.
+
+:func:`calibrate_board_network` fits the board's whole network from the same
+readings, time constants too (session 18). A time constant that lands on its
+band's edge is fitted again in a band widened past that edge
+(:func:`widened_band`, session 20).
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from ..twin.ambient import die_heat, network_rise
 from ..twin.fit_thermal import fit_foster, pole_bands
 from ..twin.preset import TwinPreset, load_preset
 
-__all__ = ["calibrate_board_network", "calibrate_board_thermal", "pole_factors", "scaled_resistance"]
+__all__ = ["AT_EDGE", "NetworkAtBandEdgeWarning", "band_edges", "calibrate_board_network", "calibrate_board_thermal",
+           "pole_factors", "scaled_resistance", "widened_band"]
 
 
 def scaled_resistance(physics, k):
