@@ -39,7 +39,7 @@ from .calibrate import calibrate_board, scaled_activity, with_idle_power
 from .parts import board_part_number
 from .thermal import calibrate_board_thermal, scaled_resistance
 
-__all__ = ["board_levels", "pooled_preset"]
+__all__ = ["board_levels", "median_board", "pooled_preset"]
 
 
 def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False,
@@ -156,7 +156,7 @@ def _domains_calibration(twin: TwinPreset, rec) -> TwinPreset | None:
         return None
 
 
-def _median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
+def median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
     """The median over boards of each board's own median of ``column`` (NaN rows left out), and the boards counted."""
     per_board = levels.dropna(subset=[column]).groupby(schema.DEVICE_UUID)[column].median()
     return (float(per_board.median()) if len(per_board) else float("nan")), len(per_board)
@@ -225,7 +225,7 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     if levels is None or not len(levels):
         raise ValueError("pooled_preset: no board levels to pool")
     ph = twin.physics
-    idle_w, n_boards = _median_board(levels, schema.IDLE_AT_REF_W)
+    idle_w, n_boards = median_board(levels, schema.IDLE_AT_REF_W)
     report = {"boards": sorted(levels[schema.DEVICE_UUID].unique()),
               "part_numbers": sorted(set(levels.get(schema.BOARD_PART_NUMBER, pd.Series(dtype=str)).dropna()) - {""}),
               "recordings": sorted(levels[schema.RECORDING_NAME].unique()),
@@ -235,19 +235,19 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
     # the board-wide columns repeat on each workload's row: one row per recording for their medians
     per_recording = levels.drop_duplicates([schema.DEVICE_UUID, schema.RECORDING_NAME])
     if scale == "board":
-        factor, _ = _median_board(per_recording, schema.DYNAMIC_SCALE)
+        factor, _ = median_board(per_recording, schema.DYNAMIC_SCALE)
         ph = replace(ph, core_w_per_ghz=ph.core_w_per_ghz * factor, mem_w_per_ghz=ph.mem_w_per_ghz * factor)
         report["dynamic_scale"] = factor
     elif scale == "domains":
         if schema.MEMORY_SCALE not in per_recording:
             raise ValueError("pooled_preset: scale='domains' needs board_levels(..., domains=True)")
-        core, n_core = _median_board(per_recording, schema.CORE_SCALE)
+        core, n_core = median_board(per_recording, schema.CORE_SCALE)
         of_part = per_recording
         if memory_part is not None:
             if schema.BOARD_PART_NUMBER not in per_recording:
                 raise ValueError("pooled_preset: memory_part needs the levels' BOARD_PART_NUMBER column")
             of_part = per_recording.loc[per_recording[schema.BOARD_PART_NUMBER] == memory_part]
-        memory, n_memory = _median_board(of_part, schema.MEMORY_SCALE)
+        memory, n_memory = median_board(of_part, schema.MEMORY_SCALE)
         if not (n_core and n_memory):
             raise ValueError("pooled_preset: no board's core and memory factors were read (scale='domains'"
                              + (f", part number {memory_part}" if memory_part is not None else "") + ")")
@@ -260,16 +260,16 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         for w, rows in levels.groupby(schema.WORKLOAD):
             if w not in workloads:
                 continue
-            ratio, n = _median_board(rows, schema.ACTIVITY_SCALE)
+            ratio, n = median_board(rows, schema.ACTIVITY_SCALE)
             workloads[w] = scaled_activity(workloads[w], ratio)
             report["activity_scale"][w] = {"ratio": ratio, "boards": n}
     if thermal:
-        k, n_thermal = _median_board(per_recording, schema.THERMAL_SCALE)
+        k, n_thermal = median_board(per_recording, schema.THERMAL_SCALE)
         if n_thermal:
             ph = scaled_resistance(ph, k)
         report.update(thermal_scale=k if n_thermal else None, thermal_boards=n_thermal)
     if schema.CAP_CORE_SCALE in per_recording:
-        cap_factor, n_cap = _median_board(per_recording, schema.CAP_CORE_SCALE)
+        cap_factor, n_cap = median_board(per_recording, schema.CAP_CORE_SCALE)
         if n_cap:
             moved = scaled_core(replace(twin, physics=ph, workloads=workloads), cap_factor)
             ph, workloads = moved.physics, dict(moved.workloads)
