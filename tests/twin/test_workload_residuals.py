@@ -1,6 +1,7 @@
 """A workload the preset gives too little activity: every board reads it above its two factors, the pool moves it."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -9,7 +10,8 @@ from powermodels.board_calibration.workload_residuals import (
     with_workload_residuals,
     workload_residuals,
 )
-from powermodels.twin.preset import TwinWorkload
+from powermodels.recording import read_recording
+from powermodels.twin.preset import TwinWorkload, load_preset
 from powermodels.twin.replay import replay
 
 from .test_twin_board import SCHEDULE, board, schedule
@@ -59,3 +61,18 @@ def test_no_residuals_is_refused(recordings):
         with_workload_residuals(board(), residuals=None)
     with pytest.raises(ValueError, match="no recording"):
         workload_residuals(board(), [])
+
+
+def test_the_shipped_per_workload_part_presets_are_rebuilt_from_their_pool_alone():
+    # what benchmarks/twin_workload_residuals.py --save writes, from the nine recordings the part presets pooled
+    root = Path(__file__).resolve().parents[2]
+    parts = ["h200-raw-part-000", "h200-raw-part-001"]
+    pool = load_preset(parts[0]).provenance["pooled_from"]
+    residuals = workload_residuals(parts, [read_recording(root / path) for path in pool])
+    assert {str(u)[4:12] for u in residuals[schema.DEVICE_UUID]} == {
+        str(u)[4:12] for u in load_preset(parts[0]).provenance["pooled_boards"]["boards"]}
+    for part in parts:
+        shipped = load_preset(f"{part}-per-workload")
+        rebuilt = with_workload_residuals(part, residuals, name=shipped.name)
+        assert shipped.workloads == rebuilt.workloads and shipped.physics == rebuilt.physics
+        assert shipped.fit["workload_residuals"]["ratio"]["cupy_fma_loop"]["ratio"] > 1.0

@@ -39,7 +39,7 @@ from .calibrate import calibrate_board, scaled_activity, with_idle_power
 from .parts import board_part_number
 from .thermal import calibrate_board_thermal, scaled_resistance
 
-__all__ = ["board_levels", "median_board", "pooled_preset"]
+__all__ = ["board_levels", "median_board", "pooled_preset", "workloads_at_median_board"]
 
 
 def board_levels(preset, recordings, *, thermal: bool = True, cap: bool = False,
@@ -162,6 +162,21 @@ def median_board(levels: pd.DataFrame, column: str) -> tuple[float, int]:
     return (float(per_board.median()) if len(per_board) else float("nan")), len(per_board)
 
 
+def workloads_at_median_board(workloads: dict, levels: pd.DataFrame, column: str) -> tuple[dict, dict]:
+    """``workloads`` with each one's activity times the median board's ``column`` on that workload's rows.
+
+    Returns the moved workloads (those without rows kept) and, per workload moved, ``{"ratio", "boards"}``.
+    """
+    moved, report = dict(workloads), {}
+    for w, rows in levels.groupby(schema.WORKLOAD):
+        if w not in moved:
+            continue
+        ratio, n = median_board(rows, column)
+        moved[w] = scaled_activity(moved[w], ratio)
+        report[w] = {"ratio": ratio, "boards": n}
+    return moved, report
+
+
 def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal: bool = True,
                   name: str | None = None, memory_part: str | None = None) -> TwinPreset:
     """``preset`` moved to the median board of ``levels`` (:func:`board_levels`).
@@ -256,13 +271,7 @@ def pooled_preset(preset, levels: pd.DataFrame, *, scale: str = "board", thermal
         if memory_part is not None:
             report["memory_part"] = memory_part
     else:
-        report["activity_scale"] = {}
-        for w, rows in levels.groupby(schema.WORKLOAD):
-            if w not in workloads:
-                continue
-            ratio, n = median_board(rows, schema.ACTIVITY_SCALE)
-            workloads[w] = scaled_activity(workloads[w], ratio)
-            report["activity_scale"][w] = {"ratio": ratio, "boards": n}
+        workloads, report["activity_scale"] = workloads_at_median_board(workloads, levels, schema.ACTIVITY_SCALE)
     if thermal:
         k, n_thermal = median_board(per_recording, schema.THERMAL_SCALE)
         if n_thermal:

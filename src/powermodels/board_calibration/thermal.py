@@ -222,6 +222,8 @@ class NetworkAtBandEdgeWarning(UserWarning):
     On 10 of 30 H200 raw recordings the slow pole landed on its band's edge (8 s or 60 s). The cooling rows of
     most of those boards were still met, but the two held-out boards that missed after the fp32 GEMM (+3 °C)
     both had it at 8 s (docs/twin.md, session 19): read such a board's temperatures with that in mind.
+    Since session 20 the band is widened past the edge and the fit repeated (``at_edge="widen"``); the warning
+    is raised when the time constant is still on an edge afterwards (or with ``at_edge="keep"``).
     """
 
 

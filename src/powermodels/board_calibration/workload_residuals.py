@@ -27,9 +27,9 @@ import pandas as pd
 
 from .. import schema
 from ..twin.preset import TwinPreset, load_preset
-from .calibrate import calibrate_board, scaled_activity
+from .calibrate import calibrate_board
 from .parts import part_preset
-from .pooled import median_board
+from .pooled import workloads_at_median_board
 
 __all__ = ["with_workload_residuals", "workload_residuals"]
 
@@ -103,15 +103,9 @@ def with_workload_residuals(preset, residuals: pd.DataFrame, *, name: str | None
     twin = load_preset(preset)
     if residuals is None or not len(residuals):
         raise ValueError("with_workload_residuals: no residuals to apply")
-    workloads = dict(twin.workloads)
+    workloads, ratios = workloads_at_median_board(twin.workloads, residuals, schema.WORKLOAD_RESIDUAL)
     report = {"boards": sorted(residuals[schema.DEVICE_UUID].unique()),
-              "statistic": "median over boards of each board's median", "ratio": {}}
-    for workload, rows in residuals.groupby(schema.WORKLOAD):
-        if workload not in workloads:
-            continue
-        ratio, boards = median_board(rows, schema.WORKLOAD_RESIDUAL)
-        workloads[workload] = scaled_activity(workloads[workload], ratio)
-        report["ratio"][workload] = {"ratio": ratio, "boards": boards}
+              "statistic": "median over boards of each board's median", "ratio": ratios}
     return replace(twin, name=name or f"{twin.name}+workload-residuals", workloads=workloads,
                    provenance={**twin.provenance, "workload_residuals": report},
                    fit={**twin.fit, "workload_residuals": report})
