@@ -63,7 +63,7 @@ def test_no_residuals_is_refused(recordings):
         workload_residuals(board(), [])
 
 
-def test_the_shipped_per_workload_part_presets_are_rebuilt_from_their_pool_alone():
+def test_the_shipped_per_workload_presets_are_rebuilt_from_their_pool_alone():
     # what benchmarks/twin_workload_residuals.py --save writes, from the nine recordings the part presets pooled
     root = Path(__file__).resolve().parents[2]
     parts = ["h200-raw-part-000", "h200-raw-part-001"]
@@ -71,8 +71,9 @@ def test_the_shipped_per_workload_part_presets_are_rebuilt_from_their_pool_alone
     residuals = workload_residuals(parts, [read_recording(root / path) for path in pool])
     assert {str(u)[4:12] for u in residuals[schema.DEVICE_UUID]} == {
         str(u)[4:12] for u in load_preset(parts[0]).provenance["pooled_boards"]["boards"]}
-    for part in parts:
-        shipped = load_preset(f"{part}-per-workload")
-        rebuilt = with_workload_residuals(part, residuals, name=shipped.name)
+    against_pooled = workload_residuals("h200-raw-pooled", [read_recording(root / path) for path in pool])
+    for name, read in ((parts[0], residuals), (parts[1], residuals), ("h200-raw-pooled", against_pooled)):
+        shipped = load_preset(f"{name}-per-workload")
+        rebuilt = with_workload_residuals(name, read, name=shipped.name)
         assert shipped.workloads == rebuilt.workloads and shipped.physics == rebuilt.physics
         assert shipped.fit["workload_residuals"]["ratio"]["cupy_fma_loop"]["ratio"] > 1.0
