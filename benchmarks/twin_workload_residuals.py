@@ -57,8 +57,8 @@ def save(moved, folder, command: str) -> None:
     ratios = {w: round(r["ratio"], 4) for w, r in moved.fit["workload_residuals"]["ratio"].items()}
     print(f"{moved.name}: {ratios}")
     if folder:
-        why = ("the FMA loop read 0.2-2.1 % below the fp32 GEMM on every held-out H200 (docs/twin.md, "
-               "session 20); residuals read on the pool's recordings only")
+        why = ("the part presets' twin read the FMA loop below the fp32 GEMM on 20 of 24 H200s outside the pool, "
+               "median -1.1 points (docs/twin.md, session 20); residuals read on the pool's recordings only")
         moved = replace(moved, provenance={**moved.provenance, "workload_residuals_command": command,
                                            "workload_residuals_why": why})
         print(save_preset(moved, folder / f"{moved.name}.json"))

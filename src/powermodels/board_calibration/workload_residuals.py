@@ -9,9 +9,9 @@ workload's own first second lies from the two factors' least-squares line.
 That residual is a property of the *preset's* workload activities, not of the
 board, when it has the same sign on every board. On the nine recordings the
 H200 part presets were pooled from, the FMA loop's residual has a median of 1.011
-(dynamic power) and the fp32 GEMM's 0.998. On 24 H200 boards no preset was fitted
-to, the twin's FMA loop read 0.2–2.1 % lower than its fp32 GEMM in every replay,
-board-blind and calibrated (docs/twin.md, session 20).
+(dynamic power) and the fp32 GEMM's 0.998. On 24 H200 boards outside that pool, the
+part presets' twin read the FMA loop's warm-up below its fp32 GEMM's on 20 (median
+−1.1 points; docs/twin.md, session 20).
 
 :func:`workload_residuals` reads those residuals, one row per recording and
 workload. :func:`with_workload_residuals` scales each workload's activity by the
