@@ -35,7 +35,7 @@ POOLED = "h200-raw-pooled"
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--save", type=Path, help="folder to write the two presets to")
+    ap.add_argument("--save", type=Path, help="folder to write the three presets to")
     args = ap.parse_args(argv)
     pool = load_preset(PARTS[0]).provenance["pooled_from"]
     if any(load_preset(name).provenance["pooled_from"] != pool for name in (*PARTS, POOLED)):

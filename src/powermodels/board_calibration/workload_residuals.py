@@ -1,15 +1,17 @@
 """What each workload draws beyond the board's core and memory factors, and a preset moved to the median board's.
 
 ``calibrate_board(..., scale="domains")`` gives a board one factor for the core's
-dynamic power and one for the memory's (DSO eq. 1, ``P = A + Bc·a + Bm·m``,
-section 3 of the DSO paper: the two domains are separate terms). With three
+dynamic power and one for the memory's (DSO eq. 1, ``P = A + Bc·a + Bm·m``:
+the two domains are separate terms). With three
 uncapped workloads (a compute-bound FMA loop, an fp32 GEMM, a memory-bound
 triad) and two factors, one degree of freedom is left over: how far each
 workload's own first second lies from the two factors' least-squares line.
-That residual is a property of the *preset's* workload activities, not of the
-board, when it has the same sign on every board. On the nine recordings the
-H200 part presets were pooled from, the FMA loop's residual has a median of 1.011
-(dynamic power) and the fp32 GEMM's 0.998. On 24 H200 boards outside that pool, the
+Where the median board's residual lies away from 1, and the board the preset
+was fitted to reads it too, it is a property of the *preset's* workload
+activities rather than of the boards. On the nine recordings the H200 part
+presets were pooled from, the FMA loop's residual is 0.994–1.030 with a median
+board of 1.011 (dynamic power; 1.009 on the preset's own board), and the fp32
+GEMM's median is 0.998. On 24 H200 boards outside that pool, the
 part presets' twin read the FMA loop's warm-up below its fp32 GEMM's on 20 (median
 −1.1 points; docs/twin.md, session 20).
 
