@@ -1,5 +1,6 @@
 """The board's thermal resistance, read before the first thermal series (board_calibration.thermal)."""
 
+import functools
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +30,17 @@ DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 
 def _hotter(preset, k):
     return replace(preset, physics=scaled_resistance(preset.physics, k))
+
+
+@functools.cache
+def board_recording(poles: tuple) -> tuple:
+    """The known preset's board with thermal ``poles`` and its replay of ``schedule()`` (seed 3).
+
+    Cached: the tests only read the recording, and two boards are used twice.
+    """
+    preset = known_preset()
+    board = replace(preset, physics=replace(preset.physics, thermal_poles=poles))
+    return board, replay(schedule(), board, seed=3, poll_s=2e-3)
 
 
 @pytest.mark.parametrize("k", [0.8, 1.3])
@@ -94,8 +106,7 @@ def test_pole_factors_refuses_what_it_cannot_read():
 def test_a_boards_own_network_is_fitted_before_its_first_series():
     # a board whose die and heatsink respond at other time constants than the preset's
     preset = known_preset()
-    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
-    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    board, rec = board_recording(((0.035, 0.3), (0.03, 8.0)))
     with warnings.catch_warnings():
         # the board's slow pole is the band's lower edge itself: widened past it, the refit places it inside
         warnings.simplefilter("error", NetworkAtBandEdgeWarning)
@@ -119,8 +130,7 @@ def test_a_boards_own_network_is_fitted_before_its_first_series():
 @pytest.mark.filterwarnings("ignore::powermodels.board_calibration.NetworkAtBandEdgeWarning")
 def test_calibrated_preset_takes_the_network_first():
     preset = known_preset()
-    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 8.0))))
-    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    _, rec = board_recording(((0.035, 0.3), (0.03, 8.0)))
     with pytest.raises(ValueError, match="thermal must be"):
         calibrated_preset(preset, rec, thermal="poles")
     with pytest.raises(ValueError, match="not identified"):
@@ -144,8 +154,7 @@ def test_a_time_constant_on_its_bands_edge_is_reported_and_warned():
     preset = known_preset()
     fits = {}
     for tau in (3.0, 20.0):
-        board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, tau))))
-        rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+        _, rec = board_recording(((0.035, 0.3), (0.03, tau)))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fits[tau] = calibrate_board_network(preset, rec, min_rise_c=3.0, at_edge="keep").fit["board_network"]
@@ -158,8 +167,7 @@ def test_a_time_constant_on_its_bands_edge_is_reported_and_warned():
 def test_at_edge_widens_the_band_or_keeps_the_presets_time_constants():
     """On a board whose slow pole (3 s) lies below its band, ``widen`` finds it and ``preset`` keeps the preset's."""
     preset = known_preset()
-    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.3), (0.03, 3.0))))
-    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    _, rec = board_recording(((0.035, 0.3), (0.03, 3.0)))
     with pytest.raises(ValueError, match="at_edge must be"):
         calibrate_board_network(preset, rec, at_edge="fallback")
     assert widened_band(pole_bands(2), 1, 8.0) == (1.0, 60.0) and widened_band(pole_bands(2), 1, 60.0) == (8.0, 180.0)
@@ -182,8 +190,7 @@ def test_at_edge_widens_the_band_or_keeps_the_presets_time_constants():
 def test_a_time_constant_still_on_an_edge_after_widening_is_warned():
     """A slow pole far below even the widened band (0.3 s; widened 1–60 s) is refitted, lands on 1 s, and is said."""
     preset = known_preset()
-    board = replace(preset, physics=replace(preset.physics, thermal_poles=((0.035, 0.05), (0.03, 0.3))))
-    rec = replay(schedule(), board, seed=3, poll_s=2e-3)
+    _, rec = board_recording(((0.035, 0.05), (0.03, 0.3)))
     with pytest.warns(NetworkAtBandEdgeWarning, match=r"its band \(1.0, 60.0\)"):
         fit = calibrate_board_network(preset, rec, min_rise_c=1.0).fit["board_network"]
     assert 1 in fit["poles_at_band_edge"] and 1 in fit["poles_unplaced"]

@@ -68,10 +68,11 @@ def test_the_shipped_per_workload_presets_are_rebuilt_from_their_pool_alone():
     root = Path(__file__).resolve().parents[2]
     parts = ["h200-raw-part-000", "h200-raw-part-001"]
     pool = load_preset(parts[0]).provenance["pooled_from"]
-    residuals = workload_residuals(parts, [read_recording(root / path) for path in pool])
+    recordings = [read_recording(root / path) for path in pool]  # read once for both residuals
+    residuals = workload_residuals(parts, recordings)
     assert {str(u)[4:12] for u in residuals[schema.DEVICE_UUID]} == {
         str(u)[4:12] for u in load_preset(parts[0]).provenance["pooled_boards"]["boards"]}
-    against_pooled = workload_residuals("h200-raw-pooled", [read_recording(root / path) for path in pool])
+    against_pooled = workload_residuals("h200-raw-pooled", recordings)
     for name, read in ((parts[0], residuals), (parts[1], residuals), ("h200-raw-pooled", against_pooled)):
         shipped = load_preset(f"{name}-per-workload")
         rebuilt = with_workload_residuals(name, read, name=shipped.name)

@@ -207,13 +207,17 @@ def pole_factors(preset, rec: Recording, *, before_first_series: bool = True) ->
             "rise_range_c": [[float(r.min()), float(r.max())] for r in rises[:, sel]]}
 
 
-def band_edges(poles, bands) -> list[int]:
-    """The indices of the ``bands`` on whose edge the τ of one of ``poles`` (``(R, τ)``) lies.
+def band_edges(poles, bands) -> dict[int, float]:
+    """Each of the ``bands`` on whose edge the τ of one of ``poles`` (``(R, τ)``) lies: its index → that τ.
 
     Read by band, not by pole: a pole whose resistance the fit set to zero is dropped from ``poles``.
     """
-    taus = [tau for _, tau in poles]
-    return [k for k, band in enumerate(bands) if any(np.isclose(tau, band, rtol=1e-9).any() for tau in taus)]
+    edges = {}
+    for k, band in enumerate(bands):
+        on_edge = [tau for _, tau in poles if np.isclose(tau, band, rtol=1e-9).any()]
+        if on_edge:
+            edges[k] = on_edge[0]
+    return edges
 
 
 class NetworkAtBandEdgeWarning(UserWarning):
@@ -319,8 +323,7 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
     edges = band_edges(fit["poles"], bands)
     first = {"poles": fit["poles"], "rmse_c": float(fit["rmse_c"])}
     if edges and at_edge == "widen":
-        on_edge = {k: next(tau for _, tau in fit["poles"] if np.isclose(tau, bands[k], rtol=1e-9).any()) for k in edges}
-        bands = tuple(widened_band(bands, k, on_edge[k]) if k in edges else b for k, b in enumerate(bands))
+        bands = tuple(widened_band(bands, k, edges[k]) if k in edges else b for k, b in enumerate(bands))
         fit = fit_foster(t, heat, readings, grid=grid, weight=sel, bands=bands)
     elif edges and at_edge == "preset":
         bands = tuple((tau, tau) for _, tau in twin.physics.poles)
@@ -331,13 +334,13 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
     if not edges or at_edge == "preset":
         unplaced = []
     elif at_edge == "widen":  # the refitted τ may sit on the stretched band's edge: still not placed, still said
-        unplaced = band_edges(fit["poles"], bands)
+        unplaced = sorted(band_edges(fit["poles"], bands))
     else:
-        unplaced = edges
+        unplaced = sorted(edges)
     report = {"recording": rec.name, "uuid": uuid, "poles_before": [list(p) for p in twin.physics.poles],
               "poles": [list(p) for p in poles], "ambient_c": float(fit["ambient_c"]), "rmse_c": float(fit["rmse_c"]),
               "read_s": [float(t[sel].min()), until], "readings": int(sel.sum()),
-              "read": f"readings before the first series ({until:.1f} s)", "poles_at_band_edge": edges,
+              "read": f"readings before the first series ({until:.1f} s)", "poles_at_band_edge": sorted(edges),
               "poles_unplaced": unplaced,
               "at_edge": at_edge if edges else "none", "bands_s": [list(b) for b in bands],
               **({"first_fit": first} if edges and at_edge != "keep" else {})}

@@ -63,10 +63,12 @@ def workload_residuals(presets, recordings) -> pd.DataFrame:
     ValueError
         If no recording is given, or one cannot be calibrated by domains.
     """
-    several = isinstance(presets, (list, tuple))
+    # loaded once, not per recording: part_preset takes loaded presets as well as names
+    candidates = [load_preset(p) for p in presets] if isinstance(presets, (list, tuple)) else None
+    single = load_preset(presets) if candidates is None else None
     rows = []
     for rec in recordings:
-        twin = part_preset(rec, list(presets)) if several else load_preset(presets)
+        twin = part_preset(rec, candidates) if candidates is not None else single
         report = calibrate_board(twin, rec, scale="domains").fit["board_calibration"]
         core, memory = report["core_scale"], report["memory_scale"]
         for workload, series in report["series"].items():
