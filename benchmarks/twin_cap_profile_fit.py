@@ -23,7 +23,7 @@ rows (median overshoot and settling over the starts × two seeds, against the re
 ``--preset h200-raw-cap-profile --name h200-raw-cap-h200 --overshoot-term --max-evals 80``, trained on
 ``capstarts_f0bfff09`` and ``capstarts_40717706`` and held out on the four ``capstarts_rests*`` sets. It
 writes ``DIR/<name>.json`` (the fitted preset; ``--name``, default ``<preset>-profile``), ``DIR/fit.json``
-(every evaluation) and ``DIR/scores.md``.
+(every evaluation), ``DIR/scores.md`` and ``DIR/twin_starts.csv`` (every replayed start, to pool over boards).
 """
 
 from __future__ import annotations
@@ -156,6 +156,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-evals", type=int, default=60)
     ap.add_argument("--overshoot-term", action="store_true",
                     help="add the pooled overshoot's miss, in units of 25 %% of the real one, to the score")
+    ap.add_argument("--held-out-only", action="store_true",
+                    help="score the controllers on --held-out alone (the --train scores replay every train start "
+                         "twice per controller: ~30 min for ten boards on two workers)")
     ap.add_argument("--name", default=None, help="the fitted preset's name (default: PRESET-profile)")
     ap.add_argument("--fields", default=None, help="a JSON object of FIELDS values (e.g. another preset's "
                     "fit): no search, the preset with these values is written and scored")
@@ -209,9 +212,9 @@ def main(argv=None) -> int:
         (args.out / "fit.json").write_text(json.dumps({"evaluations": evals, "chosen": chosen, "nelder_mead":
                                                        str(res.message) if res else "not run (--fields)"},
                                                       indent=1))
-        rows = []
+        rows, twin_starts = [], []
         for role, paths in (("train", args.train), ("held out", args.held_out)):
-            if not paths:
+            if not paths or (role == "train" and args.held_out_only):
                 continue
             recs = train if role == "train" else Recordings(paths, preset)
             for label, values in (("as given", {k: getattr(preset.physics, k) for k in FIELDS}), ("fit", chosen)):
@@ -220,6 +223,7 @@ def main(argv=None) -> int:
                     real = it["starts"]
                     o_r, s_r = float(real[schema.OVERSHOOT_W].median()), float(real[schema.SETTLING_S].median())
                     o_t, s_t = float(p["rows"][schema.OVERSHOOT_W].median()), float(p["rows"][schema.SETTLING_S].median())
+                    twin_starts.append(p["rows"].assign(role=role, recording=Path(it["path"]).name, controller=label))
                     rows.append({"role": role, "recording": Path(it["path"]).name, "controller": label,
                                  "starts": len(real),
                                  "profile_rms_w": rms(p["profile"], it["profile"]),
@@ -230,6 +234,8 @@ def main(argv=None) -> int:
                                  "settling_err": metrics.settling_error(s_r, s_t)})
                     print(rows[-1], flush=True)
     table = pd.DataFrame(rows)
+    if twin_starts:  # every replayed start, so that the twin's starts can be pooled over boards
+        pd.concat(twin_starts, ignore_index=True).to_csv(args.out / "twin_starts.csv", index=False)
     text = (f"# Cap controller fitted to the mean start profile ({args.preset})\n\n"
             f"Train: {', '.join(args.train)}. Chosen: {json.dumps({k: round(v, 4) for k, v in chosen.items()})} "
             f"(score {best['score']:.3f}: profile RMS {best['profile_rms_w']:.2f} W, 1 s means "

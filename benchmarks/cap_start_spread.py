@@ -1,0 +1,124 @@
+"""How well a board's recorded capped starts pin its overshoot and settling: the row's resolution (real, no GPU).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/cap_start_spread.py datasets/h200-*/capstarts_* \\
+        [--out DIR] [--plot docs/img/cap_start_spread_h200.png]
+
+A thin caller of :mod:`powermodels.twin.start_spread`: every start of the recordings (pooled by board UUID),
+then per board the median, the chance a perfect twin meets the 25 % row on this many starts (bootstrap; each row
+and both at once), and the
+leave-one-board-out pooled median scored as a board-blind twin; the perfect twin's chance for 3–40 starts; and
+whether the boards differ at all (Kruskal–Wallis, between-board share of variance). Prints markdown tables;
+``--out`` also writes ``starts.csv`` and ``boards.csv``. Every figure is real: no simulation runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from powermodels import schema
+from powermodels.recording import read_recording
+from powermodels.reporting import markdown_table
+from powermodels.twin import start_spread
+
+LABELS = {schema.OVERSHOOT_W: "overshoot (W)", schema.SETTLING_S: "settling (s)"}
+
+
+def board_table(starts: pd.DataFrame) -> pd.DataFrame:
+    """One row per board: both rows' median, perfect-twin ceiling and pooled-guess error."""
+    merged = None
+    for column in start_spread.SCORED:
+        ceiling = start_spread.median_ceiling(starts, column)[[schema.DEVICE_UUID, "starts", "median", "ceiling"]]
+        guess = start_spread.pooled_guess(starts, column)[[schema.DEVICE_UUID, "others_median", "error"]]
+        part = ceiling.merge(guess, on=schema.DEVICE_UUID).rename(columns={
+            "median": f"{column} median", "ceiling": f"{column} perfect-twin chance",
+            "others_median": f"{column} other boards", "error": f"{column} other boards err"})
+        merged = part if merged is None else merged.merge(part.drop(columns="starts"), on=schema.DEVICE_UUID)
+    joint = start_spread.joint_ceiling(starts)[[schema.DEVICE_UUID, "ceiling"]]
+    merged = merged.merge(joint.rename(columns={"ceiling": "both rows perfect-twin chance"}), on=schema.DEVICE_UUID)
+    merged[schema.DEVICE_UUID] = merged[schema.DEVICE_UUID].str[4:12]
+    return merged
+
+
+def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [2.2, 2.2, 1.3]})
+    order = boards.sort_values(f"{schema.OVERSHOOT_W} median")[schema.DEVICE_UUID].tolist()
+    short = starts[schema.DEVICE_UUID].str[4:12]
+    for ax, column in zip(axes[:2], start_spread.SCORED, strict=True):
+        pooled = float(starts[column].median())
+        for x, board in enumerate(order):
+            values = starts.loc[short == board, column].to_numpy(float)
+            median = float(pd.Series(values).median())
+            low, high = (median * 0.75, median * 1.25) if column == schema.OVERSHOOT_W else (
+                max(median, 0.1) * 0.75, max(median, 0.1) * 1.25)
+            ax.fill_between([x - 0.35, x + 0.35], low, high, color="tab:green", alpha=0.25, lw=0)
+            ax.plot(x + (pd.Series(range(len(values))) / max(len(values) - 1, 1) - 0.5) * 0.5, values, ".",
+                    color="tab:blue", ms=5)
+            ax.plot([x - 0.35, x + 0.35], [median, median], "-", color="black", lw=1.5)
+        ax.axhline(pooled, color="tab:red", ls="--", lw=1, label=f"all boards' median {pooled:.2f}")
+        ax.set_xticks(range(len(order)), order, rotation=70, fontsize=7)
+        ax.set(ylabel=LABELS[column], title=f"{LABELS[column]}: each start (•), board median (—), ±25 % (green)")
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=8, loc="upper left")
+    ax = axes[2]
+    for column, colour in zip(start_spread.SCORED, ("tab:blue", "tab:orange"), strict=True):
+        table = by_starts[column]
+        ax.plot(table["starts"], 100 * table["ceiling"], "o-", color=colour, label=LABELS[column].split(" ")[0])
+    counts = boards["starts"]
+    ax.axvspan(counts.min(), counts.max(), color="grey", alpha=0.15, label="starts per board here")
+    ax.set(xscale="log", xlabel="starts recorded on the board", ylabel="perfect twin within 25 % (%)",
+           ylim=(0, 100), title="a perfect twin's chance to meet the row")
+    ticks = by_starts[start_spread.SCORED[0]]["starts"].tolist()
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("recordings", nargs="+", type=Path, help="capstarts recordings (several per board pool)")
+    ap.add_argument("--out", type=Path, default=None, help="write starts.csv and boards.csv here")
+    ap.add_argument("--plot", type=Path, default=None, help="write the figure here (PNG)")
+    args = ap.parse_args(argv)
+    starts = start_spread.board_starts(read_recording(p) for p in args.recordings)
+    boards = board_table(starts)
+    print(f"{len(starts)} starts on {len(boards)} boards (real)\n")
+    print(markdown_table(boards.round(3)))
+    by_starts = {}
+    for column in start_spread.SCORED:
+        summary = start_spread.between_boards(starts, column)
+        guess = start_spread.pooled_guess(starts, column)
+        ceiling = start_spread.median_ceiling(starts, column)
+        by_starts[column] = start_spread.ceiling_by_starts(starts, column)
+        print(f"\n{LABELS[column]}: Kruskal–Wallis p = {summary['kruskal_p']:.3g} over {summary['boards']} boards, "
+              f"between-board share of variance {summary['between_share']:.2f}; boards within 25 %: perfect twin "
+              f"expects {ceiling['ceiling'].sum():.1f} of {len(ceiling)}, the other boards' median meets "
+              f"{int(guess['within'].sum())}\n")
+        print(markdown_table(by_starts[column].round(3)))
+    print(f"\nboth rows at once: a perfect twin expects {boards['both rows perfect-twin chance'].sum():.1f} of "
+          f"{len(boards)} boards")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        starts.to_csv(args.out / "starts.csv", index=False)
+        boards.to_csv(args.out / "boards.csv", index=False)
+    if args.plot:
+        plot(starts, boards, by_starts, args.plot)
+        print(f"\nwrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
