@@ -106,3 +106,17 @@ def test_a_series_that_never_reached_the_cap_is_refused():
     raw = read_recording(REAL.parent / "raw_recording_15b35cd8")  # the same board's raw recording
     with pytest.raises(ValueError, match="no power-capped series of 'cupy_fp32_matmul_4096'"):
         start_spread.board_starts([raw], workload="cupy_fp32_matmul_4096")
+
+
+def test_the_script_tables_two_real_boards_and_draws_the_figure(tmp_path, capsys):
+    from benchmark_scripts import load_benchmark
+
+    script = load_benchmark("cap_start_spread")
+    other = REAL.parent / "capstarts_rests15_c0b62778"
+    assert script.main([str(REAL), str(other), "--out", str(tmp_path), "--plot", str(tmp_path / "spread.png")]) == 0
+    text = capsys.readouterr().out
+    assert "14 starts on 2 boards (real)" in text and "Kruskal–Wallis" in text
+    boards = pd.read_csv(tmp_path / "boards.csv")
+    assert sorted(boards[schema.DEVICE_UUID]) == ["15b35cd8", "c0b62778"]
+    assert boards["both rows perfect-twin chance"].between(0, 1).all()
+    assert (tmp_path / "spread.png").stat().st_size > 10_000
