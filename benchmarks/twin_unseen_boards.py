@@ -170,7 +170,7 @@ def plot(rows: pd.DataFrame, path: Path) -> None:
     warm = rows.loc[rows[schema.CHECK_METRIC].str.startswith(WARMUP)]
     workloads = sorted(warm[schema.WORKLOAD].unique())
     labels = list(dict.fromkeys(warm["preset"]))
-    fig, ax = plt.subplots(figsize=(9, 4.2))
+    fig, ax = plt.subplots(figsize=(9, 4.2 + 0.22 * len(labels)))
     ax.axhspan(-1, 1, color="0.9", label="target ±1 %")
     width = 0.8 / len(labels)
     for k, label in enumerate(labels):
@@ -184,7 +184,8 @@ def plot(rows: pd.DataFrame, path: Path) -> None:
     ax.set_ylabel("twin − real, worst second (%)")
     ax.set_title(f"Warm-up energy per launch on {warm['board'].nunique()} boards no preset saw "
                  "(real recordings, twin replays)", fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+    # below the axes: inside, the legend hid the boards farthest from the target
+    ax.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

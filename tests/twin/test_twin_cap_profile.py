@@ -139,3 +139,18 @@ def test_the_h200_fitted_controller_preset_is_h200_raw_but_for_its_controller():
     assert fitted.workloads == h200.workloads and fitted.sensor == h200.sensor
     refit = fitted.provenance["cap_profile_refit"]
     assert refit["overshoot_term"] and all("h200" in p for p in refit["train"]) and len(refit["train"]) == 2
+
+
+def test_the_pooled_h200_controller_preset_moved_only_the_response_lag():
+    """``h200-raw-cap-pooled`` (session 21): fitted to ten H200s' starts, held out on nine others."""
+    profile, pooled = load_preset("h200-raw-cap-profile"), load_preset("h200-raw-cap-pooled")
+    changed = {k for k, v in vars(profile.physics).items() if getattr(pooled.physics, k) != v}
+    assert changed == {"cap_response_s"}
+    assert pooled.physics.cap_response_s > profile.physics.cap_response_s  # a later response: a larger overshoot
+    assert pooled.workloads == profile.workloads and pooled.sensor == profile.sensor
+    refit = pooled.provenance["cap_profile_refit"]
+    # every capstarts folder name ends in its board's UUID prefix
+    train = {p.rsplit("_", 1)[-1] for p in refit["train"]}
+    held = {p.rsplit("_", 1)[-1] for p in refit["held_out"]["recordings"]}
+    assert len(train) == 10 and len(held) == 9 and not train & held
+    assert all((ROOT / p).is_dir() for p in refit["train"] + refit["held_out"]["recordings"])

@@ -178,7 +178,9 @@ def ceiling_by_starts(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W, co
 
     Every start is divided by its board's median (boards with at least 3 starts and a positive median), and the
     ratios of all boards form one pool: a recording of ``n`` starts is ``n`` draws from it, its median scored
-    against 1. This assumes boards differ in scale only (their spreads in proportion to their medians).
+    against 1. This assumes boards differ in scale only (their spreads in proportion to their medians). For the
+    settling time the 0.1 s floor of :func:`relative_error` then applies to the ratio, i.e. at a tenth of the
+    board's median (~0.11 s on H200s, whose medians are ~1.1 s): close to the floor in seconds.
 
     Returns
     -------
