@@ -1,6 +1,7 @@
 """Each board's level against a preset, and the preset moved to the median board (twin-made boards, known levels)."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -182,3 +183,14 @@ def test_shipped_part_presets_are_reproduced_from_their_recordings():
     assert picked["raw_recording_168e6658"] == "h200-raw-part-000"
     assert picked["raw_recording_ladder_25027b10"] == "h200-raw-part-001"
     assert sorted(picked.values()).count("h200-raw-part-000") == 4  # 168e6658, 1717480a, ef3dd380, c52dbede
+
+
+def test_the_idle_versus_dynamic_script_reads_real_boards(capsys):
+    from benchmark_scripts import load_benchmark
+
+    folder = Path(__file__).resolve().parents[2] / "datasets" / "h200-2026-11-29"
+    script = load_benchmark("board_idle_vs_dynamic")
+    assert script.main([str(folder / "raw_recording_15b35cd8"), str(folder / "raw_recording_a21da588")]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("2 boards, 2 recordings (real)")
+    assert "no part number has 3 boards" in text  # one board of each part: nothing to correlate
