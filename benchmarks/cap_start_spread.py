@@ -5,7 +5,7 @@ Usage::
     PYTHONPATH=src python benchmarks/cap_start_spread.py datasets/h200-*/capstarts_* \\
         [--out DIR] [--plot docs/img/cap_start_spread_h200.png]
 
-A thin caller of :mod:`powermodels.twin.start_spread`: every start of the recordings (pooled by board UUID),
+A thin caller of :mod:`powermodels.cap_start_spread`: every start of the recordings (pooled by board UUID),
 then per board the median, the chance a perfect twin meets the 25 % row on this many starts (bootstrap; each row
 and both at once), and the
 leave-one-board-out pooled median scored as a board-blind twin; the perfect twin's chance for 3–40 starts; and
@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from powermodels import schema
+from powermodels import cap_start_spread, schema
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
-from powermodels.twin import start_spread
 
 LABELS = {schema.OVERSHOOT_W: "overshoot (W)", schema.SETTLING_S: "settling (s)"}
 
@@ -31,14 +30,14 @@ LABELS = {schema.OVERSHOOT_W: "overshoot (W)", schema.SETTLING_S: "settling (s)"
 def board_table(starts: pd.DataFrame) -> pd.DataFrame:
     """One row per board: both rows' median, perfect-twin ceiling and pooled-guess error."""
     merged = None
-    for column in start_spread.SCORED:
-        ceiling = start_spread.median_ceiling(starts, column)[[schema.DEVICE_UUID, "starts", "median", "ceiling"]]
-        guess = start_spread.pooled_guess(starts, column)[[schema.DEVICE_UUID, "others_median", "error"]]
+    for column in cap_start_spread.SCORED:
+        ceiling = cap_start_spread.median_ceiling(starts, column)[[schema.DEVICE_UUID, "starts", "median", "ceiling"]]
+        guess = cap_start_spread.pooled_guess(starts, column)[[schema.DEVICE_UUID, "others_median", "error"]]
         part = ceiling.merge(guess, on=schema.DEVICE_UUID).rename(columns={
             "median": f"{column} median", "ceiling": f"{column} perfect-twin chance",
             "others_median": f"{column} other boards", "error": f"{column} other boards err"})
         merged = part if merged is None else merged.merge(part.drop(columns="starts"), on=schema.DEVICE_UUID)
-    joint = start_spread.joint_ceiling(starts)[[schema.DEVICE_UUID, "ceiling"]]
+    joint = cap_start_spread.joint_ceiling(starts)[[schema.DEVICE_UUID, "ceiling"]]
     merged = merged.merge(joint.rename(columns={"ceiling": "both rows perfect-twin chance"}), on=schema.DEVICE_UUID)
     merged[schema.DEVICE_UUID] = merged[schema.DEVICE_UUID].str[4:12]
     return merged
@@ -52,7 +51,7 @@ def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [2.2, 2.2, 1.3]})
     order = boards.sort_values(f"{schema.OVERSHOOT_W} median")[schema.DEVICE_UUID].tolist()
     short = starts[schema.DEVICE_UUID].str[4:12]
-    for ax, column in zip(axes[:2], start_spread.SCORED, strict=True):
+    for ax, column in zip(axes[:2], cap_start_spread.SCORED, strict=True):
         pooled = float(starts[column].median())
         for x, board in enumerate(order):
             values = starts.loc[short == board, column].to_numpy(float)
@@ -69,14 +68,14 @@ def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path
         ax.title.set_fontsize(9)
         ax.legend(fontsize=8, loc="upper left")
     ax = axes[2]
-    for column, colour in zip(start_spread.SCORED, ("tab:blue", "tab:orange"), strict=True):
+    for column, colour in zip(cap_start_spread.SCORED, ("tab:blue", "tab:orange"), strict=True):
         table = by_starts[column]
         ax.plot(table["starts"], 100 * table["ceiling"], "o-", color=colour, label=LABELS[column].split(" ")[0])
     counts = boards["starts"]
     ax.axvspan(counts.min(), counts.max(), color="grey", alpha=0.15, label="starts per board here")
     ax.set(xscale="log", xlabel="starts recorded on the board", ylabel="perfect twin within 25 % (%)",
            ylim=(0, 100), title="a perfect twin's chance to meet the row")
-    ticks = by_starts[start_spread.SCORED[0]]["starts"].tolist()
+    ticks = by_starts[cap_start_spread.SCORED[0]]["starts"].tolist()
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
     ax.title.set_fontsize(9)
@@ -93,16 +92,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write starts.csv and boards.csv here")
     ap.add_argument("--plot", type=Path, default=None, help="write the figure here (PNG)")
     args = ap.parse_args(argv)
-    starts = start_spread.board_starts(read_recording(p) for p in args.recordings)
+    starts = cap_start_spread.board_starts(read_recording(p) for p in args.recordings)
     boards = board_table(starts)
     print(f"{len(starts)} starts on {len(boards)} boards (real)\n")
     print(markdown_table(boards.round(3)))
     by_starts = {}
-    for column in start_spread.SCORED:
-        summary = start_spread.between_boards(starts, column)
-        guess = start_spread.pooled_guess(starts, column)
-        ceiling = start_spread.median_ceiling(starts, column)
-        by_starts[column] = start_spread.ceiling_by_starts(starts, column)
+    for column in cap_start_spread.SCORED:
+        summary = cap_start_spread.between_boards(starts, column)
+        guess = cap_start_spread.pooled_guess(starts, column)
+        ceiling = cap_start_spread.median_ceiling(starts, column)
+        by_starts[column] = cap_start_spread.ceiling_by_starts(starts, column)
         print(f"\n{LABELS[column]}: Kruskal–Wallis p = {summary['kruskal_p']:.3g} over {summary['boards']} boards, "
               f"between-board share of variance {summary['between_share']:.2f}; boards within 25 %: perfect twin "
               f"expects {ceiling['ceiling'].sum():.1f} of {len(ceiling)}, the other boards' median meets "

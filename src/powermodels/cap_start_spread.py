@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .. import schema
-from ..recording import Recording
-from . import metrics
+from . import schema
+from .recording import Recording
+from .twin import metrics
 
 #: the columns of :func:`powermodels.twin.metrics.cap_starts` whose median issue 27 scores
 SCORED = (schema.OVERSHOOT_W, schema.SETTLING_S)

@@ -1,4 +1,4 @@
-"""The capped-start row's resolution (powermodels.twin.start_spread): synthetic starts and one real recording."""
+"""The capped-start row's resolution (powermodels.cap_start_spread): synthetic starts and one real recording."""
 
 from pathlib import Path
 
@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powermodels import schema
+from powermodels import cap_start_spread, schema
 from powermodels.recording import read_recording
-from powermodels.twin import start_spread
 
 REAL = Path(__file__).resolve().parents[2] / "datasets" / "h200-2026-11-29" / "capstarts_rests15_15b35cd8"
 
@@ -19,7 +18,7 @@ def _starts(boards: dict[str, list[float]], column: str = schema.OVERSHOOT_W) ->
 
 def test_a_board_whose_starts_agree_is_always_met_and_a_scattered_one_is_not():
     starts = _starts({"tight": [10.0] * 6, "wide": [1.0, 4.0, 9.0, 15.0, 22.0]})
-    out = start_spread.median_ceiling(starts, draws=500).set_index(schema.DEVICE_UUID)
+    out = cap_start_spread.median_ceiling(starts, draws=500).set_index(schema.DEVICE_UUID)
     assert out.loc["tight", "ceiling"] == 1.0
     assert out.loc["wide", "ceiling"] < 0.6
     assert out.loc["wide", "median"] == 9.0 and out.loc["wide", "starts"] == 5
@@ -29,24 +28,24 @@ def test_both_rows_at_once_are_met_no_more_often_than_either():
     rng = np.random.default_rng(3)
     starts = pd.DataFrame({schema.DEVICE_UUID: "a", schema.OVERSHOOT_W: rng.gamma(2.0, 4.0, size=8),
                            schema.SETTLING_S: rng.choice([0.0, 1.1, 2.1], size=8)})
-    both = start_spread.joint_ceiling(starts, draws=800)["ceiling"].iloc[0]
-    each = [start_spread.median_ceiling(starts, c, draws=800)["ceiling"].iloc[0] for c in start_spread.SCORED]
+    both = cap_start_spread.joint_ceiling(starts, draws=800)["ceiling"].iloc[0]
+    each = [cap_start_spread.median_ceiling(starts, c, draws=800)["ceiling"].iloc[0] for c in cap_start_spread.SCORED]
     assert 0 < both <= min(each) + 0.03  # different resamples: allow their sampling noise
     steady = starts.assign(**{schema.OVERSHOOT_W: 9.0, schema.SETTLING_S: 1.1})
-    assert start_spread.joint_ceiling(steady, draws=100)["ceiling"].iloc[0] == 1.0
+    assert cap_start_spread.joint_ceiling(steady, draws=100)["ceiling"].iloc[0] == 1.0
 
 
 def test_more_starts_pin_the_median_better():
     rng = np.random.default_rng(1)
     starts = _starts({f"b{i}": list(rng.gamma(2.0, 4.0, size=8)) for i in range(6)})
-    out = start_spread.ceiling_by_starts(starts, counts=(3, 40), draws=2000)
+    out = cap_start_spread.ceiling_by_starts(starts, counts=(3, 40), draws=2000)
     assert out["ceiling"].iloc[0] < 0.6 < out["ceiling"].iloc[1]
     assert out["boards_pooled"].iloc[0] == 6 and out["starts_pooled"].iloc[0] == 48
 
 
 def test_the_pooled_guess_leaves_the_board_out():
     starts = _starts({"a": [10.0, 10.0], "b": [12.0, 12.0], "c": [30.0, 30.0]})
-    out = start_spread.pooled_guess(starts).set_index(schema.DEVICE_UUID)
+    out = cap_start_spread.pooled_guess(starts).set_index(schema.DEVICE_UUID)
     assert out.loc["a", "others_median"] == pytest.approx(21.0)  # median of b and c's starts
     assert out.loc["c", "others_median"] == pytest.approx(11.0)
     assert out.loc["c", "error"] == pytest.approx(11.0 / 30.0 - 1.0)
@@ -57,7 +56,7 @@ def test_between_boards_tells_a_shared_spread_from_distinct_boards():
     rng = np.random.default_rng(2)
     shared = _starts({f"b{i}": list(rng.normal(10.0, 3.0, size=10)) for i in range(5)})
     apart = _starts({f"b{i}": list(rng.normal(10.0 * (i + 1), 0.5, size=10)) for i in range(5)})
-    same, differ = start_spread.between_boards(shared), start_spread.between_boards(apart)
+    same, differ = cap_start_spread.between_boards(shared), cap_start_spread.between_boards(apart)
     assert same["kruskal_p"] > 0.05 and same["between_share"] < 0.2
     assert differ["kruskal_p"] < 1e-6 and differ["between_share"] > 0.95
     assert differ["boards"] == 5 and differ["starts"] == 50
@@ -65,47 +64,47 @@ def test_between_boards_tells_a_shared_spread_from_distinct_boards():
 
 def test_settling_is_scored_with_its_floor():
     # a start that never leaves the band reads 0 s; against 0.05 s both are the window's 0.1 s step
-    assert start_spread.relative_error(schema.SETTLING_S, 0.0, 0.05) == 0.0
-    assert start_spread.relative_error(schema.OVERSHOOT_W, 8.0, 10.0) == pytest.approx(0.25)
+    assert cap_start_spread.relative_error(schema.SETTLING_S, 0.0, 0.05) == 0.0
+    assert cap_start_spread.relative_error(schema.OVERSHOOT_W, 8.0, 10.0) == pytest.approx(0.25)
     starts = _starts({"a": [0.0, 0.0, 0.0], "b": [1.1, 1.0, 1.1]}, schema.SETTLING_S)
-    out = start_spread.pooled_guess(starts, schema.SETTLING_S).set_index(schema.DEVICE_UUID)
+    out = cap_start_spread.pooled_guess(starts, schema.SETTLING_S).set_index(schema.DEVICE_UUID)
     assert out.loc["a", "error"] == pytest.approx(10.0)  # 1.1 s against the 0.1 s floor
 
 
 def test_bad_input_says_what_is_wrong():
     starts = _starts({"a": [1.0, 2.0]})
     with pytest.raises(ValueError, match="one of"):
-        start_spread.median_ceiling(starts, schema.SETTLED_W)
+        cap_start_spread.median_ceiling(starts, schema.SETTLED_W)
     with pytest.raises(ValueError, match="tolerance"):
-        start_spread.median_ceiling(starts, tolerance=0)
+        cap_start_spread.median_ceiling(starts, tolerance=0)
     with pytest.raises(ValueError, match="board_starts"):
-        start_spread.pooled_guess(pd.DataFrame({schema.OVERSHOOT_W: [1.0]}))
+        cap_start_spread.pooled_guess(pd.DataFrame({schema.OVERSHOOT_W: [1.0]}))
     with pytest.raises(ValueError, match="two boards"):
-        start_spread.between_boards(starts)
+        cap_start_spread.between_boards(starts)
     with pytest.raises(ValueError, match="3 or more starts"):
-        start_spread.ceiling_by_starts(starts)
+        cap_start_spread.ceiling_by_starts(starts)
     with pytest.raises(ValueError, match="no recordings"):
-        start_spread.board_starts([])
+        cap_start_spread.board_starts([])
 
 
 def test_board_starts_reads_a_real_capstarts_recording():
     rec = read_recording(REAL)
-    starts = start_spread.board_starts([rec])
+    starts = cap_start_spread.board_starts([rec])
     assert len(starts) == 7  # seven starts after 15 s rests (datasets/h200-2026-11-29/README.md, session 21)
     assert set(starts[schema.DEVICE_UUID]) == {"GPU-15b35cd8-903a-d77c-6f64-bbe776fe9416"}
     assert starts[schema.WORKLOAD].unique().tolist() == ["torch_bf16_matmul_8192"]
     assert starts[schema.OVERSHOOT_W].median() == pytest.approx(6.17, abs=0.01)
     rec.provenance = {k: v for k, v in rec.provenance.items() if k != "uuid"}
     with pytest.raises(ValueError, match="UUID"):
-        start_spread.board_starts([rec])
+        cap_start_spread.board_starts([rec])
     with pytest.raises(ValueError, match="no series of 'cupy_triad_256MiB'"):
-        start_spread.board_starts([read_recording(REAL)], workload="cupy_triad_256MiB")
+        cap_start_spread.board_starts([read_recording(REAL)], workload="cupy_triad_256MiB")
 
 
 def test_a_series_that_never_reached_the_cap_is_refused():
     raw = read_recording(REAL.parent / "raw_recording_15b35cd8")  # the same board's raw recording
     with pytest.raises(ValueError, match="no power-capped series of 'cupy_fp32_matmul_4096'"):
-        start_spread.board_starts([raw], workload="cupy_fp32_matmul_4096")
+        cap_start_spread.board_starts([raw], workload="cupy_fp32_matmul_4096")
 
 
 def test_the_script_tables_two_real_boards_and_draws_the_figure(tmp_path, capsys):
