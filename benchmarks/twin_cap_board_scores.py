@@ -10,7 +10,10 @@ Usage::
 8 + 4 starts) is better judged on all its starts at once. For each preset and board: the real median
 overshoot and settling over the board's starts, and the twin's over every start × sensor seeds 0 and 1
 (replays as in ``twin_cap_profile_fit.twin_runs``; simulated). ~3–4 min per preset and board of 12 starts
-on one core.
+on one core. With several boards it also pools every board's starts per preset (the real and the twin's median)
+and prints how many boards a perfect twin is expected to meet on both rows
+(:func:`powermodels.cap_start_spread.joint_ceiling`): at 5–14 starts a board, not all of them (docs/twin.md,
+session 21).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import argparse
 import pandas as pd
 from twin_cap_profile_fit import FIELDS, Recordings, twin_runs
 
-from powermodels import schema
+from powermodels import cap_start_spread, schema
 from powermodels.reporting import markdown_table
 from powermodels.twin import metrics
 from powermodels.twin.preset import load_preset
@@ -34,23 +37,47 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if any(len(b) < 2 for b in args.board):
         ap.error("--board needs a label and at least one recording")
-    rows = []
+    rows, pooled = [], []
+    real_by_board = {}
     for name in args.preset:
         preset = load_preset(name)
         values = {k: getattr(preset.physics, k) for k in FIELDS}
+        twin_all = []
         for label, *paths in args.board:
             recs = Recordings(paths, preset)
             per = twin_runs(recs, values, None, seeds=(0, 1))
             twin = pd.concat([p["rows"] for p in per])
             real = pd.concat([it["starts"] for it in recs.items])
+            real_by_board[label] = real
+            twin_all.append(twin)
             o_r, o_t = float(real[schema.OVERSHOOT_W].median()), float(twin[schema.OVERSHOOT_W].median())
             s_r, s_t = float(real[schema.SETTLING_S].median()), float(twin[schema.SETTLING_S].median())
             rows.append({"preset": name, "board": label, "starts": len(real), "overshoot_real_w": o_r,
                          "overshoot_twin_w": o_t, "overshoot_err": o_t / o_r - 1.0, "settling_real_s": s_r,
                          "settling_twin_s": s_t, "settling_err": metrics.settling_error(s_r, s_t)})
             print(rows[-1], flush=True)
+        if len(args.board) > 1:
+            pooled.append(pooled_row(name, pd.concat(twin_all), real_by_board, pd.DataFrame(rows[-len(args.board):])))
     print(markdown_table(pd.DataFrame(rows).round(3)))
+    if pooled:
+        starts = pd.concat([r.assign(**{schema.DEVICE_UUID: label}) for label, r in real_by_board.items()])
+        expected = cap_start_spread.joint_ceiling(starts)["ceiling"].sum()
+        print(f"\nAll boards' starts pooled (real and twin medians); a perfect twin is expected to meet both rows on "
+              f"{expected:.1f} of {len(real_by_board)} boards (powermodels.cap_start_spread.joint_ceiling):\n")
+        print(markdown_table(pd.DataFrame(pooled).round(3)))
     return 0
+
+
+def pooled_row(name: str, twin: pd.DataFrame, real_by_board: dict, per_board: pd.DataFrame) -> dict:
+    """One preset over every board: the pooled medians' errors and the boards within 25 % on both rows."""
+    real = pd.concat(real_by_board.values())
+    o_r, o_t = float(real[schema.OVERSHOOT_W].median()), float(twin[schema.OVERSHOOT_W].median())
+    s_r, s_t = float(real[schema.SETTLING_S].median()), float(twin[schema.SETTLING_S].median())
+    both = (per_board["overshoot_err"].abs() <= 0.25) & (per_board["settling_err"].abs() <= 0.25)
+    return {"preset": name, "boards": len(real_by_board), "starts": len(real), "overshoot_real_w": o_r,
+            "overshoot_twin_w": o_t, "overshoot_err": o_t / o_r - 1.0, "settling_real_s": s_r,
+            "settling_twin_s": s_t, "settling_err": metrics.settling_error(s_r, s_t),
+            "boards_within_both": int(both.sum())}
 
 
 if __name__ == "__main__":

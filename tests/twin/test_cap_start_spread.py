@@ -119,3 +119,17 @@ def test_the_script_tables_two_real_boards_and_draws_the_figure(tmp_path, capsys
     assert sorted(boards[schema.DEVICE_UUID]) == ["15b35cd8", "c0b62778"]
     assert boards["both rows perfect-twin chance"].between(0, 1).all()
     assert (tmp_path / "spread.png").stat().st_size > 10_000
+
+
+def test_the_board_scores_script_pools_its_boards():
+    from benchmark_scripts import load_benchmark
+
+    script = load_benchmark("twin_cap_board_scores")
+    real = {"a": pd.DataFrame({schema.OVERSHOOT_W: [4.0, 6.0, 8.0], schema.SETTLING_S: [1.1, 1.1, 0.0]}),
+            "b": pd.DataFrame({schema.OVERSHOOT_W: [10.0, 12.0], schema.SETTLING_S: [1.0, 2.1]})}
+    twin = pd.DataFrame({schema.OVERSHOOT_W: [7.0, 9.0, 11.0], schema.SETTLING_S: [1.1, 1.1, 1.1]})
+    per_board = pd.DataFrame({"overshoot_err": [0.1, -0.3], "settling_err": [0.0, 0.0]})
+    row = script.pooled_row("p", twin, real, per_board)
+    assert row["overshoot_real_w"] == 8.0 and row["overshoot_twin_w"] == 9.0  # medians over every start
+    assert row["overshoot_err"] == pytest.approx(0.125) and row["settling_err"] == 0.0
+    assert row["boards"] == 2 and row["starts"] == 5 and row["boards_within_both"] == 1
