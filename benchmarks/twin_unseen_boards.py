@@ -86,10 +86,12 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
 
     ``NAME`` → ``([NAME], "", "")``; ``NAME:SCALE`` → ``([NAME], SCALE, "")``; ``NAME:SCALE:THERMAL`` →
     ``([NAME], SCALE, THERMAL)``; ``part:A,B`` → ``([A, B], "", "")`` (each recording takes the one of
-    ``A``, ``B`` pooled over its board's part number).
+    ``A``, ``B`` pooled over its board's part number), and ``part:A,B:SCALE[:THERMAL]`` that one calibrated.
     """
     if label.startswith(PART):
-        return label[len(PART):].split(","), "", ""
+        names, _, calibration = label[len(PART):].partition(":")
+        scale, _, thermal = calibration.partition(":")
+        return names.split(","), scale, thermal
     name, _, calibration = label.partition(":")
     scale, _, thermal = calibration.partition(":")
     return [name], scale, thermal
@@ -102,23 +104,19 @@ def folder_name(label: str) -> str:
     calibration adds ``-thermal-THERMAL``.
     """
     names, scale, thermal = parse_label(label)
-    if label.startswith(PART):
-        return "by-part-" + Path(names[0]).stem
-    return Path(names[0]).stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
+    stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
+    return stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
-    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]`` or ``part:A,B``) into ``folder``."""
+    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``) into ``folder``."""
     real = read_recording(path)
     names, scale, thermal = parse_label(label)
-    if label.startswith(PART):
-        preset = part_preset(real, names)
-    elif scale or thermal:
+    preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])
+    if scale or thermal:
         network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
-        preset = calibrated_preset(names[0], real, scale=scale or None, thermal=network or False,
+        preset = calibrated_preset(preset, real, scale=scale or None, thermal=network or False,
                                    network_at_edge=at_edge or "widen")
-    else:
-        preset = load_preset(names[0])
     table = twin_compare(real, preset, folder)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
@@ -198,7 +196,8 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", action="append", required=True,
                     help="a shipped preset's name or a preset file, NAME:SCALE to calibrate its power to each board "
                          "first, NAME:SCALE:THERMAL its thermal network too (SCALE may be empty), or part:A,B to "
-                         "take the one of A, B pooled over each board's part number")
+                         "take the one of A, B pooled over each board's part number (part:A,B:SCALE[:THERMAL] "
+                         "calibrated as above)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--plot", type=Path)

@@ -78,6 +78,8 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
     assert script.parse_label("h200-raw:domains:network") == (["h200-raw"], "domains", "network")
     assert script.parse_label("h200-raw::network") == (["h200-raw"], "", "network")
     assert script.parse_label("part:a,b") == (["a", "b"], "", "")
+    assert script.parse_label("part:a,b:domains:network") == (["a", "b"], "domains", "network")
+    assert script.folder_name("part:a,b:domains:network") == "by-part-a-domains-thermal-network"
     assert script.folder_name("h200-raw:domains:network") == "h200-raw-domains-thermal-network"
     assert script.folder_name("h200-raw::scale") == "h200-raw-thermal-scale"
     assert script.folder_name("part:x/h200-raw-part-000.json,b") == "by-part-h200-raw-part-000"
