@@ -7,8 +7,7 @@ Usage::
 
 A thin caller of :mod:`powermodels.cap_start_spread`: every start of the recordings (pooled by board UUID),
 then per board the median, the chance a perfect twin meets the 25 % row on this many starts (bootstrap; each row
-and both at once), and the
-leave-one-board-out pooled median scored as a board-blind twin; the perfect twin's chance for 3–40 starts; and
+and both at once), and the leave-one-board-out pooled median scored as a board-blind twin; the perfect twin's chance for 3–40 starts; and
 whether the boards differ at all (Kruskal–Wallis, between-board share of variance). Prints markdown tables;
 ``--out`` also writes ``starts.csv`` and ``boards.csv``. Every figure is real: no simulation runs.
 """
@@ -25,25 +24,30 @@ from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 
 LABELS = {schema.OVERSHOOT_W: "overshoot (W)", schema.SETTLING_S: "settling (s)"}
+#: the board table's column for both rows at once
+BOTH = "both rows perfect-twin chance"
 
 
 def board_table(starts: pd.DataFrame) -> pd.DataFrame:
     """One row per board: both rows' median, perfect-twin ceiling and pooled-guess error."""
     merged = None
     for column in cap_start_spread.SCORED:
-        ceiling = cap_start_spread.median_ceiling(starts, column)[[schema.DEVICE_UUID, "starts", "median", "ceiling"]]
-        guess = cap_start_spread.pooled_guess(starts, column)[[schema.DEVICE_UUID, "others_median", "error"]]
+        ceiling = cap_start_spread.median_ceiling(starts, column)[
+            [schema.DEVICE_UUID, schema.START_COUNT, schema.BOARD_MEDIAN, schema.PERFECT_TWIN_CHANCE]]
+        guess = cap_start_spread.pooled_guess(starts, column)[
+            [schema.DEVICE_UUID, schema.OTHER_BOARDS_MEDIAN, schema.CHECK_ERROR]]
         part = ceiling.merge(guess, on=schema.DEVICE_UUID).rename(columns={
-            "median": f"{column} median", "ceiling": f"{column} perfect-twin chance",
-            "others_median": f"{column} other boards", "error": f"{column} other boards err"})
-        merged = part if merged is None else merged.merge(part.drop(columns="starts"), on=schema.DEVICE_UUID)
-    joint = cap_start_spread.joint_ceiling(starts)[[schema.DEVICE_UUID, "ceiling"]]
-    merged = merged.merge(joint.rename(columns={"ceiling": "both rows perfect-twin chance"}), on=schema.DEVICE_UUID)
+            schema.BOARD_MEDIAN: f"{column} median", schema.PERFECT_TWIN_CHANCE: f"{column} perfect-twin chance",
+            schema.OTHER_BOARDS_MEDIAN: f"{column} other boards", schema.CHECK_ERROR: f"{column} other boards err"})
+        merged = part if merged is None else merged.merge(part.drop(columns=schema.START_COUNT), on=schema.DEVICE_UUID)
+    joint = cap_start_spread.joint_ceiling(starts)[[schema.DEVICE_UUID, schema.PERFECT_TWIN_CHANCE]]
+    merged = merged.merge(joint.rename(columns={schema.PERFECT_TWIN_CHANCE: BOTH}), on=schema.DEVICE_UUID)
     merged[schema.DEVICE_UUID] = merged[schema.DEVICE_UUID].str[4:12]
     return merged
 
 
 def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path) -> None:
+    """Each board's starts, median and ±25 % band for both rows, and a perfect twin's chance against n starts."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -70,12 +74,12 @@ def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path
     ax = axes[2]
     for column, colour in zip(cap_start_spread.SCORED, ("tab:blue", "tab:orange"), strict=True):
         table = by_starts[column]
-        ax.plot(table["starts"], 100 * table["ceiling"], "o-", color=colour, label=LABELS[column].split(" ")[0])
-    counts = boards["starts"]
+        ax.plot(table[schema.START_COUNT], 100 * table[schema.PERFECT_TWIN_CHANCE], "o-", color=colour, label=LABELS[column].split(" ")[0])
+    counts = boards[schema.START_COUNT]
     ax.axvspan(counts.min(), counts.max(), color="grey", alpha=0.15, label="starts per board here")
     ax.set(xscale="log", xlabel="starts recorded on the board", ylabel="perfect twin within 25 % (%)",
            ylim=(0, 100), title="a perfect twin's chance to meet the row")
-    ticks = by_starts[cap_start_spread.SCORED[0]]["starts"].tolist()
+    ticks = by_starts[cap_start_spread.SCORED[0]][schema.START_COUNT].tolist()
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
     ax.title.set_fontsize(9)
@@ -104,10 +108,10 @@ def main(argv=None) -> int:
         by_starts[column] = cap_start_spread.ceiling_by_starts(starts, column)
         print(f"\n{LABELS[column]}: Kruskal–Wallis p = {summary['kruskal_p']:.3g} over {summary['boards']} boards, "
               f"between-board share of variance {summary['between_share']:.2f}; boards within 25 %: perfect twin "
-              f"expects {ceiling['ceiling'].sum():.1f} of {len(ceiling)}, the other boards' median meets "
-              f"{int(guess['within'].sum())}\n")
+              f"expects {ceiling[schema.PERFECT_TWIN_CHANCE].sum():.1f} of {len(ceiling)}, the other boards' median "
+              f"meets {int(guess[schema.CHECK_WITHIN].sum())}\n")
         print(markdown_table(by_starts[column].round(3)))
-    print(f"\nboth rows at once: a perfect twin expects {boards['both rows perfect-twin chance'].sum():.1f} of "
+    print(f"\nboth rows at once: a perfect twin expects {boards[BOTH].sum():.1f} of "
           f"{len(boards)} boards")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     print(markdown_table(pd.DataFrame(rows).round(3)))
     if pooled:
         starts = pd.concat([r.assign(**{schema.DEVICE_UUID: label}) for label, r in real_by_board.items()])
-        expected = cap_start_spread.joint_ceiling(starts)["ceiling"].sum()
+        expected = cap_start_spread.joint_ceiling(starts)[schema.PERFECT_TWIN_CHANCE].sum()
         print(f"\nAll boards' starts pooled (real and twin medians); a perfect twin is expected to meet both rows on "
               f"{expected:.1f} of {len(real_by_board)} boards (powermodels.cap_start_spread.joint_ceiling):\n")
         print(markdown_table(pd.DataFrame(pooled).round(3)))

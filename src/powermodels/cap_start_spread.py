@@ -137,9 +137,10 @@ def median_ceiling(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W, *, to
             continue
         median = float(np.median(values))
         resampled = np.median(rng.choice(values, size=(draws, len(values)), replace=True), axis=1)
-        rows.append({schema.DEVICE_UUID: uuid, "starts": len(values), "median": median,
-                     "ceiling": float(_within(column, resampled, median, tolerance).mean()),
-                     "q25": float(np.quantile(values, 0.25)), "q75": float(np.quantile(values, 0.75))})
+        rows.append({schema.DEVICE_UUID: uuid, schema.START_COUNT: len(values), schema.BOARD_MEDIAN: median,
+                     schema.PERFECT_TWIN_CHANCE: float(_within(column, resampled, median, tolerance).mean()),
+                     schema.START_Q25: float(np.quantile(values, 0.25)),
+                     schema.START_Q75: float(np.quantile(values, 0.75))})
     return pd.DataFrame(rows)
 
 
@@ -168,7 +169,8 @@ def joint_ceiling(starts: pd.DataFrame, *, tolerance: float = 0.25, draws: int =
         met = np.ones(draws, bool)
         for k, column in enumerate(SCORED):
             met &= _within(column, resampled[:, k], float(medians[k]), tolerance)
-        rows.append({schema.DEVICE_UUID: uuid, "starts": len(values), "ceiling": float(met.mean())})
+        rows.append({schema.DEVICE_UUID: uuid, schema.START_COUNT: len(values),
+                     schema.PERFECT_TWIN_CHANCE: float(met.mean())})
     return pd.DataFrame(rows)
 
 
@@ -204,8 +206,9 @@ def ceiling_by_starts(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W, co
         if int(n) < 1:
             raise ValueError(f"counts must be positive, not {n!r}")
         medians = np.median(rng.choice(pool, size=(draws, int(n)), replace=True), axis=1)
-        rows.append({"starts": int(n), "ceiling": float(_within(column, medians, 1.0, tolerance).mean()),
-                     "boards_pooled": len(ratios), "starts_pooled": len(pool)})
+        rows.append({schema.START_COUNT: int(n),
+                     schema.PERFECT_TWIN_CHANCE: float(_within(column, medians, 1.0, tolerance).mean()),
+                     schema.BOARDS_POOLED: len(ratios), schema.STARTS_POOLED: len(pool)})
     return pd.DataFrame(rows)
 
 
@@ -226,8 +229,9 @@ def pooled_guess(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W, *, tole
             continue
         real, guess = float(group[column].median()), float(others.median())
         error = relative_error(column, real, guess)
-        rows.append({schema.DEVICE_UUID: uuid, "starts": int(group[column].notna().sum()), "median": real,
-                     "others_median": guess, "error": error, "within": abs(error) <= tolerance})
+        rows.append({schema.DEVICE_UUID: uuid, schema.START_COUNT: int(group[column].notna().sum()),
+                     schema.BOARD_MEDIAN: real, schema.OTHER_BOARDS_MEDIAN: guess, schema.CHECK_ERROR: error,
+                     schema.CHECK_WITHIN: abs(error) <= tolerance})
     return pd.DataFrame(rows)
 
 

@@ -238,6 +238,15 @@ FIRST_SECOND_W = "first_second_w"            # the counter's mean over the start
 OVERSHOOT_W = "overshoot_w"                  # first_second_w − settled_w, W
 PEAK_W = "peak_w"                            # the highest 1 s mean of the start, W
 SETTLING_S = "settling_s"                    # when the 1 s mean last left ±1 % of settled_w, s from the start
+# how well a board's capped starts pin its median (powermodels.cap_start_spread)
+START_COUNT = "starts"                       # capped starts recorded on the board (or drawn per simulated recording)
+BOARD_MEDIAN = "median"                      # the median of the board's starts, in the scored column's unit
+START_Q25 = "q25"                            # the 25th percentile of the board's starts
+START_Q75 = "q75"                            # the 75th percentile of the board's starts
+PERFECT_TWIN_CHANCE = "ceiling"              # share of resamples in which a twin at the board's median meets the row
+OTHER_BOARDS_MEDIAN = "others_median"        # the median of every other board's starts (leave one board out)
+BOARDS_POOLED = "boards_pooled"              # boards whose starts were pooled
+STARTS_POOLED = "starts_pooled"              # starts pooled over those boards
 # two boards' recordings of one schedule side by side (powermodels.board_pair)
 SECOND = "second"                            # whole seconds from the start of a series (0 = the first)
 ENERGY_A_J = "energy_a_j"                    # energy per launch on board A in that second, J

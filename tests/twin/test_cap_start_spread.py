@@ -19,37 +19,37 @@ def _starts(boards: dict[str, list[float]], column: str = schema.OVERSHOOT_W) ->
 def test_a_board_whose_starts_agree_is_always_met_and_a_scattered_one_is_not():
     starts = _starts({"tight": [10.0] * 6, "wide": [1.0, 4.0, 9.0, 15.0, 22.0]})
     out = cap_start_spread.median_ceiling(starts, draws=500).set_index(schema.DEVICE_UUID)
-    assert out.loc["tight", "ceiling"] == 1.0
-    assert out.loc["wide", "ceiling"] < 0.6
-    assert out.loc["wide", "median"] == 9.0 and out.loc["wide", "starts"] == 5
+    assert out.loc["tight", schema.PERFECT_TWIN_CHANCE] == 1.0
+    assert out.loc["wide", schema.PERFECT_TWIN_CHANCE] < 0.6
+    assert out.loc["wide", schema.BOARD_MEDIAN] == 9.0 and out.loc["wide", schema.START_COUNT] == 5
 
 
 def test_both_rows_at_once_are_met_no_more_often_than_either():
     rng = np.random.default_rng(3)
     starts = pd.DataFrame({schema.DEVICE_UUID: "a", schema.OVERSHOOT_W: rng.gamma(2.0, 4.0, size=8),
                            schema.SETTLING_S: rng.choice([0.0, 1.1, 2.1], size=8)})
-    both = cap_start_spread.joint_ceiling(starts, draws=800)["ceiling"].iloc[0]
-    each = [cap_start_spread.median_ceiling(starts, c, draws=800)["ceiling"].iloc[0] for c in cap_start_spread.SCORED]
+    both = cap_start_spread.joint_ceiling(starts, draws=800)[schema.PERFECT_TWIN_CHANCE].iloc[0]
+    each = [cap_start_spread.median_ceiling(starts, c, draws=800)[schema.PERFECT_TWIN_CHANCE].iloc[0] for c in cap_start_spread.SCORED]
     assert 0 < both <= min(each) + 0.03  # different resamples: allow their sampling noise
     steady = starts.assign(**{schema.OVERSHOOT_W: 9.0, schema.SETTLING_S: 1.1})
-    assert cap_start_spread.joint_ceiling(steady, draws=100)["ceiling"].iloc[0] == 1.0
+    assert cap_start_spread.joint_ceiling(steady, draws=100)[schema.PERFECT_TWIN_CHANCE].iloc[0] == 1.0
 
 
 def test_more_starts_pin_the_median_better():
     rng = np.random.default_rng(1)
     starts = _starts({f"b{i}": list(rng.gamma(2.0, 4.0, size=8)) for i in range(6)})
     out = cap_start_spread.ceiling_by_starts(starts, counts=(3, 40), draws=2000)
-    assert out["ceiling"].iloc[0] < 0.6 < out["ceiling"].iloc[1]
-    assert out["boards_pooled"].iloc[0] == 6 and out["starts_pooled"].iloc[0] == 48
+    assert out[schema.PERFECT_TWIN_CHANCE].iloc[0] < 0.6 < out[schema.PERFECT_TWIN_CHANCE].iloc[1]
+    assert out[schema.BOARDS_POOLED].iloc[0] == 6 and out[schema.STARTS_POOLED].iloc[0] == 48
 
 
 def test_the_pooled_guess_leaves_the_board_out():
     starts = _starts({"a": [10.0, 10.0], "b": [12.0, 12.0], "c": [30.0, 30.0]})
     out = cap_start_spread.pooled_guess(starts).set_index(schema.DEVICE_UUID)
-    assert out.loc["a", "others_median"] == pytest.approx(21.0)  # median of b and c's starts
-    assert out.loc["c", "others_median"] == pytest.approx(11.0)
-    assert out.loc["c", "error"] == pytest.approx(11.0 / 30.0 - 1.0)
-    assert not out["within"].any()
+    assert out.loc["a", schema.OTHER_BOARDS_MEDIAN] == pytest.approx(21.0)  # median of b and c's starts
+    assert out.loc["c", schema.OTHER_BOARDS_MEDIAN] == pytest.approx(11.0)
+    assert out.loc["c", schema.CHECK_ERROR] == pytest.approx(11.0 / 30.0 - 1.0)
+    assert not out[schema.CHECK_WITHIN].any()
 
 
 def test_between_boards_tells_a_shared_spread_from_distinct_boards():
@@ -59,7 +59,7 @@ def test_between_boards_tells_a_shared_spread_from_distinct_boards():
     same, differ = cap_start_spread.between_boards(shared), cap_start_spread.between_boards(apart)
     assert same["kruskal_p"] > 0.05 and same["between_share"] < 0.2
     assert differ["kruskal_p"] < 1e-6 and differ["between_share"] > 0.95
-    assert differ["boards"] == 5 and differ["starts"] == 50
+    assert differ["boards"] == 5 and differ[schema.START_COUNT] == 50
 
 
 def test_settling_is_scored_with_its_floor():
@@ -68,7 +68,7 @@ def test_settling_is_scored_with_its_floor():
     assert cap_start_spread.relative_error(schema.OVERSHOOT_W, 8.0, 10.0) == pytest.approx(0.25)
     starts = _starts({"a": [0.0, 0.0, 0.0], "b": [1.1, 1.0, 1.1]}, schema.SETTLING_S)
     out = cap_start_spread.pooled_guess(starts, schema.SETTLING_S).set_index(schema.DEVICE_UUID)
-    assert out.loc["a", "error"] == pytest.approx(10.0)  # 1.1 s against the 0.1 s floor
+    assert out.loc["a", schema.CHECK_ERROR] == pytest.approx(10.0)  # 1.1 s against the 0.1 s floor
 
 
 def test_bad_input_says_what_is_wrong():
@@ -117,7 +117,7 @@ def test_the_script_tables_two_real_boards_and_draws_the_figure(tmp_path, capsys
     assert "14 starts on 2 boards (real)" in text and "Kruskal–Wallis" in text
     boards = pd.read_csv(tmp_path / "boards.csv")
     assert sorted(boards[schema.DEVICE_UUID]) == ["15b35cd8", "c0b62778"]
-    assert boards["both rows perfect-twin chance"].between(0, 1).all()
+    assert boards[script.BOTH].between(0, 1).all()
     assert (tmp_path / "spread.png").stat().st_size > 10_000
 
 
