@@ -28,14 +28,17 @@ LABELS = {schema.OVERSHOOT_W: "overshoot (W)", schema.SETTLING_S: "settling (s)"
 BOTH = "both rows perfect-twin chance"
 
 
-def board_table(starts: pd.DataFrame) -> pd.DataFrame:
-    """One row per board: both rows' median, perfect-twin ceiling and pooled-guess error."""
+def board_table(starts: pd.DataFrame, ceilings: dict, guesses: dict) -> pd.DataFrame:
+    """One row per board: both rows' median, perfect-twin ceiling and pooled-guess error.
+
+    ``ceilings`` and ``guesses`` map each scored column to its :func:`~powermodels.cap_start_spread.median_ceiling`
+    and :func:`~powermodels.cap_start_spread.pooled_guess` table.
+    """
     merged = None
     for column in cap_start_spread.SCORED:
-        ceiling = cap_start_spread.median_ceiling(starts, column)[
+        ceiling = ceilings[column][
             [schema.DEVICE_UUID, schema.START_COUNT, schema.BOARD_MEDIAN, schema.PERFECT_TWIN_CHANCE]]
-        guess = cap_start_spread.pooled_guess(starts, column)[
-            [schema.DEVICE_UUID, schema.OTHER_BOARDS_MEDIAN, schema.CHECK_ERROR]]
+        guess = guesses[column][[schema.DEVICE_UUID, schema.OTHER_BOARDS_MEDIAN, schema.CHECK_ERROR]]
         part = ceiling.merge(guess, on=schema.DEVICE_UUID).rename(columns={
             schema.BOARD_MEDIAN: f"{column} median", schema.PERFECT_TWIN_CHANCE: f"{column} perfect-twin chance",
             schema.OTHER_BOARDS_MEDIAN: f"{column} other boards", schema.CHECK_ERROR: f"{column} other boards err"})
@@ -97,14 +100,15 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", type=Path, default=None, help="write the figure here (PNG)")
     args = ap.parse_args(argv)
     starts = cap_start_spread.board_starts(read_recording(p) for p in args.recordings)
-    boards = board_table(starts)
+    ceilings = {c: cap_start_spread.median_ceiling(starts, c) for c in cap_start_spread.SCORED}
+    guesses = {c: cap_start_spread.pooled_guess(starts, c) for c in cap_start_spread.SCORED}
+    boards = board_table(starts, ceilings, guesses)
     print(f"{len(starts)} starts on {len(boards)} boards (real)\n")
     print(markdown_table(boards.round(3)))
     by_starts = {}
     for column in cap_start_spread.SCORED:
         summary = cap_start_spread.between_boards(starts, column)
-        guess = cap_start_spread.pooled_guess(starts, column)
-        ceiling = cap_start_spread.median_ceiling(starts, column)
+        guess, ceiling = guesses[column], ceilings[column]
         by_starts[column] = cap_start_spread.ceiling_by_starts(starts, column)
         print(f"\n{LABELS[column]}: Kruskal–Wallis p = {summary['kruskal_p']:.3g} over {summary['boards']} boards, "
               f"between-board share of variance {summary['between_share']:.2f}; boards within 25 %: perfect twin "

@@ -89,18 +89,31 @@ def relative_error(column: str, real, twin) -> float:
     return float(twin) / float(real) - 1.0 if real != 0 else np.inf
 
 
-def _check(starts: pd.DataFrame, column: str, tolerance: float) -> None:
+def _check(starts: pd.DataFrame, column: str, tolerance: float | None = None) -> None:
     if column not in SCORED:
         raise ValueError(f"column must be one of {SCORED}, not {column!r}")
     missing = {schema.DEVICE_UUID, column} - set(starts.columns)
     if missing:
         raise ValueError(f"starts lack the column(s) {sorted(missing)}; build them with board_starts")
-    if not tolerance > 0:
+    if tolerance is not None and not tolerance > 0:
         raise ValueError(f"tolerance must be positive, not {tolerance!r}")
 
 
 def _within(column: str, real: np.ndarray, twin: float, tolerance: float) -> np.ndarray:
     return np.array([abs(relative_error(column, r, twin)) <= tolerance for r in real])
+
+
+def _bootstrap(group: pd.DataFrame, columns, draws: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A board's starts of ``columns``, their medians and ``draws`` resamples' medians: ``(n, k)``, ``(k,)``, ``(draws, k)``.
+
+    Each resample draws the board's starts whole, with replacement (a start with a NaN is left out); None for a
+    board with fewer than two starts.
+    """
+    values = group[list(columns)].dropna().to_numpy(float)
+    if len(values) < 2:
+        return None
+    picks = rng.integers(0, len(values), size=(draws, len(values)))
+    return values, np.median(values, axis=0), np.median(values[picks], axis=1)
 
 
 def median_ceiling(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W, *, tolerance: float = 0.25,
@@ -132,13 +145,12 @@ def median_ceiling(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W, *, to
     rng = np.random.default_rng(seed)
     rows = []
     for uuid, group in starts.groupby(schema.DEVICE_UUID, sort=False):
-        values = group[column].dropna().to_numpy(float)
-        if len(values) < 2:
+        drawn = _bootstrap(group, [column], draws, rng)
+        if drawn is None:
             continue
-        median = float(np.median(values))
-        resampled = np.median(rng.choice(values, size=(draws, len(values)), replace=True), axis=1)
-        rows.append({schema.DEVICE_UUID: uuid, schema.START_COUNT: len(values), schema.BOARD_MEDIAN: median,
-                     schema.PERFECT_TWIN_CHANCE: float(_within(column, resampled, median, tolerance).mean()),
+        values, (median,), resampled = drawn
+        rows.append({schema.DEVICE_UUID: uuid, schema.START_COUNT: len(values), schema.BOARD_MEDIAN: float(median),
+                     schema.PERFECT_TWIN_CHANCE: float(_within(column, resampled[:, 0], median, tolerance).mean()),
                      schema.START_Q25: float(np.quantile(values, 0.25)),
                      schema.START_Q75: float(np.quantile(values, 0.75))})
     return pd.DataFrame(rows)
@@ -160,15 +172,12 @@ def joint_ceiling(starts: pd.DataFrame, *, tolerance: float = 0.25, draws: int =
     rng = np.random.default_rng(seed)
     rows = []
     for uuid, group in starts.groupby(schema.DEVICE_UUID, sort=False):
-        values = group[list(SCORED)].dropna().to_numpy(float)
-        if len(values) < 2:
+        drawn = _bootstrap(group, SCORED, draws, rng)
+        if drawn is None:
             continue
-        medians = np.median(values, axis=0)
-        picks = rng.integers(0, len(values), size=(draws, len(values)))
-        resampled = np.median(values[picks], axis=1)  # (draws, 2): each resample's two medians
-        met = np.ones(draws, bool)
-        for k, column in enumerate(SCORED):
-            met &= _within(column, resampled[:, k], float(medians[k]), tolerance)
+        values, medians, resampled = drawn
+        met = np.logical_and.reduce([_within(column, resampled[:, k], float(medians[k]), tolerance)
+                                     for k, column in enumerate(SCORED)])
         rows.append({schema.DEVICE_UUID: uuid, schema.START_COUNT: len(values),
                      schema.PERFECT_TWIN_CHANCE: float(met.mean())})
     return pd.DataFrame(rows)
@@ -247,7 +256,7 @@ def between_boards(starts: pd.DataFrame, column: str = schema.OVERSHOOT_W) -> di
     dict
         ``boards``, ``starts``, ``kruskal_h``, ``kruskal_p`` and ``between_share``.
     """
-    _check(starts, column, 0.25)
+    _check(starts, column)
     groups = [g[column].dropna().to_numpy(float) for _, g in starts.groupby(schema.DEVICE_UUID, sort=False)]
     groups = [g for g in groups if len(g) >= 2]
     if len(groups) < 2:
