@@ -13,12 +13,14 @@ overshoot and settling over the board's starts, and the twin's over every start 
 on one core. With several boards it also pools every board's starts per preset (the real and the twin's median)
 and prints how many boards a perfect twin is expected to meet on both rows
 (:func:`powermodels.cap_start_spread.joint_ceiling`): at 5–14 starts a board, not all of them (docs/twin.md,
-session 21).
+session 21). ``--out DIR`` keeps every start: ``twin_starts.csv`` (each preset's replays, with the board) and
+``real_starts.csv``, so that boards scored in several sessions can be pooled later.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pandas as pd
 from twin_cap_profile_fit import FIELDS, Recordings, twin_runs
@@ -34,10 +36,11 @@ def main(argv=None) -> int:
     ap.add_argument("--preset", action="append", required=True)
     ap.add_argument("--board", nargs="+", action="append", required=True, metavar=("LABEL", "RECORDING"),
                     help="a label and that board's capstarts recordings")
+    ap.add_argument("--out", type=Path, help="write twin_starts.csv and real_starts.csv here")
     args = ap.parse_args(argv)
     if any(len(b) < 2 for b in args.board):
         ap.error("--board needs a label and at least one recording")
-    rows, pooled = [], []
+    rows, pooled, kept = [], [], []
     real_by_board = {}
     for name in args.preset:
         preset = load_preset(name)
@@ -50,6 +53,7 @@ def main(argv=None) -> int:
             real = pd.concat([it["starts"] for it in recs.items])
             real_by_board[label] = real
             twin_all.append(twin)
+            kept.append(twin.assign(preset=name, board=label))
             o_r, o_t = float(real[schema.OVERSHOOT_W].median()), float(twin[schema.OVERSHOOT_W].median())
             s_r, s_t = float(real[schema.SETTLING_S].median()), float(twin[schema.SETTLING_S].median())
             rows.append({"preset": name, "board": label, "starts": len(real), "overshoot_real_w": o_r,
@@ -59,6 +63,11 @@ def main(argv=None) -> int:
         if len(args.board) > 1:
             pooled.append(pooled_row(name, pd.concat(twin_all), real_by_board, pd.DataFrame(rows[-len(args.board):])))
     print(markdown_table(pd.DataFrame(rows).round(3)))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        pd.concat(kept, ignore_index=True).to_csv(args.out / "twin_starts.csv", index=False)
+        pd.concat([r.assign(board=label) for label, r in real_by_board.items()],
+                  ignore_index=True).to_csv(args.out / "real_starts.csv", index=False)
     if pooled:
         starts = pd.concat([r.assign(**{schema.DEVICE_UUID: label}) for label, r in real_by_board.items()])
         expected = cap_start_spread.joint_ceiling(starts)[schema.PERFECT_TWIN_CHANCE].sum()

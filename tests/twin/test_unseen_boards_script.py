@@ -83,6 +83,10 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
     assert script.folder_name("h200-raw:domains:network") == "h200-raw-domains-thermal-network"
     assert script.folder_name("h200-raw::scale") == "h200-raw-thermal-scale"
     assert script.folder_name("part:x/h200-raw-part-000.json,b") == "by-part-h200-raw-part-000"
+    # a last ":cap" calibrates the capped clock too and is not part of the thermal field
+    assert script.parse_label("h200-raw:domains:network:cap") == (["h200-raw"], "domains", "network")
+    assert script.calibrates_cap("h200-raw:domains:network:cap") and not script.calibrates_cap("h200-raw:domains")
+    assert script.folder_name("h200-raw:domains:network:cap") == "h200-raw-domains-thermal-network-cap"
 
 
 def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
