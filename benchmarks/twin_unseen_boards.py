@@ -51,9 +51,9 @@ from powermodels.twin.preset import load_preset
 
 #: a ``--preset`` label that picks, per recording, the candidate pooled over the board's part number
 PART = "part:"
-#: a ``--preset`` label's last field on the capped clock: ``:cap`` reads it before the first series
-#: (``calibrated_preset(..., cap=True)``), ``:cap=F`` multiplies the calibrated core coefficient by ``F`` at the cap
-CAP = re.compile(r":cap(=(?P<factor>[0-9.]+))?$")
+#: a ``--preset`` label's last field ``:cap=F``: the calibrated preset's core coefficient × ``F``, its uncapped
+#: workloads' activities ÷ ``F`` (``scaled_core``): a capped clock factor pooled over other boards (session 22)
+CAP = re.compile(r":cap=(?P<factor>[0-9.]+)$")
 #: the warm-up row's metric (a calibrated preset's reads "… worst second from second N on")
 WARMUP = "warm-up energy per launch, worst second"
 COOLING = "cooling temperature, worst second of 30 s"
@@ -92,7 +92,7 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     ``NAME`` → ``([NAME], "", "")``; ``NAME:SCALE`` → ``([NAME], SCALE, "")``; ``NAME:SCALE:THERMAL`` →
     ``([NAME], SCALE, THERMAL)``; ``part:A,B`` → ``([A, B], "", "")`` (each recording takes the one of
     ``A``, ``B`` pooled over its board's part number), and ``part:A,B:SCALE[:THERMAL]`` that one calibrated.
-    A last ``:cap`` (:func:`calibrates_cap`) is not part of the three.
+    A last ``:cap=F`` (:func:`cap_factor`) is not part of the three.
     """
     label = CAP.sub("", label)
     if label.startswith(PART):
@@ -104,51 +104,39 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     return [name], scale, thermal
 
 
-def calibrates_cap(label: str) -> bool | float:
-    """A ``--preset`` label's capped-clock step: False, True (``:cap``, read before the first series) or ``F`` (``:cap=F``)."""
+def cap_factor(label: str) -> float | None:
+    """A ``--preset`` label's capped-clock factor ``F`` (``…:cap=F``), None without one."""
     found = CAP.search(label)
-    if found is None:
-        return False
-    return float(found["factor"]) if found["factor"] else True
+    return None if found is None else float(found["factor"])
 
 
 def folder_name(label: str) -> str:
     """The folder of a ``--preset`` label: the preset's name (a file's stem), then ``-SCALE`` if calibrated.
 
     ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem; a thermal
-    calibration adds ``-thermal-THERMAL``, the capped clock's ``-cap``.
+    calibration adds ``-thermal-THERMAL``, a capped clock factor ``-capF``.
     """
     names, scale, thermal = parse_label(label)
     stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
-            + cap_folder(calibrates_cap(label)))
-
-
-def cap_folder(cap: bool | float) -> str:
-    """The folder name's capped-clock part: nothing, ``-cap`` (read before the first series) or ``-capF``."""
-    if isinstance(cap, bool):
-        return "-cap" if cap else ""
-    return f"-cap{cap:g}"
+            + (f"-cap{cap_factor(label):g}" if cap_factor(label) is not None else ""))
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
-    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL][:cap]``, ``part:A,B[:SCALE[:THERMAL]]``) into ``folder``."""
+    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL][:cap=F]``, ``part:A,B[:SCALE[:THERMAL]]``) into ``folder``."""
     real = read_recording(path)
     names, scale, thermal = parse_label(label)
     preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])
-    if scale or thermal or calibrates_cap(label):
+    if scale or thermal:
         network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
         preset = calibrated_preset(preset, real, scale=scale or None, thermal=network or False,
-                                   network_at_edge=at_edge or "widen", cap=calibrates_cap(label) is True)
-    if not isinstance(calibrates_cap(label), bool):  # a pooled factor, on top of the board's own calibration
-        preset = scaled_core(preset, calibrates_cap(label))
+                                   network_at_edge=at_edge or "widen")
+    if cap_factor(label) is not None:  # a factor pooled over other boards, on top of this board's calibration
+        preset = scaled_core(preset, cap_factor(label))
     table = twin_compare(real, preset, folder)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
         (Path(folder) / "memory_scale.txt").write_text(f"{memory:.4f}\n")
-    capped = preset.fit.get("board_capped_clock")
-    if capped is not None:  # the factor read before the first series, for the report
-        (Path(folder) / "cap_core_scale.txt").write_text(f"{capped['core_scale']:.4f}\n")
     return f"{label} {Path(path).name}: {int(table[schema.CHECK_WITHIN].sum())} of {len(table)} within target"
 
 
@@ -225,8 +213,9 @@ def main(argv=None) -> int:
                     help="a shipped preset's name or a preset file, NAME:SCALE to calibrate its power to each board "
                          "first, NAME:SCALE:THERMAL its thermal network too (SCALE may be empty), or part:A,B to "
                          "take the one of A, B pooled over each board's part number (part:A,B:SCALE[:THERMAL] "
-                         "calibrated as above); a last ':cap' also brings the capped clock to the board's, read "
-                         "before the first series (e.g. h200-raw-pooled:domains:network:cap)")
+                         "calibrated as above); a last ':cap=F' multiplies the calibrated core coefficient by F, the "
+                         "uncapped activities divided back (a capped clock factor pooled over other boards, e.g. "
+                         "h200-raw-pooled:domains:network:cap=1.0446)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--plot", type=Path)

@@ -83,10 +83,11 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
     assert script.folder_name("h200-raw:domains:network") == "h200-raw-domains-thermal-network"
     assert script.folder_name("h200-raw::scale") == "h200-raw-thermal-scale"
     assert script.folder_name("part:x/h200-raw-part-000.json,b") == "by-part-h200-raw-part-000"
-    # a last ":cap" calibrates the capped clock too and is not part of the thermal field
-    assert script.parse_label("h200-raw:domains:network:cap") == (["h200-raw"], "domains", "network")
-    assert script.calibrates_cap("h200-raw:domains:network:cap") and not script.calibrates_cap("h200-raw:domains")
-    assert script.folder_name("h200-raw:domains:network:cap") == "h200-raw-domains-thermal-network-cap"
+    # a last ":cap=F" (a pooled capped clock factor) is not part of the thermal field
+    assert script.parse_label("h200-raw:domains:network:cap=1.0446") == (["h200-raw"], "domains", "network")
+    assert script.cap_factor("h200-raw:domains:network:cap=1.0446") == 1.0446
+    assert script.cap_factor("h200-raw:domains:network") is None
+    assert script.folder_name("h200-raw:domains:network:cap=1.0446") == "h200-raw-domains-thermal-network-cap1.0446"
 
 
 def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, unseen, tmp_path, capsys):

@@ -51,17 +51,10 @@ import numpy as np
 from .. import clock_events, schema
 from ..recording import Recording
 from ..twin import metrics
-from ..twin.fit_controller import (
-    capped_clock_reading,
-    capped_spans,
-    fit_capped_clock,
-    settled_capped_series,
-)
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
 from .thermal import calibrate_board_network, calibrate_board_thermal
 
-__all__ = ["SCALES", "calibrate_board", "calibrated_preset", "capped_clock_before_series", "scaled_activity",
-           "with_idle_power"]
+__all__ = ["SCALES", "calibrate_board", "calibrated_preset", "scaled_activity", "with_idle_power"]
 
 #: what :func:`calibrate_board` can scale: the board's dynamic power, each workload's, or core and memory apart
 SCALES = ("board", "workload", "domains")
@@ -248,7 +241,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
 
 
 def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False,
-                      network_at_edge: str = "widen", cap: bool = False) -> TwinPreset:
+                      network_at_edge: str = "widen") -> TwinPreset:
     """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/--calibrate-thermal`` does.
 
     Parameters
@@ -271,11 +264,6 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     network_at_edge : {"widen", "keep", "preset"}, default="widen"
         With ``thermal="network"``: :func:`calibrate_board_network`'s
         ``at_edge``, what to do when a time constant lands on its band's edge.
-    cap : bool, default=False
-        Last, bring the clock under the power cap to the board's, read
-        before the first series (:func:`capped_clock_before_series`). Boards of one model settle at
-        different capped clocks (1 440–1 560 MHz on H200s, docs/twin.md),
-        which the uncapped seconds do not tell.
 
     Returns
     -------
@@ -293,49 +281,4 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         twin = calibrate_board_network(twin, rec, at_edge=network_at_edge)
     if scale is not None:
         twin = calibrate_board(twin, rec, scale=scale)
-    if thermal in (True, "scale"):
-        twin = calibrate_board_thermal(twin, rec)
-    return capped_clock_before_series(twin, rec) if cap else twin
-
-
-def capped_clock_before_series(preset, rec: Recording) -> TwinPreset:
-    """``preset`` with the clock under the power cap read from ``rec`` before its first series.
-
-    The core coefficient with which the twin's *settled* clock over the
-    recording's capped series (its own replay of their schedule,
-    :func:`~powermodels.twin.fit_controller.fit_capped_clock`,
-    ``window="settled"``) equals the clock NVML read over the capped
-    ``pressure`` entries before the first series (a raw recording's natural
-    part), from 1 s into each. Nothing of the series themselves is read, so
-    the warm-up rows scored on them stay held out. On nine real H200 boards
-    the two real readings agree within −0.5 … +0.6 %, while the twin's own
-    clock rises ~1 % from the short entries to the long series; so the twin
-    is matched where the rows are scored (docs/twin.md, session 22). At the
-    cap the clock is where the load's power meets the limit (DSO eq. 1,
-    ``c·f·V²·a``); the uncapped workloads' activities are divided by the
-    same factor, so their power at the top clock stays calibrated. The
-    capped workload's cycles are the preset's: a raw recording neither
-    times nor probes its ``pressure`` launches.
-
-    Returns
-    -------
-    TwinPreset
-        With ``fit["board_capped_clock"]`` (and the same in its provenance):
-        the recording and board, NVML's reading, the twin's at each step and
-        the factor; ``preset`` unchanged when the recording has no capped
-        entry before its series or no capped series to match.
-    """
-    twin = load_preset(preset)
-    series = rec.phase_rows(kind="series")
-    held_out = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
-    spans = capped_spans(rec, held_out)
-    if not spans or not settled_capped_series(rec):
-        return twin
-    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], [b - a for a, b in spans])
-    read = {}
-    fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
-    report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
-              "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
-              "held_out_series": len(held_out)}
-    return replace(fitted, provenance={**fitted.provenance, "board_capped_clock": report},
-                   fit={**fitted.fit, "board_capped_clock": report})
+    return calibrate_board_thermal(twin, rec) if thermal in (True, "scale") else twin

@@ -46,10 +46,6 @@ def add_arguments(parser) -> None:
                              "held out): 'scale' (the default with no value) scales every resistance by one factor, "
                              "'network' fits the board's own resistances and time constants (one on its band's edge is "
                              "fitted again in a band widened past that edge)")
-    parser.add_argument("--calibrate-cap", action="store_true",
-                        help="last, bring the twin's clock under the power cap to the board's, read from the capped "
-                             "pressure entries before the first series (a raw recording's natural part; "
-                             "board_calibration.capped_clock_before_series): the series stay held out")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
@@ -83,8 +79,7 @@ def run(args) -> int:
     else:
         chosen = load_preset(args.preset[0])
     preset = with_cap_controller(chosen, args.cap_controller)
-    preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal,
-                               cap=args.calibrate_cap)
+    preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal)
 
     shown = [0.0]
 

@@ -339,8 +339,7 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     """
     out = Path(out_dir)
     preset = load_preset(preset)
-    cal, thermal, capped = (read_from(preset, real, key)
-                            for key in ("board_calibration", "board_thermal", "board_capped_clock"))
+    cal, thermal = (read_from(preset, real, key) for key in ("board_calibration", "board_thermal"))
     profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
     twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
@@ -378,10 +377,6 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
             f"board thermal resistance x {thermal['k']:.3f} of the preset's (read from the {thermal['readings']} "
             f"readings before the first series, {thermal['read_s'][1]:.0f} s; RMS {thermal['rms_before_c']:.2f} -> "
             f"{thermal['rms_after_c']:.2f} °C; the series and cooling rows are after it)")
-    if capped:
-        table.attrs["not_compared"].append(
-            f"board capped clock: core x {capped['core_scale']:.3f} (NVML read {capped['real_reading_mhz']:.0f} MHz "
-            f"in the capped entries before the first series; the {capped['held_out_series']} series held out)")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
     notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
