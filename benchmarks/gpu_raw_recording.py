@@ -29,7 +29,10 @@ Protocols (as in the shared recording, so the two can be compared):
 
 - **natural**: for fp32 GEMM / FMA loop / triad, cycles of [bf16 pressure load for 0–3 s, then a
   0.6 s burst of timed launches with a probe between batches], two rounds in opposite order: the
-  clocks the power-cap controller chooses while it recovers.
+  clocks the power-cap controller chooses while it recovers. With ``--probe-pressure`` the pressure's
+  launches are timed and probed too (launch rows under its own name, batches numbered on across the
+  part), so that its cycles per launch can be read before the thermal series: a raw recording without
+  them cannot tell a board's capped cycles before its capped series (docs/twin.md, session 22).
 - **ladder** (``--ladder``, off by default): for each of the three, the workload alternating with the
   bf16 pressure every 10 ms for 1.5 s per pressure share (0.8, 0.65, 0.5), each step then 0.3 s of the
   workload alone; both loads' batches timed and probed with no host sync inside a cycle
@@ -414,6 +417,9 @@ def main(argv=None):
                    help="add the ladder part after the natural one (powermodels.natural_dvfs.natural_recording.Ladder: "
                         "each workload alternating with the bf16 pressure every 10 ms, pressure shares 0.8/0.65/0.5, "
                         "1.5 s each, then 0.3 s alone; ~16 s in all)")
+    p.add_argument("--probe-pressure", action="store_true",
+                   help="time and probe the natural part's bf16 pressure launches too (its cycles per launch, "
+                        "read before the thermal series; docs/twin.md, session 22)")
     p.add_argument("--parts", nargs="+", choices=PARTS, default=["natural", "thermal"],
                    help="which parts to record, run in the order natural, ladder, capstarts, thermal "
                         "(default: natural thermal)")
@@ -525,15 +531,28 @@ def _protocol(args, rec, work, rng, s) -> None:
 
 
 def _natural(args, rec, work, rng, s, natural) -> None:
-    """Cycles of [pressure 0–3 s, a 0.6 s probed burst] per workload, two rounds in opposite order."""
-    pressure_fn = work["torch_bf16_matmul_8192"][0]
+    """Cycles of [pressure 0–3 s, a 0.6 s probed burst] per workload, two rounds in opposite order.
+
+    ``args.probe_pressure``: the pressure timed and probed as well (``Recorder.timed``, its batches numbered
+    on across the part, since each workload's cycles reuse the same repeat numbers); else run untimed.
+    """
+    pressure = "torch_bf16_matmul_8192"
+    pressure_fn, pressure_per = work[pressure]
+    pressure_batch = 0
     for rnd, order in enumerate([natural, natural[::-1]]):
         for name in order:
             fn, per = work[name]
             for cyc in range(args.cycles):
                 repeat = rnd * args.cycles + cyc
-                a, b = rec.busy(pressure_fn, float(rng.uniform(0, 3)) * s)
-                rec.phase("natural", "torch_bf16_matmul_8192", repeat, "pressure", a, b)
+                seconds = float(rng.uniform(0, 3)) * s
+                if getattr(args, "probe_pressure", False):
+                    rows = len(rec.launch_rows)
+                    a, b = rec.timed(pressure_fn, pressure, "natural", repeat, seconds, per_batch=pressure_per,
+                                     first_batch=pressure_batch)
+                    pressure_batch += len(rec.launch_rows) - rows
+                else:
+                    a, b = rec.busy(pressure_fn, seconds)
+                rec.phase("natural", pressure, repeat, "pressure", a, b)
                 a, b = rec.timed(fn, name, "natural", repeat, 0.6 * max(s, 0.2), per_batch=per)
                 rec.phase("natural", name, repeat, "burst", a, b)
 
@@ -619,6 +638,7 @@ def _write(args, nv, h, sampler, energy, rec, work, blocked, s, t0, errors, stop
         "max_sm_clock_mhz": nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "protocols": [p for p in PARTS if p in args.parts], "scale": s,
+        "pressure_probed": bool(args.probe_pressure and "natural" in args.parts),
         **({"cap_starts": {"starts": args.cap_starts, "idle_s": list(args.cap_idle), "series_s": args.cap_series}}
            if "capstarts" in args.parts else {}),
         "settings_changed": False,

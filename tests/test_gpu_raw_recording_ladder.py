@@ -162,3 +162,33 @@ def test_the_board_part_number_is_recorded_and_empty_when_not_reported(raw):
                                  "h") == "692-2G520-0282-000"
     assert raw.board_part_number(SimpleNamespace(nvmlDeviceGetBoardPartNumber=failing), "h") == ""
     assert raw.board_part_number(SimpleNamespace(), "h") == ""  # an old pynvml without the call
+
+
+@pytest.mark.parametrize("probed", [False, True])
+def test_the_natural_pressure_is_timed_and_probed_only_when_asked(raw, probed):
+    """--probe-pressure: the pressure's launches become launch rows with a probe before each batch, their
+    (workload, phase, repeat, batch) unique although every workload's cycles reuse the repeat numbers."""
+    import numpy as np
+
+    rec = _recorder(raw)
+    rec.busy = lambda fn, seconds: (time.perf_counter(), time.perf_counter() + seconds)  # untimed: no rows
+    work = {"torch_bf16_matmul_8192": (lambda: time.sleep(3e-4), 1), "a": (lambda: time.sleep(2e-4), 1),
+            "b": (lambda: time.sleep(2e-4), 1)}
+    args = SimpleNamespace(cycles=2, probe_pressure=probed)
+    raw._natural(args, rec, work, np.random.default_rng(0), 0.01, ["a", "b"])
+    kinds = Counter((r[1], r[3]) for r in rec.phase_rows)
+    assert kinds == {("torch_bf16_matmul_8192", "pressure"): 8, ("a", "burst"): 4, ("b", "burst"): 4}
+    pressure_rows = [r for r in rec.launch_rows if r[0] == "torch_bf16_matmul_8192"]
+    keys = [(r[0], r[1], r[2], r[3]) for r in rec.launch_rows]
+    assert len(keys) == len(set(keys))
+    if not probed:
+        assert not pressure_rows and all(w != "torch_bf16_matmul_8192" for w, _ in rec.probe_meta)
+        return
+    assert pressure_rows and {r[1] for r in pressure_rows} == {"natural"}
+    assert sorted(r[3] for r in pressure_rows) == list(range(len(pressure_rows)))  # numbered on across the part
+    probed_batches = {b for w, b in rec.probe_meta if w == "torch_bf16_matmul_8192"}
+    assert probed_batches == {r[3] for r in pressure_rows}
+    for (_, _, rep, kind, a, b) in rec.phase_rows:  # each pressure's launches inside its own entry
+        if kind == "pressure":
+            inside = [r for r in pressure_rows if r[2] == rep and a - 1e-3 <= r[4] and r[5] <= b + 1e-3]
+            assert inside
