@@ -545,7 +545,7 @@ def _natural(args, rec, work, rng, s, natural) -> None:
             for cyc in range(args.cycles):
                 repeat = rnd * args.cycles + cyc
                 seconds = float(rng.uniform(0, 3)) * s
-                if getattr(args, "probe_pressure", False):
+                if args.probe_pressure:
                     rows = len(rec.launch_rows)
                     a, b = rec.timed(pressure_fn, pressure, "natural", repeat, seconds, per_batch=pressure_per,
                                      first_batch=pressure_batch)

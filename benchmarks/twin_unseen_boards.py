@@ -20,7 +20,10 @@ calibrates the thermal network too, as
 ``--calibrate-thermal THERMAL`` does; ``network`` is fitted first (docs/twin.md, session 18), and ``-keep`` or
 ``-preset`` says what it does instead of widening when a time constant lands on its band's edge (session 20). ``part:A,B`` replays each recording on
 the one of the presets ``A``, ``B`` … pooled over the board's own part number
-(:func:`powermodels.board_calibration.parts.part_preset`; session 17).
+(:func:`powermodels.board_calibration.parts.part_preset`; session 17). A last ``:cap=F`` multiplies the
+(calibrated) core coefficient by ``F`` and divides the uncapped workloads' activities by it
+(:func:`powermodels.twin.fit_controller.scaled_core`): a capped clock factor pooled over other boards, on top of
+each board's own calibration (session 22).
 
 A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held
 out or it is nothing. Folders already holding ``comparison.csv`` are read back, not replayed, so an
