@@ -133,3 +133,23 @@ def test_the_board_scores_script_pools_its_boards():
     assert row["overshoot_real_w"] == 8.0 and row["overshoot_twin_w"] == 9.0  # medians over every start
     assert row["overshoot_err"] == pytest.approx(0.125) and row["settling_err"] == 0.0
     assert row["boards"] == 2 and row["starts"] == 5 and row["boards_within_both"] == 1
+
+
+def test_the_held_out_pool_reads_kept_twin_starts_against_the_boards_recordings(tmp_path, capsys):
+    from benchmark_scripts import load_benchmark
+
+    script = load_benchmark("cap_held_out_pooled")
+    assert script.board_of("GPU-15b35cd8-903a-d77c-6f64-bbe776fe9416") == "15b35cd8"
+    # the twin at each board's real median (6.17 W, 1.1 s): within on both rows; 20 % low on the other board
+    twin = pd.DataFrame({"preset": ["p"] * 4, "board": ["15b35cd8", "15b35cd8", "c0b62778", "c0b62778"],
+                         schema.OVERSHOOT_W: [6.169, 6.169, 7.184 * 0.8, 7.184 * 0.8],
+                         schema.SETTLING_S: [1.1, 1.1, 1.1, 1.1]})
+    twin.to_csv(tmp_path / "twin.csv", index=False)
+    other = REAL.parent / "capstarts_rests15_c0b62778"
+    unrelated = REAL.parents[1] / "h200-2026-11-28" / "capstarts_rests15_3df23f50"  # a board not in the table
+    assert script.main([str(tmp_path / "twin.csv"), "--real", str(REAL), str(other), str(unrelated)]) == 0
+    text = capsys.readouterr().out
+    assert "2 held-out boards, 14 real starts" in text
+    assert "| p | 2 | 14 |" in text and text.rstrip().endswith("| 2 |")  # both boards within both rows
+    with pytest.raises(SystemExit):  # a board of the table without its recording is refused
+        script.main([str(tmp_path / "twin.csv"), "--real", str(REAL)])
