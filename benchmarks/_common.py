@@ -6,7 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["mape", "write_report"]
+__all__ = ["board_label", "mape", "write_report"]
+
+
+def board_label(uuid) -> str:
+    """A board's short label in the twin benchmarks' tables: its UUID's first eight hex digits (``GPU-`` dropped)."""
+    return str(uuid).removeprefix("GPU-")[:8]
 
 
 def mape(pred, true) -> float:

@@ -5,10 +5,13 @@ Usage::
     PYTHONPATH=src python benchmarks/cap_held_out_pooled.py benchmarks/results/cap_held_out_twin_starts_h200.csv \\
         --real datasets/h200-*/capstarts_*
 
-The twin's starts are the replays already run and kept: ``twin_cap_profile_fit.py --held-out-only``'s and
-``twin_cap_board_scores.py --out``'s ``twin_starts.csv``, one table with ``preset`` and ``board`` (the UUID's
-first eight hex digits) per start (``benchmarks/results/cap_held_out_twin_starts_h200.csv``: session 21's nine
-held-out boards and session 22's two, each start × sensor seeds 0 and 1). The real starts are read from the
+The twin's starts are replays already run and kept, one row per start with ``preset`` and ``board`` (the UUID's
+first eight hex digits): ``twin_cap_board_scores.py --out``'s ``twin_starts.csv`` as it is. The kept table
+``benchmarks/results/cap_held_out_twin_starts_h200.csv`` holds session 21's nine held-out boards (from
+``twin_cap_profile_fit.py --held-out-only``'s ``twin_starts.csv``: its ``controller`` "fit" is
+``h200-raw-cap-pooled``, "as given" ``h200-raw-cap-profile``, and ``board`` the last eight characters of its
+``recording``) and session 22's two (``twin_cap_board_scores.py --out``), each start × sensor seeds 0 and 1, with
+a ``session`` column added. The real starts are read from the
 capstarts recordings of those boards (:func:`powermodels.cap_start_spread.board_starts`); recordings of other
 boards are left out. Per preset: the pooled medians' errors, the boards within 25 % on both rows, and what a
 perfect twin is expected to meet (:func:`powermodels.cap_start_spread.joint_ceiling`; docs/twin.md, session 22).
@@ -20,7 +23,8 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
-from twin_cap_board_scores import pooled_row
+from _common import board_label
+from twin_cap_board_scores import board_row, pooled_row
 
 from powermodels import cap_start_spread, schema
 from powermodels.recording import read_recording
@@ -30,23 +34,10 @@ from powermodels.reporting import markdown_table
 TWIN_COLUMNS = ("preset", "board", schema.OVERSHOOT_W, schema.SETTLING_S)
 
 
-def board_of(uuid: str) -> str:
-    """A board's label in the twin-starts tables: its UUID's first eight hex digits."""
-    return str(uuid).removeprefix("GPU-")[:8]
-
-
 def per_board(preset: str, twin: pd.DataFrame, real_by_board: dict) -> pd.DataFrame:
-    """One row per board: the real and the twin's medians and their errors (as ``twin_cap_board_scores``)."""
-    rows = []
-    for board, real in real_by_board.items():
-        mine = twin.loc[twin["board"] == board]
-        row = {"preset": preset, "board": board, "starts": len(real), "twin_starts": len(mine)}
-        for column, name in ((schema.OVERSHOOT_W, "overshoot"), (schema.SETTLING_S, "settling")):
-            r, t = float(real[column].median()), float(mine[column].median())
-            row |= {f"{name}_real": r, f"{name}_twin": t,
-                    f"{name}_err": cap_start_spread.relative_error(column, r, t)}
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """One row per board (``twin_cap_board_scores.board_row``), with the twin's number of starts."""
+    return pd.DataFrame([{**board_row(preset, board, real, twin.loc[twin["board"] == board]),
+                          "twin_starts": int((twin["board"] == board).sum())} for board, real in real_by_board.items()])
 
 
 def main(argv=None) -> int:
@@ -54,14 +45,17 @@ def main(argv=None) -> int:
     ap.add_argument("twin", nargs="+", type=Path, help="twin-starts tables (preset, board, overshoot_w, settling_s)")
     ap.add_argument("--real", nargs="+", type=Path, required=True, help="capstarts recordings (other boards left out)")
     args = ap.parse_args(argv)
-    twin = pd.concat([pd.read_csv(p) for p in args.twin], ignore_index=True)
+    # board labels are hex digits: read as text, or "00123456" loses its zeros and "1234e567" becomes a float
+    twin = pd.concat([pd.read_csv(p, dtype={"board": str}) for p in args.twin], ignore_index=True)
     missing = set(TWIN_COLUMNS) - set(twin.columns)
     if missing:
         ap.error(f"the twin-starts tables lack {sorted(missing)}")
-    twin["board"] = twin["board"].astype(str)
     boards = set(twin["board"])
+    unreplayed = [f"{p} on {b}" for p, mine in twin.groupby("preset") for b in sorted(boards - set(mine["board"]))]
+    if unreplayed:
+        ap.error(f"no twin starts of {', '.join(unreplayed)}: every preset must be replayed on every board")
     real = cap_start_spread.board_starts(read_recording(p) for p in args.real)
-    real["board"] = real[schema.DEVICE_UUID].map(board_of)
+    real["board"] = real[schema.DEVICE_UUID].map(board_label)
     real = real.loc[real["board"].isin(boards)]
     absent = sorted(boards - set(real["board"]))
     if absent:

@@ -54,11 +54,7 @@ def main(argv=None) -> int:
             real_by_board[label] = real
             twin_all.append(twin)
             kept.append(twin.assign(preset=name, board=label))
-            o_r, o_t = float(real[schema.OVERSHOOT_W].median()), float(twin[schema.OVERSHOOT_W].median())
-            s_r, s_t = float(real[schema.SETTLING_S].median()), float(twin[schema.SETTLING_S].median())
-            rows.append({"preset": name, "board": label, "starts": len(real), "overshoot_real_w": o_r,
-                         "overshoot_twin_w": o_t, "overshoot_err": o_t / o_r - 1.0, "settling_real_s": s_r,
-                         "settling_twin_s": s_t, "settling_err": metrics.settling_error(s_r, s_t)})
+            rows.append(board_row(name, label, real, twin))
             print(rows[-1], flush=True)
         if len(args.board) > 1:
             pooled.append(pooled_row(name, pd.concat(twin_all), real_by_board, pd.DataFrame(rows[-len(args.board):])))
@@ -75,6 +71,15 @@ def main(argv=None) -> int:
               f"{expected:.1f} of {len(real_by_board)} boards (powermodels.cap_start_spread.joint_ceiling):\n")
         print(markdown_table(pd.DataFrame(pooled).round(3)))
     return 0
+
+
+def board_row(name: str, label: str, real: pd.DataFrame, twin: pd.DataFrame) -> dict:
+    """One preset on one board: the real and the twin's medians over the board's starts, and their errors."""
+    o_r, o_t = float(real[schema.OVERSHOOT_W].median()), float(twin[schema.OVERSHOOT_W].median())
+    s_r, s_t = float(real[schema.SETTLING_S].median()), float(twin[schema.SETTLING_S].median())
+    return {"preset": name, "board": label, "starts": len(real), "overshoot_real_w": o_r, "overshoot_twin_w": o_t,
+            "overshoot_err": o_t / o_r - 1.0, "settling_real_s": s_r, "settling_twin_s": s_t,
+            "settling_err": metrics.settling_error(s_r, s_t)}
 
 
 def pooled_row(name: str, twin: pd.DataFrame, real_by_board: dict, per_board: pd.DataFrame) -> dict:

@@ -9,7 +9,8 @@ Usage::
     PYTHONPATH=src python benchmarks/twin_capped_pieces.py levels --preset h200-raw-pooled \\
         --out levels.csv datasets/h200-2026-11-28/raw_recording_*
 
-``readings``: per recording, NVML's clock over the natural part's capped ``pressure`` entries (from 1 s in) and
+``readings``: per recording, NVML's clock over the natural part's capped ``pressure`` entries (the eight
+longest of at least 1.5 s, each cut to 5 s: :func:`powermodels.twin.fit_controller.capped_spans`; from 1 s in) and
 over the capped ``series`` (from 5 s), the die temperature there and the settled power (NVML's 1 s average), real
 and twin. On nine H200s the real clock is the same in both while the twin's rises ~1 % (docs/twin.md, session 22).
 
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import board_label
 
 from powermodels import schema
 from powermodels.board_calibration import calibrated_preset
@@ -58,7 +60,7 @@ def readings(real, twin) -> dict:
     series = real.phase_rows(kind="series")
     held = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
     entries, settled = capped_spans(real, held), settled_capped_series(real)
-    row = {"board": str(real.provenance.get("uuid", real.name)).removeprefix("GPU-")[:8]}
+    row = {"board": board_label(real.provenance.get("uuid", real.name))}
     for side, rec in (("real", real), ("twin", twin)):  # the twin replays the real schedule at its times
         row[f"{side} entries MHz"] = mean_reading(rec, entries, 1.0, schema.SM_CLOCK_MHZ)
         row[f"{side} series MHz"] = mean_reading(rec, settled, 5.0, schema.SM_CLOCK_MHZ)
@@ -73,9 +75,10 @@ def levels(path: str, preset: str, with_cycles: bool = True) -> dict:
 
     ``with_cycles=False`` reads the factor on the preset's own cycles (session 22's fix 2).
     """
-    warnings.simplefilter("ignore")  # a network at its band's edge is widened and says so; the row says enough
     rec = read_recording(path)
-    cal = calibrated_preset(preset, rec, scale="domains", thermal="network")
+    with warnings.catch_warnings():  # a network at its band's edge is widened and says so; the row says enough
+        warnings.simplefilter("ignore")
+        cal = calibrated_preset(preset, rec, scale="domains", thermal="network")
     ratio = adapt_workloads(cal, rec)[1].get(CAPPED, {}).get("probed_ratio", np.nan)
     moved = replace(cal, workloads={**cal.workloads, CAPPED: time_scaled(cal.workloads[CAPPED], ratio)}) \
         if with_cycles and np.isfinite(ratio) else cal

@@ -122,11 +122,12 @@ def folder_name(label: str) -> str:
     names, scale, thermal = parse_label(label)
     stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
-            + (f"-cap{cap_factor(label):g}" if cap_factor(label) is not None else ""))
+            + (f"-cap{CAP.search(label)['factor']}" if cap_factor(label) is not None else ""))  # as written: no rounding
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
-    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL][:cap=F]``, ``part:A,B[:SCALE[:THERMAL]]``) into ``folder``."""
+    """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
+    an optional last ``:cap=F``) into ``folder``."""
     real = read_recording(path)
     names, scale, thermal = parse_label(label)
     preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])

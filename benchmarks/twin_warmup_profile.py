@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import board_label
 
 from powermodels import schema
 from powermodels.recording import read_recording
@@ -44,7 +45,8 @@ def profiles(folders: list[tuple[str, Path]], recordings: list[Path], workload: 
         real = read_recording(path)
         for label, folder in folders:
             twin = read_recording(folder / path.name / "twin")
-            rows += [{"label": label, "board": path.name[-8:], "second": k, "error_pct": e}
+            rows += [{"label": label, "board": board_label(real.provenance.get("uuid", path.name)), "second": k,
+                      "error_pct": e}
                      for k, e in enumerate(second_errors(real, twin, workload))]
     return pd.DataFrame(rows)
 

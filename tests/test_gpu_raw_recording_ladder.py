@@ -188,7 +188,6 @@ def test_the_natural_pressure_is_timed_and_probed_only_when_asked(raw, probed):
     assert sorted(r[3] for r in pressure_rows) == list(range(len(pressure_rows)))  # numbered on across the part
     probed_batches = {b for w, b in rec.probe_meta if w == "torch_bf16_matmul_8192"}
     assert probed_batches == {r[3] for r in pressure_rows}
-    for (_, _, rep, kind, a, b) in rec.phase_rows:  # each pressure's launches inside its own entry
-        if kind == "pressure":
-            inside = [r for r in pressure_rows if r[2] == rep and a - 1e-3 <= r[4] and r[5] <= b + 1e-3]
-            assert inside
+    entries = [(rep, a, b) for _, _, rep, kind, a, b in rec.phase_rows if kind == "pressure"]
+    for r in pressure_rows:  # every pressure launch inside a pressure entry of its own repeat
+        assert any(r[2] == rep and a - 1e-3 <= r[4] and r[5] <= b + 1e-3 for rep, a, b in entries)

@@ -139,7 +139,7 @@ def test_the_held_out_pool_reads_kept_twin_starts_against_the_boards_recordings(
     from benchmark_scripts import load_benchmark
 
     script = load_benchmark("cap_held_out_pooled")
-    assert script.board_of("GPU-15b35cd8-903a-d77c-6f64-bbe776fe9416") == "15b35cd8"
+    assert script.board_label("GPU-15b35cd8-903a-d77c-6f64-bbe776fe9416") == "15b35cd8"
     # the twin at each board's real median (6.17 W, 1.1 s): within on both rows; 20 % low on the other board
     twin = pd.DataFrame({"preset": ["p"] * 4, "board": ["15b35cd8", "15b35cd8", "c0b62778", "c0b62778"],
                          schema.OVERSHOOT_W: [6.169, 6.169, 7.184 * 0.8, 7.184 * 0.8],
@@ -153,3 +153,7 @@ def test_the_held_out_pool_reads_kept_twin_starts_against_the_boards_recordings(
     assert "| p | 2 | 14 |" in text and text.rstrip().endswith("| 2 |")  # both boards within both rows
     with pytest.raises(SystemExit):  # a board of the table without its recording is refused
         script.main([str(tmp_path / "twin.csv"), "--real", str(REAL)])
+    twin.iloc[:2].assign(preset="q").pipe(lambda q: pd.concat([twin, q])).to_csv(tmp_path / "gap.csv", index=False)
+    with pytest.raises(SystemExit):  # and so is a preset not replayed on every board (q lacks c0b62778)
+        script.main([str(tmp_path / "gap.csv"), "--real", str(REAL), str(other)])
+    assert "no twin starts of q on c0b62778" in capsys.readouterr().err
