@@ -39,22 +39,25 @@ def second_errors(real, twin, workload: str) -> np.ndarray:
 
 
 def profiles(folders: list[tuple[str, Path]], recordings: list[Path], workload: str) -> pd.DataFrame:
-    """One row per label, board and second: ``error_pct``."""
+    """One row per label, recording and second: ``error_pct``, with the recording's board (two recordings of one
+    board stay two rows per second: each recording is one warm-up)."""
     rows = []
     for path in recordings:
         real = read_recording(path)
         for label, folder in folders:
             twin = read_recording(folder / path.name / "twin")
-            rows += [{"label": label, "board": board_label(real.provenance.get("uuid", path.name)), "second": k,
-                      "error_pct": e}
+            rows += [{"label": label, "board": board_label(real.provenance.get("uuid", path.name)),
+                      "recording": path.name, "second": k, "error_pct": e}
                      for k, e in enumerate(second_errors(real, twin, workload))]
     return pd.DataFrame(rows)
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per label: the boards, the median of every second's error, and the median over boards of each one's worst |error|."""
-    worst = table.assign(abs_pct=table["error_pct"].abs()).groupby(["label", "board"], sort=False)["abs_pct"].max()
-    out = table.groupby("label", sort=False).agg(boards=("board", "nunique"), every_second_median_pct=("error_pct", "median"))
+    """Per label: boards and recordings, the median of every second's error, and the median over recordings of each
+    one's worst |error| (the warm-up row's worst second, counted from second 0)."""
+    worst = table.assign(abs_pct=table["error_pct"].abs()).groupby(["label", "recording"], sort=False)["abs_pct"].max()
+    out = table.groupby("label", sort=False).agg(boards=("board", "nunique"), recordings=("recording", "nunique"),
+                                                 every_second_median_pct=("error_pct", "median"))
     out["worst_second_median_abs_pct"] = worst.groupby("label", sort=False).median()
     return out.reset_index()
 
@@ -73,7 +76,9 @@ def plot(table: pd.DataFrame, workload: str, path: Path) -> None:
     ax.axhline(0.0, color="0.3", lw=0.8)
     ax.set_xlabel("second of the warm-up series")
     ax.set_ylabel("twin / real − 1, energy per launch (%)")
-    ax.set_title(f"{workload}: median over {table['board'].nunique()} boards, range shaded (twin vs real)")
+    boards, recordings = table["board"].nunique(), table["recording"].nunique()
+    over = f"{boards} boards" if boards == recordings else f"{recordings} recordings of {boards} boards"
+    ax.set_title(f"{workload}: median over {over}, range shaded (twin vs real)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
