@@ -18,6 +18,7 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
+from _common import board_label
 
 from powermodels import cap_start_spread, schema
 from powermodels.recording import read_recording
@@ -45,7 +46,7 @@ def board_table(starts: pd.DataFrame, ceilings: dict, guesses: dict) -> pd.DataF
         merged = part if merged is None else merged.merge(part.drop(columns=schema.START_COUNT), on=schema.DEVICE_UUID)
     joint = cap_start_spread.joint_ceiling(starts)[[schema.DEVICE_UUID, schema.PERFECT_TWIN_CHANCE]]
     merged = merged.merge(joint.rename(columns={schema.PERFECT_TWIN_CHANCE: BOTH}), on=schema.DEVICE_UUID)
-    merged[schema.DEVICE_UUID] = merged[schema.DEVICE_UUID].str[4:12]
+    merged[schema.DEVICE_UUID] = merged[schema.DEVICE_UUID].map(board_label)
     return merged
 
 
@@ -57,7 +58,7 @@ def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [2.2, 2.2, 1.3]})
     order = boards.sort_values(f"{schema.OVERSHOOT_W} median")[schema.DEVICE_UUID].tolist()
-    short = starts[schema.DEVICE_UUID].str[4:12]
+    short = starts[schema.DEVICE_UUID].map(board_label)
     for ax, column in zip(axes[:2], cap_start_spread.SCORED, strict=True):
         pooled = float(starts[column].median())
         for x, board in enumerate(order):

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import board_label
 
 from powermodels import schema
 from powermodels.board_calibration import calibrated_preset
@@ -69,7 +70,7 @@ def preset_boards(name: str) -> set[str]:
     prov = load_preset(name).provenance
     uuids = [r.get("uuid", "") for r in prov.get("fitted_from", [])] + list(prov.get("pooled_boards", {}).get("boards", []))
     uuids += list(prov.get("capped_workload", {}).get("boards", []))  # read through their probes (session 19)
-    boards = {str(u)[4:12] for u in uuids if u}
+    boards = {board_label(u) for u in uuids if u}
     for path in prov.get("cap_profile_refit", {}).get("train", []):
         boards.add(str(path).rsplit("_", 1)[-1][:8])
     return boards
@@ -81,7 +82,7 @@ def board_of(path: Path) -> str:
     Read from ``provenance.json`` alone: the tables are read once, by the replay that needs them.
     """
     provenance = json.loads((Path(path) / "provenance.json").read_text())
-    return str(provenance.get("uuid", "GPU-unknown"))[4:12]
+    return board_label(provenance.get("uuid", "GPU-unknown"))
 
 
 #: the power scales and thermal calibrations a label may name (``calibrated_preset``'s ``scale`` and ``thermal``)
@@ -121,8 +122,9 @@ def folder_name(label: str) -> str:
     """
     names, scale, thermal = parse_label(label)
     stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
+    cap = CAP.search(label)
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
-            + (f"-cap{CAP.search(label)['factor']}" if cap_factor(label) is not None else ""))  # as written: no rounding
+            + (f"-cap{cap['factor']}" if cap else ""))  # F as written: no rounding
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
@@ -135,8 +137,9 @@ def replay_one(label: str, path: str, folder: str) -> str:
         network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
         preset = calibrated_preset(preset, real, scale=scale or None, thermal=network or False,
                                    network_at_edge=at_edge or "widen")
-    if cap_factor(label) is not None:  # a factor pooled over other boards, on top of this board's calibration
-        preset = scaled_core(preset, cap_factor(label))
+    factor = cap_factor(label)
+    if factor is not None:  # a factor pooled over other boards, on top of this board's calibration
+        preset = scaled_core(preset, factor)
     table = twin_compare(real, preset, folder)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
