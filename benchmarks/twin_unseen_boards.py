@@ -23,7 +23,10 @@ the one of the presets ``A``, ``B`` … pooled over the board's own part number
 (:func:`powermodels.board_calibration.parts.part_preset`; session 17). A last ``:cap=F`` multiplies the
 (calibrated) core coefficient by ``F`` and divides the uncapped workloads' activities by it
 (:func:`powermodels.twin.fit_controller.scaled_core`): a capped clock factor pooled over other boards, on top of
-each board's own calibration (session 22).
+each board's own calibration (session 22); a last ``:cap`` instead reads the board's own capped clock before the
+first series, ``:cap-probes`` its capped cycles from the probed pressure launches too
+(``calibrated_preset(cap="clock" | "probes")``, session 23). An ending ``@AMBIENT`` replays with that ambient
+(``twin-compare --ambient``), e.g. ``h200-raw-pooled:domains:network@recorded-causal-median``.
 
 A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held
 out or it is nothing. Folders already holding ``comparison.csv`` are read back, not replayed, so an
@@ -49,7 +52,7 @@ from powermodels.board_calibration import calibrated_preset
 from powermodels.board_calibration.parts import part_preset
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
-from powermodels.twin.compare import twin_compare
+from powermodels.twin.compare import AMBIENTS, twin_compare
 from powermodels.twin.fit_controller import scaled_core
 from powermodels.twin.preset import load_preset
 
@@ -58,6 +61,11 @@ PART = "part:"
 #: a ``--preset`` label's last field ``:cap=F``: the calibrated preset's core coefficient × ``F``, its uncapped
 #: workloads' activities ÷ ``F`` (``scaled_core``): a capped clock factor pooled over other boards (session 22)
 CAP = re.compile(r":cap=(?P<factor>[0-9.]+)$")
+#: a ``--preset`` label's last field ``:cap`` or ``:cap-probes``: the board's own capped clock, read before the first
+#: series (``calibrated_preset(cap="clock" | "probes")``; ``-probes`` takes its capped cycles from the probed pressure too)
+CAP_OWN = re.compile(r":cap(?P<probes>-probes)?$")
+#: a ``--preset`` label's ending ``@AMBIENT``: the replay's ambient (``twin_compare``'s ``ambient``; default recorded-causal)
+AMBIENT = re.compile(r"@(?P<ambient>[a-z-]+)$")
 #: the warm-up row's metric (a calibrated preset's reads "… worst second from second N on")
 WARMUP = "warm-up energy per launch, worst second"
 COOLING = "cooling temperature, worst second of 30 s"
@@ -96,9 +104,10 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     ``NAME`` → ``([NAME], "", "")``; ``NAME:SCALE`` → ``([NAME], SCALE, "")``; ``NAME:SCALE:THERMAL`` →
     ``([NAME], SCALE, THERMAL)``; ``part:A,B`` → ``([A, B], "", "")`` (each recording takes the one of
     ``A``, ``B`` pooled over its board's part number), and ``part:A,B:SCALE[:THERMAL]`` that one calibrated.
-    A last ``:cap=F`` (:func:`cap_factor`) is not part of the three.
+    A last ``:cap=F`` (:func:`cap_factor`), ``:cap`` or ``:cap-probes`` (:func:`own_cap`) and an ending
+    ``@AMBIENT`` (:func:`replay_ambient_of`) are not part of the three.
     """
-    label = CAP.sub("", label)
+    label = CAP_OWN.sub("", CAP.sub("", AMBIENT.sub("", label)))
     if label.startswith(PART):
         names, _, calibration = label[len(PART):].partition(":")
         scale, _, thermal = calibration.partition(":")
@@ -108,42 +117,61 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     return [name], scale, thermal
 
 
+def replay_ambient_of(label: str) -> str:
+    """A ``--preset`` label's replay ambient: ``AMBIENT`` of an ending ``@AMBIENT``, else ``"recorded-causal"``."""
+    found = AMBIENT.search(label)
+    return "recorded-causal" if found is None else found["ambient"]
+
+
 def cap_factor(label: str) -> float | None:
     """A ``--preset`` label's capped-clock factor ``F`` (``…:cap=F``), None without one."""
-    found = CAP.search(label)
+    found = CAP.search(AMBIENT.sub("", label))
     return None if found is None else float(found["factor"])
+
+
+def own_cap(label: str) -> str | bool:
+    """A ``--preset`` label's own capped-clock step: ``"clock"`` (``…:cap``), ``"probes"`` (``…:cap-probes``) or False."""
+    found = CAP_OWN.search(AMBIENT.sub("", label))
+    return False if found is None else ("probes" if found["probes"] else "clock")
 
 
 def folder_name(label: str) -> str:
     """The folder of a ``--preset`` label: the preset's name (a file's stem), then ``-SCALE`` if calibrated.
 
     ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem; a thermal
-    calibration adds ``-thermal-THERMAL``, a capped clock factor ``-capF``.
+    calibration adds ``-thermal-THERMAL``, a capped clock factor ``-capF``, the board's own ``-cap`` or
+    ``-cap-probes``, an ambient other than the default ``-ambient-AMBIENT``.
     """
     names, scale, thermal = parse_label(label)
     stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
-    cap = CAP.search(label)
+    cap, own, ambient = cap_factor(label), own_cap(label), replay_ambient_of(label)
+    written = CAP.search(AMBIENT.sub("", label))
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
-            + (f"-cap{cap['factor']}" if cap else ""))  # F as written: no rounding
+            + (f"-cap{written['factor']}" if cap is not None else "")  # F as written: no rounding
+            + {False: "", "clock": "-cap", "probes": "-cap-probes"}[own]
+            + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
     """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
-    an optional last ``:cap=F``) into ``folder``."""
+    an optional last ``:cap=F``, ``:cap`` or ``:cap-probes`` and an ending ``@AMBIENT``) into ``folder``."""
     real = read_recording(path)
     names, scale, thermal = parse_label(label)
     preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])
-    if scale or thermal:
+    if scale or thermal or own_cap(label):
         network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
         preset = calibrated_preset(preset, real, scale=scale or None, thermal=network or False,
-                                   network_at_edge=at_edge or "widen")
+                                   network_at_edge=at_edge or "widen", cap=own_cap(label))
     factor = cap_factor(label)
     if factor is not None:  # a factor pooled over other boards, on top of this board's calibration
         preset = scaled_core(preset, factor)
-    table = twin_compare(real, preset, folder)
+    table = twin_compare(real, preset, folder, ambient=replay_ambient_of(label))
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
         (Path(folder) / "memory_scale.txt").write_text(f"{memory:.4f}\n")
+    capped = preset.fit.get("board_capped_clock")
+    if capped is not None:  # what was read before the first series, for the report
+        (Path(folder) / "board_capped_clock.json").write_text(json.dumps(capped, indent=1, default=str) + "\n")
     return f"{label} {Path(path).name}: {int(table[schema.CHECK_WITHIN].sum())} of {len(table)} within target"
 
 
@@ -222,7 +250,10 @@ def main(argv=None) -> int:
                          "take the one of A, B pooled over each board's part number (part:A,B:SCALE[:THERMAL] "
                          "calibrated as above); a last ':cap=F' multiplies the calibrated core coefficient by F, the "
                          "uncapped activities divided back (a capped clock factor pooled over other boards, e.g. "
-                         "h200-raw-pooled:domains:network:cap=1.0446)")
+                         "h200-raw-pooled:domains:network:cap=1.0446); or a last ':cap' / ':cap-probes' brings the "
+                         "capped clock (and with -probes the capped cycles) to the board's, read before the first "
+                         "series; an ending '@AMBIENT' replays with that ambient (twin-compare --ambient; default "
+                         "recorded-causal)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--plot", type=Path)
@@ -232,6 +263,8 @@ def main(argv=None) -> int:
         names, scale, thermal = parse_label(label)
         if scale not in SCALES:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
+        if replay_ambient_of(label) not in AMBIENTS:
+            ap.error(f"{label}: the ambient after '@' must be one of {', '.join(AMBIENTS)}")
         if thermal not in THERMALS:
             ap.error(f"{label}: the thermal calibration after the second ':' must be scale, network, network-widen, network-keep or network-preset")
         for name in names:

@@ -1,4 +1,5 @@
-"""The settled clock under the power cap: fitted from a long capped series, and pooled over boards (twin-made boards)."""
+"""The clock under the power cap: fitted from a long capped series or read before the first series, and pooled over
+boards (twin-made boards)."""
 
 from dataclasses import replace
 
@@ -7,9 +8,21 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.board_calibration import board_levels, pooled_preset
+from powermodels.board_calibration import (
+    board_levels,
+    calibrated_preset,
+    capped_clock_before_series,
+    pooled_preset,
+)
+from powermodels.board_calibration import calibrate as calibrate_module
 from powermodels.devices.simulated import SimulatedWorkload
-from powermodels.twin.fit_controller import fit_capped_clock, scaled_core, settled_capped_series
+from powermodels.twin.fit_controller import (
+    capped_clock_reading,
+    capped_spans,
+    fit_capped_clock,
+    scaled_core,
+    settled_capped_series,
+)
 from powermodels.twin.preset import TwinWorkload
 from powermodels.twin.replay import replay
 
@@ -110,3 +123,104 @@ def test_fit_twin_and_its_controller_fit_take_the_settled_window(recordings):
     assert fitted.physics.core_w_per_ghz / 230.0 == pytest.approx(1.12, abs=0.03)
     with pytest.raises(ValueError, match="capped_clock"):
         fit_twin([], capped_clock="middle")  # refused before any work
+
+
+def natural_then_series() -> pd.DataFrame:
+    """A capped ``pressure`` entry (a raw recording's natural part), then the uncapped and the capped series."""
+    return board_schedule((("natural", "-", -1, "idle", 0.0, 5.0), ("natural", "bf16", 0, "pressure", 5.0, 9.0),
+                           ("thermal", "-", -1, "idle", 9.0, 12.0), ("thermal", "gemm", 0, "series", 12.0, 15.0),
+                           ("thermal", "-", -1, "idle", 15.0, 18.0), ("thermal", "bf16", 0, "series", 18.0, 28.0),
+                           ("thermal", "-", -1, "idle", 28.0, 30.0)))
+
+
+def test_the_capped_clock_is_read_before_the_first_series_and_the_series_stay_out(monkeypatch):
+    rec = replay(natural_then_series(), scaled_core(capped_board(), 1.06), seed=3, poll_s=2e-3,
+                 start_temperature_c=40.0)
+    held_out = []
+    monkeypatch.setattr(calibrate_module, "capped_spans", lambda r, h: held_out.append(h) or capped_spans(r, h))
+    fitted = capped_clock_before_series(capped_board(), rec)
+    read = fitted.fit["board_capped_clock"]
+    # the target is NVML's reading over the pressure entry from 1 s in; the series (18-28 s) are not read
+    assert held_out == [[(12.0, 15.0), (18.0, 28.0)]] and capped_spans(rec, held_out[0]) == [(5.0, 9.0)]
+    assert read["real_reading_mhz"] == pytest.approx(capped_clock_reading([rec], [5.0], [4.0]), rel=1e-12)
+    # ... and the twin is matched where the warm-up rows are scored: its settled clock over the capped series
+    assert read["window"] == "settled" and read["core_scale"] > 1.0
+    again = replay(natural_then_series(), fitted, seed=5, poll_s=2e-3, start_temperature_c=40.0)
+    settled = again.trace.loc[(again.trace[schema.T_S] >= 20.0) & (again.trace[schema.T_S] <= 28.0),
+                              schema.SM_CLOCK_MHZ].mean()
+    assert settled == pytest.approx(read["real_reading_mhz"], abs=6.0)
+    # the uncapped load keeps its power; calibrated_preset(cap=True) is the same step
+    assert fitted.workloads["gemm"].workload.activity * fitted.physics.core_w_per_ghz == pytest.approx(0.45 * 230.0)
+    via = calibrated_preset(capped_board(), rec, cap=True)
+    assert via.physics.core_w_per_ghz == pytest.approx(fitted.physics.core_w_per_ghz, rel=1e-9)
+    # a recording with no capped entry before its series: nothing to read, the preset as it was
+    late = replay(schedule(), capped_board(), seed=4, poll_s=2e-3, start_temperature_c=40.0)
+    unchanged = capped_clock_before_series(capped_board(), late)
+    assert unchanged.physics == capped_board().physics and "board_capped_clock" not in unchanged.fit
+
+
+def test_twin_compare_calibrate_cap_notes_the_factor_read(tmp_path):
+    from powermodels.cli import main
+    from powermodels.recording import write_recording
+    from powermodels.twin.preset import save_preset
+
+    rec = replay(natural_then_series(), scaled_core(capped_board(), 1.06), seed=3, poll_s=2e-3,
+                 start_temperature_c=40.0)
+    folder = write_recording(rec, tmp_path / "rec")
+    preset_file = save_preset(capped_board(), tmp_path / "b.json")
+    assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
+                 "--calibrate-cap", "--cap-seeds", "1"]) == 0
+    note = (tmp_path / "cmp" / "comparison.md").read_text()
+    assert "board capped clock: core x 1.0" in note and "the 2 series held out" in note
+
+
+def with_probed_launches(rec, ratios: dict[str, float]):
+    """``rec`` with a timed, clock-probed ``bf16`` launch every 10 ms in each entry named in ``ratios``.
+
+    Each launch takes the preset's time at its probed clock × the entry kind's ratio (``"pressure"``,
+    ``"series"``), as a board whose GEMM needs that many more cycles would.
+    """
+    work = capped_board().workloads["bf16"].workload
+    mem = capped_board().physics.mem_clocks_mhz[0]
+    launches, probes = [rec.launches], []
+    for kind, ratio in ratios.items():
+        entry = rec.phases.loc[(rec.phases[schema.PHASE_KIND] == kind) & (rec.phases[schema.WORKLOAD] == "bf16")].iloc[0]
+        starts = np.arange(float(entry[schema.T0_S]) + 0.05, float(entry[schema.T1_S]) - 0.05, 0.01)
+        clocks = np.linspace(1500.0, 1700.0, len(starts))
+        times = np.array([work.time_s(f, mem) for f in clocks]) * ratio
+        launches.append(pd.DataFrame({schema.WORKLOAD: "bf16", schema.RECORDING_PHASE: entry[schema.RECORDING_PHASE],
+                                      schema.REPEAT: 0, schema.BATCH: np.arange(len(starts)), schema.START_S: starts,
+                                      schema.END_S: starts + times, schema.LAUNCHES: 1, schema.TIME_S: times}))
+        probes.append(pd.DataFrame({schema.T_S: starts + 1e-4, schema.WORKLOAD: "bf16",
+                                    schema.BATCH: np.arange(len(starts)), schema.PROBE_CLOCK_MHZ: clocks,
+                                    schema.PROBE_CYCLES: 40000, schema.PROBE_ELAPSED_NS: 20000}))
+    return replace(rec, launches=pd.concat(launches, ignore_index=True),
+                   probes=pd.concat(probes, ignore_index=True))
+
+
+def test_cycles_from_the_probed_pressure_before_the_series_only():
+    rec = replay(natural_then_series(), scaled_core(capped_board(), 1.06), seed=3, poll_s=2e-3,
+                 start_temperature_c=40.0)
+    # the pressure's launches take 2 % more cycles than the preset's; the held-out series' 10 % more: not read
+    probed = with_probed_launches(rec, {"pressure": 1.02, "series": 1.10})
+    fitted = capped_clock_before_series(capped_board(), probed, cycles="probes")
+    read = fitted.fit["board_capped_clock"]
+    assert read["workload"] == "bf16" and read["probed_time_ratio"] == pytest.approx(1.02, rel=1e-9)
+    assert read["probed_launches"] == len(probed.launches.loc[probed.launches[schema.START_S] < 12.0]) > 300
+    before = capped_board().workloads["bf16"].workload
+    assert fitted.workloads["bf16"].workload.core_work == pytest.approx(before.core_work * 1.02, rel=1e-9)
+    # the clock is then matched with those cycles: the same target as with the preset's cycles
+    plain = capped_clock_before_series(capped_board(), probed).fit["board_capped_clock"]
+    assert read["real_reading_mhz"] == pytest.approx(plain["real_reading_mhz"], rel=1e-12)
+    via = calibrated_preset(capped_board(), probed, cap="probes")
+    assert via.workloads["bf16"].workload.core_work == pytest.approx(before.core_work * 1.02, rel=1e-9)
+
+
+def test_cycles_from_probes_refuse_a_recording_whose_pressure_was_not_probed():
+    rec = replay(natural_then_series(), capped_board(), seed=3, poll_s=2e-3, start_temperature_c=40.0)
+    with pytest.raises(ValueError, match="--probe-pressure"):
+        capped_clock_before_series(capped_board(), with_probed_launches(rec, {"series": 1.0}), cycles="probes")
+    with pytest.raises(ValueError, match="cycles must be"):
+        capped_clock_before_series(capped_board(), rec, cycles="series")
+    with pytest.raises(ValueError, match="cap must be"):
+        calibrated_preset(capped_board(), rec, cap="both")

@@ -88,6 +88,29 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
     assert script.cap_factor("h200-raw:domains:network:cap=1.0446") == 1.0446
     assert script.cap_factor("h200-raw:domains:network") is None
     assert script.folder_name("h200-raw:domains:network:cap=1.0446") == "h200-raw-domains-thermal-network-cap1.0446"
+    # the board's own capped clock (":cap"), with its probed cycles (":cap-probes"); an ending "@AMBIENT"
+    for label, own, folder in (("h200-raw:domains:network:cap", "clock", "h200-raw-domains-thermal-network-cap"),
+                               ("h200-raw:domains:network:cap-probes", "probes",
+                                "h200-raw-domains-thermal-network-cap-probes")):
+        assert script.parse_label(label) == (["h200-raw"], "domains", "network")
+        assert script.own_cap(label) == own and script.cap_factor(label) is None
+        assert script.folder_name(label) == folder
+    assert script.own_cap("h200-raw:domains:network:cap=1.0446") is False
+    damped = "h200-raw:domains:network:cap-probes@recorded-causal-median"
+    assert script.parse_label(damped) == (["h200-raw"], "domains", "network") and script.own_cap(damped) == "probes"
+    assert script.replay_ambient_of(damped) == "recorded-causal-median"
+    assert script.replay_ambient_of("h200-raw:domains") == "recorded-causal"
+    assert script.folder_name(damped) == "h200-raw-domains-thermal-network-cap-probes-ambient-recorded-causal-median"
+    assert script.folder_name("h200-raw:domains:network:cap=1.0446@initial") == (
+        "h200-raw-domains-thermal-network-cap1.0446-ambient-initial")
+
+
+def test_an_unknown_ambient_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
+    path, preset, _ = unseen
+    with pytest.raises(SystemExit):
+        script.main([str(path), "--preset", f"{preset}:board@warmest", "--out", str(tmp_path)])
+    assert "the ambient after '@' must be one of" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
 
 
 def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
@@ -102,3 +125,11 @@ def test_a_preset_moved_to_boards_probes_counts_them_as_seen(script):
     # h100-sxm-probed read five H100s' capped bf16 through their clock probes: none of them is unseen to it
     assert {"549d5430", "5bad9bd9", "84fc649a", "f73aad1d", "620707cb"} <= script.preset_boards("h100-sxm-probed")
     assert "549d5430" not in script.preset_boards("h100-sxm")
+
+
+def test_a_label_s_ambient_reaches_the_replay(script, unseen, tmp_path):
+    path, preset, _ = unseen
+    script.replay_one(f"{preset}@initial", str(path), str(tmp_path / "initial"))
+    script.replay_one(str(preset), str(path), str(tmp_path / "default"))
+    assert "Ambient temperature of the replay: initial:" in (tmp_path / "initial" / "comparison.md").read_text()
+    assert "Ambient temperature of the replay: recorded:" in (tmp_path / "default" / "comparison.md").read_text()

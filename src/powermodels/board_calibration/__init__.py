@@ -7,7 +7,8 @@ board's levels; these modules move them, and nothing else of the preset:
 * :mod:`~powermodels.board_calibration.calibrate` — :func:`calibrate_board`:
   idle power and dynamic power from a recording's first idle and each
   series' first second (:func:`calibrated_preset`: that and the thermal one, as
-  ``twin-compare --calibrate-board`` applies them);
+  ``twin-compare --calibrate-board`` applies them); :func:`capped_clock_before_series`:
+  the clock under the power cap, read before the first series (session 22);
 * :mod:`~powermodels.board_calibration.thermal` — :func:`calibrate_board_thermal`:
   the thermal resistances from the readings before the first thermal series;
   :func:`calibrate_board_network`: the whole network, time constants too (session 18);
@@ -25,7 +26,7 @@ board's levels; these modules move them, and nothing else of the preset:
 The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 """
 
-from .calibrate import calibrate_board, calibrated_preset
+from .calibrate import calibrate_board, calibrated_preset, capped_clock_before_series
 from .capped_workload import capped_workload_levels, capped_workload_preset
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
@@ -37,5 +38,5 @@ from .thermal import (
 )
 
 __all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "calibrate_board", "calibrate_board_network",
-           "calibrate_board_thermal", "calibrated_preset", "capped_workload_levels", "capped_workload_preset",
+           "calibrate_board_thermal", "calibrated_preset", "capped_clock_before_series", "capped_workload_levels", "capped_workload_preset",
            "part_preset", "pole_factors", "pooled_preset"]

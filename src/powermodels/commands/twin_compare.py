@@ -28,11 +28,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cap-seeds", type=int, default=5, metavar="N",
                         help="replay each capped series with N sensor seeds and score its overshoot and settling "
                              "as their median (default 5; 1: the full replay's single values)")
-    parser.add_argument("--ambient", choices=("initial", "preset", "recorded", "recorded-causal"),
+    parser.add_argument("--ambient", choices=("initial", "preset", "recorded", "recorded-causal",
+                                              "recorded-causal-median"),
                         default="recorded-causal",
                         help="the replay's ambient temperature, read through the preset's thermal network: from "
                              "every idle stretch, each value from its stretch's end on (recorded-causal, the "
-                             "default since session 11), from the first idle stretch before any load (initial), "
+                             "default since session 11), the same with each value the median of the stretches so "
+                             "far (recorded-causal-median), from the first idle stretch before any load (initial), "
                              "from every stretch interpolated (recorded), or the preset's constant (preset)")
     parser.add_argument("--calibrate-board", choices=("board", "workload", "domains"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "
@@ -46,6 +48,12 @@ def add_arguments(parser) -> None:
                              "held out): 'scale' (the default with no value) scales every resistance by one factor, "
                              "'network' fits the board's own resistances and time constants (one on its band's edge is "
                              "fitted again in a band widened past that edge)")
+    parser.add_argument("--calibrate-cap", nargs="?", const="clock", choices=("clock", "probes"),
+                        help="last, bring the twin's clock under the power cap to the board's, read from the capped "
+                             "pressure entries before the first series (a raw recording's natural part; "
+                             "board_calibration.capped_clock_before_series): the series stay held out. 'probes' "
+                             "first takes the capped workload's cycles from its probed launches there (a recording "
+                             "made with gpu_raw_recording.py --probe-pressure)")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
@@ -79,7 +87,8 @@ def run(args) -> int:
     else:
         chosen = load_preset(args.preset[0])
     preset = with_cap_controller(chosen, args.cap_controller)
-    preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal)
+    preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal,
+                               cap=args.calibrate_cap or False)
 
     shown = [0.0]
 

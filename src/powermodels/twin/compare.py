@@ -166,7 +166,7 @@ def sensor_rows(preset, sensor_window, *, seed: int = 0) -> pd.DataFrame:
 
 
 #: ways a replay takes its ambient temperature (see :func:`twin_compare`)
-AMBIENTS = ("initial", "recorded", "recorded-causal", "preset")
+AMBIENTS = ("initial", "recorded", "recorded-causal", "recorded-causal-median", "preset")
 
 
 def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd.DataFrame | None, str]:
@@ -178,6 +178,8 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
     (:func:`~powermodels.twin.ambient.initial_ambient`); ``"recorded"``:
     from every idle stretch (:func:`~powermodels.twin.ambient.recorded_ambient`),
     interpolated; ``"recorded-causal"``: the same from the past only;
+    ``"recorded-causal-median"``: that with each stretch's value the median
+    of the stretches so far (``recorded_ambient(damped=True)``, session 23);
     ``"preset"``: the preset's constant, its fitting board's (``None``). A
     recording without a trace falls back to the preset's, and says so.
     """
@@ -196,10 +198,11 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
                          f"before any load) through {twin.name}'s thermal network, {row[schema.AMBIENT_C]:.1f} °C "
                          f"(constant); the preset's fit had {twin.ambient_c:.1f} °C"
                          + warm_start_note(real, twin, float(row[schema.AMBIENT_C])))
-    causal = ambient == "recorded-causal"
-    profile = recorded_ambient(real, twin, causal=causal)
+    causal, damped = ambient.startswith("recorded-causal"), ambient == "recorded-causal-median"
+    profile = recorded_ambient(real, twin, causal=causal, damped=damped)
     values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)[schema.AMBIENT_C])
     how = "from the past only, held from each stretch's end" if causal else "linear between stretch middles"
+    how = f"the median of the stretches so far, {how}" if damped else how
     # the causal profile holds the first stretch's value until the second stretch ends: a warm start
     # misreads the first loads as with the initial ambient
     warm = warm_start_note(real, twin, float(profile[schema.AMBIENT_C].iloc[0])) if causal else ""
@@ -339,7 +342,8 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     """
     out = Path(out_dir)
     preset = load_preset(preset)
-    cal, thermal = (read_from(preset, real, key) for key in ("board_calibration", "board_thermal"))
+    cal, thermal, capped = (read_from(preset, real, key)
+                            for key in ("board_calibration", "board_thermal", "board_capped_clock"))
     profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
     twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
@@ -377,6 +381,12 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
             f"board thermal resistance x {thermal['k']:.3f} of the preset's (read from the {thermal['readings']} "
             f"readings before the first series, {thermal['read_s'][1]:.0f} s; RMS {thermal['rms_before_c']:.2f} -> "
             f"{thermal['rms_after_c']:.2f} °C; the series and cooling rows are after it)")
+    if capped:
+        table.attrs["not_compared"].append(
+            f"board capped clock: core x {capped['core_scale']:.3f} (NVML read {capped['real_reading_mhz']:.0f} MHz "
+            f"in the capped entries before the first series; the {capped['held_out_series']} series held out"
+            + (f"; {capped['workload']}'s time x {capped['probed_time_ratio']:.4f} from {capped['probed_launches']} "
+               "probed launches there" if "probed_time_ratio" in capped else "") + ")")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
     notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))

@@ -32,7 +32,7 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "scaled_core",
+__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "scaled_core",
            "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
@@ -257,7 +257,7 @@ def _replay_spans(preset, rec: Recording, spans, temps):
     return [replay(_segment(rec, a, b), preset, start_temperature_c=temp) for (a, b), temp in zip(spans, temps)]
 
 
-def _capped_clock_reading(recs, starts, durations, from_s: float = 1.0) -> float:
+def capped_clock_reading(recs, starts, durations, from_s: float = 1.0) -> float:
     """Mean NVML clock reading from ``from_s`` into each span to its end."""
     values = []
     for rec, a, d in zip(recs, starts, durations):
@@ -287,7 +287,7 @@ def settled_capped_series(rec: Recording, holdout=(), *, settle_s: float = SETTL
 
 
 def fit_capped_clock(preset, rec: Recording, holdout=(), *, window: str = "spans", iterations: int = 4,
-                     tolerance_mhz: float = 3.0, report: dict | None = None):
+                     tolerance_mhz: float = 3.0, report: dict | None = None, target_mhz: float | None = None):
     """The preset with the core coefficient that gives the real clock under the power cap.
 
     A capped load's clock is where its power meets what the controller
@@ -311,6 +311,11 @@ def fit_capped_clock(preset, rec: Recording, holdout=(), *, window: str = "spans
         above the real clock (docs/twin.md, session 16). ``"settled"`` falls
         back to ``"spans"`` when the recording has no capped series long
         enough.
+    target_mhz : float, optional
+        The NVML clock reading the twin's is brought to over that window;
+        None: the recording's own reading there. A board calibration that
+        must leave the series held out reads its target elsewhere (e.g.
+        :func:`~powermodels.board_calibration.calibrate.capped_clock_before_series`).
 
     Returns
     -------
@@ -332,13 +337,14 @@ def fit_capped_clock(preset, rec: Recording, holdout=(), *, window: str = "spans
         return preset
     temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
     dur = [b - a for a, b in spans]
-    target = _capped_clock_reading([rec] * len(spans), [a for a, _ in spans], dur, from_s)
+    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], dur, from_s) if target_mhz is None \
+        else float(target_mhz)
     steps = []
     scale_total = 1.0
     twin = preset
     for _ in range(iterations):
         reps = _replay_spans(twin, rec, spans, temps)
-        got = _capped_clock_reading(reps, [0.2 + LEAD_S] * len(spans), dur, from_s)
+        got = capped_clock_reading(reps, [0.2 + LEAD_S] * len(spans), dur, from_s)
         steps.append({"core_w_per_ghz": twin.physics.core_w_per_ghz, "twin_clock_mhz": got})
         if not np.isfinite(got) or abs(got - target) <= tolerance_mhz:
             break
