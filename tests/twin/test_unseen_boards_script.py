@@ -105,19 +105,16 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
         "h200-raw-domains-thermal-network-cap1.0446-ambient-initial")
 
 
-def test_an_unknown_ambient_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
+@pytest.mark.parametrize(("suffix", "message"), [
+    (":board:poles", "must be scale, network, network-widen, network-keep or network-preset"),
+    (":board@warmest", "the ambient after '@' must be one of"),
+])
+def test_an_unknown_thermal_calibration_or_ambient_is_refused_before_any_replay(script, unseen, tmp_path, capsys,
+                                                                                suffix, message):
     path, preset, _ = unseen
     with pytest.raises(SystemExit):
-        script.main([str(path), "--preset", f"{preset}:board@warmest", "--out", str(tmp_path)])
-    assert "the ambient after '@' must be one of" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
-
-
-def test_an_unknown_thermal_calibration_is_refused_before_any_replay(script, unseen, tmp_path, capsys):
-    path, preset, _ = unseen
-    with pytest.raises(SystemExit):
-        script.main([str(path), "--preset", f"{preset}:board:poles", "--out", str(tmp_path)])
-    assert "must be scale, network, network-widen, network-keep or network-preset" in capsys.readouterr().err
+        script.main([str(path), "--preset", f"{preset}{suffix}", "--out", str(tmp_path)])
+    assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
 
 
