@@ -26,7 +26,7 @@ the one of the presets ``A``, ``B`` … pooled over the board's own part number
 each board's own calibration (session 22); a last ``:cap`` instead reads the board's own capped clock before the
 first series, ``:cap-probes`` its capped cycles from the probed pressure launches too
 (``calibrated_preset(cap="clock" | "probes")``, session 23). An ending ``@AMBIENT`` replays with that ambient
-(``twin-compare --ambient``), e.g. ``h200-raw-pooled:domains:network@recorded-causal-median``.
+(``twin-compare --ambient``), e.g. ``h200-raw-pooled:domains:network@initial``.
 
 A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held
 out or it is nothing. Folders already holding ``comparison.csv`` are read back, not replayed, so an

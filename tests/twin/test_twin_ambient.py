@@ -150,36 +150,3 @@ def test_replay_setup_is_what_twin_compare_replays_with(drifted):
     pd.testing.assert_frame_equal(profile, replay_ambient(real, expected, "recorded-causal")[0])
     assert replay_setup(real, preset, "preset")[1] is None
 
-
-#: an inlet that swings between idle stretches around 34 °C (like H200 GPU-65d4793c's, session 22)
-SWING = pd.DataFrame({schema.T_S: [0.0, 17.0, 18.0, 39.0, 40.0, 61.0, 62.0, 90.0],
-                      "ambient_c": [34.0, 34.0, 37.0, 37.0, 31.0, 31.0, 34.0, 34.0]})
-
-
-def test_damped_ambient_is_the_running_median_of_the_stretches_so_far():
-    preset = known_preset()
-    rec = replay(drifting_schedule(), preset, seed=1, poll_s=2e-3, ambient=SWING, ambient_source="test: swing")
-    plain = recorded_ambient(rec, preset)["ambient_c"].to_numpy()
-    damped = recorded_ambient(rec, preset, damped=True)["ambient_c"].to_numpy()
-    assert np.ptp(plain) > 4.0  # the stretches read the swing (34, 37, 31, 34 °C)
-    assert damped == pytest.approx([np.median(plain[:k + 1]) for k in range(len(plain))], abs=1e-12)
-    # a swing moves the damped ambient by less: half the first step, and the low stretch not below the first
-    assert damped[1] - damped[0] == pytest.approx((plain[1] - plain[0]) / 2)
-    assert damped[2] >= min(plain[0], plain[1]) > plain[2]
-    # causal as before: each value from its stretch's end on
-    causal = recorded_ambient(rec, preset, causal=True, damped=True)
-    ends = recorded_ambient(rec, preset)[schema.T1_S].to_numpy()
-    assert ambient_at(causal, ends[2] + 0.01) == pytest.approx(damped[2])
-    assert ambient_at(causal, ends[2] - 0.01) == pytest.approx(damped[1])
-
-
-def test_cli_twin_compare_takes_the_damped_ambient(drifted, tmp_path):
-    from powermodels.cli import main
-    from powermodels.recording import write_recording
-    from powermodels.twin.preset import save_preset
-
-    preset, rec = drifted
-    folder = write_recording(rec, tmp_path / "rec")
-    assert main(["twin-compare", str(folder), "--preset", str(save_preset(preset, tmp_path / "p.json")),
-                 "--out", str(tmp_path / "cmp"), "--ambient", "recorded-causal-median", "--cap-seeds", "1"]) == 0
-    assert "the median of the stretches so far" in (tmp_path / "cmp" / "comparison.md").read_text()

@@ -96,11 +96,11 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
         assert script.own_cap(label) == own and script.cap_factor(label) is None
         assert script.folder_name(label) == folder
     assert script.own_cap("h200-raw:domains:network:cap=1.0446") is False
-    damped = "h200-raw:domains:network:cap-probes@recorded-causal-median"
-    assert script.parse_label(damped) == (["h200-raw"], "domains", "network") and script.own_cap(damped) == "probes"
-    assert script.replay_ambient_of(damped) == "recorded-causal-median"
+    held = "h200-raw:domains:network:cap-probes@recorded"
+    assert script.parse_label(held) == (["h200-raw"], "domains", "network") and script.own_cap(held) == "probes"
+    assert script.replay_ambient_of(held) == "recorded"
     assert script.replay_ambient_of("h200-raw:domains") == "recorded-causal"
-    assert script.folder_name(damped) == "h200-raw-domains-thermal-network-cap-probes-ambient-recorded-causal-median"
+    assert script.folder_name(held) == "h200-raw-domains-thermal-network-cap-probes-ambient-recorded"
     assert script.folder_name("h200-raw:domains:network:cap=1.0446@initial") == (
         "h200-raw-domains-thermal-network-cap1.0446-ambient-initial")
 

@@ -28,13 +28,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cap-seeds", type=int, default=5, metavar="N",
                         help="replay each capped series with N sensor seeds and score its overshoot and settling "
                              "as their median (default 5; 1: the full replay's single values)")
-    parser.add_argument("--ambient", choices=("initial", "preset", "recorded", "recorded-causal",
-                                              "recorded-causal-median"),
+    parser.add_argument("--ambient", choices=("initial", "preset", "recorded", "recorded-causal"),
                         default="recorded-causal",
                         help="the replay's ambient temperature, read through the preset's thermal network: from "
                              "every idle stretch, each value from its stretch's end on (recorded-causal, the "
-                             "default since session 11), the same with each value the median of the stretches so "
-                             "far (recorded-causal-median), from the first idle stretch before any load (initial), "
+                             "default since session 11), from the first idle stretch before any load (initial), "
                              "from every stretch interpolated (recorded), or the preset's constant (preset)")
     parser.add_argument("--calibrate-board", choices=("board", "workload", "domains"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "

@@ -38,8 +38,8 @@ SETTLE_S = 2.0
 MIN_IDLE_S = 3.0
 
 
-def recorded_ambient(rec: Recording, preset, *, causal: bool = False, damped: bool = False,
-                     settle_s: float = SETTLE_S, min_idle_s: float = MIN_IDLE_S) -> pd.DataFrame:
+def recorded_ambient(rec: Recording, preset, *, causal: bool = False, settle_s: float = SETTLE_S,
+                     min_idle_s: float = MIN_IDLE_S) -> pd.DataFrame:
     """The ambient temperature of each idle stretch of ``rec``, through ``preset``'s thermal network.
 
     Parameters
@@ -56,12 +56,6 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, damped: bo
         cooling check stays held out); the first stretch's value also stands
         for the time before it, so that stretch is not held out. The default
         interpolates between stretch middles.
-    damped : bool, default=False
-        Replace each stretch's value by the median of it and every stretch
-        before it: an inlet that swings between stretches (±1.5 °C on
-        H200 GPU-65d4793c, docs/twin.md, session 22) then moves the replay's
-        ambient by less than one stretch's swing, and a steady drift still
-        carries over. Uses the past only, as ``causal`` does.
     settle_s, min_idle_s : float
         Seconds skipped at an idle stretch's start; shortest stretch read.
 
@@ -99,9 +93,6 @@ def recorded_ambient(rec: Recording, preset, *, causal: bool = False, damped: bo
         raise ValueError(f"recorded_ambient: {rec.name} has no idle stretch of {min_idle_s:g} s or more "
                          "with temperature readings (its ambient cannot be read)")
     points = pd.DataFrame(rows)
-    if damped:  # the running median of the stretches so far (each row's own value included)
-        values = points[schema.AMBIENT_C].to_numpy(float)
-        points[schema.AMBIENT_C] = [float(np.median(values[:k + 1])) for k in range(len(values))]
     if not causal:
         return points
     # from the past only: a stretch's value holds from its end (the first one's from the start)

@@ -166,7 +166,7 @@ def sensor_rows(preset, sensor_window, *, seed: int = 0) -> pd.DataFrame:
 
 
 #: ways a replay takes its ambient temperature (see :func:`twin_compare`)
-AMBIENTS = ("initial", "recorded", "recorded-causal", "recorded-causal-median", "preset")
+AMBIENTS = ("initial", "recorded", "recorded-causal", "preset")
 
 
 def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd.DataFrame | None, str]:
@@ -178,8 +178,6 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
     (:func:`~powermodels.twin.ambient.initial_ambient`); ``"recorded"``:
     from every idle stretch (:func:`~powermodels.twin.ambient.recorded_ambient`),
     interpolated; ``"recorded-causal"``: the same from the past only;
-    ``"recorded-causal-median"``: that with each stretch's value the median
-    of the stretches so far (``recorded_ambient(damped=True)``, session 23);
     ``"preset"``: the preset's constant, its fitting board's (``None``). A
     recording without a trace falls back to the preset's, and says so.
     """
@@ -198,11 +196,10 @@ def replay_ambient(real: Recording, preset, ambient: str = "preset") -> tuple[pd
                          f"before any load) through {twin.name}'s thermal network, {row[schema.AMBIENT_C]:.1f} °C "
                          f"(constant); the preset's fit had {twin.ambient_c:.1f} °C"
                          + warm_start_note(real, twin, float(row[schema.AMBIENT_C])))
-    causal, damped = ambient.startswith("recorded-causal"), ambient == "recorded-causal-median"
-    profile = recorded_ambient(real, twin, causal=causal, damped=damped)
+    causal = ambient == "recorded-causal"
+    profile = recorded_ambient(real, twin, causal=causal)
     values = ", ".join(f"{v:.1f}" for v in profile.drop_duplicates(schema.T0_S)[schema.AMBIENT_C])
     how = "from the past only, held from each stretch's end" if causal else "linear between stretch middles"
-    how = f"the median of the stretches so far, {how}" if damped else how
     # the causal profile holds the first stretch's value until the second stretch ends: a warm start
     # misreads the first loads as with the initial ambient
     warm = warm_start_note(real, twin, float(profile[schema.AMBIENT_C].iloc[0])) if causal else ""
