@@ -263,6 +263,8 @@ def main(argv=None) -> int:
         names, scale, thermal = parse_label(label)
         if scale not in SCALES:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
+        if cap_factor(label) is not None and CAP_OWN.search(CAP.sub("", AMBIENT.sub("", label))):
+            ap.error(f"{label}: a pooled ':cap=F' and the board's own ':cap' / ':cap-probes' exclude each other")
         if replay_ambient_of(label) not in AMBIENTS:
             ap.error(f"{label}: the ambient after '@' must be one of {', '.join(AMBIENTS)}")
         if thermal not in THERMALS:

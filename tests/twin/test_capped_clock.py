@@ -13,6 +13,7 @@ from powermodels.board_calibration import (
     calibrated_preset,
     capped_clock_before_series,
     pooled_preset,
+    probed_cycles_before,
 )
 from powermodels.board_calibration import calibrate as calibrate_module
 from powermodels.devices.simulated import SimulatedWorkload
@@ -151,12 +152,16 @@ def test_the_capped_clock_is_read_before_the_first_series_and_the_series_stay_ou
     assert settled == pytest.approx(read["real_reading_mhz"], abs=6.0)
     # the uncapped load keeps its power; calibrated_preset(cap=True) is the same step
     assert fitted.workloads["gemm"].workload.activity * fitted.physics.core_w_per_ghz == pytest.approx(0.45 * 230.0)
-    via = calibrated_preset(capped_board(), rec, cap=True)
+    via = calibrated_preset(capped_board(), rec, cap="clock")
     assert via.physics.core_w_per_ghz == pytest.approx(fitted.physics.core_w_per_ghz, rel=1e-9)
-    # a recording with no capped entry before its series: nothing to read, the preset as it was
+    # a recording with no capped entry before its series: nothing to read, said so
     late = replay(schedule(), capped_board(), seed=4, poll_s=2e-3, start_temperature_c=40.0)
-    unchanged = capped_clock_before_series(capped_board(), late)
-    assert unchanged.physics == capped_board().physics and "board_capped_clock" not in unchanged.fit
+    with pytest.raises(ValueError, match=r"no capped pressure entry of 1\.5 s or more before its first series"):
+        capped_clock_before_series(capped_board(), late)
+    # a cap controller without an averaging window has no settled clock to fit
+    windowless = replace(capped_board(), physics=replace(capped_board().physics, cap_window_s=0.0))
+    with pytest.raises(ValueError, match="no averaging window"):
+        capped_clock_before_series(windowless, rec)
 
 
 def test_twin_compare_calibrate_cap_notes_the_factor_read(tmp_path):
@@ -169,7 +174,7 @@ def test_twin_compare_calibrate_cap_notes_the_factor_read(tmp_path):
     folder = write_recording(rec, tmp_path / "rec")
     preset_file = save_preset(capped_board(), tmp_path / "b.json")
     assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
-                 "--calibrate-cap", "--cap-seeds", "1"]) == 0
+                 "--calibrate-cap", "clock", "--cap-seeds", "1"]) == 0
     note = (tmp_path / "cmp" / "comparison.md").read_text()
     assert "board capped clock: core x 1.0" in note and "the 2 series held out" in note
 
@@ -212,15 +217,36 @@ def test_cycles_from_the_probed_pressure_before_the_series_only():
     # the clock is then matched with those cycles: the same target as with the preset's cycles
     plain = capped_clock_before_series(capped_board(), probed).fit["board_capped_clock"]
     assert read["real_reading_mhz"] == pytest.approx(plain["real_reading_mhz"], rel=1e-12)
-    via = calibrated_preset(capped_board(), probed, cap="probes")
-    assert via.workloads["bf16"].workload.core_work == pytest.approx(before.core_work * 1.02, rel=1e-9)
+    for cap in ("probes", True):  # True is "probes"
+        via = calibrated_preset(capped_board(), probed, cap=cap)
+        assert via.workloads["bf16"].workload.core_work == pytest.approx(before.core_work * 1.02, rel=1e-9)
 
 
 def test_cycles_from_probes_refuse_a_recording_whose_pressure_was_not_probed():
     rec = replay(natural_then_series(), capped_board(), seed=3, poll_s=2e-3, start_temperature_c=40.0)
     with pytest.raises(ValueError, match="--probe-pressure"):
         capped_clock_before_series(capped_board(), with_probed_launches(rec, {"series": 1.0}), cycles="probes")
+    with pytest.raises(ValueError, match="--probe-pressure"):  # no probes.parquet at all
+        capped_clock_before_series(capped_board(), replace(rec, probes=None), cycles="probes")
+    no_bf16 = replace(capped_board(), workloads={k: w for k, w in capped_board().workloads.items() if k != "bf16"})
+    with pytest.raises(ValueError, match="has no workload 'bf16'"):
+        probed_cycles_before(no_bf16, with_probed_launches(rec, {"pressure": 1.0}), "bf16", 12.0)
     with pytest.raises(ValueError, match="cycles must be"):
         capped_clock_before_series(capped_board(), rec, cycles="series")
     with pytest.raises(ValueError, match="cap must be"):
         calibrated_preset(capped_board(), rec, cap="both")
+
+
+def test_twin_compare_calibrate_cap_probes_says_what_recording_it_needs(tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.recording import write_recording
+    from powermodels.twin.preset import save_preset
+
+    rec = replay(natural_then_series(), capped_board(), seed=3, poll_s=2e-3, start_temperature_c=40.0)
+    folder = write_recording(rec, tmp_path / "rec")
+    preset_file = save_preset(capped_board(), tmp_path / "b.json")
+    assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
+                 "--calibrate-cap"]) != 0  # "probes" with no value
+    err = capsys.readouterr().err
+    assert "no probed bf16 launch before its first series" in err and "--probe-pressure" in err
+    assert "Traceback" not in err and not (tmp_path / "cmp" / "comparison.csv").exists()

@@ -149,4 +149,3 @@ def test_replay_setup_is_what_twin_compare_replays_with(drifted):
     assert adapted == expected
     pd.testing.assert_frame_equal(profile, replay_ambient(real, expected, "recorded-causal")[0])
     assert replay_setup(real, preset, "preset")[1] is None
-

@@ -108,6 +108,7 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
 @pytest.mark.parametrize(("suffix", "message"), [
     (":board:poles", "must be scale, network, network-widen, network-keep or network-preset"),
     (":board@warmest", "the ambient after '@' must be one of"),
+    (":board::cap-probes:cap=1.02", "exclude each other"),
 ])
 def test_an_unknown_thermal_calibration_or_ambient_is_refused_before_any_replay(script, unseen, tmp_path, capsys,
                                                                                 suffix, message):
@@ -129,4 +130,5 @@ def test_a_label_s_ambient_reaches_the_replay(script, unseen, tmp_path):
     script.replay_one(f"{preset}@initial", str(path), str(tmp_path / "initial"))
     script.replay_one(str(preset), str(path), str(tmp_path / "default"))
     assert "Ambient temperature of the replay: initial:" in (tmp_path / "initial" / "comparison.md").read_text()
-    assert "Ambient temperature of the replay: recorded:" in (tmp_path / "default" / "comparison.md").read_text()
+    default = (tmp_path / "default" / "comparison.md").read_text()
+    assert "Ambient temperature of the replay: recorded:" in default and "from the past only" in default

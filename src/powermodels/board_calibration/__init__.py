@@ -8,7 +8,8 @@ board's levels; these modules move them, and nothing else of the preset:
   idle power and dynamic power from a recording's first idle and each
   series' first second (:func:`calibrated_preset`: that and the thermal one, as
   ``twin-compare --calibrate-board`` applies them); :func:`capped_clock_before_series`:
-  the clock under the power cap, read before the first series (session 22);
+  the clock under the power cap, read before the first series (session 22), and with ``cycles="probes"``
+  the capped workload's cycles from its probed launches there (session 23);
 * :mod:`~powermodels.board_calibration.thermal` — :func:`calibrate_board_thermal`:
   the thermal resistances from the readings before the first thermal series;
   :func:`calibrate_board_network`: the whole network, time constants too (session 18);
@@ -26,7 +27,12 @@ board's levels; these modules move them, and nothing else of the preset:
 The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 """
 
-from .calibrate import calibrate_board, calibrated_preset, capped_clock_before_series
+from .calibrate import (
+    calibrate_board,
+    calibrated_preset,
+    capped_clock_before_series,
+    probed_cycles_before,
+)
 from .capped_workload import capped_workload_levels, capped_workload_preset
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
@@ -38,5 +44,5 @@ from .thermal import (
 )
 
 __all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "calibrate_board", "calibrate_board_network",
-           "calibrate_board_thermal", "calibrated_preset", "capped_clock_before_series", "capped_workload_levels", "capped_workload_preset",
-           "part_preset", "pole_factors", "pooled_preset"]
+           "calibrate_board_thermal", "calibrated_preset", "capped_clock_before_series", "capped_workload_levels",
+           "capped_workload_preset", "part_preset", "pole_factors", "pooled_preset", "probed_cycles_before"]

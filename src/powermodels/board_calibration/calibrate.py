@@ -250,7 +250,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
 
 def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False,
                       network_at_edge: str = "widen", cap: bool | str = False) -> TwinPreset:
-    """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/--calibrate-thermal`` does.
+    """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/-thermal/-cap`` does.
 
     Parameters
     ----------
@@ -272,13 +272,16 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     network_at_edge : {"widen", "keep", "preset"}, default="widen"
         With ``thermal="network"``: :func:`calibrate_board_network`'s
         ``at_edge``, what to do when a time constant lands on its band's edge.
-    cap : {False, True, "clock", "probes"}, default=False
-        Last, bring the clock under the power cap to the board's, read
-        before the first series (:func:`capped_clock_before_series`; ``True``
-        is ``"clock"``; ``"probes"`` first takes the capped workload's cycles
-        from its probed launches before the first series). Boards of one
-        model settle at different capped clocks (1 440–1 560 MHz on H200s,
-        docs/twin.md), which the uncapped seconds do not tell.
+    cap : {False, True, "probes", "clock"}, default=False
+        Last, bring the capped workload to the board's, read before the first
+        series (:func:`capped_clock_before_series`): ``"probes"`` (or
+        ``True``) its cycles from its probed launches there, then the clock
+        under the power cap (session 23's clean test passed on two H200s);
+        ``"clock"`` the clock alone, with the preset's cycles (for a recording
+        whose pressure was not probed; validated only with pooled cycles,
+        session 22). Boards of one model settle at different capped clocks
+        (NVML 1 440–1 532 MHz on 21 H200s, docs/twin.md), which the uncapped
+        seconds do not tell.
 
     Returns
     -------
@@ -287,7 +290,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     Raises
     ------
     ValueError
-        On an unknown ``thermal``, or what the calibrations raise.
+        On an unknown ``thermal`` or ``cap``, or what the calibrations raise.
     """
     if thermal not in (False, True, "scale", "network"):
         raise ValueError(f"calibrated_preset: thermal must be False, True, 'scale' or 'network', got {thermal!r}")
@@ -302,7 +305,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         twin = calibrate_board_thermal(twin, rec)
     if not cap:
         return twin
-    return capped_clock_before_series(twin, rec, cycles="probes" if cap == "probes" else "preset")
+    return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes")
 
 
 def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset") -> TwinPreset:
@@ -313,8 +316,11 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
     :func:`~powermodels.twin.fit_controller.fit_capped_clock`,
     ``window="settled"``) equals the clock NVML read over the capped
     ``pressure`` entries before the first series (a raw recording's natural
-    part), from 1 s into each. Nothing of the series themselves is read, so
-    the warm-up rows scored on them stay held out. On nine real H200 boards
+    part), from 1 s into each. Of the series only their times, NVML's
+    throttle reasons (which part of each ran capped) and the die temperature
+    just before each capped one (where the twin's own replay of it starts)
+    are read: no power, energy or clock of a series, so the warm-up rows
+    scored on them stay held out. On nine real H200 boards
     the two real readings agree within −0.5 … +0.6 %, while the twin's own
     clock rises ~1 % from the short entries to the long series; so the twin
     is matched where the rows are scored (docs/twin.md, session 22). At the
@@ -342,28 +348,40 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         With ``fit["board_capped_clock"]`` (and the same in its provenance):
         the recording and board, NVML's reading, the twin's at each step,
         the factor and, with ``cycles="probes"``, the probed time ratio and
-        the launches it was read from; ``preset`` unchanged when the
-        recording has no capped entry before its series or no capped series
-        to match.
+        the launches and probes it was read from.
 
     Raises
     ------
     ValueError
-        On an unknown ``cycles``, or with ``cycles="probes"`` when no capped
-        launch before the first series has a clock probe beside it.
+        On an unknown ``cycles``; when the recording has no capped
+        ``pressure`` entry before its first series, no capped series to
+        match, or no finite clock reading there; when the preset's cap
+        controller has no averaging window (``cap_window_s`` 0: no settled
+        clock to fit); with ``cycles="probes"``, what
+        :func:`probed_cycles_before` raises.
     """
     if cycles not in ("preset", "probes"):
         raise ValueError(f"capped_clock_before_series: cycles must be 'preset' or 'probes', got {cycles!r}")
     twin = load_preset(preset)
     series = rec.phase_rows(kind="series")
     held_out = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
-    spans = capped_spans(rec, held_out)
+    first = min((a for a, _ in held_out), default=np.inf)
+    spans = [(a, b) for a, b in capped_spans(rec, held_out) if b <= first]
     if not spans or not settled_capped_series(rec):
-        return twin
+        raise ValueError(f"capped_clock_before_series: {rec.name} has no capped pressure entry of 1.5 s or more before "
+                         "its first series, or no capped series to match: nothing to calibrate the capped clock on")
+    if twin.physics.cap_window_s <= 0:
+        raise ValueError(f"capped_clock_before_series: {twin.name}'s cap controller has no averaging window "
+                         "(cap_window_s 0), so it has no settled capped clock to fit")
+    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], [b - a for a, b in spans])
+    if not np.isfinite(target):
+        raise ValueError(f"capped_clock_before_series: {rec.name} has no NVML clock reading in its capped entries")
     probed = {}
     if cycles == "probes":
-        twin, probed = probed_cycles_before(twin, rec, min(a for a, _ in held_out) if held_out else np.inf)
-    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], [b - a for a, b in spans])
+        pressure = rec.phase_rows(kind="pressure")
+        workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
+                                    schema.WORKLOAD].mode().iloc[0])
+        twin, probed = probed_cycles_before(twin, rec, workload, first)
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
@@ -373,29 +391,50 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
                    fit={**fitted.fit, "board_capped_clock": report})
 
 
-def probed_cycles_before(preset: TwinPreset, rec: Recording, before_s: float) -> tuple[TwinPreset, dict]:
-    """``preset`` with the pressure workload's time per launch × its probed time ratio before ``before_s``.
+def probed_cycles_before(preset: TwinPreset, rec: Recording, workload: str,
+                         before_s: float) -> tuple[TwinPreset, dict]:
+    """``preset`` with ``workload``'s time per launch × its probed time ratio over ``rec`` before ``before_s``.
+
+    Parameters
+    ----------
+    preset : TwinPreset
+    rec : Recording
+        A recording whose launches of ``workload`` before ``before_s`` were
+        timed and clock-probed (a raw recording made with
+        ``gpu_raw_recording.py --probe-pressure``).
+    workload : str
+        The capped workload (the recording's ``pressure`` load).
+    before_s : float
+        Only launches and probes that start before this time are read (the
+        first series' start, so that the series stay held out).
 
     Returns
     -------
     (TwinPreset, dict)
-        The preset and ``{"workload", "probed_time_ratio", "probed_launches"}``.
+        The preset and ``{"workload", "probed_time_ratio", "probed_launches",
+        "probes"}`` (launches and probes of ``workload`` before ``before_s``;
+        :func:`~powermodels.twin.adapt.probed_time_ratio` pairs them).
 
     Raises
     ------
     ValueError
-        When no launch of the pressure workload before ``before_s`` has a clock probe beside it.
+        When the preset has no ``workload``, or no launch of it before
+        ``before_s`` has a clock probe beside it.
     """
-    pressure = rec.phase_rows(kind="pressure")
-    name = str(pressure[schema.WORKLOAD].mode().iloc[0]) if len(pressure) else None
-    launches = rec.launches.loc[(rec.launches[schema.WORKLOAD] == name) & (rec.launches[schema.START_S] < before_s)]
-    probes = rec.probes if rec.probes is not None else None
+    if workload not in preset.workloads:
+        raise ValueError(f"probed_cycles_before: {preset.name} has no workload {workload!r} (the recording's capped "
+                         "pressure load)")
+    launches = rec.launches.loc[(rec.launches[schema.WORKLOAD] == workload)
+                                & (rec.launches[schema.START_S] < before_s)]
+    probes = rec.probes  # None: a recording without probes.parquet
+    if probes is not None:
+        probes = probes.loc[(probes[schema.WORKLOAD] == workload) & (probes[schema.T_S] < before_s)]
     ratio = float("nan")
-    if name in preset.workloads and probes is not None and len(launches):
-        probes = probes.loc[(probes[schema.WORKLOAD] == name) & (probes[schema.T_S] < before_s)]
-        ratio = probed_time_ratio(preset.workloads[name], launches, probes, preset.physics.mem_clocks_mhz[0])
+    if len(launches) and probes is not None and len(probes):
+        ratio = probed_time_ratio(preset.workloads[workload], launches, probes, preset.physics.mem_clocks_mhz[0])
     if not np.isfinite(ratio):
-        raise ValueError(f"capped_clock_before_series: {rec.name} has no probed {name} launch before its first "
-                         "series (record the natural part with gpu_raw_recording.py --probe-pressure)")
-    moved = replace(preset, workloads={**preset.workloads, name: time_scaled(preset.workloads[name], ratio)})
-    return moved, {"workload": name, "probed_time_ratio": ratio, "probed_launches": len(launches)}
+        raise ValueError(f"probed_cycles_before: {rec.name} has no probed {workload} launch before its first series "
+                         "(record the natural part with gpu_raw_recording.py --probe-pressure)")
+    moved = replace(preset, workloads={**preset.workloads, workload: time_scaled(preset.workloads[workload], ratio)})
+    return moved, {"workload": workload, "probed_time_ratio": ratio, "probed_launches": len(launches),
+                   "probes": len(probes)}  # not None: the ratio is finite

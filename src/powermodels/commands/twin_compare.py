@@ -46,12 +46,13 @@ def add_arguments(parser) -> None:
                              "held out): 'scale' (the default with no value) scales every resistance by one factor, "
                              "'network' fits the board's own resistances and time constants (one on its band's edge is "
                              "fitted again in a band widened past that edge)")
-    parser.add_argument("--calibrate-cap", nargs="?", const="clock", choices=("clock", "probes"),
-                        help="last, bring the twin's clock under the power cap to the board's, read from the capped "
-                             "pressure entries before the first series (a raw recording's natural part; "
-                             "board_calibration.capped_clock_before_series): the series stay held out. 'probes' "
-                             "first takes the capped workload's cycles from its probed launches there (a recording "
-                             "made with gpu_raw_recording.py --probe-pressure)")
+    parser.add_argument("--calibrate-cap", nargs="?", const="probes", choices=("probes", "clock"),
+                        help="last, bring the capped workload to the board's, read from the capped pressure entries "
+                             "before the first series (a raw recording's natural part; "
+                             "board_calibration.capped_clock_before_series): 'probes' (the default with no value) "
+                             "its cycles from its probed launches there (a recording made with gpu_raw_recording.py "
+                             "--probe-pressure), then the clock under the power cap; 'clock' the clock alone, with "
+                             "the preset's cycles (not validated on its own). The series' readings stay held out")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "

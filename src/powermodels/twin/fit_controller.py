@@ -32,8 +32,8 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "scaled_core",
-           "settled_capped_series", "span_score"]
+__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
+           "scaled_core", "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
 CAP_GAIN_GRID = tuple(itertools.product((10.0, 100.0, 1000.0), (0.0, 4.0), (0.0, 1.0)))
@@ -258,9 +258,24 @@ def _replay_spans(preset, rec: Recording, spans, temps):
 
 
 def capped_clock_reading(recs, starts, durations, from_s: float = 1.0) -> float:
-    """Mean NVML clock reading from ``from_s`` into each span to its end."""
+    """Mean NVML clock reading (MHz) from ``from_s`` into each span to its end, over all spans.
+
+    Parameters
+    ----------
+    recs : sequence of Recording
+        The recording of each span (the same one repeated, or each span's own replay).
+    starts, durations : sequence of float
+        Each span's start in its recording and its length (s).
+    from_s : float, default=1.0
+        Seconds skipped at each span's start (the controller's first swing).
+
+    Returns
+    -------
+    float
+        NaN where no span has a reading in it.
+    """
     values = []
-    for rec, a, d in zip(recs, starts, durations):
+    for rec, a, d in zip(recs, starts, durations, strict=True):
         t = a + np.arange(from_s, d, 0.02)
         values.append(metrics.reading_series(rec, schema.SM_CLOCK_MHZ, t))
     return float(np.mean(np.concatenate(values))) if values else float("nan")
