@@ -52,7 +52,6 @@ from .. import clock_events, schema
 from ..recording import Recording
 from ..twin import metrics
 from ..twin.adapt import probed_time_ratio, time_scaled
-from ..twin.ambient import ambient_at, recorded_ambient
 from ..twin.fit_controller import (
     capped_clock_reading,
     capped_spans,
@@ -309,8 +308,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes")
 
 
-def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset",
-                               board_ambient: bool = False) -> TwinPreset:
+def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset") -> TwinPreset:
     """``preset`` with the clock under the power cap read from ``rec`` before its first series.
 
     The core coefficient with which the twin's *settled* clock over the
@@ -343,14 +341,6 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         A capped workload's energy per launch is its power at the cap times
         its time, so a board whose GEMM takes 1 % more cycles reads 1 % more
         energy at the same clock.
-    board_ambient : bool, default=False
-        Fit the clock with the twin's replays of the capped series at the
-        board's ambient read before the first series (the recorded-causal
-        profile's value at its start, :func:`~powermodels.twin.ambient.recorded_ambient`),
-        as the comparison replays them, instead of the preset's ambient (its
-        fitting board's): a cooler inlet leaks less and holds a higher clock
-        at the cap (session 23, under test). The preset returned keeps its
-        own ambient.
 
     Returns
     -------
@@ -392,18 +382,11 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
                                     schema.WORKLOAD].mode().iloc[0])
         twin, probed = probed_cycles_before(twin, rec, workload, first)
-    inlet = {}
-    if board_ambient:
-        own = twin.ambient_c
-        inlet = {"fit_ambient_c": ambient_at(recorded_ambient(rec, twin, causal=True), first)}
-        twin = replace(twin, ambient_c=inlet["fit_ambient_c"])
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
-    if board_ambient:
-        fitted = replace(fitted, ambient_c=own)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
               "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
-              "held_out_series": len(held_out), **probed, **inlet}
+              "held_out_series": len(held_out), **probed}
     return replace(fitted, provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})
 
