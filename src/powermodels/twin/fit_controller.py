@@ -33,7 +33,7 @@ from . import metrics
 from .replay import replay
 
 __all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
-           "scaled_core", "settled_capped_series", "span_score"]
+           "scaled_core", "settled_cap_power", "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
 CAP_GAIN_GRID = tuple(itertools.product((10.0, 100.0, 1000.0), (0.0, 4.0), (0.0, 1.0)))
@@ -198,9 +198,8 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
             report["cap_gains"] = {"spans": 0, "chosen": None, "why": "no capped span outside the held-out data"}
         return preset
     real = [_span_powers(rec, a, b) for a, b in spans]
-    # what the controller holds the counter's 1 s mean at once settled (from 2 s into each span)
-    settled = np.concatenate([p1s[17:] for p1s, _ in real])
-    offset = float(np.median(settled) - preset.physics.power_limit_w) if settled.size >= 5 else 0.0
+    settled = settled_cap_power(rec, spans, real)
+    offset = float(settled - preset.physics.power_limit_w) if np.isfinite(settled) else 0.0
     preset = replace(preset, physics=replace(preset.physics, cap_offset_w=offset))
     temps = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in spans]
     scores = []
@@ -215,6 +214,30 @@ def fit_cap_gains(preset, rec: Recording, holdout=(), *, grid=CAP_GAIN_GRID, rep
                                "cap_offset_w": offset,
                                "chosen": {k: best[k] for k in GAIN_FIELDS}}
     return replace(preset, physics=replace(preset.physics, **{k: float(best[k]) for k in GAIN_FIELDS}))
+
+
+def settled_cap_power(rec: Recording, spans, powers=None) -> float:
+    """What the controller holds the energy counter's 1 s mean power at once settled over ``spans`` (W).
+
+    The median, over the spans, of the 1 s mean power every 0.1 s from 1.7 s into each (the window then
+    covers 0.7–1.7 s and later: past the start's overshoot), as :func:`fit_cap_gains` sets ``cap_offset_w``.
+
+    Parameters
+    ----------
+    rec : Recording
+    spans : sequence of (t0_s, t1_s)
+        Capped spans (:func:`capped_spans`).
+    powers : list, optional
+        The spans' powers already read (``_span_powers``), to read them once.
+
+    Returns
+    -------
+    float
+        NaN with fewer than five 1 s means.
+    """
+    powers = [_span_powers(rec, a, b) for a, b in spans] if powers is None else powers
+    settled = np.concatenate([p1s[17:] for p1s, _ in powers]) if powers else np.array([])
+    return float(np.median(settled)) if settled.size >= 5 else float("nan")
 
 
 def span_score(preset, rec: Recording, spans, real=None, temps=None) -> dict:
