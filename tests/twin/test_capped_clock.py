@@ -250,3 +250,17 @@ def test_twin_compare_calibrate_cap_probes_says_what_recording_it_needs(tmp_path
     err = capsys.readouterr().err
     assert "no probed bf16 launch before its first series" in err and "--probe-pressure" in err
     assert "Traceback" not in err and not (tmp_path / "cmp" / "comparison.csv").exists()
+
+
+def test_settled_cap_power_is_the_counter_s_1s_mean_past_the_start():
+    from powermodels.twin.fit_controller import fit_cap_gains, settled_cap_power
+
+    rec = replay(natural_then_series(), capped_board(), seed=2, poll_s=2e-3, start_temperature_c=40.0)
+    # the twin's controller holds the 1 s mean near its budget, the limit plus its offset (650 - 3 W)
+    settled = settled_cap_power(rec, [(18.0, 23.0)])
+    assert abs(settled - 647.0) < 5.0
+    assert np.isnan(settled_cap_power(rec, [(18.0, 19.9)]))  # under five 1 s means past 1.7 s
+    report = {}
+    fit_cap_gains(capped_board(), rec, grid=[(10.0, 0.0, 0.0)], report=report)
+    spans = report["cap_gains"]["spans"]
+    assert report["cap_gains"]["cap_offset_w"] == pytest.approx(settled_cap_power(rec, spans) - 650.0, rel=1e-12)

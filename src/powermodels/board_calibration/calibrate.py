@@ -52,12 +52,10 @@ from .. import clock_events, schema
 from ..recording import Recording
 from ..twin import metrics
 from ..twin.adapt import probed_time_ratio, time_scaled
-from ..twin.ambient import ambient_at, recorded_ambient
 from ..twin.fit_controller import (
     capped_clock_reading,
     capped_spans,
     fit_capped_clock,
-    settled_cap_power,
     settled_capped_series,
 )
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
@@ -310,8 +308,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes")
 
 
-def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset",
-                               board_cap: bool = False) -> TwinPreset:
+def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset") -> TwinPreset:
     """``preset`` with the clock under the power cap read from ``rec`` before its first series.
 
     The core coefficient with which the twin's *settled* clock over the
@@ -385,19 +382,11 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
                                     schema.WORKLOAD].mode().iloc[0])
         twin, probed = probed_cycles_before(twin, rec, workload, first)
-    inlet = {}
-    if board_cap:  # candidate fix 6 (session 23): the board's settled cap power, the clock fitted at its ambient
-        own = twin.ambient_c
-        offset = settled_cap_power(rec, spans) - twin.physics.power_limit_w
-        inlet = {"fit_ambient_c": ambient_at(recorded_ambient(rec, twin, causal=True), first), "cap_offset_w": offset}
-        twin = replace(twin, ambient_c=inlet["fit_ambient_c"], physics=replace(twin.physics, cap_offset_w=offset))
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
-    if board_cap:
-        fitted = replace(fitted, ambient_c=own)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
               "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
-              "held_out_series": len(held_out), **probed, **inlet}
+              "held_out_series": len(held_out), **probed}
     return replace(fitted, provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})
 
