@@ -10,7 +10,8 @@ Usage::
         --out levels.csv datasets/h200-2026-11-28/raw_recording_*
 
 ``readings``: per recording, NVML's clock over the natural part's capped ``pressure`` entries (the eight
-longest of at least 1.5 s, each cut to 5 s: :func:`powermodels.twin.fit_controller.capped_spans`; from 1 s in) and
+longest of at least 1.5 s that end before the first series, each cut to 5 s:
+:func:`powermodels.twin.fit_controller.capped_entries_before_series`; from 1 s in) and
 over the capped ``series`` (from 5 s), the die temperature there and the settled power (NVML's 1 s average), real
 and twin. On nine H200s the real clock is the same in both while the twin's rises ~1 % (docs/twin.md, session 22).
 
@@ -41,7 +42,11 @@ from powermodels.board_calibration import calibrated_preset
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.adapt import adapt_workloads, time_scaled
-from powermodels.twin.fit_controller import capped_spans, fit_capped_clock, settled_capped_series
+from powermodels.twin.fit_controller import (
+    capped_entries_before_series,
+    fit_capped_clock,
+    settled_capped_series,
+)
 
 #: the capped workload of the raw recordings
 CAPPED = "torch_bf16_matmul_8192"
@@ -57,9 +62,7 @@ def mean_reading(rec, spans, from_s: float, column: str) -> float:
 
 def readings(real, twin) -> dict:
     """Real and twin NVML readings over the capped entries before the series and over the settled series."""
-    series = real.phase_rows(kind="series")
-    held = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
-    entries, settled = capped_spans(real, held), settled_capped_series(real)
+    entries, settled = capped_entries_before_series(real), settled_capped_series(real)
     row = {"board": board_label(real.provenance.get("uuid", real.name))}
     for side, rec in (("real", real), ("twin", twin)):  # the twin replays the real schedule at its times
         row[f"{side} entries MHz"] = mean_reading(rec, entries, 1.0, schema.SM_CLOCK_MHZ)

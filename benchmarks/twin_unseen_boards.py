@@ -105,9 +105,9 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     ``([NAME], SCALE, THERMAL)``; ``part:A,B`` → ``([A, B], "", "")`` (each recording takes the one of
     ``A``, ``B`` pooled over its board's part number), and ``part:A,B:SCALE[:THERMAL]`` that one calibrated.
     A last ``:cap=F`` (:func:`cap_factor`), ``:cap`` or ``:cap-probes`` (:func:`own_cap`) and an ending
-    ``@AMBIENT`` (:func:`replay_ambient_of`) are not part of the three.
+    ``@AMBIENT`` (:func:`replay_ambient_of`) are not part of the three (:func:`label_endings`).
     """
-    label = CAP_OWN.sub("", CAP.sub("", AMBIENT.sub("", label)))
+    label = label_endings(label)[0]
     if label.startswith(PART):
         names, _, calibration = label[len(PART):].partition(":")
         scale, _, thermal = calibration.partition(":")
@@ -117,22 +117,37 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     return [name], scale, thermal
 
 
+def label_endings(label: str) -> tuple[str, str | None, str | bool, str]:
+    """A ``--preset`` label without its endings, and the endings, read from the end once.
+
+    Returns ``(rest, F, own, ambient)``: ``ambient`` of an ending ``@AMBIENT`` (else ``"recorded-causal"``), then
+    ``F`` of a ``:cap=F`` as written (else None), then ``own`` of a ``:cap`` (``"clock"``) or ``:cap-probes``
+    (``"probes"``; else False); ``rest`` is what is left (``NAME[:SCALE[:THERMAL]]`` or ``part:…``).
+    """
+    found = AMBIENT.search(label)
+    ambient = "recorded-causal" if found is None else found["ambient"]
+    label = AMBIENT.sub("", label)
+    factor = CAP.search(label)
+    label = CAP.sub("", label)
+    own = CAP_OWN.search(label)
+    return (CAP_OWN.sub("", label), None if factor is None else factor["factor"],
+            False if own is None else ("probes" if own["probes"] else "clock"), ambient)
+
+
 def replay_ambient_of(label: str) -> str:
     """A ``--preset`` label's replay ambient: ``AMBIENT`` of an ending ``@AMBIENT``, else ``"recorded-causal"``."""
-    found = AMBIENT.search(label)
-    return "recorded-causal" if found is None else found["ambient"]
+    return label_endings(label)[3]
 
 
 def cap_factor(label: str) -> float | None:
     """A ``--preset`` label's capped-clock factor ``F`` (``…:cap=F``), None without one."""
-    found = CAP.search(AMBIENT.sub("", label))
-    return None if found is None else float(found["factor"])
+    written = label_endings(label)[1]
+    return None if written is None else float(written)
 
 
 def own_cap(label: str) -> str | bool:
     """A ``--preset`` label's own capped-clock step: ``"clock"`` (``…:cap``), ``"probes"`` (``…:cap-probes``) or False."""
-    found = CAP_OWN.search(AMBIENT.sub("", label))
-    return False if found is None else ("probes" if found["probes"] else "clock")
+    return label_endings(label)[2]
 
 
 def folder_name(label: str) -> str:
@@ -144,10 +159,9 @@ def folder_name(label: str) -> str:
     """
     names, scale, thermal = parse_label(label)
     stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
-    cap, own, ambient = cap_factor(label), own_cap(label), replay_ambient_of(label)
-    written = CAP.search(AMBIENT.sub("", label))
+    _, written, own, ambient = label_endings(label)
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
-            + (f"-cap{written['factor']}" if cap is not None else "")  # F as written: no rounding
+            + (f"-cap{written}" if written is not None else "")  # F as written: no rounding
             + {False: "", "clock": "-cap", "probes": "-cap-probes"}[own]
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
@@ -263,7 +277,7 @@ def main(argv=None) -> int:
         names, scale, thermal = parse_label(label)
         if scale not in SCALES:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
-        if cap_factor(label) is not None and CAP_OWN.search(CAP.sub("", AMBIENT.sub("", label))):
+        if cap_factor(label) is not None and own_cap(label):
             ap.error(f"{label}: a pooled ':cap=F' and the board's own ':cap' / ':cap-probes' exclude each other")
         if replay_ambient_of(label) not in AMBIENTS:
             ap.error(f"{label}: the ambient after '@' must be one of {', '.join(AMBIENTS)}")

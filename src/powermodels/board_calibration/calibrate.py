@@ -54,7 +54,7 @@ from ..twin import metrics
 from ..twin.adapt import probed_time_ratio, time_scaled
 from ..twin.fit_controller import (
     capped_clock_reading,
-    capped_spans,
+    capped_entries_before_series,
     fit_capped_clock,
     settled_capped_series,
 )
@@ -364,9 +364,7 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         raise ValueError(f"capped_clock_before_series: cycles must be 'preset' or 'probes', got {cycles!r}")
     twin = load_preset(preset)
     series = rec.phase_rows(kind="series")
-    held_out = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
-    first = min((a for a, _ in held_out), default=np.inf)
-    spans = [(a, b) for a, b in capped_spans(rec, held_out) if b <= first]
+    spans = capped_entries_before_series(rec)
     if not spans or not settled_capped_series(rec):
         raise ValueError(f"capped_clock_before_series: {rec.name} has no capped pressure entry of 1.5 s or more before "
                          "its first series, or no capped series to match: nothing to calibrate the capped clock on")
@@ -381,12 +379,12 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         pressure = rec.phase_rows(kind="pressure")
         workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
                                     schema.WORKLOAD].mode().iloc[0])
-        twin, probed = probed_cycles_before(twin, rec, workload, first)
+        twin, probed = probed_cycles_before(twin, rec, workload, float(series[schema.T0_S].min()))
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
               "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
-              "held_out_series": len(held_out), **probed}
+              "held_out_series": len(series), **probed}
     return replace(fitted, provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})
 

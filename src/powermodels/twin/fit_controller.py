@@ -32,7 +32,7 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
+__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_entries_before_series", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
            "scaled_core", "settled_cap_power", "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
@@ -147,6 +147,18 @@ def capped_spans(rec: Recording, holdout=(), *, limit: int = 8) -> list[tuple[fl
         if len(spans) >= limit:
             break
     return sorted(spans)
+
+
+def capped_entries_before_series(rec: Recording) -> list[tuple[float, float]]:
+    """The capped spans of :func:`capped_spans` that end before the recording's first ``series``.
+
+    Every series is held out, so a calibration read from these spans leaves the warm-up rows scored on the
+    series out of sample (a raw recording's natural part: its ``pressure`` entries of 1.5 s or more).
+    """
+    series = rec.phase_rows(kind="series")
+    held_out = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
+    first = min((a for a, _ in held_out), default=np.inf)
+    return [(a, b) for a, b in capped_spans(rec, held_out) if b <= first]
 
 
 def _segment(rec: Recording, t0: float, t1: float) -> pd.DataFrame:
