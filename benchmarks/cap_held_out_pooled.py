@@ -10,7 +10,7 @@ first eight hex digits): ``twin_cap_board_scores.py --out``'s ``twin_starts.csv`
 ``benchmarks/results/cap_held_out_twin_starts_h200.csv`` holds session 21's nine held-out boards (from
 ``twin_cap_profile_fit.py --held-out-only``'s ``twin_starts.csv``: its ``controller`` "fit" is
 ``h200-raw-cap-pooled``, "as given" ``h200-raw-cap-profile``, and ``board`` the last eight characters of its
-``recording``) and sessions 22's and 23's two each (``twin_cap_board_scores.py --out``), each start × sensor seeds 0 and 1, with
+``recording``) and sessions 22's, 23's and 24's two each (``twin_cap_board_scores.py --out``), each start × sensor seeds 0 and 1, with
 a ``session`` column added. The real starts are read from the
 capstarts recordings of those boards (:func:`powermodels.cap_start_spread.board_starts`); recordings of other
 boards are left out. Per preset: the pooled medians' errors, the boards within 25 % on both rows, and what a
