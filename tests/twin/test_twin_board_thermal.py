@@ -195,3 +195,17 @@ def test_a_time_constant_still_on_an_edge_after_widening_is_warned():
         fit = calibrate_board_network(preset, rec, min_rise_c=1.0).fit["board_network"]
     assert 1 in fit["poles_at_band_edge"] and 1 in fit["poles_unplaced"]
     assert fit["first_fit"]["poles"][-1][1] == pytest.approx(8.0) and fit["poles"][-1][1] == pytest.approx(1.0)
+
+
+def test_a_chain_of_calibrations_names_the_board_once():
+    from powermodels.board_calibration.naming import board_preset_name
+
+    uuid = "GPU-8a9ced5c-fc29-f6be-90b7-d7903e6efa79"
+    name = board_preset_name("h200-raw-pooled-per-workload", uuid, "network")
+    name = board_preset_name(name, uuid)  # the power calibration names only the board
+    name = board_preset_name(name, uuid, "cap-probes")
+    assert name == "h200-raw-pooled-per-workload+network+cap-probes@8a9ced5c"
+    # a preset calibrated to one board, then to another, keeps the first board where it was
+    assert board_preset_name("b@14a51fa7", uuid, "network") == "b@14a51fa7+network@8a9ced5c"
+    # a recording without a UUID is named by the recording
+    assert board_preset_name("b", "raw_recording_x") == "b@raw_reco"

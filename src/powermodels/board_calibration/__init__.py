@@ -22,7 +22,9 @@ board's levels; these modules move them, and nothing else of the preset:
   two memory-power groups, session 17), and the preset pooled over a board's part;
 * :mod:`~powermodels.board_calibration.capped_workload` — :func:`capped_workload_levels` and
   :func:`capped_workload_preset`: a capped workload's cycles read through the boards' clock probes, with the
-  capped clock and recovery rate that go with them (session 19).
+  capped clock and recovery rate that go with them (session 19);
+* :mod:`~powermodels.board_calibration.naming` — :func:`board_preset_name`: each calibration step in the
+  preset's name, then the board once (``h200-raw-pooled-per-workload+network+cap-probes@8a9ced5c``).
 
 The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 """
@@ -34,6 +36,7 @@ from .calibrate import (
     probed_cycles_before,
 )
 from .capped_workload import capped_workload_levels, capped_workload_preset
+from .naming import board_preset_name
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
 from .thermal import (
@@ -43,6 +46,6 @@ from .thermal import (
     pole_factors,
 )
 
-__all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "calibrate_board", "calibrate_board_network",
+__all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "board_preset_name", "calibrate_board", "calibrate_board_network",
            "calibrate_board_thermal", "calibrated_preset", "capped_clock_before_series", "capped_workload_levels",
            "capped_workload_preset", "part_preset", "pole_factors", "pooled_preset", "probed_cycles_before"]

@@ -59,6 +59,7 @@ from ..twin.fit_controller import (
     settled_capped_series,
 )
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
+from .naming import board_preset_name
 from .thermal import calibrate_board_network, calibrate_board_thermal
 
 __all__ = ["SCALES", "calibrate_board", "calibrated_preset", "capped_clock_before_series", "probed_cycles_before",
@@ -244,7 +245,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
               "read": f"first idle entry from {settle_s:g} s; each uncapped series from {skip_s:g} s for "
                       f"{first_s:g} s"}
     prov = {**twin.provenance, "board_calibration": report}
-    return replace(twin, name=f"{twin.name}@{uuid.removeprefix('GPU-')[:8]}", physics=cal, workloads=workloads,
+    return replace(twin, name=board_preset_name(twin.name, uuid), physics=cal, workloads=workloads,
                    provenance=prov, fit={**twin.fit, "board_calibration": report})
 
 
@@ -385,7 +386,8 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
               "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
               "held_out_series": len(series), **probed}
-    return replace(fitted, provenance={**fitted.provenance, "board_capped_clock": report},
+    return replace(fitted, name=board_preset_name(twin.name, report["uuid"], f"cap{'-probes' if probed else ''}"),
+                   provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})
 
 

@@ -38,6 +38,7 @@ from ..recording import Recording
 from ..twin.ambient import die_heat, network_rise
 from ..twin.fit_thermal import fit_foster, pole_bands
 from ..twin.preset import TwinPreset, load_preset
+from .naming import board_preset_name
 
 __all__ = ["AT_EDGE", "NetworkAtBandEdgeWarning", "band_edges", "calibrate_board_network", "calibrate_board_thermal",
            "pole_factors", "scaled_resistance", "widened_band"]
@@ -124,7 +125,7 @@ def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
               "rise_range_c": [float(rise[sel].min()), float(rise[sel].max())],
               "rms_before_c": rms_before, "rms_after_c": rms_after,
               "read": f"readings before the first series ({until:.1f} s)"}
-    return replace(twin, name=f"{twin.name}+thermal@{uuid.removeprefix('GPU-')[:8]}", physics=physics,
+    return replace(twin, name=board_preset_name(twin.name, uuid, "thermal"), physics=physics,
                    provenance={**twin.provenance, "board_thermal": report},
                    fit={**twin.fit, "board_thermal": report})
 
@@ -349,6 +350,6 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
         warnings.warn(f"calibrate_board_network: {rec.name}'s {where} s; the readings before its first series do "
                       "not place the time constant inside its band, and the temperatures after a long load may "
                       "miss by a few °C (docs/twin.md, sessions 19 and 20)", NetworkAtBandEdgeWarning, stacklevel=2)
-    return replace(twin, name=f"{twin.name}+network@{uuid.removeprefix('GPU-')[:8]}", physics=physics,
+    return replace(twin, name=board_preset_name(twin.name, uuid, "network"), physics=physics,
                    provenance={**twin.provenance, "board_network": report},
                    fit={**twin.fit, "board_network": report})
