@@ -268,3 +268,28 @@ def test_settled_cap_power_is_the_counter_s_1s_mean_past_the_start():
     fit_cap_gains(capped_board(), rec, grid=[(10.0, 0.0, 0.0)], report=report)
     spans = report["cap_gains"]["spans"]
     assert report["cap_gains"]["cap_offset_w"] == pytest.approx(settled_cap_power(rec, spans) - 650.0, rel=1e-12)
+
+
+def test_pressure_vs_series_script_reads_both_ratios_apart(tmp_path, capsys):
+    from benchmark_scripts import load_benchmark
+    from powermodels.recording import write_recording
+    from powermodels.twin.preset import save_preset
+
+    rec = replay(natural_then_series(), scaled_core(capped_board(), 1.06), seed=3, poll_s=2e-3,
+                 start_temperature_c=40.0)
+    # the replay's own bf16 launches out: each probed launch below is the only one of its batch, as on a GPU
+    rec = replace(rec, provenance={**rec.provenance, "uuid": "GPU-0123abcd-0000"},
+                  launches=rec.launches.loc[rec.launches[schema.WORKLOAD] != "bf16"])
+    preset_file = str(save_preset(capped_board(), tmp_path / "b.json"))
+    script = load_benchmark("pressure_vs_series")
+    probed = write_recording(with_probed_launches(rec, {"pressure": 1.02, "series": 1.10}), tmp_path / "probed")
+    assert script.main([str(probed), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "0123abcd" in line).split("|")
+    # board, entries, power, clock, settled power, then the two ratios and their gap (%)
+    assert float(row[6]) == pytest.approx(1.02, rel=1e-4) and float(row[7]) == pytest.approx(1.10, rel=1e-4)
+    assert float(row[8]) == pytest.approx(100 * (1.02 / 1.10 - 1), abs=0.01)
+    # a recording whose pressure was not probed: one line, no traceback
+    plain = write_recording(with_probed_launches(rec, {"series": 1.0}), tmp_path / "plain")
+    assert script.main([str(plain), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "--probe-pressure" in err and "Traceback" not in err

@@ -1,0 +1,100 @@
+"""Does a raw recording's natural bf16 pressure stand for its capped series? One row per board (real, no GPU).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/pressure_vs_series.py datasets/h200-2026-11-29/raw_recording_{774c3a68,8a9ced5c}
+
+``--calibrate-cap probes`` (docs/twin.md, sessions 23–24) reads a board's capped cycles and clock from the
+natural part's ``pressure`` entries, before the first series; it holds when those entries run as the series do.
+For each recording made with ``gpu_raw_recording.py --probe-pressure`` this prints, over the capped pressure entries
+that end before the first series (:func:`powermodels.twin.fit_controller.capped_entries_before_series`):
+the median NVML instant power and clock from 0.5 s into each, the settled cap power
+(:func:`~powermodels.twin.fit_controller.settled_cap_power`), and the capped workload's probed time ratio
+(:func:`powermodels.twin.adapt.probed_time_ratio`, real time over the preset's at each launch's probed clock, the
+preset calibrated to the board by ``--scale domains`` and ``--thermal network`` as ``--calibrate-cap`` starts from)
+there and over the thermal series, with the median probed clock of each. Equal ratios say the pressure's cycles are
+the series'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _common import board_label
+
+from powermodels import schema
+from powermodels.board_calibration import calibrated_preset
+from powermodels.recording import read_recording
+from powermodels.reporting import markdown_table
+from powermodels.twin.adapt import probed_time_ratio
+from powermodels.twin.fit_controller import capped_entries_before_series, settled_cap_power
+
+#: seconds skipped at each pressure entry's start (the cap controller's first swing)
+SKIP_S = 0.5
+
+
+def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: str | bool = "network") -> dict:
+    """The row of one recording (raises ValueError when its pressure was not probed or never ran capped).
+
+    ``scale`` and ``thermal`` are :func:`~powermodels.board_calibration.calibrated_preset`'s (None / False: none).
+    """
+    rec = read_recording(path)
+    spans = capped_entries_before_series(rec)
+    if not spans:
+        raise ValueError(f"{path}: no capped pressure entry of 1.5 s or more before the first series")
+    first = float(rec.phase_rows(kind="series")[schema.T0_S].min())
+    pressure = rec.phase_rows(kind="pressure")
+    workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
+                                schema.WORKLOAD].mode().iloc[0])
+    t = rec.trace[schema.T_S].to_numpy(float)
+    inside = np.zeros(t.size, bool)
+    for a, b in spans:
+        inside |= (t >= a + SKIP_S) & (t < b)
+    cal = calibrated_preset(preset, rec, scale=scale, thermal=thermal)
+    launches = rec.launches[rec.launches[schema.WORKLOAD] == workload]
+    probes = rec.probes[rec.probes[schema.WORKLOAD] == workload]
+    before_l, before_p = launches[schema.START_S] < first, probes[schema.T_S] < first
+    if not before_p.any():
+        raise ValueError(f"{path}: no probed {workload} launch before the first series (record with --probe-pressure)")
+    mem = cal.physics.mem_clocks_mhz[0]
+    ratio = {k: probed_time_ratio(cal.workloads[workload], launches[sel_l], probes[sel_p], mem)
+             for k, sel_l, sel_p in (("pressure", before_l, before_p), ("series", ~before_l, ~before_p))}
+    return {"board": board_label(rec.provenance.get("uuid", path.name)), "entries": len(spans),
+            "power_w": float(np.median(rec.trace.loc[inside, schema.POWER_INSTANT_W])),
+            "clock_mhz": float(np.median(rec.trace.loc[inside, schema.SM_CLOCK_MHZ])),
+            "settled_cap_w": settled_cap_power(rec, spans),
+            "ratio_pressure": ratio["pressure"], "ratio_series": ratio["series"],
+            "ratio_gap_pct": 100.0 * (ratio["pressure"] / ratio["series"] - 1.0),
+            "probe_mhz_pressure": float(probes.loc[before_p, schema.PROBE_CLOCK_MHZ].median()),
+            "probe_mhz_series": float(probes.loc[~before_p, schema.PROBE_CLOCK_MHZ].median()),
+            "launches_pressure": int(before_l.sum()), "launches_series": int((~before_l).sum())}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("recordings", nargs="+", type=Path)
+    ap.add_argument("--preset", default="h200-raw-pooled", help="the preset the ratios are read against")
+    ap.add_argument("--scale", default="domains", choices=["domains", "board", "workload", "none"],
+                    help="the board calibration first (twin-compare --calibrate-board)")
+    ap.add_argument("--thermal", default="network", choices=["network", "scale", "none"],
+                    help="the thermal calibration first (twin-compare --calibrate-thermal)")
+    args = ap.parse_args(argv)
+    scale = None if args.scale == "none" else args.scale
+    thermal = False if args.thermal == "none" else args.thermal
+    try:
+        rows = pd.DataFrame([board_row(p, args.preset, scale, thermal) for p in args.recordings])
+    except ValueError as err:
+        print(f"pressure_vs_series: {err}", file=sys.stderr)
+        return 2
+    print(markdown_table(rows.round({"power_w": 1, "clock_mhz": 0, "settled_cap_w": 1, "ratio_pressure": 4,
+                                     "ratio_series": 4, "ratio_gap_pct": 2, "probe_mhz_pressure": 1,
+                                     "probe_mhz_series": 1})))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
