@@ -144,6 +144,13 @@ def test_cli_twin_compare_calibrates_and_says_so(other_board, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "board calibration (board; its seconds are in-sample" in out and "board x 1.0" in out
     assert "board calibration" in (tmp_path / "cmp" / "comparison.md").read_text()
+    # the calibrated preset is kept: loading it replays the board without reading its recording again
+    from powermodels.twin import load_preset
+
+    kept = load_preset(tmp_path / "cmp" / "preset.json")
+    again = calibrated_preset(board(), other_board, scale="board")
+    assert kept.name == again.name and kept.physics == again.physics and kept.workloads == again.workloads
+    assert kept.provenance["board_calibration"]["scale"] == "board"
 
 
 def test_calibrated_comparison_scores_the_warmup_after_the_seconds_read(other_board, tmp_path):

@@ -23,7 +23,7 @@ from .ambient import initial_ambient, recorded_ambient
 from .cap_seeds import CAP_SEEDS, cap_rows_over_seeds, capped_series_seeds
 from .metrics import capped_series
 from .overlays import plot_cap_settling, plot_overlays
-from .preset import load_preset
+from .preset import load_preset, save_preset
 from .protocol import protocol_errors
 from .replay import replay
 from .sensor_check import sensor_window_check
@@ -289,7 +289,10 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
-    one), ``OUT/comparison.csv`` and ``.md``, and the overlay PNGs (with matplotlib). Workloads
+    one), ``OUT/comparison.csv`` and ``.md``, the overlay PNGs (with matplotlib) and
+    ``OUT/preset.json``: the preset replayed, calibrated to the board when it was, so that
+    the calibration is read once and kept (``load_preset("OUT/preset.json")``; each step it
+    took is in its provenance). Workloads
     whose time per launch or host gap differ from the preset's are first
     adapted to the recording (:func:`~powermodels.twin.adapt.adapt_workloads`,
     listed in the twin's provenance and the table's notes).
@@ -339,6 +342,7 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     """
     out = Path(out_dir)
     preset = load_preset(preset)
+    save_preset(preset, out / "preset.json")  # before the recording's adaptation: the board's preset, not the run's
     cal, thermal, capped = (read_from(preset, real, key)
                             for key in ("board_calibration", "board_thermal", "board_capped_clock"))
     profile, ambient_note = replay_ambient(real, preset, ambient)
