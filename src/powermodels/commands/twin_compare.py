@@ -3,7 +3,8 @@
 Runs the recording's schedule (``phases.parquet``) on the preset
 (:func:`powermodels.twin.compare.twin_compare`) and writes into ``--out`` the
 twin's recording (``twin/``: the same files as the real one), the table
-``comparison.csv`` / ``comparison.md`` and overlay plots real vs twin. A
+``comparison.csv`` / ``comparison.md``, overlay plots real vs twin and ``preset.json``
+(the preset replayed, calibrated to the board when it was: keep it to replay the board again). A
 recording without ``trace.parquet`` is compared on what needs no NVML reading
 (warm-up energy per launch, clock recovery from launch times and probes);
 what it cannot compare is listed.
@@ -23,7 +24,9 @@ def add_arguments(parser) -> None:
                         help="shipped preset name (h100-sxm) or preset JSON file; given twice or more, the one "
                              "pooled over the recording's board part number (e.g. --preset h200-raw-part-000 "
                              "--preset h200-raw-part-001; board_calibration.part_preset)")
-    parser.add_argument("--out", required=True, help="folder for the twin's recording, table and plots")
+    parser.add_argument("--out", required=True,
+                        help="folder for the twin's recording, table, plots and preset.json (the preset replayed, "
+                             "calibrated when asked: load it to replay this board without recalibrating)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the twin's sensor phase and noise")
     parser.add_argument("--cap-seeds", type=int, default=5, metavar="N",
                         help="replay each capped series with N sensor seeds and score its overshoot and settling "
