@@ -54,7 +54,11 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     inside = np.zeros(t.size, bool)
     for a, b in spans:
         inside |= (t >= a + SKIP_S) & (t < b)
+    if rec.probes is None:
+        raise ValueError(f"{path}: no probes.parquet (record with --probe-pressure)")
     cal = calibrated_preset(preset, rec, scale=scale, thermal=thermal)
+    if workload not in cal.workloads:
+        raise ValueError(f"{path}: the capped pressure runs {workload}, which {cal.name} has no parameters for")
     launches = rec.launches[rec.launches[schema.WORKLOAD] == workload]
     probes = rec.probes[rec.probes[schema.WORKLOAD] == workload]
     before_l, before_p = launches[schema.START_S] < first, probes[schema.T_S] < first

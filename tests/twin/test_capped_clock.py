@@ -143,8 +143,7 @@ def test_the_capped_clock_is_read_before_the_first_series_and_the_series_stay_ou
                         lambda r, h=(): (held_out.append(h) if len(h) else None) or capped_spans(r, h))
     fitted = capped_clock_before_series(capped_board(), rec)
     read = fitted.fit["board_capped_clock"]
-    board = "@" + read["uuid"].removeprefix("GPU-")[:8]
-    assert fitted.name == capped_board().name + "+cap" + board  # the step, then the board once
+    assert fitted.name == capped_board().name + "+cap@" + rec.provenance["uuid"]  # a twin's whole stand-in UUID
     # the target is NVML's reading over the pressure entry from 1 s in; the series (18-28 s) are not read
     assert held_out == [[(12.0, 15.0), (18.0, 28.0)]] and capped_spans(rec, held_out[0]) == [(5.0, 9.0)]
     assert read["real_reading_mhz"] == pytest.approx(capped_clock_reading([rec], [5.0], [4.0]), rel=1e-12)
@@ -293,3 +292,6 @@ def test_pressure_vs_series_script_reads_both_ratios_apart(tmp_path, capsys):
     assert script.main([str(plain), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 2
     err = capsys.readouterr().err
     assert "--probe-pressure" in err and "Traceback" not in err
+    (probed / "probes.parquet").unlink()  # no probes file at all: the same one line
+    assert script.main([str(probed), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 2
+    assert "no probes.parquet" in capsys.readouterr().err

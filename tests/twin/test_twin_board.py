@@ -54,7 +54,7 @@ def test_board_scale_and_idle_are_recovered(other_board):
     # idle power at the idle temperature read is the recording's
     t = report["idle_temperature_c"]
     assert float(cal.physics.power_w(1980.0, 2619.0, t)) == pytest.approx(report["idle_w"], abs=0.5)
-    assert cal.name == "b@SIM-twin" and cal.provenance["board_calibration"]["scale"] == "board"
+    assert cal.name == "b+board@" + other_board.provenance["uuid"] and cal.provenance["board_calibration"]["scale"] == "board"
     # what the calibration did not read stays the preset's
     assert cal.physics.thermal_poles == preset.physics.thermal_poles
     assert cal.workloads == preset.workloads

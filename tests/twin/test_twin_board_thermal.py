@@ -197,15 +197,17 @@ def test_a_time_constant_still_on_an_edge_after_widening_is_warned():
     assert fit["first_fit"]["poles"][-1][1] == pytest.approx(8.0) and fit["poles"][-1][1] == pytest.approx(1.0)
 
 
-def test_a_chain_of_calibrations_names_the_board_once():
+def test_a_chain_of_calibrations_names_each_step_and_the_board_once():
     from powermodels.board_calibration.naming import board_preset_name
 
     uuid = "GPU-8a9ced5c-fc29-f6be-90b7-d7903e6efa79"
     name = board_preset_name("h200-raw-pooled-per-workload", uuid, "network")
-    name = board_preset_name(name, uuid)  # the power calibration names only the board
+    name = board_preset_name(name, uuid, "domains")
     name = board_preset_name(name, uuid, "cap-probes")
-    assert name == "h200-raw-pooled-per-workload+network+cap-probes@8a9ced5c"
+    assert name == "h200-raw-pooled-per-workload+network+domains+cap-probes@8a9ced5c"
     # a preset calibrated to one board, then to another, keeps the first board where it was
-    assert board_preset_name("b@14a51fa7", uuid, "network") == "b@14a51fa7+network@8a9ced5c"
-    # a recording without a UUID is named by the recording
-    assert board_preset_name("b", "raw_recording_x") == "b@raw_reco"
+    assert board_preset_name("b+domains@14a51fa7", uuid, "network") == "b+domains@14a51fa7+network@8a9ced5c"
+    # without a GPU UUID the stand-in is used whole: two recordings are not taken for one board
+    one, two = (board_preset_name("b", f"raw_recording_{x}", "network") for x in ("aa", "bb"))
+    assert one == "b+network@raw_recording_aa" and one != two
+    assert board_preset_name(one, "raw_recording_aa", "domains") == "b+network+domains@raw_recording_aa"

@@ -24,7 +24,7 @@ board's levels; these modules move them, and nothing else of the preset:
   :func:`capped_workload_preset`: a capped workload's cycles read through the boards' clock probes, with the
   capped clock and recovery rate that go with them (session 19);
 * :mod:`~powermodels.board_calibration.naming` — :func:`board_preset_name`: each calibration step in the
-  preset's name, then the board once (``h200-raw-pooled-per-workload+network+cap-probes@8a9ced5c``).
+  preset's name, then the board once (``h200-raw-pooled-per-workload+network+domains+cap-probes@8a9ced5c``).
 
 The twin itself (physics, fit, replay, comparison) is :mod:`powermodels.twin`.
 """

@@ -165,7 +165,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     Returns
     -------
     TwinPreset
-        The calibrated preset, named ``<preset>@<board uuid prefix>``; its
+        The calibrated preset, named ``<preset>+<scale>@<board>`` (:func:`~powermodels.board_calibration.naming.board_preset_name`); its
         ``fit["board_calibration"]`` and provenance say what was read and
         changed: ``series`` per workload, with one entry per series read in
         its lists (a workload measured in several series gets the median of
@@ -245,7 +245,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
               "read": f"first idle entry from {settle_s:g} s; each uncapped series from {skip_s:g} s for "
                       f"{first_s:g} s"}
     prov = {**twin.provenance, "board_calibration": report}
-    return replace(twin, name=board_preset_name(twin.name, uuid), physics=cal, workloads=workloads,
+    return replace(twin, name=board_preset_name(twin.name, uuid, scale), physics=cal, workloads=workloads,
                    provenance=prov, fit={**twin.fit, "board_calibration": report})
 
 

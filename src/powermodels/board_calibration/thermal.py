@@ -90,7 +90,7 @@ def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
     Returns
     -------
     TwinPreset
-        Named ``<preset>+thermal@<board uuid prefix>``; its ``fit["board_thermal"]``
+        Named ``<preset>+thermal@<board>`` (:func:`~powermodels.board_calibration.naming.board_preset_name`); its ``fit["board_thermal"]``
         and provenance hold ``k``, the offset, the readings' span and the RMS
         of the readings against the line before (``k`` = 1, offset fitted) and
         after.
@@ -292,7 +292,7 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
     Returns
     -------
     TwinPreset
-        Named ``<preset>+network@<board uuid prefix>``; its ``fit["board_network"]``
+        Named ``<preset>+network@<board>`` (:func:`~powermodels.board_calibration.naming.board_preset_name`); its ``fit["board_network"]``
         and provenance hold the poles before and after, the readings' span, the
         fit's RMS and the ambient it read.
 
