@@ -386,7 +386,7 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
               "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
               "held_out_series": len(series), **probed}
-    return replace(fitted, name=board_preset_name(twin.name, report["uuid"], f"cap{'-probes' if probed else ''}"),
+    return replace(fitted, name=board_preset_name(twin.name, report["uuid"], "cap-probes" if cycles == "probes" else "cap"),
                    provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})
 
