@@ -27,11 +27,15 @@ import pandas as pd
 from _common import board_label
 
 from powermodels import schema
-from powermodels.board_calibration import calibrated_preset
+from powermodels.board_calibration import calibrated_preset, probed_cycles_before
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.adapt import probed_time_ratio
-from powermodels.twin.fit_controller import capped_entries_before_series, settled_cap_power
+from powermodels.twin.fit_controller import (
+    capped_entries_before_series,
+    capped_workload,
+    settled_cap_power,
+)
 
 #: seconds skipped at each pressure entry's start (the cap controller's first swing)
 SKIP_S = 0.5
@@ -47,9 +51,7 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     if not spans:
         raise ValueError(f"{path}: no capped pressure entry of 1.5 s or more before the first series")
     first = float(rec.phase_rows(kind="series")[schema.T0_S].min())
-    pressure = rec.phase_rows(kind="pressure")
-    workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
-                                schema.WORKLOAD].mode().iloc[0])
+    workload = capped_workload(rec, spans)
     t = rec.trace[schema.T_S].to_numpy(float)
     inside = np.zeros(t.size, bool)
     for a, b in spans:
@@ -57,16 +59,14 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     if rec.probes is None:
         raise ValueError(f"{path}: no probes.parquet (record with --probe-pressure)")
     cal = calibrated_preset(preset, rec, scale=scale, thermal=thermal)
-    if workload not in cal.workloads:
-        raise ValueError(f"{path}: the capped pressure runs {workload}, which {cal.name} has no parameters for")
+    # the pressure's ratio as --calibrate-cap probes reads it (and refuses what it refuses), the series' beside it
+    _, read = probed_cycles_before(cal, rec, workload, first)
     launches = rec.launches[rec.launches[schema.WORKLOAD] == workload]
     probes = rec.probes[rec.probes[schema.WORKLOAD] == workload]
     before_l, before_p = launches[schema.START_S] < first, probes[schema.T_S] < first
-    if not before_p.any():
-        raise ValueError(f"{path}: no probed {workload} launch before the first series (record with --probe-pressure)")
-    mem = cal.physics.mem_clocks_mhz[0]
-    ratio = {k: probed_time_ratio(cal.workloads[workload], launches[sel_l], probes[sel_p], mem)
-             for k, sel_l, sel_p in (("pressure", before_l, before_p), ("series", ~before_l, ~before_p))}
+    ratio = {"pressure": read["probed_time_ratio"],
+             "series": probed_time_ratio(cal.workloads[workload], launches[~before_l], probes[~before_p],
+                                         cal.physics.mem_clocks_mhz[0])}
     return {"board": board_label(rec.provenance.get("uuid", path.name)), "entries": len(spans),
             "power_w": float(np.median(rec.trace.loc[inside, schema.POWER_INSTANT_W])),
             "clock_mhz": float(np.median(rec.trace.loc[inside, schema.SM_CLOCK_MHZ])),

@@ -55,6 +55,7 @@ from ..twin.adapt import probed_time_ratio, time_scaled
 from ..twin.fit_controller import (
     capped_clock_reading,
     capped_entries_before_series,
+    capped_workload,
     fit_capped_clock,
     settled_capped_series,
 )
@@ -377,10 +378,7 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         raise ValueError(f"capped_clock_before_series: {rec.name} has no NVML clock reading in its capped entries")
     probed = {}
     if cycles == "probes":
-        pressure = rec.phase_rows(kind="pressure")
-        workload = str(pressure.loc[pressure[schema.T0_S].astype(float).isin([a for a, _ in spans]),
-                                    schema.WORKLOAD].mode().iloc[0])
-        twin, probed = probed_cycles_before(twin, rec, workload, float(series[schema.T0_S].min()))
+        twin, probed = probed_cycles_before(twin, rec, capped_workload(rec, spans), float(series[schema.T0_S].min()))
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",

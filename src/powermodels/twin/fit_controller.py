@@ -32,7 +32,7 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_entries_before_series", "capped_spans", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
+__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_entries_before_series", "capped_spans", "capped_workload", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
            "scaled_core", "settled_cap_power", "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
@@ -159,6 +159,24 @@ def capped_entries_before_series(rec: Recording) -> list[tuple[float, float]]:
     held_out = list(zip(series[schema.T0_S].astype(float), series[schema.T1_S].astype(float), strict=True))
     first = min((a for a, _ in held_out), default=np.inf)
     return [(a, b) for a, b in capped_spans(rec, held_out) if b <= first]
+
+
+def capped_workload(rec: Recording, spans) -> str:
+    """The workload that ran in most of the capped ``pressure`` entries starting at ``spans``' starts.
+
+    Parameters
+    ----------
+    rec : Recording
+    spans : sequence of (t0_s, t1_s)
+        Capped spans (:func:`capped_entries_before_series`), not empty.
+
+    Returns
+    -------
+    str
+    """
+    pressure = rec.phase_rows(kind="pressure")
+    starts = pressure[schema.T0_S].astype(float).isin([a for a, _ in spans])
+    return str(pressure.loc[starts, schema.WORKLOAD].mode().iloc[0])
 
 
 def _segment(rec: Recording, t0: float, t1: float) -> pd.DataFrame:
