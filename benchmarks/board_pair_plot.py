@@ -29,7 +29,7 @@ from powermodels.twin import metrics
 
 
 def board_of(rec) -> str:
-    return str(rec.provenance.get("uuid", rec.name))[:12]
+    return rec.board[:12]
 
 
 def main(argv=None) -> int:

@@ -63,7 +63,7 @@ def mean_reading(rec, spans, from_s: float, column: str) -> float:
 def readings(real, twin) -> dict:
     """Real and twin NVML readings over the capped entries before the series and over the settled series."""
     entries, settled = capped_entries_before_series(real), settled_capped_series(real)
-    row = {"board": board_label(real.provenance.get("uuid", real.name))}
+    row = {"board": board_label(real.board)}
     for side, rec in (("real", real), ("twin", twin)):  # the twin replays the real schedule at its times
         row[f"{side} entries MHz"] = mean_reading(rec, entries, 1.0, schema.SM_CLOCK_MHZ)
         row[f"{side} series MHz"] = mean_reading(rec, settled, 5.0, schema.SM_CLOCK_MHZ)
@@ -89,7 +89,7 @@ def levels(path: str, preset: str, with_cycles: bool = True) -> dict:
     fit_capped_clock(moved, rec, window="settled", report=report)
     fitted = report.get("capped_clock", {})
     settled = fitted.get("window") == "settled"
-    return {schema.DEVICE_UUID: str(rec.provenance.get("uuid", rec.name)), schema.RECORDING_NAME: rec.name,
+    return {schema.DEVICE_UUID: rec.board, schema.RECORDING_NAME: rec.name,
             schema.PROBED_TIME_RATIO: float(ratio),
             schema.CAP_CORE_SCALE: float(fitted["core_scale"]) if settled else np.nan,
             "real_clock_mhz": float(fitted.get("real_reading_mhz", np.nan)),

@@ -34,7 +34,7 @@ SPANS = {"before series": True, "whole": False}
 
 def factors_row(rec, preset) -> dict:
     """One recording's pole factors (both spans; NaN where a span does not identify them)."""
-    row = {schema.RECORDING_NAME: rec.name, schema.DEVICE_UUID: str(rec.provenance.get("uuid", rec.name)),
+    row = {schema.RECORDING_NAME: rec.name, schema.DEVICE_UUID: rec.board,
            schema.BOARD_PART_NUMBER: board_part_number(rec)}
     for label, before in SPANS.items():
         try:

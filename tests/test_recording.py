@@ -54,6 +54,13 @@ def test_round_trip(tmp_path):
     assert not list(folder.glob("*.tmp"))
 
 
+def test_board_is_the_uuid_else_the_name(tmp_path):
+    rec = tiny_recording()
+    assert rec.board == "GPU-0" and read_recording(write_recording(rec, tmp_path / "rec")).board == "GPU-0"
+    # A recording built in memory (a twin's replay, a test's) may lack a UUID: its name stands in.
+    assert replace(rec, provenance={"gpu": "hand-made"}).board == "hand-made"
+
+
 def test_window_keeps_the_clock():
     part = tiny_recording().window(1.0, 1.5)
     assert part.trace[schema.T_S].min() == pytest.approx(1.0)

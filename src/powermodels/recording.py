@@ -183,6 +183,15 @@ class Recording:
         return self.path.name if self.path is not None else str(self.provenance.get("gpu", "recording"))
 
     @property
+    def board(self) -> str:
+        """The board it was recorded on: its UUID, else the recording's name.
+
+        Recordings made before the UUID was kept still get one name per board,
+        so that per-board tables group them apart.
+        """
+        return str(self.provenance.get("uuid", self.name))
+
+    @property
     def workloads(self) -> list[str]:
         """Workloads that ran timed launches, in order of first appearance."""
         return list(dict.fromkeys(self.launches[schema.WORKLOAD]))

@@ -238,7 +238,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     if cal.p0_w < 0:
         raise ValueError(f"calibrate_board: the idle power of {rec.name} ({p_idle:.1f} W at {t_idle:.1f} °C) "
                          f"needs a negative constant power on {twin.name}")
-    uuid = str(rec.provenance.get("uuid", rec.name))
+    uuid = rec.board
     report = {"recording": rec.name, "uuid": uuid, "idle_w": p_idle, "idle_temperature_c": t_idle,
               "idle_read_s": [a, b], "idle_offset_w": idle_offset, "scale": scale, "dynamic_scale": factor,
               **(domains or {}), "series": rows,
@@ -382,7 +382,7 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
-              "recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
+              "recording": rec.name, "uuid": rec.board,
               "held_out_series": len(series), **probed}
     return replace(fitted, name=board_preset_name(twin.name, report["uuid"], "cap-probes" if cycles == "probes" else "cap"),
                    provenance={**fitted.provenance, "board_capped_clock": report},

@@ -64,7 +64,7 @@ def capped_workload_levels(preset, recordings, workload: str) -> pd.DataFrame:
         fitted = report.get("capped_clock", {})
         if fitted.get("window") != "settled":
             raise ValueError(f"capped_workload_levels: {rec.name} has no capped series long enough for the settled clock")
-        rows.append({schema.DEVICE_UUID: str(rec.provenance.get("uuid", rec.name)), schema.RECORDING_NAME: rec.name,
+        rows.append({schema.DEVICE_UUID: rec.board, schema.RECORDING_NAME: rec.name,
                      schema.PROBED_TIME_RATIO: float(ratio), schema.CAP_CORE_SCALE: float(fitted["core_scale"])})
     if not rows:
         raise ValueError("capped_workload_levels: no recording given")

@@ -119,7 +119,7 @@ def calibrate_board_thermal(preset, rec: Recording, *, min_rise_c: float = 5.0,
     rms_before = float(np.sqrt(np.mean((read[sel] - rise[sel] - np.mean(read[sel] - rise[sel])) ** 2)))
     rms_after = float(np.sqrt(np.mean((read[sel] - offset - k * rise[sel]) ** 2)))
     physics = scaled_resistance(twin.physics, k)
-    uuid = str(rec.provenance.get("uuid", rec.name))
+    uuid = rec.board
     report = {"recording": rec.name, "uuid": uuid, "k": float(k), "offset_c": float(offset),
               "read_s": [float(t[sel].min()), until], "readings": int(sel.sum()),
               "rise_range_c": [float(rise[sel].min()), float(rise[sel].max())],
@@ -198,7 +198,7 @@ def pole_factors(preset, rec: Recording, *, before_first_series: bool = True) ->
     coef, *_ = np.linalg.lstsq(design, read[sel], rcond=None)
     one = np.column_stack([np.ones(sel.sum()), rises[:, sel].sum(axis=0)])
     coef_one, *_ = np.linalg.lstsq(one, read[sel], rcond=None)
-    return {"recording": rec.name, "uuid": str(rec.provenance.get("uuid", rec.name)),
+    return {"recording": rec.name, "uuid": rec.board,
             "factors": [float(k) for k in coef[1:]],
             "time_constants_s": [float(tau) for _, tau in twin.physics.poles],
             "offset_c": float(coef[0]),
@@ -331,7 +331,7 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
         fit = fit_foster(t, heat, readings, grid=1, weight=sel, bands=bands)
     poles = tuple((float(r), float(tau)) for r, tau in fit["poles"])
     physics = replace(twin.physics, thermal_poles=poles)
-    uuid = str(rec.provenance.get("uuid", rec.name))
+    uuid = rec.board
     if not edges or at_edge == "preset":
         unplaced = []
     elif at_edge == "widen":  # the refitted τ may sit on the stretched band's edge: still not placed, still said

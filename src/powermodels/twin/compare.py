@@ -266,8 +266,7 @@ def read_from(preset, real: Recording, key: str) -> dict | None:
     ``real`` held out.
     """
     report = load_preset(preset).fit.get(key)
-    same = report is not None and report.get("recording") == real.name and report.get("uuid") == str(
-        real.provenance.get("uuid", real.name))
+    same = report is not None and report.get("recording") == real.name and report.get("uuid") == real.board
     return report if same else None
 
 
