@@ -12,8 +12,9 @@ the median NVML instant power and clock from 0.5 s into each, the settled cap po
 (:func:`~powermodels.twin.fit_controller.settled_cap_power`), and the capped workload's probed time ratio
 (:func:`powermodels.twin.adapt.probed_time_ratio`, real time over the preset's at each launch's probed clock, the
 preset calibrated to the board by ``--scale domains`` and ``--thermal network`` as ``--calibrate-cap`` starts from)
-there and over the thermal series, with the median probed clock of each. Equal ratios say the pressure's cycles are
-the series'.
+there and over the thermal series, with the median probed clock and die temperature of each. Equal ratios say the
+pressure's cycles are the series'; a pressure that ran faster than its series at a cooler die says the clock gap is
+the board's leakage (session 25).
 """
 
 from __future__ import annotations
@@ -64,10 +65,14 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     launches = rec.launches[rec.launches[schema.WORKLOAD] == workload]
     probes = rec.probes[rec.probes[schema.WORKLOAD] == workload]
     before_l, before_p = launches[schema.START_S] < first, probes[schema.T_S] < first
+    in_series = np.zeros(t.size, bool)
+    for a, b in rec.phase_rows(kind="series", workload=workload)[[schema.T0_S, schema.T1_S]].to_numpy(float):
+        in_series |= (t >= a) & (t < b)
+    die = rec.trace[schema.TEMPERATURE_C].to_numpy(float)
     ratio = {"pressure": read["probed_time_ratio"],
              "series": probed_time_ratio(cal.workloads[workload], launches[~before_l], probes[~before_p],
                                          cal.physics.mem_clocks_mhz[0])}
-    return {"board": board_label(rec.provenance.get("uuid", path.name)), "entries": len(spans),
+    return {"board": board_label(rec.board), "entries": len(spans),
             "power_w": float(np.median(rec.trace.loc[inside, schema.POWER_INSTANT_W])),
             "clock_mhz": float(np.median(rec.trace.loc[inside, schema.SM_CLOCK_MHZ])),
             "settled_cap_w": settled_cap_power(rec, spans),
@@ -75,6 +80,7 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
             "ratio_gap_pct": 100.0 * (ratio["pressure"] / ratio["series"] - 1.0),
             "probe_mhz_pressure": float(probes.loc[before_p, schema.PROBE_CLOCK_MHZ].median()),
             "probe_mhz_series": float(probes.loc[~before_p, schema.PROBE_CLOCK_MHZ].median()),
+            "die_c_pressure": float(np.median(die[inside])), "die_c_series": float(np.median(die[in_series])),
             "launches_pressure": int(before_l.sum()), "launches_series": int((~before_l).sum())}
 
 

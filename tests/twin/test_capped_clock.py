@@ -287,6 +287,14 @@ def test_pressure_vs_series_script_reads_both_ratios_apart(tmp_path, capsys):
     # board, entries, power, clock, settled power, then the two ratios and their gap (%)
     assert float(row[6]) == pytest.approx(1.02, rel=1e-4) and float(row[7]) == pytest.approx(1.10, rel=1e-4)
     assert float(row[8]) == pytest.approx(100 * (1.02 / 1.10 - 1), abs=0.01)
+    # then the probed clocks and the die temperatures of each part, read from the trace
+    die = rec.trace[schema.TEMPERATURE_C]
+    series = rec.phase_rows(kind="series", workload="bf16")
+    in_series = np.zeros(len(die), bool)
+    for a, b in series[[schema.T0_S, schema.T1_S]].to_numpy(float):
+        in_series |= rec.trace[schema.T_S].between(a, b, inclusive="left").to_numpy()
+    assert float(row[12]) == pytest.approx(float(die[in_series].median()))
+    assert die.min() <= float(row[11]) <= die.max()
     # a recording whose pressure was not probed: one line, no traceback
     plain = write_recording(with_probed_launches(rec, {"series": 1.0}), tmp_path / "plain")
     assert script.main([str(plain), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 2
