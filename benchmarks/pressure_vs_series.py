@@ -12,7 +12,7 @@ the median NVML instant power and clock from 0.5 s into each, the settled cap po
 (:func:`~powermodels.twin.fit_controller.settled_cap_power`), and the capped workload's probed time ratio
 (:func:`powermodels.twin.adapt.probed_time_ratio`, real time over the preset's at each launch's probed clock, the
 preset calibrated to the board by ``--scale domains`` and ``--thermal network`` as ``--calibrate-cap`` starts from)
-there and over the thermal series, with the median probed clock and die temperature of each. Equal ratios say the
+there and over the thermal series, with the median probed clock, die temperature and launch rate of each. Equal ratios say the
 pressure's cycles are the series'; a pressure that ran faster than its series at a cooler die says the clock gap is
 the board's leakage (session 25).
 """
@@ -42,6 +42,16 @@ from powermodels.twin.fit_controller import (
 SKIP_S = 0.5
 
 
+def launch_rate(launches: pd.DataFrame, spans, skip_s: float) -> float:
+    """Launches per second of wall time over ``spans``, each from ``skip_s`` in (launches wholly inside count)."""
+    count, seconds = 0, 0.0
+    for a, b in spans:
+        inside = (launches[schema.START_S] >= a + skip_s) & (launches[schema.END_S] <= b)
+        count += int(launches.loc[inside, schema.LAUNCHES].sum())
+        seconds += b - a - skip_s
+    return count / seconds if seconds > 0 else float("nan")
+
+
 def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: str | bool = "network") -> dict:
     """The row of one recording (raises ValueError when its pressure was not probed or never ran capped).
 
@@ -65,8 +75,9 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     launches = rec.launches[rec.launches[schema.WORKLOAD] == workload]
     probes = rec.probes[rec.probes[schema.WORKLOAD] == workload]
     before_l, before_p = launches[schema.START_S] < first, probes[schema.T_S] < first
+    series_spans = rec.phase_rows(kind="series", workload=workload)[[schema.T0_S, schema.T1_S]].to_numpy(float)
     in_series = np.zeros(t.size, bool)
-    for a, b in rec.phase_rows(kind="series", workload=workload)[[schema.T0_S, schema.T1_S]].to_numpy(float):
+    for a, b in series_spans:
         in_series |= (t >= a) & (t < b)
     die = rec.trace[schema.TEMPERATURE_C].to_numpy(float)
     ratio = {"pressure": read["probed_time_ratio"],
@@ -81,6 +92,8 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
             "probe_mhz_pressure": float(probes.loc[before_p, schema.PROBE_CLOCK_MHZ].median()),
             "probe_mhz_series": float(probes.loc[~before_p, schema.PROBE_CLOCK_MHZ].median()),
             "die_c_pressure": float(np.median(die[inside])), "die_c_series": float(np.median(die[in_series])),
+            "launches_per_s_pressure": launch_rate(launches, spans, SKIP_S),
+            "launches_per_s_series": launch_rate(launches, series_spans, 0.0),
             "launches_pressure": int(before_l.sum()), "launches_series": int((~before_l).sum())}
 
 
@@ -102,7 +115,8 @@ def main(argv=None) -> int:
         return 2
     print(markdown_table(rows.round({"power_w": 1, "clock_mhz": 0, "settled_cap_w": 1, "ratio_pressure": 4,
                                      "ratio_series": 4, "ratio_gap_pct": 2, "probe_mhz_pressure": 1,
-                                     "probe_mhz_series": 1})))
+                                     "probe_mhz_series": 1, "launches_per_s_pressure": 1,
+                                     "launches_per_s_series": 1})))
     return 0
 
 
