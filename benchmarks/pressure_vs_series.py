@@ -12,9 +12,10 @@ the median NVML instant power and clock from 0.5 s into each, the settled cap po
 (:func:`~powermodels.twin.fit_controller.settled_cap_power`), and the capped workload's probed time ratio
 (:func:`powermodels.twin.adapt.probed_time_ratio`, real time over the preset's at each launch's probed clock, the
 preset calibrated to the board by ``--scale domains`` and ``--thermal network`` as ``--calibrate-cap`` starts from)
-there and over the thermal series, with the median probed clock, die temperature and launch rate of each. Equal ratios say the
-pressure's cycles are the series'; a pressure that ran faster than its series at a cooler die says the clock gap is
-the board's leakage (session 25).
+there and over the thermal series, with the median probed clock, die temperature and launch rate of each. Equal
+ratios say the pressure's cycles are the series'. The die and the launch rate say what else differs: on the six
+probed H200s of sessions 23-25 the pressure ran 15-30 MHz faster than its series at the same die temperature, yet
+0.3-0.5 % fewer launches per second (docs/twin-sessions.md, session 25).
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ def test_the_capped_clock_is_read_before_the_first_series_and_the_series_stay_ou
 
 def test_twin_compare_calibrate_cap_notes_the_factor_read(tmp_path):
     from powermodels.cli import main
-    from powermodels.recording import read_recording, write_recording
+    from powermodels.recording import write_recording
     from powermodels.twin.preset import save_preset
 
     rec = replay(natural_then_series(), scaled_core(capped_board(), 1.06), seed=3, poll_s=2e-3,
