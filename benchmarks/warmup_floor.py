@@ -1,0 +1,94 @@
+"""How close any smooth twin can come to each real warm-up series (real recordings, no GPU).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/warmup_floor.py [--from-s 2] [--degree 1] [--out floors.csv] \\
+        [--plot docs/img/warmup_floor_h200.png] datasets/h200-2026-11-2*/raw_recording_*
+
+For every series of every recording, :func:`powermodels.twin.warmup_floor.warmup_floor`: the worst second,
+from ``--from-s`` on, of the real energy per launch against its own least-squares trend. A twin's warm-up row
+(target 1 %) can only be blamed on the twin above that floor. Prints each workload's spread over the
+recordings (and how many rows a perfect smooth twin would already miss at 1 %), with ``--out`` writes
+every row as CSV and with ``--plot`` draws each workload's floors beside the 1 % target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from powermodels import schema
+from powermodels.recording import RecordingError, read_recording
+from powermodels.reporting import markdown_table
+from powermodels.twin.warmup_floor import warmup_floors
+
+#: the warm-up row's target (powermodels.twin.compare), % at the worst second
+TARGET_PCT = 1.0
+
+
+def summary(floors):
+    """Per workload: recordings, boards, the floor's min / median / max and rows whose floor is over the target."""
+    by = floors.groupby(schema.WORKLOAD)
+    table = by[schema.WARMUP_FLOOR_PCT].agg(["count", "min", "median", "max"]).round(2)
+    table.insert(1, "boards", by[schema.DEVICE_UUID].nunique())
+    table[f"over {TARGET_PCT:g} %"] = by[schema.WARMUP_FLOOR_PCT].apply(lambda x: int((x > TARGET_PCT).sum()))
+    return table.rename(columns={"count": "series"}).reset_index()
+
+
+def plot(floors, path: Path) -> None:
+    """Each workload's floors, one dot per series, beside the warm-up row's target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = sorted(floors[schema.WORKLOAD].unique())
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.7 * len(workloads)))
+    jitter = np.random.default_rng(0)
+    for i, workload in enumerate(workloads):
+        x = floors.loc[floors[schema.WORKLOAD] == workload, schema.WARMUP_FLOOR_PCT].to_numpy(float)
+        ax.plot(x, i + jitter.uniform(-0.15, 0.15, x.size), "o", ms=4, alpha=0.7, color=f"C{i}")
+        ax.plot([np.median(x)] * 2, [i - 0.3, i + 0.3], "k-", lw=1.5)
+    ax.axvline(TARGET_PCT, color="red", ls="--", lw=1, label=f"warm-up row's target ({TARGET_PCT:g} %)")
+    ax.set_yticks(range(len(workloads)), workloads)
+    ax.set_xscale("log")
+    ax.set_xlabel("worst second against the series' own trend, % (real; black: median)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("recordings", nargs="+", type=Path)
+    ap.add_argument("--from-s", type=float, default=2.0, help="first second scored (the warm-up row's)")
+    ap.add_argument("--degree", type=int, default=1, help="degree of the trend (0: the series' mean)")
+    ap.add_argument("--out", type=Path, help="write every series' floor here (CSV)")
+    ap.add_argument("--plot", type=Path, help="draw the floors per workload here (PNG)")
+    args = ap.parse_args(argv)
+    try:
+        floors = warmup_floors((read_recording(p) for p in args.recordings), from_s=args.from_s, degree=args.degree)
+    except (RecordingError, ValueError) as err:
+        print(f"warmup_floor: {err}", file=sys.stderr)
+        return 2
+    if floors.empty:
+        print("warmup_floor: no series of 2 s or more in the recordings given", file=sys.stderr)
+        return 2
+    print(f"{len(floors)} series on {floors[schema.DEVICE_UUID].nunique()} boards (real unless the recordings "
+          f"are twins'); floor = worst second from second {args.from_s:g} on against a degree-{args.degree} trend\n")
+    print(markdown_table(summary(floors)))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        floors.to_csv(args.out, index=False)
+    if args.plot:
+        plot(floors, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
