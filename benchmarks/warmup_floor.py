@@ -5,7 +5,7 @@ Usage::
     PYTHONPATH=src python benchmarks/warmup_floor.py [--from-s 2] [--degree 1] [--out floors.csv] \\
         [--plot docs/img/warmup_floor_h200.png] datasets/h200-2026-11-2*/raw_recording_*
 
-For every series of every recording, :func:`powermodels.twin.warmup_floor.warmup_floor`: the worst second,
+For every series of every recording, :func:`powermodels.warmup_floor.warmup_floor`: the worst second,
 from ``--from-s`` on, of the real energy per launch against its own least-squares trend. A twin's warm-up row
 (target 1 %) can only be blamed on the twin above that floor. Prints each workload's spread over the
 recordings (and how many rows a perfect smooth twin would already miss at 1 %), with ``--out`` writes
@@ -23,7 +23,7 @@ import numpy as np
 from powermodels import schema
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
-from powermodels.twin.warmup_floor import warmup_floors
+from powermodels.warmup_floor import warmup_floors
 
 #: the warm-up row's target (powermodels.twin.compare), % at the worst second
 TARGET_PCT = 1.0

@@ -1,4 +1,4 @@
-"""The warm-up floor: a real series' worst second against its own trend (powermodels.twin.warmup_floor)."""
+"""The warm-up floor: a real series' worst second against its own trend (powermodels.warmup_floor)."""
 
 import numpy as np
 import pandas as pd
@@ -7,7 +7,7 @@ import pytest
 from benchmark_scripts import load_benchmark
 from powermodels import schema
 from powermodels.recording import Recording, write_recording
-from powermodels.twin.warmup_floor import warmup_floor, warmup_floors
+from powermodels.warmup_floor import warmup_floor, warmup_floors
 
 T0 = 5.0        # the series starts after 5 s of idle
 RATE = 100      # launches per second, 10 ms each

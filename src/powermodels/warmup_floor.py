@@ -24,9 +24,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from .. import schema
-from ..recording import Recording
-from . import metrics
+from . import schema
+from .recording import Recording
+from .twin import metrics
 
 __all__ = ["warmup_floor", "warmup_floors"]
 
