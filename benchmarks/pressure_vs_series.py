@@ -12,10 +12,11 @@ the median NVML instant power and clock from 0.5 s into each, the settled cap po
 (:func:`~powermodels.twin.fit_controller.settled_cap_power`), and the capped workload's probed time ratio
 (:func:`powermodels.twin.adapt.probed_time_ratio`, real time over the preset's at each launch's probed clock, the
 preset calibrated to the board by ``--scale domains`` and ``--thermal network`` as ``--calibrate-cap`` starts from)
-there and over the thermal series, with the median probed clock, die temperature and launch rate of each. Equal
+there and over the thermal series, with the median probed clock of each, and the die temperature and launch rate
+of each from 0.5 s into every entry (a batch across that edge counted pro rata). Equal
 ratios say the pressure's cycles are the series'. The die and the launch rate say what else differs: on the six
 probed H200s of sessions 23-25 the pressure ran 15-30 MHz faster than its series at the same die temperature, yet
-0.3-0.5 % fewer launches per second (docs/twin-sessions.md, session 25).
+0.15-0.4 % fewer launches per second (docs/twin-sessions.md, session 25).
 """
 
 from __future__ import annotations
@@ -38,18 +39,20 @@ from powermodels.twin.fit_controller import (
     capped_workload,
     settled_cap_power,
 )
+from powermodels.twin.metrics import launches_between
 
 #: seconds skipped at each pressure entry's start (the cap controller's first swing)
 SKIP_S = 0.5
 
 
-def launch_rate(launches: pd.DataFrame, spans, skip_s: float) -> float:
-    """Launches per second of wall time over ``spans``, each from ``skip_s`` in (launches wholly inside count)."""
-    count, seconds = 0, 0.0
-    for a, b in spans:
-        inside = (launches[schema.START_S] >= a + skip_s) & (launches[schema.END_S] <= b)
-        count += int(launches.loc[inside, schema.LAUNCHES].sum())
-        seconds += b - a - skip_s
+def launch_rate(rec, workload: str, spans, skip_s: float = SKIP_S) -> float:
+    """Launches of ``workload`` per second of wall time over ``spans``, each from ``skip_s`` in.
+
+    A batch that straddles a window's edge counts pro rata of its overlap
+    (:func:`powermodels.twin.metrics.launches_between`), so short windows lose nothing at their edges.
+    """
+    count = sum(launches_between(rec, a + skip_s, b, workload) for a, b in spans if b > a + skip_s)
+    seconds = sum(b - a - skip_s for a, b in spans if b > a + skip_s)
     return count / seconds if seconds > 0 else float("nan")
 
 
@@ -79,7 +82,7 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     series_spans = rec.phase_rows(kind="series", workload=workload)[[schema.T0_S, schema.T1_S]].to_numpy(float)
     in_series = np.zeros(t.size, bool)
     for a, b in series_spans:
-        in_series |= (t >= a) & (t < b)
+        in_series |= (t >= a + SKIP_S) & (t < b)
     die = rec.trace[schema.TEMPERATURE_C].to_numpy(float)
     ratio = {"pressure": read["probed_time_ratio"],
              "series": probed_time_ratio(cal.workloads[workload], launches[~before_l], probes[~before_p],
@@ -93,8 +96,8 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
             "probe_mhz_pressure": float(probes.loc[before_p, schema.PROBE_CLOCK_MHZ].median()),
             "probe_mhz_series": float(probes.loc[~before_p, schema.PROBE_CLOCK_MHZ].median()),
             "die_c_pressure": float(np.median(die[inside])), "die_c_series": float(np.median(die[in_series])),
-            "launches_per_s_pressure": launch_rate(launches, spans, SKIP_S),
-            "launches_per_s_series": launch_rate(launches, series_spans, 0.0),
+            "launches_per_s_pressure": launch_rate(rec, workload, spans),
+            "launches_per_s_series": launch_rate(rec, workload, series_spans),
             "launches_pressure": int(before_l.sum()), "launches_series": int((~before_l).sum())}
 
 

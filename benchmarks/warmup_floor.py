@@ -1,14 +1,15 @@
-"""How close any smooth twin can come to each real warm-up series (real recordings, no GPU).
+"""How close a smooth twin can come to each real warm-up series (real recordings, no GPU).
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/warmup_floor.py [--from-s 2] [--degree 1] [--out floors.csv] \\
+    PYTHONPATH=src python benchmarks/warmup_floor.py [--from-s 2] [--degree 2] [--out floors.csv] \\
         [--plot docs/img/warmup_floor_h200.png] datasets/h200-2026-11-2*/raw_recording_*
 
-For every series of every recording, :func:`powermodels.warmup_floor.warmup_floor`: the worst second,
-from ``--from-s`` on, of the real energy per launch against its own least-squares trend. A twin's warm-up row
-(target 1 %) can only be blamed on the twin above that floor. Prints each workload's spread over the
-recordings (and how many rows a perfect smooth twin would already miss at 1 %), with ``--out`` writes
+For each workload's series in every recording, :func:`powermodels.warmup_floor.warmup_floor`: the smallest worst
+second, from ``--from-s`` on, that a twin whose energy per launch lies on a polynomial in time (``--degree``, a
+parabola by default) can reach against the real series. Below it, a twin's warm-up row (target 1 %) misses by
+the real seconds' own scatter. Prints each workload's spread over the
+recordings (and how many rows any such smooth twin would miss at 1 %), with ``--out`` writes
 every row as CSV and with ``--plot`` draws each workload's floors beside the 1 % target.
 """
 
@@ -23,7 +24,7 @@ import numpy as np
 from powermodels import schema
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
-from powermodels.warmup_floor import warmup_floors
+from powermodels.warmup_floor import DEFAULT_DEGREE, warmup_floors
 
 #: the warm-up row's target (powermodels.twin.compare), % at the worst second
 TARGET_PCT = 1.0
@@ -55,7 +56,7 @@ def plot(floors, path: Path) -> None:
     ax.axvline(TARGET_PCT, color="red", ls="--", lw=1, label=f"warm-up row's target ({TARGET_PCT:g} %)")
     ax.set_yticks(range(len(workloads)), workloads)
     ax.set_xscale("log")
-    ax.set_xlabel("worst second against the series' own trend, % (real; black: median)")
+    ax.set_xlabel("least worst second of a smooth twin, % (real series; black: median)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +68,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("recordings", nargs="+", type=Path)
     ap.add_argument("--from-s", type=float, default=2.0, help="first second scored (the warm-up row's)")
-    ap.add_argument("--degree", type=int, default=1, help="degree of the trend (0: the series' mean)")
+    ap.add_argument("--degree", type=int, default=DEFAULT_DEGREE,
+                    help="degree of the polynomial the twin's seconds lie on (0: a constant, 1: a line)")
     ap.add_argument("--out", type=Path, help="write every series' floor here (CSV)")
     ap.add_argument("--plot", type=Path, help="draw the floors per workload here (PNG)")
     args = ap.parse_args(argv)
@@ -77,10 +79,12 @@ def main(argv=None) -> int:
         print(f"warmup_floor: {err}", file=sys.stderr)
         return 2
     if floors.empty:
-        print("warmup_floor: no series of 2 s or more in the recordings given", file=sys.stderr)
+        print(f"warmup_floor: no series with {args.degree + 2} whole seconds or more from second {args.from_s:g} on "
+              "in the recordings given", file=sys.stderr)
         return 2
     print(f"{len(floors)} series on {floors[schema.DEVICE_UUID].nunique()} boards (real unless the recordings "
-          f"are twins'); floor = worst second from second {args.from_s:g} on against a degree-{args.degree} trend\n")
+          f"are twins'); floor = the least worst second from second {args.from_s:g} on of a twin on a degree-{args.degree} "
+          "polynomial\n")
     print(markdown_table(summary(floors)))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -186,8 +186,9 @@ class Recording:
     def board(self) -> str:
         """The board it was recorded on: its UUID, else the recording's name.
 
-        Recordings made before the UUID was kept still get one name per board,
-        so that per-board tables group them apart.
+        A written recording always has its UUID (:data:`PROVENANCE_KEYS`); one
+        built in memory without it is named by :attr:`name` (its folder, else its
+        GPU's name), which tells boards apart only as far as those names do.
         """
         return str(self.provenance.get("uuid", self.name))
 
@@ -201,7 +202,7 @@ class Recording:
         """End of the schedule on the host clock."""
         return float(self.phases[schema.T1_S].max())
 
-    def window(self, t0: float, t1: float) -> "Recording":
+    def window(self, t0: float, t1: float) -> Recording:
         """The part of the recording in ``[t0, t1)`` on the same clock (nothing shifted)."""
         def cut(df, start, end=None):
             end = start if end is None else end

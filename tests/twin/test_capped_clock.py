@@ -271,7 +271,7 @@ def test_settled_cap_power_is_the_counter_s_1s_mean_past_the_start():
 
 def test_pressure_vs_series_script_reads_both_ratios_apart(tmp_path, capsys):
     from benchmark_scripts import load_benchmark
-    from powermodels.recording import read_recording, write_recording
+    from powermodels.recording import write_recording
     from powermodels.twin.preset import save_preset
 
     rec = replay(natural_then_series(), scaled_core(capped_board(), 1.06), seed=3, poll_s=2e-3,
@@ -292,18 +292,14 @@ def test_pressure_vs_series_script_reads_both_ratios_apart(tmp_path, capsys):
     series = rec.phase_rows(kind="series", workload="bf16")
     in_series = np.zeros(len(die), bool)
     for a, b in series[[schema.T0_S, schema.T1_S]].to_numpy(float):
-        in_series |= rec.trace[schema.T_S].between(a, b, inclusive="left").to_numpy()
+        in_series |= rec.trace[schema.T_S].between(a + 0.5, b, inclusive="left").to_numpy()
     assert float(row[12]) == pytest.approx(float(die[in_series].median()))
     assert die.min() <= float(row[11]) <= die.max()
-    # and the launch rates: the series' every launch over its seconds
-    probed_launches = read_recording(probed).launches
-    bf16 = probed_launches[probed_launches[schema.WORKLOAD] == "bf16"]
-    inside = np.zeros(len(bf16), bool)
-    for a, b in series[[schema.T0_S, schema.T1_S]].to_numpy(float):
-        inside |= ((bf16[schema.START_S] >= a) & (bf16[schema.END_S] <= b)).to_numpy()
-    seconds = float((series[schema.T1_S] - series[schema.T0_S]).sum())
-    assert float(row[14]) == pytest.approx(bf16.loc[inside, schema.LAUNCHES].sum() / seconds, abs=0.06)
-    assert float(row[13]) > 0
+    # and the launch rates: a probed launch every 10 ms from 0.05 s into each entry to 0.05 s before its end,
+    # read from 0.5 s in (the script's skip, on both parts), so (L - 0.55) / (L - 0.5) × 100 per second
+    length = float((series[schema.T1_S] - series[schema.T0_S]).iloc[0])
+    assert float(row[14]) == pytest.approx(100 * (length - 0.55) / (length - 0.5), rel=2e-3)
+    assert float(row[13]) == pytest.approx(100, rel=0.03)
     # a recording whose pressure was not probed: one line, no traceback
     plain = write_recording(with_probed_launches(rec, {"series": 1.0}), tmp_path / "plain")
     assert script.main([str(plain), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 2
