@@ -9,7 +9,7 @@ For each workload's series in every recording, :func:`powermodels.warmup_floor.w
 second, from ``--from-s`` on, that a twin whose energy per launch lies on a polynomial in time (``--degree``, a
 parabola by default) can reach against the real series. Below it, a twin's warm-up row (target 1 %) misses by
 the real seconds' own scatter. Prints each workload's spread over the
-recordings (and how many rows any such smooth twin would miss at 1 %), with ``--out`` writes
+recordings (and how many rows any twin on such a polynomial would miss at 1 %), with ``--out`` writes
 every row as CSV and with ``--plot`` draws each workload's floors beside the 1 % target.
 """
 
@@ -56,7 +56,7 @@ def plot(floors, path: Path) -> None:
     ax.axvline(TARGET_PCT, color="red", ls="--", lw=1, label=f"warm-up row's target ({TARGET_PCT:g} %)")
     ax.set_yticks(range(len(workloads)), workloads)
     ax.set_xscale("log")
-    ax.set_xlabel("least worst second of a smooth twin, % (real series; black: median)")
+    ax.set_xlabel("least worst second of a twin on a parabola, % (real series; black: median)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -273,7 +273,7 @@ PROBED_TIME_RATIO = "probed_time_ratio"      # a capped workload's time over the
 CORE_SCALE = "core_scale"                    # the board's core dynamic power over the preset's board (domains; NaN: not read)
 MEMORY_SCALE = "memory_scale"                # the board's memory dynamic power over the preset's board (domains; NaN: not read)
 WORKLOAD_RESIDUAL = "workload_residual"      # a workload's dynamic power over what the board's core and memory factors give it
-WARMUP_FLOOR_PCT = "warmup_floor_pct"        # the least worst second a smooth twin can reach on a real warm-up series, %
+WARMUP_FLOOR_PCT = "warmup_floor_pct"        # the least worst second a twin on a parabola can reach on a real warm-up series, %
 BOARD_PART_NUMBER = "board_part_number"      # NVML's board part number (e.g. 692-2G520-0282-001); "" where not known
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the

@@ -5,14 +5,15 @@ The warm-up row scores a twin by its worst second against the real series
 not smooth: under the power cap the controller swings each second's energy by a
 few tenths of a per cent, launches are counted per second, and a stray host stall
 spikes one second. A twin whose seconds follow a smooth curve misses the worst
-second by at least that scatter.
+second by about that scatter.
 
 :func:`warmup_floor` reads the real recording alone: the smallest worst-second
 error, from ``from_s`` on, that any twin whose energy per launch lies on a
 polynomial of the given degree in time can reach (``degree=2``: a parabola, which
 follows a 23 s warm-up's curvature), solved exactly as a linear programme (the
-minimax fit of the relative error). It is a floor for such smooth twins only: a
-twin that tracked the real seconds' swings could do better. Over the 44 raw H200
+minimax fit of the relative error). It is a floor for twins on such a polynomial
+only: one on another curve (an exponential), or one that tracked the real seconds'
+swings, could do better. Over the 44 raw H200
 recordings of 42 boards (sessions 6–25; real) its medians were 0.39 % for the capped
 bf16 GEMM and 0.12–0.23 % for the uncapped workloads, and 3 of 176 series were over
 1 % (docs/twin-sessions.md, session 25).
@@ -30,7 +31,7 @@ from . import schema
 from .recording import Recording
 from .twin import metrics
 
-__all__ = ["DEFAULT_DEGREE", "SeriesTooShortError", "warmup_floor", "warmup_floors"]
+__all__ = ["DEFAULT_DEGREE", "SeriesTooShortError", "minimax_fit", "warmup_floor", "warmup_floors"]
 
 #: a parabola in time: follows a warm-up's curvature over 23 s, not its second-to-second swings
 DEFAULT_DEGREE = 2
@@ -40,16 +41,25 @@ class SeriesTooShortError(ValueError):
     """A series with fewer scored seconds than the polynomial needs (``degree + 2``)."""
 
 
-def minimax_relative_error(t: np.ndarray, y: np.ndarray, degree: int) -> float:
-    """``min over polynomials p of degree ≤ degree of max |p(t) / y - 1|`` (a linear programme).
+def minimax_fit(t: np.ndarray, y: np.ndarray, degree: int) -> tuple[np.ndarray, float]:
+    """The polynomial of degree ≤ ``degree`` with the least ``max |p(t) / y - 1|`` (a linear programme).
 
     Variables are the polynomial's coefficients and the bound ``e``; each point gives
     ``-e ≤ p(t)/y - 1 ≤ e``. Time is centred and scaled to [-1, 1] so the programme is
     well conditioned.
+
+    Returns
+    -------
+    values : ndarray
+        The fitted polynomial at ``t``.
+    error : float
+        Its worst relative error ``max |values / y - 1|`` (a fraction), the least any
+        polynomial of that degree reaches.
     """
     span = max(float(np.ptp(t)), 1e-12)
     x = 2.0 * (t - t.min()) / span - 1.0
-    basis = np.vander(x, degree + 1) / y[:, None]          # p(t)/y, one row per point
+    vander = np.vander(x, degree + 1)
+    basis = vander / y[:, None]                            # p(t)/y, one row per point
     ones = np.ones((len(y), 1))
     a_ub = np.vstack([np.hstack([basis, -ones]), np.hstack([-basis, -ones])])
     b_ub = np.concatenate([np.ones(len(y)), -np.ones(len(y))])
@@ -59,12 +69,12 @@ def minimax_relative_error(t: np.ndarray, y: np.ndarray, degree: int) -> float:
                      method="highs")
     if not result.success:  # pragma: no cover - a bounded feasible programme always solves
         raise ValueError(f"warmup_floor: the minimax fit failed ({result.message})")
-    return float(result.x[-1])
+    return vander @ result.x[:-1], float(result.x[-1])
 
 
 def warmup_floor(rec: Recording, workload: str, *, from_s: float = 2.0, degree: int = DEFAULT_DEGREE,
                  seconds: int = 25) -> float:
-    """The smallest worst-second error a smooth twin can reach on a real warm-up series, in per cent.
+    """The smallest worst-second error a twin on a polynomial can reach on a real warm-up series, in per cent.
 
     Parameters
     ----------
@@ -94,7 +104,7 @@ def warmup_floor(rec: Recording, workload: str, *, from_s: float = 2.0, degree: 
         through every point says nothing).
     ValueError
         When the recording has no series of ``workload``, or a scored second has no
-        finite positive energy per launch.
+        launch or no finite positive energy per launch.
     """
     if degree < 0:
         raise ValueError(f"warmup_floor: degree must be 0 or more, got {degree}")
@@ -105,10 +115,13 @@ def warmup_floor(rec: Recording, workload: str, *, from_s: float = 2.0, degree: 
     if scored.sum() < degree + 2:
         raise SeriesTooShortError(f"warmup_floor: {rec.name}'s {workload} series has {int(scored.sum())} whole seconds from "
                          f"second {from_s:g} on; a degree-{degree} polynomial needs {degree + 2} or more")
-    if not np.all(np.isfinite(real[scored]) & (real[scored] > 0)):
-        raise ValueError(f"warmup_floor: {rec.name}'s {workload} series has seconds without a positive energy per "
-                         "launch (no launch, or a stalled counter)")
-    return 100.0 * minimax_relative_error(second[scored], real[scored], degree)
+    # a second without a launch reads a huge but finite energy per launch: count the launches themselves
+    t0 = float(rec.phase_rows(kind="series", workload=workload)[schema.T0_S].iloc[0])
+    launched = np.array([metrics.launches_between(rec, t0 + k, t0 + k + 1.0, workload) for k in second[scored]])
+    if not np.all(np.isfinite(real[scored]) & (real[scored] > 0) & (launched > 0)):
+        raise ValueError(f"warmup_floor: {rec.name}'s {workload} series has seconds without a launch or without "
+                         "a positive energy per launch (a stalled counter)")
+    return 100.0 * minimax_fit(second[scored], real[scored], degree)[1]
 
 
 def warmup_floors(recordings: Iterable[Recording], *, from_s: float = 2.0,

@@ -1,5 +1,7 @@
 """The warm-up floor: a real series' worst second against its own trend (powermodels.warmup_floor)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,7 +10,7 @@ from benchmark_scripts import load_benchmark
 from powermodels import schema
 from powermodels.recording import Recording, write_recording
 from powermodels.twin.compare import compare_recordings
-from powermodels.warmup_floor import SeriesTooShortError, warmup_floor, warmup_floors
+from powermodels.warmup_floor import SeriesTooShortError, minimax_fit, warmup_floor, warmup_floors
 
 T0 = 5.0        # the series starts after 5 s of idle
 RATE = 100      # launches per second, 10 ms each
@@ -49,19 +51,41 @@ def test_a_straight_series_has_no_floor_and_one_stray_second_is_its_floor():
     assert 0.27 < floor < 0.31
 
 
-def test_no_smooth_twin_scores_below_the_floor_in_the_warm_up_row():
-    rng = np.random.default_rng(4)
-    real_seconds = (1.0 + 0.01 * (1 - np.exp(-np.arange(25) / 6.0))) * (1 + 0.003 * rng.standard_normal(25))
+def noisy_warm_up(seed=4):
+    rng = np.random.default_rng(seed)
+    return (1.0 + 0.01 * (1 - np.exp(-np.arange(25) / 6.0))) * (1 + 0.003 * rng.standard_normal(25))
+
+
+def test_the_minimax_twin_scores_exactly_the_floor_and_least_squares_twins_no_less():
+    real_seconds = noisy_warm_up()
     real = series_recording(real_seconds)
     floor = warmup_floor(real, "w", from_s=2.0)
     s = np.arange(25)
-    for degree in (0, 1, 2):  # the least-squares curves of each degree, as twins
+    values, error = minimax_fit(s[2:].astype(float), real_seconds[2:], 2)
+    assert 100 * error == pytest.approx(floor)
+    best = series_recording(np.concatenate([real_seconds[:2], values]))  # seconds 0-1 are not scored
+    assert abs(compare_recordings(real, best, from_s=2.0).iloc[0][schema.CHECK_ERROR]) == pytest.approx(floor, rel=1e-6)
+    for degree in (0, 1, 2):  # the least-squares curves of each degree, as twins: never below the floor
         twin = series_recording(np.polyval(np.polyfit(s[2:], real_seconds[2:], degree), s))
-        row = compare_recordings(real, twin, from_s=2.0).iloc[0]
-        assert abs(row[schema.CHECK_ERROR]) >= floor - 1e-6
-    # and the floor is reached: no worse than the least-squares parabola, by a clear margin here
-    assert floor < abs(compare_recordings(real, series_recording(np.polyval(np.polyfit(s[2:], real_seconds[2:], 2), s)),
-                                          from_s=2.0).iloc[0][schema.CHECK_ERROR]) - 0.02
+        assert abs(compare_recordings(real, twin, from_s=2.0).iloc[0][schema.CHECK_ERROR]) >= floor - 1e-6
+
+
+@pytest.mark.parametrize(("y", "degree"), [(noisy_warm_up(7)[2:], 2),
+                                           (1.0 + 2.0 * np.sin(np.linspace(0, 2.5, 23)) ** 2, 1),  # 1 to 3
+                                           (np.linspace(1.0, 3.0, 23) ** 3, 0)])
+def test_the_minimax_fit_equioscillates_and_no_nearby_polynomial_does_better(y, degree):
+    t = np.arange(len(y), dtype=float)
+    values, error = minimax_fit(t, y, degree)
+    rel = values / y - 1
+    assert np.max(np.abs(rel)) == pytest.approx(error, rel=1e-6)
+    # Chebyshev: the best fit reaches ±error, alternating in sign, at degree + 2 points or more
+    extremes = np.sign(rel[np.abs(np.abs(rel) - error) < 1e-7 * max(error, 1e-12) + 1e-9])
+    assert 1 + np.count_nonzero(np.diff(extremes)) >= degree + 2
+    coefs = np.polyfit(t, values, degree)
+    rng = np.random.default_rng(0)
+    for _ in range(300):  # small moves of the coefficients never lower the worst relative error
+        moved = np.polyval(coefs * (1 + 1e-3 * rng.standard_normal(coefs.size)), t)
+        assert np.max(np.abs(moved / y - 1)) >= error - 1e-9
 
 
 def test_seconds_before_from_s_are_not_scored():
@@ -89,6 +113,10 @@ def test_bad_input_is_one_clear_error():
         warmup_floor(rec, "other")
     with pytest.raises(ValueError, match="degree must be 0 or more"):
         warmup_floor(rec, "w", degree=-1)
+    gap = series_recording(np.ones(25))
+    gap = replace(gap, launches=gap.launches[~gap.launches[schema.START_S].between(T0 + 10, T0 + 11, inclusive="left")])
+    with pytest.raises(ValueError, match="without a launch"):  # reads a huge finite energy per launch otherwise
+        warmup_floor(gap, "w")
 
 
 def test_floors_of_many_recordings_leave_out_what_cannot_be_read():
