@@ -13,10 +13,11 @@ the median NVML instant power and clock from 0.5 s into each, the settled cap po
 (:func:`powermodels.twin.adapt.probed_time_ratio`, real time over the preset's at each launch's probed clock, the
 preset calibrated to the board by ``--scale domains`` and ``--thermal network`` as ``--calibrate-cap`` starts from)
 there and over the thermal series, with the median probed clock of each, and the die temperature and launch rate
-of each from 0.5 s into every entry (a batch across that edge counted pro rata). Equal
-ratios say the pressure's cycles are the series'. The die and the launch rate say what else differs: on the six
-probed H200s of sessions 23-25 the pressure ran 15-30 MHz faster than its series at the same die temperature, yet
-0.15-0.4 % fewer launches per second (docs/twin-sessions.md, session 25).
+of each from 0.5 s into every entry (a batch across that edge counted pro rata), then the series' probed clock and
+launch rate over its first seconds only, as long as a pressure entry (the same time since a capped start). Equal
+ratios say the pressure's cycles are the series'. On the six probed H200s of sessions 23-25 the pressure's probed
+clock read 15-30 MHz above the whole series' but 0-16 MHz above the series' first seconds (the series' clock falls
+as it runs), while its launch rate stayed 0.17-0.47 % below theirs (docs/twin-sessions.md, session 25).
 """
 
 from __future__ import annotations
@@ -56,6 +57,15 @@ def launch_rate(rec, workload: str, spans, skip_s: float = SKIP_S) -> float:
     return count / seconds if seconds > 0 else float("nan")
 
 
+def probe_clock(probes: pd.DataFrame, spans, skip_s: float = SKIP_S) -> float:
+    """Median probed clock of the probes inside ``spans``, each from ``skip_s`` in."""
+    t = probes[schema.T_S].to_numpy(float)
+    inside = np.zeros(t.size, bool)
+    for a, b in spans:
+        inside |= (t >= a + skip_s) & (t < b)
+    return float(np.median(probes.loc[inside, schema.PROBE_CLOCK_MHZ])) if inside.any() else float("nan")
+
+
 def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: str | bool = "network") -> dict:
     """The row of one recording (raises ValueError when its pressure was not probed or never ran capped).
 
@@ -84,6 +94,9 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     for a, b in series_spans:
         in_series |= (t >= a + SKIP_S) & (t < b)
     die = rec.trace[schema.TEMPERATURE_C].to_numpy(float)
+    # the series' first seconds, as long as a pressure entry: the same time since a capped start as the pressure's
+    length = float(np.median([b - a for a, b in spans]))
+    series_first = [(a, min(b, a + length)) for a, b in series_spans]
     ratio = {"pressure": read["probed_time_ratio"],
              "series": probed_time_ratio(cal.workloads[workload], launches[~before_l], probes[~before_p],
                                          cal.physics.mem_clocks_mhz[0])}
@@ -98,6 +111,8 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
             "die_c_pressure": float(np.median(die[inside])), "die_c_series": float(np.median(die[in_series])),
             "launches_per_s_pressure": launch_rate(rec, workload, spans),
             "launches_per_s_series": launch_rate(rec, workload, series_spans),
+            "probe_mhz_series_first": probe_clock(probes, series_first),
+            "launches_per_s_series_first": launch_rate(rec, workload, series_first),
             "launches_pressure": int(before_l.sum()), "launches_series": int((~before_l).sum())}
 
 
@@ -120,7 +135,8 @@ def main(argv=None) -> int:
     print(markdown_table(rows.round({"power_w": 1, "clock_mhz": 0, "settled_cap_w": 1, "ratio_pressure": 4,
                                      "ratio_series": 4, "ratio_gap_pct": 2, "probe_mhz_pressure": 1,
                                      "probe_mhz_series": 1, "launches_per_s_pressure": 1,
-                                     "launches_per_s_series": 1})))
+                                     "launches_per_s_series": 1, "probe_mhz_series_first": 1,
+                                     "launches_per_s_series_first": 1})))
     return 0
 
 

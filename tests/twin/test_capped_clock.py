@@ -302,6 +302,10 @@ def test_pressure_vs_series_script_reads_both_ratios_apart(tmp_path, capsys):
     pressure = rec.phase_rows(kind="pressure", workload="bf16")
     spans = (pressure[schema.T1_S] - pressure[schema.T0_S]).to_numpy(float)
     assert float(row[13]) == pytest.approx(100 * (spans - 0.55).sum() / (spans - 0.5).sum(), rel=2e-3)
+    # the series' first seconds, as long as the pressure entry: launches all through them, and the probed clock
+    # (rising 1500 -> 1700 MHz over each entry here) lower than over the whole series
+    assert float(row[16]) == pytest.approx(100.0, rel=2e-3)
+    assert float(row[15]) < float(row[10]) - 20
     # a recording whose pressure was not probed: one line, no traceback
     plain = write_recording(with_probed_launches(rec, {"series": 1.0}), tmp_path / "plain")
     assert script.main([str(plain), "--preset", preset_file, "--scale", "none", "--thermal", "none"]) == 2
