@@ -113,8 +113,9 @@ def warmup_floor(rec: Recording, workload: str, *, from_s: float = 2.0, degree: 
     real = energy[schema.ENERGY_J].to_numpy(float)
     scored = second >= np.ceil(from_s - 1e-9)
     if scored.sum() < degree + 2:
-        raise SeriesTooShortError(f"warmup_floor: {rec.name}'s {workload} series has {int(scored.sum())} whole seconds from "
-                         f"second {from_s:g} on; a degree-{degree} polynomial needs {degree + 2} or more")
+        raise SeriesTooShortError(f"warmup_floor: {rec.name}'s {workload} series has {int(scored.sum())} whole "
+                                  f"seconds from second {from_s:g} on; a degree-{degree} polynomial needs "
+                                  f"{degree + 2} or more")
     # a second without a launch reads a huge but finite energy per launch: count the launches themselves
     t0 = float(rec.phase_rows(kind="series", workload=workload)[schema.T0_S].iloc[0])
     launched = np.array([metrics.launches_between(rec, t0 + k, t0 + k + 1.0, workload) for k in second[scored]])
