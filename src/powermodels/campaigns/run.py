@@ -250,13 +250,15 @@ def run_campaign(spec: CampaignSpec | Mapping, out_dir: str | os.PathLike, *,
         The folder holds runs of another spec: move them into
         ``previous-<time>/`` and start anew, instead of refusing
         (:func:`~powermodels.campaigns.resume.check_resume`).
-    lock_wait_s : float, default=0
-        How long to wait for another campaign holding ``out_dir``
-        (:func:`~powermodels.measuring.exclusive.campaign_lock`); then a
-        ``LockBusy`` error names it.
 
     Notes
     -----
+    One more keyword, ``lock_wait_s`` (float, default 0), comes from the
+    :func:`~powermodels.measuring.exclusive.holds_campaign_lock` decorator: how
+    long to wait for another campaign holding ``out_dir``
+    (:func:`~powermodels.measuring.exclusive.campaign_lock`); then a
+    ``LockBusy`` error names it.
+
     Runs measured on several boards: the spread of the configurations seen on
     more than one is recorded in ``metadata.json`` (``"boards"``) and warned
     about when it exceeds 2σ of the measurement; a spec's ``board_probe`` is
