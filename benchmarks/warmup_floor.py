@@ -39,7 +39,7 @@ def summary(floors):
     return table.rename(columns={"count": "series"}).reset_index()
 
 
-def plot(floors, path: Path) -> None:
+def plot(floors, path: Path, degree: int = DEFAULT_DEGREE) -> None:
     """Each workload's floors, one dot per series, beside the warm-up row's target."""
     import matplotlib
 
@@ -56,7 +56,8 @@ def plot(floors, path: Path) -> None:
     ax.axvline(TARGET_PCT, color="red", ls="--", lw=1, label=f"warm-up row's target ({TARGET_PCT:g} %)")
     ax.set_yticks(range(len(workloads)), workloads)
     ax.set_xscale("log")
-    ax.set_xlabel("least worst second of a twin on a parabola, % (real series; black: median)")
+    shape = {0: "a constant", 1: "a line", 2: "a parabola"}.get(degree, f"a degree-{degree} polynomial")
+    ax.set_xlabel(f"least worst second of a twin on {shape}, % (real series; black: median)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +91,7 @@ def main(argv=None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         floors.to_csv(args.out, index=False)
     if args.plot:
-        plot(floors, args.plot)
+        plot(floors, args.plot, args.degree)
     return 0
 
 
