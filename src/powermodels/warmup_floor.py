@@ -116,9 +116,8 @@ def warmup_floor(rec: Recording, workload: str, *, from_s: float = 2.0, degree: 
         raise SeriesTooShortError(f"warmup_floor: {rec.name}'s {workload} series has {int(scored.sum())} whole "
                                   f"seconds from second {from_s:g} on; a degree-{degree} polynomial needs "
                                   f"{degree + 2} or more")
-    # a second without a launch reads a huge but finite energy per launch: count the launches themselves
-    t0 = float(rec.phase_rows(kind="series", workload=workload)[schema.T0_S].iloc[0])
-    launched = np.array([metrics.launches_between(rec, t0 + k, t0 + k + 1.0, workload) for k in second[scored]])
+    # a second without a launch reads a huge but finite energy per launch: its count says so
+    launched = energy[schema.LAUNCHES].to_numpy(float)[scored]
     if not np.all(np.isfinite(real[scored]) & (real[scored] > 0) & (launched > 0)):
         raise ValueError(f"warmup_floor: {rec.name}'s {workload} series has seconds without a launch or without "
                          "a positive energy per launch (a stalled counter)")

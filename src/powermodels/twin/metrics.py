@@ -94,8 +94,10 @@ def warmup_energy_per_launch(rec: Recording, workload: str, seconds: int = 25,
     Returns
     -------
     DataFrame
-        ``second`` (0 = the first second), ``energy_j`` per launch, and the
-        temperature reading at the second's end.
+        ``second`` (0 = the first second), ``energy_j`` per launch, the
+        temperature reading at the second's end, and the ``launches`` counted in
+        the second (a batch pro rata; a second with none reads a huge
+        ``energy_j``, so a caller that cares checks them).
     """
     row = _entry(rec, workload, "series", phase)
     t0 = float(row[schema.T0_S])
@@ -104,8 +106,8 @@ def warmup_energy_per_launch(rec: Recording, workload: str, seconds: int = 25,
     energy = energy_between(rec, a, a + 1.0)
     counts = np.array([launches_between(rec, x, x + 1.0, workload) for x in a])
     temp = reading_series(rec, schema.TEMPERATURE_C, a + 1.0) if rec.has_trace else np.full(n, np.nan)
-    return pd.DataFrame({"second": np.arange(n), schema.ENERGY_J: energy / np.maximum(counts, 1e-12),
-                         schema.TEMPERATURE_C: temp})
+    return pd.DataFrame({schema.SECOND: np.arange(n), schema.ENERGY_J: energy / np.maximum(counts, 1e-12),
+                         schema.TEMPERATURE_C: temp, schema.LAUNCHES: counts})
 
 
 def reading_series(rec: Recording, column: str, t) -> np.ndarray:
