@@ -46,6 +46,14 @@ from powermodels.twin.metrics import launches_between
 SKIP_S = 0.5
 
 
+def in_spans(t: np.ndarray, spans, skip_s: float = SKIP_S) -> np.ndarray:
+    """Whether each time ``t`` lies in one of ``spans``, each from ``skip_s`` in."""
+    inside = np.zeros(t.size, bool)
+    for a, b in spans:
+        inside |= (t >= a + skip_s) & (t < b)
+    return inside
+
+
 def launch_rate(rec, workload: str, spans, skip_s: float = SKIP_S) -> float:
     """Launches of ``workload`` per second of wall time over ``spans``, each from ``skip_s`` in.
 
@@ -59,10 +67,7 @@ def launch_rate(rec, workload: str, spans, skip_s: float = SKIP_S) -> float:
 
 def probe_clock(probes: pd.DataFrame, spans, skip_s: float = SKIP_S) -> float:
     """Median probed clock of the probes inside ``spans``, each from ``skip_s`` in."""
-    t = probes[schema.T_S].to_numpy(float)
-    inside = np.zeros(t.size, bool)
-    for a, b in spans:
-        inside |= (t >= a + skip_s) & (t < b)
+    inside = in_spans(probes[schema.T_S].to_numpy(float), spans, skip_s)
     return float(np.median(probes.loc[inside, schema.PROBE_CLOCK_MHZ])) if inside.any() else float("nan")
 
 
@@ -78,9 +83,7 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     first = float(rec.phase_rows(kind="series")[schema.T0_S].min())
     workload = capped_workload(rec, spans)
     t = rec.trace[schema.T_S].to_numpy(float)
-    inside = np.zeros(t.size, bool)
-    for a, b in spans:
-        inside |= (t >= a + SKIP_S) & (t < b)
+    inside = in_spans(t, spans)
     if rec.probes is None:
         raise ValueError(f"{path}: no probes.parquet (record with --probe-pressure)")
     cal = calibrated_preset(preset, rec, scale=scale, thermal=thermal)
@@ -90,9 +93,7 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
     probes = rec.probes[rec.probes[schema.WORKLOAD] == workload]
     before_l, before_p = launches[schema.START_S] < first, probes[schema.T_S] < first
     series_spans = rec.phase_rows(kind="series", workload=workload)[[schema.T0_S, schema.T1_S]].to_numpy(float)
-    in_series = np.zeros(t.size, bool)
-    for a, b in series_spans:
-        in_series |= (t >= a + SKIP_S) & (t < b)
+    in_series = in_spans(t, series_spans)
     die = rec.trace[schema.TEMPERATURE_C].to_numpy(float)
     # the series' first seconds, as long as a pressure entry: the same time since a capped start as the pressure's
     length = float(np.median([b - a for a, b in spans]))
