@@ -1,0 +1,70 @@
+"""benchmarks/warmup_miss_split.py: a twin's warm-up miss split into its power and its launches per second."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark_scripts import load_benchmark
+from powermodels import schema
+from powermodels.recording import Recording, write_recording
+
+IDLE_S = 5.0
+SERIES_S = 25
+
+
+def steady_series(power_w: float, launches_per_s: int, die_c: float, *, name: str = "w",
+                  provenance: dict | None = None) -> Recording:
+    """5 s idle at 80 W, then one 25 s series at ``power_w`` with ``launches_per_s`` whole launches each second."""
+    starts = IDLE_S + (np.arange(SERIES_S * launches_per_s) + 0.5) / launches_per_s
+    launches = pd.DataFrame({
+        schema.WORKLOAD: name, schema.RECORDING_PHASE: "thermal", schema.REPEAT: 0,
+        schema.BATCH: np.arange(starts.size), schema.START_S: starts - 0.4 / launches_per_s,
+        schema.END_S: starts + 0.4 / launches_per_s, schema.LAUNCHES: 1, schema.TIME_S: 0.8 / launches_per_s})
+    t = np.arange(0.0, IDLE_S + SERIES_S + 1e-9, 0.1)
+    power = np.where(t <= IDLE_S, 80.0, power_w)
+    counter = 500.0 + np.concatenate([[0.0], np.cumsum(power[1:] * 0.1)])
+    phases = pd.DataFrame({
+        schema.RECORDING_PHASE: "thermal", schema.WORKLOAD: name, schema.REPEAT: [-1, 0],
+        schema.PHASE_KIND: ["idle", "series"], schema.T0_S: [0.0, IDLE_S], schema.T1_S: [IDLE_S, IDLE_S + SERIES_S]})
+    trace = pd.DataFrame({
+        schema.T_S: t, schema.POWER_INSTANT_W: power, schema.POWER_AVERAGE_W: power,
+        schema.SM_CLOCK_MHZ: np.full(t.size, 1980, dtype="int16"),
+        schema.MEM_CLOCK_MHZ: np.full(t.size, 3201, dtype="int16"),
+        schema.TEMPERATURE_C: np.full(t.size, die_c).astype("int16"),
+        schema.THROTTLE_REASONS: np.zeros(t.size, dtype="int64"), schema.READ_S: 2e-5})
+    prov = {"gpu": "hand-made", "uuid": "GPU-feed0000-2222", "power_limit_w": 700.0, "max_sm_clock_mhz": 1980,
+            **(provenance or {})}
+    return Recording(trace, pd.DataFrame({schema.T_S: t, schema.ENERGY_COUNTER_J: counter}), launches, phases, prov)
+
+
+def test_power_and_rate_factors_multiply_to_the_energy_per_launch_error():
+    script = load_benchmark("warmup_miss_split")
+    real = steady_series(400.0, 200, 50)
+    # 2 % more power and 1 % more launches a second: (1.02 / 1.01) - 1 = +0.99 % a launch
+    twin = steady_series(408.0, 202, 48)
+    row = script.miss_split(real, twin).iloc[0]
+    assert row["power_pct"] == pytest.approx(2.0, abs=1e-6)
+    assert row["launch_rate_pct"] == pytest.approx(1.0, abs=1e-6)
+    assert row["energy_per_launch_pct"] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
+    assert row["worst_pct"] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
+    assert row["die_difference_c"] == pytest.approx(-2.0)
+    assert row[schema.DEVICE_UUID] == "GPU-feed0000-2222"
+    # a workload that only one of the two ran is left out; a bad first second is refused
+    assert script.miss_split(real, steady_series(400.0, 200, 50, name="other")).empty
+    with pytest.raises(ValueError, match="from_s"):
+        script.miss_split(real, twin, from_s=-1)
+
+
+def test_the_script_pairs_each_twin_with_its_real_recording_by_name(tmp_path, capsys):
+    script = load_benchmark("warmup_miss_split")
+    real = write_recording(steady_series(400.0, 200, 50), tmp_path / "raw_recording_feed0000")
+    out = tmp_path / "cmp"
+    write_recording(steady_series(396.0, 200, 50, provenance={"schedule_from": "raw_recording_feed0000"}), out / "twin")
+    assert script.main([str(out), "--real", str(real), "--out", str(tmp_path / "split.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert "1 series on 1 boards" in printed
+    assert pd.read_csv(tmp_path / "split.csv")["power_pct"].iloc[0] == pytest.approx(-1.0, abs=1e-6)
+    # a twin of a recording not given: one line naming it, no traceback
+    assert script.main([str(out), "--real", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert "raw_recording_feed0000" in err and "Traceback" not in err
