@@ -2,18 +2,20 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/series_power_steps.py [--drop-pct 0.5] [--out steps.csv] \\
+    PYTHONPATH=src python benchmarks/series_power_steps.py [--drop-pct 0.5] [--min-warming-c 1] [--out steps.csv] \\
         datasets/h200-2026-11-2*/raw_recording_*
 
 At a fixed clock a warming die draws more, not less (leakage rises with temperature), so a series' mean power
 from 3 to 6 s should not fall below its mean from 0.7 to 2 s. On a few real boards it does, at an unchanged
-clock (NVML and the clock probes) and with the die ~1–3 °C warmer: GPU-670faebe's fp32 GEMM drew 645 W, then
-632 W from ~2.5 s on (docs/twin-sessions.md, session 26). ``calibrate_board`` reads each series from 0.2 to
-1.2 s, before such a step, so a twin calibrated there reads the rest of the series high by the step.
+clock (NVML and the clock probes): GPU-670faebe's fp32 GEMM drew 643 W from 0.7 to 2 s and 633 W from 3 to 6 s
+while its die warmed 3.3 °C (docs/twin-sessions.md, session 26).
 
-For every series that ran at the top clock (NVML's median clock within 1 MHz of the recording's highest) this
-prints the counter's mean power in the two windows, their change and the die's, and flags the series whose power
-fell by more than ``--drop-pct`` while the die warmed. Windows are seconds since the series' start.
+For every series that ran at the top clock (NVML's median clock within 1 MHz of the board's highest, the
+provenance's ``max_sm_clock_mhz``) this prints the counter's mean power in the two windows, their change and the
+die's, and flags the series whose power fell by more than ``--drop-pct`` while the die warmed by at least
+``--min-warming-c`` (the die reads whole degrees). It also prints the power over 0.2–1.2 s, the second
+``calibrate_board`` reads: a twin calibrated there carries that level into the rest of the series
+(``calibration_change_pct``: the later window against it). Windows are seconds since the series' start.
 """
 
 from __future__ import annotations
@@ -33,16 +35,18 @@ from powermodels.twin.metrics import counter_updates
 #: seconds since the series' start: after the die's fast pole (0.7 s), and once a step has happened (3-6 s)
 EARLY_S = (0.7, 2.0)
 LATER_S = (3.0, 6.0)
+#: the seconds calibrate_board reads of each uncapped series (its skip_s, skip_s + first_s)
+CALIBRATION_S = (0.2, 1.2)
 
 
 def counter_power_between(rec: Recording, a: float, b: float) -> float:
-    """Mean power (W) between the energy counter's updates nearest ``a`` and ``b``."""
+    """Mean power (W) between the counter's first update at or after ``a`` and its last before ``b`` (NaN: none)."""
     t, e = counter_updates(rec)
     i, j = int(np.searchsorted(t, a)), int(np.searchsorted(t, b)) - 1
     return float((e[j] - e[i]) / (t[j] - t[i])) if j > i else float("nan")
 
 
-def series_power_steps(rec: Recording, *, drop_pct: float = 0.5) -> pd.DataFrame:
+def series_power_steps(rec: Recording, *, drop_pct: float = 0.5, min_warming_c: float = 1.0) -> pd.DataFrame:
     """One row per top-clock series of ``rec``: power and die in the two windows, and whether the power fell.
 
     Parameters
@@ -50,23 +54,27 @@ def series_power_steps(rec: Recording, *, drop_pct: float = 0.5) -> pd.DataFrame
     rec : Recording
         A raw recording with a trace and an energy counter.
     drop_pct : float, default=0.5
-        A fall of the later window's power below the early one's by more than this (%) while the die warmed
-        is flagged as a step.
+        A fall of the later window's power below the early one's by more than this (%) ...
+    min_warming_c : float, default=1
+        ... while the die warmed by at least this much (°C) is flagged as a step.
 
     Returns
     -------
     pandas.DataFrame
-        ``device_uuid``, ``workload``, the two windows' power (W) and die (°C), ``power_change_pct``,
-        ``die_change_c`` and ``step`` (bool). Series that ran below the top clock (power-capped) are left out:
-        their power follows the cap controller, not the die.
+        ``device_uuid``, ``workload``, ``calibration_w`` (0.2–1.2 s), the two windows' power (W) and die (°C),
+        ``power_change_pct``, ``calibration_change_pct``, ``die_change_c`` and ``step`` (bool). Series that ran
+        below the top clock (power-capped) are left out: their power follows the cap controller, not the die;
+        so are series whose counter has no two updates in a window.
     """
-    if drop_pct < 0:
-        raise ValueError(f"series_power_steps: drop_pct must not be negative, got {drop_pct!r}")
+    if drop_pct < 0 or min_warming_c < 0:
+        raise ValueError(f"series_power_steps: drop_pct and min_warming_c must not be negative, got {drop_pct!r} "
+                         f"and {min_warming_c!r}")
     if not rec.has_trace:
         raise ValueError(f"series_power_steps: {rec.name} has no trace (the die temperature and clock are read there)")
     tr = rec.trace
     t = tr[schema.T_S].to_numpy(float)
-    top = float(tr[schema.SM_CLOCK_MHZ].max())
+    # the board's top clock: a stray high sample in the trace must not make every series look capped
+    top = float(rec.provenance.get("max_sm_clock_mhz") or np.percentile(tr[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
     rows = []
     for s in rec.phase_rows(kind="series").itertuples(index=False):
         t0, t1 = float(getattr(s, schema.T0_S)), float(getattr(s, schema.T1_S))
@@ -75,14 +83,18 @@ def series_power_steps(rec: Recording, *, drop_pct: float = 0.5) -> pd.DataFrame
         inside = (t >= t0 + EARLY_S[0]) & (t < t0 + LATER_S[1])
         if float(tr.loc[inside, schema.SM_CLOCK_MHZ].median()) < top - 1.0:
             continue
-        row = {schema.DEVICE_UUID: rec.board, schema.WORKLOAD: getattr(s, schema.WORKLOAD)}
+        row = {schema.DEVICE_UUID: rec.board, schema.WORKLOAD: getattr(s, schema.WORKLOAD),
+               "calibration_w": counter_power_between(rec, t0 + CALIBRATION_S[0], t0 + CALIBRATION_S[1])}
         for name, (a, b) in (("early", EARLY_S), ("later", LATER_S)):
             window = (t >= t0 + a) & (t < t0 + b)
             row[f"{name}_w"] = counter_power_between(rec, t0 + a, t0 + b)
             row[f"{name}_die_c"] = float(tr.loc[window, schema.TEMPERATURE_C].mean())
+        if not (np.isfinite(row["early_w"]) and np.isfinite(row["later_w"])):
+            continue
         row["power_change_pct"] = 100.0 * (row["later_w"] / row["early_w"] - 1.0)
+        row["calibration_change_pct"] = 100.0 * (row["later_w"] / row["calibration_w"] - 1.0)
         row["die_change_c"] = row["later_die_c"] - row["early_die_c"]
-        row["step"] = bool(row["power_change_pct"] < -drop_pct and row["die_change_c"] > 0)
+        row["step"] = bool(row["power_change_pct"] < -drop_pct and row["die_change_c"] >= min_warming_c)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -91,10 +103,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("recordings", nargs="+", type=Path)
     ap.add_argument("--drop-pct", type=float, default=0.5, help="a fall larger than this (%%) while the die warms is a step")
+    ap.add_argument("--min-warming-c", type=float, default=1.0, help="how much the die must warm meanwhile (°C)")
     ap.add_argument("--out", type=Path, help="write every series' row here (CSV)")
     args = ap.parse_args(argv)
     try:
-        steps = pd.concat([series_power_steps(read_recording(p), drop_pct=args.drop_pct) for p in args.recordings],
+        steps = pd.concat([series_power_steps(read_recording(p), drop_pct=args.drop_pct,
+                                              min_warming_c=args.min_warming_c) for p in args.recordings],
                           ignore_index=True)
     except (RecordingError, ValueError) as err:
         print(f"series_power_steps: {err}", file=sys.stderr)
@@ -113,7 +127,8 @@ def main(argv=None) -> int:
     print(markdown_table(summary.rename(columns={"count": "series"}).reset_index()))
     flagged = steps.loc[steps["step"]]
     if len(flagged):
-        print(f"\nsteps (power down more than {args.drop_pct:g} % while the die warmed):\n")
+        print(f"\nsteps (power down more than {args.drop_pct:g} % while the die warmed {args.min_warming_c:g} °C or more;"
+              f" calibration_change_pct: {LATER_S[0]:g}-{LATER_S[1]:g} s against {CALIBRATION_S[0]:g}-{CALIBRATION_S[1]:g} s):\n")
         print(markdown_table(flagged.drop(columns="step").round(2)))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -30,11 +30,12 @@ import pandas as pd
 from powermodels import schema
 from powermodels.recording import Recording, RecordingError, read_recording
 from powermodels.reporting import markdown_table
+from powermodels.twin.compare import TARGETS
 from powermodels.twin.metrics import warmup_energy_per_launch
 
-#: the warm-up row's target (powermodels.twin.compare), % at the worst second
-TARGET_PCT = 1.0
-#: the seconds of a series the warm-up row reads (powermodels.twin.compare)
+#: the warm-up row's target, % at the worst second
+TARGET_PCT = TARGETS["warmup_pct"]
+#: the seconds of a series the warm-up row reads (warmup_energy_per_launch's default, as compare reads it)
 SECONDS = 25
 
 
@@ -94,13 +95,17 @@ def summary(split: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("outs", nargs="+", type=Path, help="twin-compare output folders (each with twin/)")
+    ap.add_argument("outs", nargs="+", type=Path, help="twin-compare output folders (each with twin/); give them "
+                    "before --real, or end --real's list with --")
     ap.add_argument("--real", nargs="+", type=Path, required=True, help="the real recordings they replayed")
     ap.add_argument("--from-s", type=float, default=2.0, help="first second read (the warm-up row's)")
     ap.add_argument("--out", type=Path, help="write every row here (CSV)")
     args = ap.parse_args(argv)
     try:
         reals = {p.name: p for p in args.real}
+        if len(reals) < len(args.real):
+            raise ValueError("two --real recordings have the same folder name; a twin names only the folder it "
+                             "replayed, so give each name once")
         parts = []
         for out in args.outs:
             twin = read_recording(out / "twin")

@@ -14,10 +14,11 @@ POLL_S = 0.01     # NVML's trace
 COUNTER_S = 0.1   # the energy counter's update period
 
 
-def two_series_recording(step_w: float, capped_clock_mhz: int = 1500) -> Recording:
+def two_series_recording(step_w: float, capped_clock_mhz: int = 1500, warming_c_per_s: float = 1.0) -> Recording:
     """Idle, a top-clock series at 640 W that drops by ``step_w`` from 2.5 s in, idle, a capped series at 690 W.
 
-    The die warms 50 → 60 °C through each series; the second series runs at ``capped_clock_mhz``.
+    The die warms from 50 °C by ``warming_c_per_s`` through each series; the second series runs at
+    ``capped_clock_mhz``. NVML's power readings are 100 W off the counter's (only the counter is to be read).
     """
     t = np.arange(0.0, 2 * (IDLE_S + SERIES_S) + 1e-9, POLL_S)
     starts = (IDLE_S, 2 * IDLE_S + SERIES_S)
@@ -28,9 +29,9 @@ def two_series_recording(step_w: float, capped_clock_mhz: int = 1500) -> Recordi
         inside = (t >= t0) & (t < t0 + SERIES_S)
         power[inside] = 690.0 if k else np.where(t[inside] < t0 + 2.5, 640.0, 640.0 - step_w)
         clock[inside] = capped_clock_mhz if k else 1980.0
-        die[inside] = 50.0 + (t[inside] - t0)
+        die[inside] = 50.0 + warming_c_per_s * (t[inside] - t0)
     trace = pd.DataFrame({
-        schema.T_S: t, schema.POWER_INSTANT_W: power, schema.POWER_AVERAGE_W: power,
+        schema.T_S: t, schema.POWER_INSTANT_W: power + 100.0, schema.POWER_AVERAGE_W: power + 100.0,
         schema.SM_CLOCK_MHZ: clock.astype("int16"), schema.MEM_CLOCK_MHZ: np.full(t.size, 3201, dtype="int16"),
         schema.TEMPERATURE_C: die.astype("int16"), schema.THROTTLE_REASONS: np.zeros(t.size, dtype="int64"),
         schema.READ_S: 2e-5})
@@ -60,7 +61,13 @@ def test_a_drop_while_the_die_warms_is_read_from_the_counter_and_flagged():
     assert row["early_w"] == pytest.approx(640.0, rel=1e-3)
     assert row["later_w"] == pytest.approx(627.2, rel=1e-3)
     assert row["power_change_pct"] == pytest.approx(-2.0, abs=0.02)
+    # the second a calibration reads (0.2-1.2 s) is before the step too
+    assert row["calibration_w"] == pytest.approx(640.0, rel=1e-3)
+    assert row["calibration_change_pct"] == pytest.approx(-2.0, abs=0.02)
     assert row["die_change_c"] > 2.0 and bool(row["step"])
+    # the same drop with the die held, or warming less than asked for, is not a step
+    assert not script.series_power_steps(two_series_recording(step_w=12.8, warming_c_per_s=0.0))["step"].any()
+    assert not script.series_power_steps(two_series_recording(step_w=12.8), min_warming_c=5.0)["step"].any()
     # a small drop is not a step, nor is a drop below the threshold asked for
     assert not script.series_power_steps(two_series_recording(step_w=1.0))["step"].any()
     assert not script.series_power_steps(two_series_recording(step_w=12.8), drop_pct=2.5)["step"].any()

@@ -13,8 +13,11 @@ SERIES_S = 25
 
 
 def steady_series(power_w: float, launches_per_s: int, die_c: float, *, name: str = "w",
-                  provenance: dict | None = None) -> Recording:
-    """5 s idle at 80 W, then one 25 s series at ``power_w`` with ``launches_per_s`` whole launches each second."""
+                  provenance: dict | None = None, first_second_w: float | None = None) -> Recording:
+    """5 s idle at 80 W, then one 25 s series at ``power_w`` with ``launches_per_s`` whole launches each second.
+
+    ``first_second_w``: the series' first second draws this instead.
+    """
     starts = IDLE_S + (np.arange(SERIES_S * launches_per_s) + 0.5) / launches_per_s
     launches = pd.DataFrame({
         schema.WORKLOAD: name, schema.RECORDING_PHASE: "thermal", schema.REPEAT: 0,
@@ -22,6 +25,8 @@ def steady_series(power_w: float, launches_per_s: int, die_c: float, *, name: st
         schema.END_S: starts + 0.4 / launches_per_s, schema.LAUNCHES: 1, schema.TIME_S: 0.8 / launches_per_s})
     t = np.arange(0.0, IDLE_S + SERIES_S + 1e-9, 0.1)
     power = np.where(t <= IDLE_S, 80.0, power_w)
+    if first_second_w is not None:
+        power[(t > IDLE_S) & (t <= IDLE_S + 1.0)] = first_second_w
     counter = 500.0 + np.concatenate([[0.0], np.cumsum(power[1:] * 0.1)])
     phases = pd.DataFrame({
         schema.RECORDING_PHASE: "thermal", schema.WORKLOAD: name, schema.REPEAT: [-1, 0],
@@ -49,6 +54,10 @@ def test_power_and_rate_factors_multiply_to_the_energy_per_launch_error():
     assert row["worst_pct"] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
     assert row["die_difference_c"] == pytest.approx(-2.0)
     assert row[schema.DEVICE_UUID] == "GPU-feed0000-2222"
+    # a miss in the series' first second only: the warm-up row (from second 2) does not see it, from_s=0 does
+    early = steady_series(400.0, 200, 50, first_second_w=420.0)
+    assert script.miss_split(real, early).iloc[0]["worst_pct"] == pytest.approx(0.0, abs=1e-6)
+    assert script.miss_split(real, early, from_s=0).iloc[0]["worst_pct"] == pytest.approx(5.0, abs=1e-6)
     # a workload that only one of the two ran is left out; a bad first second is refused
     assert script.miss_split(real, steady_series(400.0, 200, 50, name="other")).empty
     with pytest.raises(ValueError, match="from_s"):
@@ -68,3 +77,7 @@ def test_the_script_pairs_each_twin_with_its_real_recording_by_name(tmp_path, ca
     assert script.main([str(out), "--real", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "raw_recording_feed0000" in err and "Traceback" not in err
+    # two real recordings of one folder name: the pairing would be ambiguous
+    other = write_recording(steady_series(400.0, 200, 50), tmp_path / "elsewhere" / "raw_recording_feed0000")
+    assert script.main([str(out), "--real", str(real), str(other)]) == 2
+    assert "same folder name" in capsys.readouterr().err
