@@ -10,8 +10,8 @@ from 3 to 6 s should not fall below its mean from 0.7 to 2 s. On a few real boar
 clock (NVML and the clock probes): GPU-670faebe's fp32 GEMM drew 643 W from 0.7 to 2 s and 633 W from 3 to 6 s
 while its die warmed 3.3 °C (docs/twin-sessions.md, session 26).
 
-For every series that ran at the top clock (NVML's median clock within 1 MHz of the board's highest, the
-provenance's ``max_sm_clock_mhz``) this prints the counter's mean power in the two windows, their change and the
+For every series that ran at the top clock (NVML's median clock within 1 MHz of the highest the board ran at,
+the trace's 99th percentile) this prints the counter's mean power in the two windows, their change and the
 die's, and flags the series whose power fell by more than ``--drop-pct`` while the die warmed by at least
 ``--min-warming-c`` (the die reads whole degrees). It also prints the power over 0.2–1.2 s, the second
 ``calibrate_board`` reads: a twin calibrated there carries that level into the rest of the series
@@ -73,8 +73,9 @@ def series_power_steps(rec: Recording, *, drop_pct: float = 0.5, min_warming_c: 
         raise ValueError(f"series_power_steps: {rec.name} has no trace (the die temperature and clock are read there)")
     tr = rec.trace
     t = tr[schema.T_S].to_numpy(float)
-    # the board's top clock: a stray high sample in the trace must not make every series look capped
-    top = float(rec.provenance.get("max_sm_clock_mhz") or np.percentile(tr[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
+    # the top clock the board ran at: a percentile, so that a stray high sample does not make every series look
+    # capped, nor a provenance maximum the board never reaches
+    top = float(np.percentile(tr[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
     rows = []
     for s in rec.phase_rows(kind="series").itertuples(index=False):
         t0, t1 = float(getattr(s, schema.T0_S)), float(getattr(s, schema.T1_S))

@@ -68,6 +68,10 @@ def test_a_drop_while_the_die_warms_is_read_from_the_counter_and_flagged():
     # the same drop with the die held, or warming less than asked for, is not a step
     assert not script.series_power_steps(two_series_recording(step_w=12.8, warming_c_per_s=0.0))["step"].any()
     assert not script.series_power_steps(two_series_recording(step_w=12.8), min_warming_c=5.0)["step"].any()
+    # one stray high clock sample does not make the top-clock series look capped
+    stray = two_series_recording(step_w=12.8)
+    stray.trace.loc[10, schema.SM_CLOCK_MHZ] = 2100
+    assert script.series_power_steps(stray)[schema.WORKLOAD].tolist() == ["fp32"]
     # a small drop is not a step, nor is a drop below the threshold asked for
     assert not script.series_power_steps(two_series_recording(step_w=1.0))["step"].any()
     assert not script.series_power_steps(two_series_recording(step_w=12.8), drop_pct=2.5)["step"].any()
