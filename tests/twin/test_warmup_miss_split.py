@@ -7,6 +7,7 @@ import pytest
 from benchmark_scripts import load_benchmark
 from powermodels import schema
 from powermodels.recording import Recording, write_recording
+from powermodels.warmup_split import warmup_miss_split
 
 IDLE_S = 5.0
 SERIES_S = 25
@@ -43,11 +44,10 @@ def steady_series(power_w: float, launches_per_s: int, die_c: float, *, name: st
 
 
 def test_power_and_rate_factors_multiply_to_the_energy_per_launch_error():
-    script = load_benchmark("warmup_miss_split")
     real = steady_series(400.0, 200, 50)
     # 2 % more power and 1 % more launches a second: (1.02 / 1.01) - 1 = +0.99 % a launch
     twin = steady_series(408.0, 202, 48)
-    row = script.miss_split(real, twin).iloc[0]
+    row = warmup_miss_split(real, twin).iloc[0]
     assert row["power_pct"] == pytest.approx(2.0, abs=1e-6)
     assert row["launch_rate_pct"] == pytest.approx(1.0, abs=1e-6)
     assert row["energy_per_launch_pct"] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
@@ -56,12 +56,12 @@ def test_power_and_rate_factors_multiply_to_the_energy_per_launch_error():
     assert row[schema.DEVICE_UUID] == "GPU-feed0000-2222"
     # a miss in the series' first second only: the warm-up row (from second 2) does not see it, from_s=0 does
     early = steady_series(400.0, 200, 50, first_second_w=420.0)
-    assert script.miss_split(real, early).iloc[0]["worst_pct"] == pytest.approx(0.0, abs=1e-6)
-    assert script.miss_split(real, early, from_s=0).iloc[0]["worst_pct"] == pytest.approx(5.0, abs=1e-6)
+    assert warmup_miss_split(real, early).iloc[0]["worst_pct"] == pytest.approx(0.0, abs=1e-6)
+    assert warmup_miss_split(real, early, from_s=0).iloc[0]["worst_pct"] == pytest.approx(5.0, abs=1e-6)
     # a workload that only one of the two ran is left out; a bad first second is refused
-    assert script.miss_split(real, steady_series(400.0, 200, 50, name="other")).empty
+    assert warmup_miss_split(real, steady_series(400.0, 200, 50, name="other")).empty
     with pytest.raises(ValueError, match="from_s"):
-        script.miss_split(real, twin, from_s=-1)
+        warmup_miss_split(real, twin, from_s=-1)
 
 
 def test_the_script_pairs_each_twin_with_its_real_recording_by_name(tmp_path, capsys):
