@@ -35,9 +35,12 @@ SECONDS = 25
 def summary(split: pd.DataFrame) -> pd.DataFrame:
     """Per workload: rows, rows missing the target, and the medians of the factors."""
     by = split.groupby(schema.WORKLOAD)
-    table = by[["energy_per_launch_pct", "power_pct", "launch_rate_pct", "die_difference_c"]].median().round(2)
+    factors = [schema.ENERGY_PER_LAUNCH_ERROR_PCT, schema.POWER_ERROR_PCT, schema.LAUNCH_RATE_ERROR_PCT,
+               schema.DIE_DIFFERENCE_C]
+    table = by[factors].median().round(2)
     table.insert(0, "rows", by.size())
-    table.insert(1, f"over {TARGET_PCT:g} %", by["worst_pct"].apply(lambda x: int((x.abs() > TARGET_PCT).sum())))
+    table.insert(1, f"over {TARGET_PCT:g} %",
+                 by[schema.WARMUP_WORST_PCT].apply(lambda x: int((x.abs() > TARGET_PCT).sum())))
     return table.reset_index()
 
 

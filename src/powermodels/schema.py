@@ -274,6 +274,11 @@ CORE_SCALE = "core_scale"                    # the board's core dynamic power ov
 MEMORY_SCALE = "memory_scale"                # the board's memory dynamic power over the preset's board (domains; NaN: not read)
 WORKLOAD_RESIDUAL = "workload_residual"      # a workload's dynamic power over what the board's core and memory factors give it
 WARMUP_FLOOR_PCT = "warmup_floor_pct"        # the least worst second a twin on a parabola can reach on a real warm-up series, %
+WARMUP_WORST_PCT = "worst_pct"               # a twin's warm-up error at its worst second (as the warm-up row reads it), %
+ENERGY_PER_LAUNCH_ERROR_PCT = "energy_per_launch_pct"  # a twin's mean error in energy per launch over a series' seconds, %
+POWER_ERROR_PCT = "power_pct"                # the same for its power (energy per second), %
+LAUNCH_RATE_ERROR_PCT = "launch_rate_pct"    # the same for its launches per second, %
+DIE_DIFFERENCE_C = "die_difference_c"        # twin's die temperature minus the real one's, mean over the seconds, °C
 BOARD_PART_NUMBER = "board_part_number"      # NVML's board part number (e.g. 692-2G520-0282-001); "" where not known
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the

@@ -54,17 +54,17 @@ def warmup_miss_split(real: Recording, twin: Recording, *, from_s: float = 2.0) 
             continue
         r, t = r.iloc[first:n], t.iloc[first:n]
         if (r[schema.LAUNCHES].to_numpy(float) <= 0).any() or (t[schema.LAUNCHES].to_numpy(float) <= 0).any():
-            raise ValueError(f"warmup_miss_split: {workload}'s series has a second without a launch in {real.name} or its "
-                             "replay (energy per launch is undefined there)")
+            raise ValueError(f"warmup_miss_split: {workload}'s series has a second without a launch in {real.name} "
+                             "or its replay (energy per launch is undefined there)")
         energy = t[schema.ENERGY_J].to_numpy(float) / r[schema.ENERGY_J].to_numpy(float)
         rate = t[schema.LAUNCHES].to_numpy(float) / r[schema.LAUNCHES].to_numpy(float)
         error = 100.0 * (energy - 1.0)
         rows.append({schema.DEVICE_UUID: real.board, schema.WORKLOAD: workload,
-                     "worst_pct": float(error[np.argmax(np.abs(error))]),
-                     "energy_per_launch_pct": 100.0 * (float(np.mean(energy)) - 1.0),
-                     "power_pct": 100.0 * (float(np.mean(energy * rate)) - 1.0),
-                     "launch_rate_pct": 100.0 * (float(np.mean(rate)) - 1.0),
-                     "die_difference_c": float(np.mean(t[schema.TEMPERATURE_C].to_numpy(float)
-                                                       - r[schema.TEMPERATURE_C].to_numpy(float)))})
+                     schema.WARMUP_WORST_PCT: float(error[np.argmax(np.abs(error))]),
+                     schema.ENERGY_PER_LAUNCH_ERROR_PCT: 100.0 * (float(np.mean(energy)) - 1.0),
+                     schema.POWER_ERROR_PCT: 100.0 * (float(np.mean(energy * rate)) - 1.0),
+                     schema.LAUNCH_RATE_ERROR_PCT: 100.0 * (float(np.mean(rate)) - 1.0),
+                     schema.DIE_DIFFERENCE_C: float(np.mean(t[schema.TEMPERATURE_C].to_numpy(float)
+                                                            - r[schema.TEMPERATURE_C].to_numpy(float)))})
     return pd.DataFrame(rows)
 

@@ -48,16 +48,16 @@ def test_power_and_rate_factors_multiply_to_the_energy_per_launch_error():
     # 2 % more power and 1 % more launches a second: (1.02 / 1.01) - 1 = +0.99 % a launch
     twin = steady_series(408.0, 202, 48)
     row = warmup_miss_split(real, twin).iloc[0]
-    assert row["power_pct"] == pytest.approx(2.0, abs=1e-6)
-    assert row["launch_rate_pct"] == pytest.approx(1.0, abs=1e-6)
-    assert row["energy_per_launch_pct"] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
-    assert row["worst_pct"] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
-    assert row["die_difference_c"] == pytest.approx(-2.0)
+    assert row[schema.POWER_ERROR_PCT] == pytest.approx(2.0, abs=1e-6)
+    assert row[schema.LAUNCH_RATE_ERROR_PCT] == pytest.approx(1.0, abs=1e-6)
+    assert row[schema.ENERGY_PER_LAUNCH_ERROR_PCT] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
+    assert row[schema.WARMUP_WORST_PCT] == pytest.approx(100 * (1.02 / 1.01 - 1), abs=1e-6)
+    assert row[schema.DIE_DIFFERENCE_C] == pytest.approx(-2.0)
     assert row[schema.DEVICE_UUID] == "GPU-feed0000-2222"
     # a miss in the series' first second only: the warm-up row (from second 2) does not see it, from_s=0 does
     early = steady_series(400.0, 200, 50, first_second_w=420.0)
-    assert warmup_miss_split(real, early).iloc[0]["worst_pct"] == pytest.approx(0.0, abs=1e-6)
-    assert warmup_miss_split(real, early, from_s=0).iloc[0]["worst_pct"] == pytest.approx(5.0, abs=1e-6)
+    assert warmup_miss_split(real, early).iloc[0][schema.WARMUP_WORST_PCT] == pytest.approx(0.0, abs=1e-6)
+    assert warmup_miss_split(real, early, from_s=0).iloc[0][schema.WARMUP_WORST_PCT] == pytest.approx(5.0, abs=1e-6)
     # a workload that only one of the two ran is left out; a bad first second is refused
     assert warmup_miss_split(real, steady_series(400.0, 200, 50, name="other")).empty
     with pytest.raises(ValueError, match="from_s"):
@@ -72,7 +72,7 @@ def test_the_script_pairs_each_twin_with_its_real_recording_by_name(tmp_path, ca
     assert script.main([str(out), "--real", str(real), "--out", str(tmp_path / "split.csv")]) == 0
     printed = capsys.readouterr().out
     assert "1 series on 1 boards" in printed
-    assert pd.read_csv(tmp_path / "split.csv")["power_pct"].iloc[0] == pytest.approx(-1.0, abs=1e-6)
+    assert pd.read_csv(tmp_path / "split.csv")[schema.POWER_ERROR_PCT].iloc[0] == pytest.approx(-1.0, abs=1e-6)
     # a twin of a recording not given: one line naming it, no traceback
     assert script.main([str(out), "--real", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
