@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from powermodels import schema
+from powermodels.energy_counter import mean_power_between_updates
 from powermodels.recording import Recording, RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.metrics import counter_updates
@@ -37,13 +38,6 @@ EARLY_S = (0.7, 2.0)
 LATER_S = (3.0, 6.0)
 #: the seconds calibrate_board reads of each uncapped series (its skip_s, skip_s + first_s)
 CALIBRATION_S = (0.2, 1.2)
-
-
-def counter_power_between(rec: Recording, a: float, b: float) -> float:
-    """Mean power (W) between the counter's first update at or after ``a`` and its last before ``b`` (NaN: none)."""
-    t, e = counter_updates(rec)
-    i, j = int(np.searchsorted(t, a)), int(np.searchsorted(t, b)) - 1
-    return float((e[j] - e[i]) / (t[j] - t[i])) if j > i else float("nan")
 
 
 def series_power_steps(rec: Recording, *, drop_pct: float = 0.5, min_warming_c: float = 1.0) -> pd.DataFrame:
@@ -76,6 +70,7 @@ def series_power_steps(rec: Recording, *, drop_pct: float = 0.5, min_warming_c: 
     # the top clock the board ran at: a percentile, so that a stray high sample does not make every series look
     # capped, nor a provenance maximum the board never reaches
     top = float(np.percentile(tr[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
+    updates = counter_updates(rec)  # once per recording; each window's power is read between them
     rows = []
     for s in rec.phase_rows(kind="series").itertuples(index=False):
         t0, t1 = float(getattr(s, schema.T0_S)), float(getattr(s, schema.T1_S))
@@ -85,10 +80,10 @@ def series_power_steps(rec: Recording, *, drop_pct: float = 0.5, min_warming_c: 
         if float(tr.loc[inside, schema.SM_CLOCK_MHZ].median()) < top - 1.0:
             continue
         row = {schema.DEVICE_UUID: rec.board, schema.WORKLOAD: getattr(s, schema.WORKLOAD),
-               "calibration_w": counter_power_between(rec, t0 + CALIBRATION_S[0], t0 + CALIBRATION_S[1])}
+               "calibration_w": mean_power_between_updates(*updates, t0 + CALIBRATION_S[0], t0 + CALIBRATION_S[1])}
         for name, (a, b) in (("early", EARLY_S), ("later", LATER_S)):
             window = (t >= t0 + a) & (t < t0 + b)
-            row[f"{name}_w"] = counter_power_between(rec, t0 + a, t0 + b)
+            row[f"{name}_w"] = mean_power_between_updates(*updates, t0 + a, t0 + b)
             row[f"{name}_die_c"] = float(tr.loc[window, schema.TEMPERATURE_C].mean())
         if not (np.isfinite(row["early_w"]) and np.isfinite(row["later_w"])):
             continue

@@ -26,7 +26,7 @@ import pandas as pd
 from . import schema
 
 __all__ = ["STALLED_BRACKET_FACTOR", "CounterWindow", "aligned_window", "counter_quantum", "counter_updates",
-           "launches_inside"]
+           "launches_inside", "mean_power_between_updates"]
 
 #: An update whose read bracket is wider than this many times the median bracket came from a read that
 #: stalled (10–120 ms on the H100 recordings): it is placed by its neighbours'
@@ -129,6 +129,17 @@ class CounterWindow:
         t_rel = math.hypot(self.start_half_s, self.end_half_s) / math.sqrt(3.0) / (self.end_s - self.start_s)
         q = self.quantum_j * math.sqrt(2.0 / 12.0) / self.energy_j if self.energy_j > 0 else 0.0
         return abs(self.energy_per_launch_j) * math.hypot(t_rel, q)
+
+
+def mean_power_between_updates(times: np.ndarray, joules: np.ndarray, start_s: float, end_s: float) -> float:
+    """Mean power (W) between the first counter update at or after ``start_s`` and the last before ``end_s``.
+
+    ``times`` and ``joules`` are the updates' instants and values in time order (e.g.
+    :func:`powermodels.twin.metrics.counter_updates` of a recording); NaN when fewer than two
+    updates lie in the window.
+    """
+    i, j = int(np.searchsorted(times, start_s)), int(np.searchsorted(times, end_s)) - 1
+    return float((joules[j] - joules[i]) / (times[j] - times[i])) if j > i else float("nan")
 
 
 def counter_quantum(joules: np.ndarray) -> float:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.energy_counter import counter_updates, launches_inside
+from powermodels.energy_counter import counter_updates, launches_inside, mean_power_between_updates
 from powermodels.recording import read_recording
 from powermodels.twin import metrics
 
@@ -109,3 +109,14 @@ def test_a_stalled_read_does_not_move_its_update():
     assert float(metrics.energy_between(rec, 1.0, 1.25)) == pytest.approx(125.0, rel=0.01)
     # the reads that did not stall keep their update at the first read showing it, as before
     assert times[np.argmin(np.abs(times - 2.0))] == pytest.approx(2.0, abs=1e-9)
+
+
+def test_mean_power_between_updates_reads_whole_updates_inside_the_window():
+    times = np.array([0.0, 0.1, 0.2, 0.3, 0.4])
+    joules = np.array([0.0, 10.0, 30.0, 60.0, 100.0])
+    # from the update at 0.1 s to the last before 0.35 s (0.3 s): 50 J in 0.2 s
+    assert mean_power_between_updates(times, joules, 0.05, 0.35) == pytest.approx(250.0)
+    # an update exactly at the start counts; one exactly at the end does not
+    assert mean_power_between_updates(times, joules, 0.1, 0.4) == pytest.approx(250.0)
+    # fewer than two updates inside: no mean
+    assert np.isnan(mean_power_between_updates(times, joules, 0.15, 0.25))

@@ -49,6 +49,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import clock_events, schema
+from ..energy_counter import mean_power_between_updates
 from ..recording import Recording
 from ..twin import metrics
 from ..twin.adapt import probed_time_ratio, time_scaled
@@ -101,15 +102,6 @@ def _domain_factors(parts: np.ndarray, dynamic: np.ndarray, name: str) -> tuple[
     raise ValueError(f"calibrate_board: {name}'s uncapped series cannot tell the core's power from the memory's "
                      "(scale='domains' needs a compute-bound and a memory-bound workload of the preset); use "
                      "scale='board'")
-
-
-def _counter_power(rec: Recording, a: float, b: float) -> float:
-    """Mean power (W) between the counter updates nearest ``a`` and ``b``."""
-    t, e = metrics.counter_updates(rec)
-    i, j = int(np.searchsorted(t, a)), int(np.searchsorted(t, b)) - 1
-    if j <= i:
-        return float("nan")
-    return float((e[j] - e[i]) / (t[j] - t[i]))
 
 
 def _temperature(rec: Recording, a: float, b: float) -> float:
@@ -184,7 +176,8 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
         raise ValueError(f"calibrate_board: {rec.name} has no idle entry in phases.parquet (the idle power is read there)")
     idle = idles.iloc[0]
     a, b = float(idle[schema.T0_S]) + settle_s, float(idle[schema.T1_S])
-    p_idle, t_idle = _counter_power(rec, a, b), _temperature(rec, a, b)
+    updates = metrics.counter_updates(rec)  # once: the idle entry and every series read the same updates
+    p_idle, t_idle = mean_power_between_updates(*updates, a, b), _temperature(rec, a, b)
     if not (np.isfinite(p_idle) and np.isfinite(t_idle)):
         raise ValueError(f"calibrate_board: {rec.name}'s first idle entry is too short to read ({b - a:.2f} s)")
     idle_offset = p_idle - float(ph.power_w(f, fm, t_idle))
@@ -196,7 +189,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
             continue
         t0 = float(getattr(s, schema.T0_S))
         a1, b1 = t0 + skip_s, t0 + skip_s + first_s
-        p, t = _counter_power(rec, a1, b1), _temperature(rec, a1, b1)
+        p, t = mean_power_between_updates(*updates, a1, b1), _temperature(rec, a1, b1)
         capped = _capped(rec, a1, b1, f)
         if capped is None:
             capped = p > cap_share * ph.power_limit_w
