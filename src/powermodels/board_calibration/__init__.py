@@ -22,7 +22,11 @@ board's levels; these modules move them, and nothing else of the preset:
   two memory-power groups, session 17), and the preset pooled over a board's part;
 * :mod:`~powermodels.board_calibration.capped_workload` — :func:`capped_workload_levels` and
   :func:`capped_workload_preset`: a capped workload's cycles read through the boards' clock probes, with the
-  capped clock and recovery rate that go with them (session 19);
+  capped clock and recovery rate that go with them (session 19); :func:`probed_cycles_before`: one board's, read
+  before its first series (session 23);
+* :mod:`~powermodels.board_calibration.capped_rate` — :func:`capped_rate_before_series`: the board's settled cap
+  power and capped launch rate, read before the first series and matched by replay at the recording's ambient
+  (session 27; opt-in, ``--calibrate-cap rate``);
 * :mod:`~powermodels.board_calibration.naming` — :func:`board_preset_name`: each calibration step in the
   preset's name, then the board once (``h200-raw-pooled-per-workload+network+domains+cap-probes@8a9ced5c``).
 
@@ -33,9 +37,9 @@ from .calibrate import (
     calibrate_board,
     calibrated_preset,
     capped_clock_before_series,
-    probed_cycles_before,
 )
-from .capped_workload import capped_workload_levels, capped_workload_preset
+from .capped_rate import capped_rate_before_series
+from .capped_workload import capped_workload_levels, capped_workload_preset, probed_cycles_before
 from .naming import board_preset_name
 from .parts import board_part_number, part_preset
 from .pooled import board_levels, pooled_preset
@@ -47,5 +51,5 @@ from .thermal import (
 )
 
 __all__ = ["NetworkAtBandEdgeWarning", "board_levels", "board_part_number", "board_preset_name", "calibrate_board", "calibrate_board_network",
-           "calibrate_board_thermal", "calibrated_preset", "capped_clock_before_series", "capped_workload_levels",
+           "calibrate_board_thermal", "calibrated_preset", "capped_clock_before_series", "capped_rate_before_series", "capped_workload_levels",
            "capped_workload_preset", "part_preset", "pole_factors", "pooled_preset", "probed_cycles_before"]

@@ -52,7 +52,6 @@ from .. import clock_events, schema
 from ..energy_counter import mean_power_between_updates
 from ..recording import Recording
 from ..twin import metrics
-from ..twin.adapt import probed_time_ratio, time_scaled
 from ..twin.fit_controller import (
     capped_clock_reading,
     capped_entries_before_series,
@@ -61,6 +60,7 @@ from ..twin.fit_controller import (
     settled_capped_series,
 )
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
+from .capped_workload import probed_cycles_before
 from .naming import board_preset_name
 from .thermal import calibrate_board_network, calibrate_board_thermal
 
@@ -267,14 +267,18 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     network_at_edge : {"widen", "keep", "preset"}, default="widen"
         With ``thermal="network"``: :func:`calibrate_board_network`'s
         ``at_edge``, what to do when a time constant lands on its band's edge.
-    cap : {False, True, "probes", "clock"}, default=False
+    cap : {False, True, "probes", "clock", "rate"}, default=False
         Last, bring the capped workload to the board's, read before the first
         series (:func:`capped_clock_before_series`): ``"probes"`` (or
         ``True``) its cycles from its probed launches there, then the clock
         under the power cap (session 23's clean test passed on two H200s);
         ``"clock"`` the clock alone, with the preset's cycles (for a recording
         whose pressure was not probed; validated only with pooled cycles,
-        session 22). Boards of one model settle at different capped clocks
+        session 22); ``"rate"`` the probed cycles and clock, then the board's
+        settled cap power and capped launch rate there, matched by replays at
+        the recording's ambient (:func:`~powermodels.board_calibration.capped_rate.capped_rate_before_series`;
+        passed its design stage on four H200s in session 27, opt-in until its
+        clean test). Boards of one model settle at different capped clocks
         (NVML 1 440–1 532 MHz on 21 H200s, docs/twin.md), which the uncapped
         seconds do not tell.
 
@@ -289,8 +293,8 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     """
     if thermal not in (False, True, "scale", "network"):
         raise ValueError(f"calibrated_preset: thermal must be False, True, 'scale' or 'network', got {thermal!r}")
-    if cap not in (False, True, "clock", "probes"):
-        raise ValueError(f"calibrated_preset: cap must be False, True, 'clock' or 'probes', got {cap!r}")
+    if cap not in (False, True, "clock", "probes", "rate"):
+        raise ValueError(f"calibrated_preset: cap must be False, True, 'clock', 'probes' or 'rate', got {cap!r}")
     twin = load_preset(preset)
     if thermal == "network":
         twin = calibrate_board_network(twin, rec, at_edge=network_at_edge)
@@ -300,6 +304,10 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         twin = calibrate_board_thermal(twin, rec)
     if not cap:
         return twin
+    if cap == "rate":
+        from .capped_rate import capped_rate_before_series  # it calibrates on top of this module's steps
+
+        return capped_rate_before_series(twin, rec)
     return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes")
 
 
@@ -380,52 +388,3 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
     return replace(fitted, name=board_preset_name(twin.name, report["uuid"], "cap-probes" if cycles == "probes" else "cap"),
                    provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})
-
-
-def probed_cycles_before(preset: TwinPreset, rec: Recording, workload: str,
-                         before_s: float) -> tuple[TwinPreset, dict]:
-    """``preset`` with ``workload``'s time per launch × its probed time ratio over ``rec`` before ``before_s``.
-
-    Parameters
-    ----------
-    preset : TwinPreset
-    rec : Recording
-        A recording whose launches of ``workload`` before ``before_s`` were
-        timed and clock-probed (a raw recording made with
-        ``gpu_raw_recording.py --probe-pressure``).
-    workload : str
-        The capped workload (the recording's ``pressure`` load).
-    before_s : float
-        Only launches and probes that start before this time are read (the
-        first series' start, so that the series stay held out).
-
-    Returns
-    -------
-    (TwinPreset, dict)
-        The preset and ``{"workload", "probed_time_ratio", "probed_launches",
-        "probes"}`` (launches and probes of ``workload`` before ``before_s``;
-        :func:`~powermodels.twin.adapt.probed_time_ratio` pairs them).
-
-    Raises
-    ------
-    ValueError
-        When the preset has no ``workload``, or no launch of it before
-        ``before_s`` has a clock probe beside it.
-    """
-    if workload not in preset.workloads:
-        raise ValueError(f"probed_cycles_before: {preset.name} has no workload {workload!r} (the recording's capped "
-                         "pressure load)")
-    launches = rec.launches.loc[(rec.launches[schema.WORKLOAD] == workload)
-                                & (rec.launches[schema.START_S] < before_s)]
-    probes = rec.probes  # None: a recording without probes.parquet
-    if probes is not None:
-        probes = probes.loc[(probes[schema.WORKLOAD] == workload) & (probes[schema.T_S] < before_s)]
-    ratio = float("nan")
-    if len(launches) and probes is not None and len(probes):
-        ratio = probed_time_ratio(preset.workloads[workload], launches, probes, preset.physics.mem_clocks_mhz[0])
-    if not np.isfinite(ratio):
-        raise ValueError(f"probed_cycles_before: {rec.name} has no probed {workload} launch before its first series "
-                         "(record the natural part with gpu_raw_recording.py --probe-pressure)")
-    moved = replace(preset, workloads={**preset.workloads, workload: time_scaled(preset.workloads[workload], ratio)})
-    return moved, {"workload": workload, "probed_time_ratio": ratio, "probed_launches": len(launches),
-                   "probes": len(probes)}  # not None: the ratio is finite

@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
-from ..twin.adapt import adapt_workloads, time_scaled
+from ..recording import Recording
+from ..twin.adapt import adapt_workloads, probed_time_ratio, time_scaled
 from ..twin.fit_cap_choice import fit_recovery_by_replay
 from ..twin.fit_controller import fit_capped_clock, scaled_core
 from ..twin.preset import TwinPreset, load_preset
 
-__all__ = ["capped_workload_levels", "capped_workload_preset"]
+__all__ = ["capped_workload_levels", "capped_workload_preset", "probed_cycles_before"]
 
 
 def capped_workload_levels(preset, recordings, workload: str) -> pd.DataFrame:
@@ -109,3 +110,52 @@ def capped_workload_preset(preset, levels: pd.DataFrame, workload: str, *, recor
     return replace(moved, name=name or f"{twin.name}-capped-{workload}",
                    provenance={**twin.provenance, "capped_workload": report},
                    fit={**twin.fit, "capped_workload": report})
+
+
+def probed_cycles_before(preset: TwinPreset, rec: Recording, workload: str,
+                         before_s: float) -> tuple[TwinPreset, dict]:
+    """``preset`` with ``workload``'s time per launch × its probed time ratio over ``rec`` before ``before_s``.
+
+    Parameters
+    ----------
+    preset : TwinPreset
+    rec : Recording
+        A recording whose launches of ``workload`` before ``before_s`` were
+        timed and clock-probed (a raw recording made with
+        ``gpu_raw_recording.py --probe-pressure``).
+    workload : str
+        The capped workload (the recording's ``pressure`` load).
+    before_s : float
+        Only launches and probes that start before this time are read (the
+        first series' start, so that the series stay held out).
+
+    Returns
+    -------
+    (TwinPreset, dict)
+        The preset and ``{"workload", "probed_time_ratio", "probed_launches",
+        "probes"}`` (launches and probes of ``workload`` before ``before_s``;
+        :func:`~powermodels.twin.adapt.probed_time_ratio` pairs them).
+
+    Raises
+    ------
+    ValueError
+        When the preset has no ``workload``, or no launch of it before
+        ``before_s`` has a clock probe beside it.
+    """
+    if workload not in preset.workloads:
+        raise ValueError(f"probed_cycles_before: {preset.name} has no workload {workload!r} (the recording's capped "
+                         "pressure load)")
+    launches = rec.launches.loc[(rec.launches[schema.WORKLOAD] == workload)
+                                & (rec.launches[schema.START_S] < before_s)]
+    probes = rec.probes  # None: a recording without probes.parquet
+    if probes is not None:
+        probes = probes.loc[(probes[schema.WORKLOAD] == workload) & (probes[schema.T_S] < before_s)]
+    ratio = float("nan")
+    if len(launches) and probes is not None and len(probes):
+        ratio = probed_time_ratio(preset.workloads[workload], launches, probes, preset.physics.mem_clocks_mhz[0])
+    if not np.isfinite(ratio):
+        raise ValueError(f"probed_cycles_before: {rec.name} has no probed {workload} launch before its first series "
+                         "(record the natural part with gpu_raw_recording.py --probe-pressure)")
+    moved = replace(preset, workloads={**preset.workloads, workload: time_scaled(preset.workloads[workload], ratio)})
+    return moved, {"workload": workload, "probed_time_ratio": ratio, "probed_launches": len(launches),
+                   "probes": len(probes)}  # not None: the ratio is finite

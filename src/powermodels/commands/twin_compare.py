@@ -49,13 +49,16 @@ def add_arguments(parser) -> None:
                              "held out): 'scale' (the default with no value) scales every resistance by one factor, "
                              "'network' fits the board's own resistances and time constants (one on its band's edge is "
                              "fitted again in a band widened past that edge)")
-    parser.add_argument("--calibrate-cap", nargs="?", const="probes", choices=("probes", "clock"),
+    parser.add_argument("--calibrate-cap", nargs="?", const="probes", choices=("probes", "clock", "rate"),
                         help="last, bring the capped workload to the board's, read from the capped pressure entries "
                              "before the first series (a raw recording's natural part; "
                              "board_calibration.capped_clock_before_series): 'probes' (the default with no value) "
                              "its cycles from its probed launches there (a recording made with gpu_raw_recording.py "
                              "--probe-pressure), then the clock under the power cap; 'clock' the clock alone, with "
-                             "the preset's cycles (not validated on its own). The series' readings stay held out")
+                             "the preset's cycles (not validated on its own); 'rate' as 'probes', then the board's "
+                             "settled cap power and capped launch rate there, matched by replays at the recording's "
+                             "ambient (board_calibration.capped_rate; session 27, opt-in). The series' readings stay "
+                             "held out")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
@@ -91,6 +94,11 @@ def run(args) -> int:
     preset = with_cap_controller(chosen, args.cap_controller)
     preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal,
                                cap=args.calibrate_cap or False)
+    matched = preset.fit.get("board_capped_clock", {}).get("power_and_rate")
+    if matched:
+        print(f"twin-compare: capped power and rate matched before the first series: twin {matched['twin_settled_w']:.1f} W, "
+              f"{matched['twin_rate_per_s']:.1f} launches/s against the board's {matched['board_settled_w']:.1f} W, "
+              f"{matched['board_rate_per_s']:.1f} (replays at {matched['replay_ambient_c']:.1f} °C)", file=sys.stderr)
 
     shown = [0.0]
 

@@ -32,7 +32,7 @@ from ..recording import Recording
 from . import metrics
 from .replay import replay
 
-__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_entries_before_series", "capped_spans", "capped_workload", "fit_cap_gains", "fit_capped_clock", "fit_recovery",
+__all__ = ["CAP_GAIN_GRID", "capped_clock_reading", "capped_entries_before_series", "capped_spans", "capped_workload", "fit_cap_gains", "fit_capped_clock", "fit_recovery", "replay_spans",
            "scaled_core", "settled_cap_power", "settled_capped_series", "span_score"]
 
 #: candidates of (cap_proportional, cap_gain_per_s, cap_repeat) tried by :func:`fit_cap_gains`
@@ -305,7 +305,7 @@ def span_score(preset, rec: Recording, spans, real=None, temps=None) -> dict:
             "spread_error_w": float(np.mean(s_err))}
 
 
-def _replay_spans(preset, rec: Recording, spans, temps):
+def replay_spans(preset, rec: Recording, spans, temps):
     """The twin's replay of each span (with its lead), shifted so that the span starts at 0.2 s + LEAD_S."""
     return [replay(_segment(rec, a, b), preset, start_temperature_c=temp) for (a, b), temp in zip(spans, temps)]
 
@@ -411,7 +411,7 @@ def fit_capped_clock(preset, rec: Recording, holdout=(), *, window: str = "spans
     scale_total = 1.0
     twin = preset
     for _ in range(iterations):
-        reps = _replay_spans(twin, rec, spans, temps)
+        reps = replay_spans(twin, rec, spans, temps)
         got = capped_clock_reading(reps, [0.2 + LEAD_S] * len(spans), dur, from_s)
         steps.append({"core_w_per_ghz": twin.physics.core_w_per_ghz, "twin_clock_mhz": got})
         if not np.isfinite(got) or abs(got - target) <= tolerance_mhz:
