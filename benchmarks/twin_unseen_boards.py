@@ -25,7 +25,8 @@ the one of the presets ``A``, ``B`` … pooled over the board's own part number
 (:func:`powermodels.twin.fit_controller.scaled_core`): a capped clock factor pooled over other boards, on top of
 each board's own calibration (session 22); a last ``:cap`` instead reads the board's own capped clock before the
 first series, ``:cap-probes`` its capped cycles from the probed pressure launches too
-(``calibrated_preset(cap="clock" | "probes")``, session 23). An ending ``@AMBIENT`` replays with that ambient
+(``calibrated_preset(cap="clock" | "probes")``, session 23), ``:cap-rate`` then its settled cap power and capped
+launch rate there, matched by replays at the recording's ambient (``cap="rate"``, session 27). An ending ``@AMBIENT`` replays with that ambient
 (``twin-compare --ambient``), e.g. ``h200-raw-pooled:domains:network@initial``.
 
 A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held
@@ -61,9 +62,10 @@ PART = "part:"
 #: a ``--preset`` label's last field ``:cap=F``: the calibrated preset's core coefficient × ``F``, its uncapped
 #: workloads' activities ÷ ``F`` (``scaled_core``): a capped clock factor pooled over other boards (session 22)
 CAP = re.compile(r":cap=(?P<factor>[0-9.]+)$")
-#: a ``--preset`` label's last field ``:cap`` or ``:cap-probes``: the board's own capped clock, read before the first
-#: series (``calibrated_preset(cap="clock" | "probes")``; ``-probes`` takes its capped cycles from the probed pressure too)
-CAP_OWN = re.compile(r":cap(?P<probes>-probes)?$")
+#: a ``--preset`` label's last field ``:cap``, ``:cap-probes`` or ``:cap-rate``: the board's own capped clock, read
+#: before the first series (``calibrated_preset(cap="clock" | "probes" | "rate")``; ``-probes`` takes its capped cycles
+#: from the probed pressure too, ``-rate`` then its settled cap power and launch rate, session 27)
+CAP_OWN = re.compile(r":cap(?:-(?P<step>probes|rate))?$")
 #: a ``--preset`` label's ending ``@AMBIENT``: the replay's ambient (``twin_compare``'s ``ambient``; default recorded-causal)
 AMBIENT = re.compile(r"@(?P<ambient>[a-z-]+)$")
 #: the warm-up row's metric (a calibrated preset's reads "… worst second from second N on")
@@ -104,7 +106,7 @@ def parse_label(label: str) -> tuple[list[str], str, str]:
     ``NAME`` → ``([NAME], "", "")``; ``NAME:SCALE`` → ``([NAME], SCALE, "")``; ``NAME:SCALE:THERMAL`` →
     ``([NAME], SCALE, THERMAL)``; ``part:A,B`` → ``([A, B], "", "")`` (each recording takes the one of
     ``A``, ``B`` pooled over its board's part number), and ``part:A,B:SCALE[:THERMAL]`` that one calibrated.
-    A last ``:cap=F`` (:func:`cap_factor`), ``:cap`` or ``:cap-probes`` (:func:`own_cap`) and an ending
+    A last ``:cap=F`` (:func:`cap_factor`), ``:cap``, ``:cap-probes`` or ``:cap-rate`` (:func:`own_cap`) and an ending
     ``@AMBIENT`` (:func:`replay_ambient_of`) are not part of the three (:func:`label_endings`).
     """
     label = label_endings(label)[0]
@@ -121,8 +123,8 @@ def label_endings(label: str) -> tuple[str, str | None, str | bool, str]:
     """A ``--preset`` label without its endings, and the endings, read from the end once.
 
     Returns ``(rest, F, own, ambient)``: ``ambient`` of an ending ``@AMBIENT`` (else ``"recorded-causal"``), then
-    ``F`` of a ``:cap=F`` as written (else None), then ``own`` of a ``:cap`` (``"clock"``) or ``:cap-probes``
-    (``"probes"``; else False); ``rest`` is what is left (``NAME[:SCALE[:THERMAL]]`` or ``part:…``).
+    ``F`` of a ``:cap=F`` as written (else None), then ``own`` of a ``:cap`` (``"clock"``), ``:cap-probes``
+    (``"probes"``) or ``:cap-rate`` (``"rate"``; else False); ``rest`` is what is left (``NAME[:SCALE[:THERMAL]]`` or ``part:…``).
     """
     found = AMBIENT.search(label)
     ambient = "recorded-causal" if found is None else found["ambient"]
@@ -131,7 +133,7 @@ def label_endings(label: str) -> tuple[str, str | None, str | bool, str]:
     label = CAP.sub("", label)
     own = CAP_OWN.search(label)
     return (CAP_OWN.sub("", label), None if factor is None else factor["factor"],
-            False if own is None else ("probes" if own["probes"] else "clock"), ambient)
+            False if own is None else (own["step"] or "clock"), ambient)
 
 
 def replay_ambient_of(label: str) -> str:
@@ -146,7 +148,8 @@ def cap_factor(label: str) -> float | None:
 
 
 def own_cap(label: str) -> str | bool:
-    """A ``--preset`` label's own capped-clock step: ``"clock"`` (``…:cap``), ``"probes"`` (``…:cap-probes``) or False."""
+    """A ``--preset`` label's own capped step: ``"clock"`` (``…:cap``), ``"probes"`` (``…:cap-probes``), ``"rate"``
+    (``…:cap-rate``) or False."""
     return label_endings(label)[2]
 
 
@@ -155,20 +158,20 @@ def folder_name(label: str) -> str:
 
     ``part:A,B`` (a preset per board part number) is ``by-part-`` and the first candidate's stem; a thermal
     calibration adds ``-thermal-THERMAL``, a capped clock factor ``-capF``, the board's own ``-cap`` or
-    ``-cap-probes``, an ambient other than the default ``-ambient-AMBIENT``.
+    ``-cap-probes`` or ``-cap-rate``, an ambient other than the default ``-ambient-AMBIENT``.
     """
     names, scale, thermal = parse_label(label)
     stem = ("by-part-" if label.startswith(PART) else "") + Path(names[0]).stem
     _, written, own, ambient = label_endings(label)
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
             + (f"-cap{written}" if written is not None else "")  # F as written: no rounding
-            + {False: "", "clock": "-cap", "probes": "-cap-probes"}[own]
+            + {False: "", "clock": "-cap", "probes": "-cap-probes", "rate": "-cap-rate"}[own]
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
 def replay_one(label: str, path: str, folder: str) -> str:
     """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
-    an optional last ``:cap=F``, ``:cap`` or ``:cap-probes`` and an ending ``@AMBIENT``) into ``folder``."""
+    an optional last ``:cap=F``, ``:cap``, ``:cap-probes`` or ``:cap-rate`` and an ending ``@AMBIENT``) into ``folder``."""
     real = read_recording(path)
     names, scale, thermal = parse_label(label)
     preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])
@@ -278,7 +281,7 @@ def main(argv=None) -> int:
         if scale not in SCALES:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains")
         if cap_factor(label) is not None and own_cap(label):
-            ap.error(f"{label}: a pooled ':cap=F' and the board's own ':cap' / ':cap-probes' exclude each other")
+            ap.error(f"{label}: a pooled ':cap=F' and the board's own ':cap' / ':cap-probes' / ':cap-rate' exclude each other")
         if replay_ambient_of(label) not in AMBIENTS:
             ap.error(f"{label}: the ambient after '@' must be one of {', '.join(AMBIENTS)}")
         if thermal not in THERMALS:

@@ -91,7 +91,8 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
     # the board's own capped clock (":cap"), with its probed cycles (":cap-probes"); an ending "@AMBIENT"
     for label, own, folder in (("h200-raw:domains:network:cap", "clock", "h200-raw-domains-thermal-network-cap"),
                                ("h200-raw:domains:network:cap-probes", "probes",
-                                "h200-raw-domains-thermal-network-cap-probes")):
+                                "h200-raw-domains-thermal-network-cap-probes"),
+                               ("h200-raw:domains:network:cap-rate", "rate", "h200-raw-domains-thermal-network-cap-rate")):
         assert script.parse_label(label) == (["h200-raw"], "domains", "network")
         assert script.own_cap(label) == own and script.cap_factor(label) is None
         assert script.folder_name(label) == folder
