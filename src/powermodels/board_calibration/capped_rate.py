@@ -10,7 +10,7 @@ cycles and the capped clock fit of :func:`~powermodels.board_calibration.calibra
 
 Every replay it runs is at the recording's own ambient just before the capped series (read from its idle
 stretches before it, through the twin's thermal network), as ``twin-compare`` replays the recording: at the
-preset's constant ambient (38.3 °C for ``h200-raw-pooled``, ~8 °C above the boards of session 27) the die ran
+preset's constant ambient (38.3 °C for ``h200-raw-pooled``, 6–9 °C above the boards of session 27) the die ran
 8 °C hotter, so the series ran ~0.8 % slower than in the scored replay and a match there did not carry to it
 (docs/twin-sessions.md, session 27, candidates (u') and (w')). Of the series only their times, NVML's throttle
 reasons and the die temperature just before each capped one are read, so their warm-up rows stay held out.
