@@ -119,4 +119,5 @@ def test_twin_compare_calibrate_cap_rate_says_what_it_matched(board_recording, t
                  "--calibrate-cap", "rate", "--cap-seeds", "1"]) == 0
     err = capsys.readouterr().err
     assert "capped power and rate matched before the first series" in err and "launches/s" in err
-    assert "board capped clock: core x" in (tmp_path / "cmp" / "comparison.md").read_text()
+    note = (tmp_path / "cmp" / "comparison.md").read_text()
+    assert "board capped clock: core x" in note and "then power and rate matched: cap offset" in note

@@ -386,7 +386,9 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
             f"board capped clock: core x {capped['core_scale']:.3f} (NVML read {capped['real_reading_mhz']:.0f} MHz "
             f"in the capped entries before the first series; the {capped['held_out_series']} series held out"
             + (f"; {capped['workload']}'s time x {capped['probed_time_ratio']:.4f} from {capped['probed_launches']} "
-               "probed launches there" if "probed_time_ratio" in capped else "") + ")")
+               "probed launches there" if "probed_time_ratio" in capped else "")
+            + (f"; then power and rate matched: cap offset {pr['cap_offset_w']:+.1f} W, time x "
+               f"{pr['time_per_launch_x']:.4f}" if (pr := capped.get("power_and_rate")) else "") + ")")
     table.to_csv(out / "comparison.csv", index=False)
     notes = f"\nAmbient temperature of the replay: {ambient_note}.\n"
     notes += "".join(f"\nNot compared: {note}.\n" for note in table.attrs.get("not_compared", []))
