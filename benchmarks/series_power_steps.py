@@ -29,6 +29,7 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.energy_counter import mean_power_between_updates
+from powermodels.files import atomic_open
 from powermodels.recording import Recording, RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.metrics import counter_updates
@@ -127,8 +128,8 @@ def main(argv=None) -> int:
               f" calibration_change_pct: {LATER_S[0]:g}-{LATER_S[1]:g} s against {CALIBRATION_S[0]:g}-{CALIBRATION_S[1]:g} s):\n")
         print(markdown_table(flagged.drop(columns="step").round(2)))
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        steps.to_csv(args.out, index=False)
+        with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
+            steps.to_csv(fh, index=False)
     return 0
 
 

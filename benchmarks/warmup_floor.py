@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from powermodels import schema
+from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.warmup_floor import DEFAULT_DEGREE, warmup_floors
@@ -88,8 +89,8 @@ def main(argv=None) -> int:
           "polynomial\n")
     print(markdown_table(summary(floors)))
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        floors.to_csv(args.out, index=False)
+        with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
+            floors.to_csv(fh, index=False)
     if args.plot:
         plot(floors, args.plot, args.degree)
     return 0

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels import schema
+from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.compare import TARGETS
@@ -76,8 +77,8 @@ def main(argv=None) -> int:
           "mean errors in %, die twin minus real in °C\n")
     print(markdown_table(summary(split)))
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        split.to_csv(args.out, index=False)
+        with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
+            split.to_csv(fh, index=False)
     return 0
 
 
