@@ -25,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import schema
+from ..energy_counter import mean_power_between_updates
 from ..recording import Recording
 from ..twin import metrics
 from ..twin.adapt import time_scaled
@@ -68,9 +69,7 @@ def series_replay_levels(preset, rec: Recording, series, temperatures, workload:
     powers, launches, seconds = [], 0.0, 0.0
     for twin, (a, b) in zip(replay_spans(preset, rec, series, temperatures), series, strict=True):
         s0, s1 = 0.2 + LEAD_S + SETTLE_S, 0.2 + LEAD_S + (b - a)
-        t, e = metrics.counter_updates(twin)
-        i, j = int(np.searchsorted(t, s0)), int(np.searchsorted(t, s1)) - 1
-        powers.append((e[j] - e[i]) / (t[j] - t[i]) if j > i else np.nan)
+        powers.append(mean_power_between_updates(*metrics.counter_updates(twin), s0, s1))
         launches += metrics.launches_between(twin, s0, s1, workload)
         seconds += s1 - s0
     return float(np.mean(powers)), launches / seconds
