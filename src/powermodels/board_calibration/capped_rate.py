@@ -132,13 +132,14 @@ def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_
     clock_report: dict = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=clock_report)
     steps = []
+    # one replay per preset tried: the replay is deterministic, so its power and rate are read together
+    power, rate = series_replay_levels(fitted, rec, series, temperatures, workload)
     for _ in range(rounds):
-        power, _ = series_replay_levels(fitted, rec, series, temperatures, workload)
         moved_w = board_power - power if abs(power - board_power) > power_tolerance_w else 0.0
         if moved_w:
             twin = replace(twin, physics=replace(twin.physics, cap_offset_w=twin.physics.cap_offset_w + moved_w))
             fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=clock_report)
-        power, rate = series_replay_levels(fitted, rec, series, temperatures, workload)
+            power, rate = series_replay_levels(fitted, rec, series, temperatures, workload)
         ratio = rate / board_rate  # the twin's time per launch x this runs the board's rate at the same clock
         steps.append({"twin_power_w": power, "twin_rate_per_s": rate, "cap_offset_moved_w": moved_w,
                       "time_ratio": ratio})
@@ -148,14 +149,14 @@ def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_
         twin = replace(twin, workloads={**twin.workloads, workload: time_scaled(twin.workloads[workload], ratio)})
         fitted = replace(fitted, workloads={**fitted.workloads,
                                             workload: time_scaled(fitted.workloads[workload], ratio)})
-    final_power, final_rate = series_replay_levels(fitted, rec, series, temperatures, workload)
+        power, rate = series_replay_levels(fitted, rec, series, temperatures, workload)
     report = {**clock_report["capped_clock"], **probed, "recording": rec.name, "uuid": rec.board,
               "read_from": f"{len(spans)} capped pressure entries before the first series",
               "held_out_series": len(rec.phase_rows(kind="series")),
               "power_and_rate": {"board_settled_w": board_power, "board_rate_per_s": board_rate,
                                  "replay_ambient_c": ambient, "cap_offset_w": fitted.physics.cap_offset_w,
                                  "time_per_launch_x": time_x, "rounds": steps,
-                                 "twin_settled_w": final_power, "twin_rate_per_s": final_rate}}
+                                 "twin_settled_w": power, "twin_rate_per_s": rate}}
     # the full replay reads its own ambient profile; the preset keeps the constant it had
     return replace(fitted, ambient_c=original.ambient_c, name=board_preset_name(original.name, rec.board, "cap-rate"),
                    provenance={**fitted.provenance, "board_capped_clock": report},
