@@ -106,6 +106,9 @@ def test_a_recording_without_the_timed_pressure_or_a_capped_entry_is_refused(boa
                   start_temperature_c=40.0)
     with pytest.raises(ValueError, match="capped pressure entry of 1.5 s or more"):
         capped_rate_before_series(capped_board(), late)
+    windowless = replace(capped_board(), physics=replace(capped_board().physics, cap_window_s=0.0))
+    with pytest.raises(ValueError, match="capped_rate_before_series: .* has no averaging window"):
+        capped_rate_before_series(windowless, board_recording)
 
 
 def test_twin_compare_calibrate_cap_rate_says_what_it_matched(board_recording, tmp_path, capsys):

@@ -52,15 +52,9 @@ from .. import clock_events, schema
 from ..energy_counter import mean_power_between_updates
 from ..recording import Recording
 from ..twin import metrics
-from ..twin.fit_controller import (
-    capped_clock_reading,
-    capped_entries_before_series,
-    capped_workload,
-    fit_capped_clock,
-    settled_capped_series,
-)
+from ..twin.fit_controller import capped_workload, fit_capped_clock
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
-from .capped_workload import probed_cycles_before
+from .capped_workload import capped_clock_target, probed_cycles_before
 from .naming import board_preset_name
 from .thermal import calibrate_board_network, calibrate_board_thermal
 
@@ -305,7 +299,8 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     if not cap:
         return twin
     if cap == "rate":
-        from .capped_rate import capped_rate_before_series  # it calibrates on top of this module's steps
+        # imported here: capped_rate calibrates on top of this module's steps
+        from .capped_rate import capped_rate_before_series
 
         return capped_rate_before_series(twin, rec)
     return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes")
@@ -367,16 +362,7 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         raise ValueError(f"capped_clock_before_series: cycles must be 'preset' or 'probes', got {cycles!r}")
     twin = load_preset(preset)
     series = rec.phase_rows(kind="series")
-    spans = capped_entries_before_series(rec)
-    if not spans or not settled_capped_series(rec):
-        raise ValueError(f"capped_clock_before_series: {rec.name} has no capped pressure entry of 1.5 s or more before "
-                         "its first series, or no capped series to match: nothing to calibrate the capped clock on")
-    if twin.physics.cap_window_s <= 0:
-        raise ValueError(f"capped_clock_before_series: {twin.name}'s cap controller has no averaging window "
-                         "(cap_window_s 0), so it has no settled capped clock to fit")
-    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], [b - a for a, b in spans])
-    if not np.isfinite(target):
-        raise ValueError(f"capped_clock_before_series: {rec.name} has no NVML clock reading in its capped entries")
+    spans, target = capped_clock_target(twin, rec, "capped_clock_before_series")
     probed = {}
     if cycles == "probes":
         twin, probed = probed_cycles_before(twin, rec, capped_workload(rec, spans), float(series[schema.T0_S].min()))

@@ -33,8 +33,6 @@ from ..twin.ambient import ambient_at, recorded_ambient
 from ..twin.fit_controller import (
     LEAD_S,
     SETTLE_S,
-    capped_clock_reading,
-    capped_entries_before_series,
     capped_workload,
     fit_capped_clock,
     replay_spans,
@@ -42,7 +40,7 @@ from ..twin.fit_controller import (
     settled_capped_series,
 )
 from ..twin.preset import TwinPreset, load_preset
-from .capped_workload import probed_cycles_before
+from .capped_workload import capped_clock_target, probed_cycles_before
 from .naming import board_preset_name
 
 __all__ = ["capped_rate_before_series", "entries_launch_rate", "series_replay_levels"]
@@ -102,17 +100,16 @@ def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_
     Raises
     ------
     ValueError
-        When the recording has no capped ``pressure`` entry before its first series, no capped series, no timed
-        launches of the capped workload in those entries, no settled cap power there, or no idle stretch to read
-        the ambient from; what :func:`~powermodels.board_calibration.capped_workload.probed_cycles_before` raises.
+        What :func:`~powermodels.board_calibration.capped_workload.capped_clock_target` raises (no capped
+        ``pressure`` entry before the first series, no capped series, a controller without an averaging window, no
+        NVML clock reading in the entries); when the entries have no timed launches of the capped workload or no
+        settled cap power, or the recording no idle stretch to read the ambient from; what
+        :func:`~powermodels.board_calibration.capped_workload.probed_cycles_before` raises.
     """
     original = load_preset(preset)
     twin = original
-    spans, series = capped_entries_before_series(rec), settled_capped_series(rec)
-    if not spans or not series or twin.physics.cap_window_s <= 0:
-        raise ValueError(f"capped_rate_before_series: {rec.name} needs a capped pressure entry of 1.5 s or more "
-                         f"before its first series and a capped series after it, and {twin.name} a cap controller "
-                         "with an averaging window")
+    spans, target = capped_clock_target(twin, rec, "capped_rate_before_series")
+    series = settled_capped_series(rec)
     workload = capped_workload(rec, spans)
     board_power = settled_cap_power(rec, spans)
     board_rate = entries_launch_rate(rec, spans, workload)
@@ -127,7 +124,6 @@ def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_
     first_series = float(rec.phase_rows(kind="series")[schema.T0_S].min())
     twin, probed = probed_cycles_before(replace(twin, ambient_c=ambient), rec, workload, first_series)
     time_x = probed["probed_time_ratio"]
-    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], [b - a for a, b in spans])
     temperatures = [float(metrics.reading_series(rec, schema.TEMPERATURE_C, [a - LEAD_S])[0]) for a, _ in series]
     clock_report: dict = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=clock_report)

@@ -25,10 +25,16 @@ from .. import schema
 from ..recording import Recording
 from ..twin.adapt import adapt_workloads, probed_time_ratio, time_scaled
 from ..twin.fit_cap_choice import fit_recovery_by_replay
-from ..twin.fit_controller import fit_capped_clock, scaled_core
+from ..twin.fit_controller import (
+    capped_clock_reading,
+    capped_entries_before_series,
+    fit_capped_clock,
+    scaled_core,
+    settled_capped_series,
+)
 from ..twin.preset import TwinPreset, load_preset
 
-__all__ = ["capped_workload_levels", "capped_workload_preset", "probed_cycles_before"]
+__all__ = ["capped_clock_target", "capped_workload_levels", "capped_workload_preset", "probed_cycles_before"]
 
 
 def capped_workload_levels(preset, recordings, workload: str) -> pd.DataFrame:
@@ -159,3 +165,42 @@ def probed_cycles_before(preset: TwinPreset, rec: Recording, workload: str,
     moved = replace(preset, workloads={**preset.workloads, workload: time_scaled(preset.workloads[workload], ratio)})
     return moved, {"workload": workload, "probed_time_ratio": ratio, "probed_launches": len(launches),
                    "probes": len(probes)}  # not None: the ratio is finite
+
+
+def capped_clock_target(preset: TwinPreset, rec: Recording, caller: str) -> tuple[list[tuple[float, float]], float]:
+    """The capped ``pressure`` entries before ``rec``'s first series and NVML's clock over them, checked.
+
+    What a capped calibration read before the first series needs (:func:`~powermodels.board_calibration.calibrate.
+    capped_clock_before_series`, :func:`~powermodels.board_calibration.capped_rate.capped_rate_before_series`).
+
+    Parameters
+    ----------
+    preset : TwinPreset
+    rec : Recording
+    caller : str
+        The calibration's name, which the errors begin with.
+
+    Returns
+    -------
+    (list of (t0_s, t1_s), float)
+        The entries (:func:`~powermodels.twin.fit_controller.capped_entries_before_series`) and the mean NVML
+        clock reading from 1 s into each (:func:`~powermodels.twin.fit_controller.capped_clock_reading`, MHz).
+
+    Raises
+    ------
+    ValueError
+        When the recording has no capped ``pressure`` entry before its first series or no capped series to match,
+        when the preset's cap controller has no averaging window (``cap_window_s`` 0: no settled clock to fit), or
+        when the entries have no NVML clock reading.
+    """
+    spans = capped_entries_before_series(rec)
+    if not spans or not settled_capped_series(rec):
+        raise ValueError(f"{caller}: {rec.name} has no capped pressure entry of 1.5 s or more before its first "
+                         "series, or no capped series to match: nothing to calibrate the capped clock on")
+    if preset.physics.cap_window_s <= 0:
+        raise ValueError(f"{caller}: {preset.name}'s cap controller has no averaging window (cap_window_s 0), so it "
+                         "has no settled capped clock to fit")
+    target = capped_clock_reading([rec] * len(spans), [a for a, _ in spans], [b - a for a, b in spans])
+    if not np.isfinite(target):
+        raise ValueError(f"{caller}: {rec.name} has no NVML clock reading in its capped entries")
+    return spans, target
