@@ -32,6 +32,7 @@ from _common import board_label
 
 from powermodels import schema
 from powermodels.board_calibration import calibrated_preset, probed_cycles_before
+from powermodels.board_calibration.capped_rate import entries_launch_rate
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 from powermodels.twin.adapt import probed_time_ratio
@@ -40,7 +41,6 @@ from powermodels.twin.fit_controller import (
     capped_workload,
     settled_cap_power,
 )
-from powermodels.twin.metrics import launches_between
 
 #: seconds skipped at each pressure entry's start (the cap controller's first swing)
 SKIP_S = 0.5
@@ -52,17 +52,6 @@ def in_spans(t: np.ndarray, spans, skip_s: float = SKIP_S) -> np.ndarray:
     for a, b in spans:
         inside |= (t >= a + skip_s) & (t < b)
     return inside
-
-
-def launch_rate(rec, workload: str, spans, skip_s: float = SKIP_S) -> float:
-    """Launches of ``workload`` per second of wall time over ``spans``, each from ``skip_s`` in.
-
-    A batch that straddles a window's edge counts pro rata of its overlap
-    (:func:`powermodels.twin.metrics.launches_between`), so short windows lose nothing at their edges.
-    """
-    count = sum(launches_between(rec, a + skip_s, b, workload) for a, b in spans if b > a + skip_s)
-    seconds = sum(b - a - skip_s for a, b in spans if b > a + skip_s)
-    return count / seconds if seconds > 0 else float("nan")
 
 
 def probe_clock(probes: pd.DataFrame, spans, skip_s: float = SKIP_S) -> float:
@@ -110,10 +99,10 @@ def board_row(path: Path, preset: str, scale: str | None = "domains", thermal: s
             "probe_mhz_pressure": float(probes.loc[before_p, schema.PROBE_CLOCK_MHZ].median()),
             "probe_mhz_series": float(probes.loc[~before_p, schema.PROBE_CLOCK_MHZ].median()),
             "die_c_pressure": float(np.median(die[inside])), "die_c_series": float(np.median(die[in_series])),
-            "launches_per_s_pressure": launch_rate(rec, workload, spans),
-            "launches_per_s_series": launch_rate(rec, workload, series_spans),
+            "launches_per_s_pressure": entries_launch_rate(rec, spans, workload, SKIP_S),
+            "launches_per_s_series": entries_launch_rate(rec, series_spans, workload, SKIP_S),
             "probe_mhz_series_first": probe_clock(probes, series_first),
-            "launches_per_s_series_first": launch_rate(rec, workload, series_first),
+            "launches_per_s_series_first": entries_launch_rate(rec, series_first, workload, SKIP_S),
             "launches_pressure": int(before_l.sum()), "launches_series": int((~before_l).sum())}
 
 

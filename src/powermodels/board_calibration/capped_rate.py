@@ -50,10 +50,16 @@ ENTRY_FROM_S = 1.0
 
 
 def entries_launch_rate(rec: Recording, spans, workload: str, from_s: float = ENTRY_FROM_S) -> float:
-    """Launches of ``workload`` per second over ``spans``, from ``from_s`` into each to its end (NaN with none)."""
-    seconds = sum(b - a - from_s for a, b in spans)
-    launches = sum(metrics.launches_between(rec, a + from_s, b, workload) for a, b in spans)
-    return launches / seconds if seconds > 0 and launches > 0 else float("nan")
+    """Launches of ``workload`` per second over ``spans``, each from ``from_s`` in to its end.
+
+    A batch that straddles a window's edge counts pro rata of its overlap
+    (:func:`~powermodels.twin.metrics.launches_between`); spans no longer than ``from_s`` are left out; 0 with no
+    launch, NaN with no second left to count.
+    """
+    kept = [(a + from_s, b) for a, b in spans if b > a + from_s]
+    seconds = sum(b - a for a, b in kept)
+    launches = sum(metrics.launches_between(rec, a, b, workload) for a, b in kept)
+    return launches / seconds if seconds > 0 else float("nan")
 
 
 def series_replay_levels(preset, rec: Recording, series, temperatures, workload: str) -> tuple[float, float]:
@@ -113,7 +119,7 @@ def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_
     workload = capped_workload(rec, spans)
     board_power = settled_cap_power(rec, spans)
     board_rate = entries_launch_rate(rec, spans, workload)
-    if not (np.isfinite(board_power) and np.isfinite(board_rate)):
+    if not (np.isfinite(board_power) and board_rate > 0):  # a NaN rate fails the comparison too
         raise ValueError(f"capped_rate_before_series: {rec.name}'s capped entries before its first series have no "
                          f"settled cap power or no timed {workload} launches (record the natural part with "
                          "gpu_raw_recording.py --probe-pressure)")
