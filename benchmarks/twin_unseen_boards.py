@@ -26,7 +26,9 @@ the one of the presets ``A``, ``B`` … pooled over the board's own part number
 each board's own calibration (session 22); a last ``:cap`` instead reads the board's own capped clock before the
 first series, ``:cap-probes`` its capped cycles from the probed pressure launches too
 (``calibrated_preset(cap="clock" | "probes")``, session 23), ``:cap-rate`` then its settled cap power and capped
-launch rate there, matched by replays at the recording's ambient (``cap="rate"``, session 27). An ending ``@AMBIENT`` replays with that ambient
+launch rate there, matched by replays at the recording's ambient (``cap="rate"``, session 27); ``:cap-recorded-ambient``
+and ``:cap-probes-recorded-ambient`` fit the capped clock at the recording's ambient too, not the preset's constant
+(``cap_ambient="recorded"``, session 28). An ending ``@AMBIENT`` replays with that ambient
 (``twin-compare --ambient``), e.g. ``h200-raw-pooled:domains:network@initial``.
 
 A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held
@@ -65,7 +67,10 @@ CAP = re.compile(r":cap=(?P<factor>[0-9.]+)$")
 #: a ``--preset`` label's last field ``:cap``, ``:cap-probes`` or ``:cap-rate``: the board's own capped clock, read
 #: before the first series (``calibrated_preset(cap="clock" | "probes" | "rate")``; ``-probes`` takes its capped cycles
 #: from the probed pressure too, ``-rate`` then its settled cap power and launch rate, session 27)
-CAP_OWN = re.compile(r":cap(?:-(?P<step>probes|rate))?$")
+CAP_OWN = re.compile(r":cap(?:-(?P<step>probes|rate))?(?P<recorded>-recorded-ambient)?$")
+#: the ending of a ``:cap`` or ``:cap-probes`` whose capped clock fit replays at the recording's ambient
+#: (``calibrated_preset(cap_ambient="recorded")``, session 28) instead of the preset's constant
+RECORDED_AMBIENT = "-recorded-ambient"
 #: a ``--preset`` label's ending ``@AMBIENT``: the replay's ambient (``twin_compare``'s ``ambient``; default recorded-causal)
 AMBIENT = re.compile(r"@(?P<ambient>[a-z-]+)$")
 #: the warm-up row's metric (a calibrated preset's reads "… worst second from second N on")
@@ -133,7 +138,7 @@ def label_endings(label: str) -> tuple[str, str | None, str | bool, str]:
     label = CAP.sub("", label)
     own = CAP_OWN.search(label)
     return (CAP_OWN.sub("", label), None if factor is None else factor["factor"],
-            False if own is None else (own["step"] or "clock"), ambient)
+            False if own is None else (own["step"] or "clock") + (own["recorded"] or ""), ambient)
 
 
 def replay_ambient_of(label: str) -> str:
@@ -149,8 +154,16 @@ def cap_factor(label: str) -> float | None:
 
 def own_cap(label: str) -> str | bool:
     """A ``--preset`` label's own capped step: ``"clock"`` (``…:cap``), ``"probes"`` (``…:cap-probes``), ``"rate"``
-    (``…:cap-rate``) or False."""
-    return label_endings(label)[2]
+    (``…:cap-rate``) or False; an ending ``-recorded-ambient`` is :func:`own_cap_ambient`'s."""
+    own = label_endings(label)[2]
+    return own and own.removesuffix(RECORDED_AMBIENT)
+
+
+def own_cap_ambient(label: str) -> str:
+    """Where a label's own capped clock fit replays: ``"recorded"`` for ``…:cap[-probes]-recorded-ambient``, else
+    ``"preset"`` (``calibrated_preset``'s ``cap_ambient``; ``:cap-rate`` always replays at the recording's)."""
+    own = label_endings(label)[2]
+    return "recorded" if own and own.endswith(RECORDED_AMBIENT) else "preset"
 
 
 def folder_name(label: str) -> str:
@@ -165,7 +178,7 @@ def folder_name(label: str) -> str:
     _, written, own, ambient = label_endings(label)
     return (stem + (f"-{scale}" if scale else "") + (f"-thermal-{thermal}" if thermal else "")
             + (f"-cap{written}" if written is not None else "")  # F as written: no rounding
-            + {False: "", "clock": "-cap", "probes": "-cap-probes", "rate": "-cap-rate"}[own]
+            + ("" if not own else "-cap" + ("" if own.startswith("clock") else "-") + own.removeprefix("clock"))
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
@@ -178,7 +191,8 @@ def replay_one(label: str, path: str, folder: str) -> str:
     if scale or thermal or own_cap(label):
         network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
         preset = calibrated_preset(preset, real, scale=scale or None, thermal=network or False,
-                                   network_at_edge=at_edge or "widen", cap=own_cap(label))
+                                   network_at_edge=at_edge or "widen", cap=own_cap(label),
+                                   cap_ambient=own_cap_ambient(label))
     factor = cap_factor(label)
     if factor is not None:  # a factor pooled over other boards, on top of this board's calibration
         preset = scaled_core(preset, factor)

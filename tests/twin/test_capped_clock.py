@@ -167,6 +167,27 @@ def test_the_capped_clock_is_read_before_the_first_series_and_the_series_stay_ou
         capped_clock_before_series(windowless, rec)
 
 
+def test_the_capped_clock_can_be_fitted_at_the_recordings_ambient():
+    # the board ran 12 °C cooler than the preset's constant ambient: in the warmer die of a replay at the preset's
+    # ambient more of the cap goes to leakage, so the fit reaches the board's clock with too little core power
+    cool = replace(scaled_core(capped_board(), 1.06), ambient_c=capped_board().ambient_c - 12.0)
+    rec = replay(natural_then_series(), cool, seed=3, poll_s=2e-3, start_temperature_c=cool.ambient_c + 8.0)
+    at_preset = capped_clock_before_series(capped_board(), rec)
+    at_recorded = capped_clock_before_series(capped_board(), rec, ambient="recorded")
+    read = at_recorded.fit["board_capped_clock"]
+    assert read["replay_ambient"] == "recorded" and at_preset.fit["board_capped_clock"]["replay_ambient"] == "preset"
+    assert read["replay_ambient_c"] == pytest.approx(cool.ambient_c, abs=1.5)  # read through the thermal network
+    assert at_preset.fit["board_capped_clock"]["replay_ambient_c"] == capped_board().ambient_c
+    assert at_recorded.ambient_c == capped_board().ambient_c  # the replays' ambient is not kept in the preset
+    # the same target, matched in a cooler die: a smaller core factor, nearer the board's own 1.06
+    assert read["real_reading_mhz"] == pytest.approx(at_preset.fit["board_capped_clock"]["real_reading_mhz"])
+    assert abs(read["core_scale"] - 1.06) < abs(at_preset.fit["board_capped_clock"]["core_scale"] - 1.06)
+    via = calibrated_preset(capped_board(), rec, cap="clock", cap_ambient="recorded")
+    assert via.physics.core_w_per_ghz == pytest.approx(at_recorded.physics.core_w_per_ghz, rel=1e-12)
+    with pytest.raises(ValueError, match="ambient must be 'preset' or 'recorded'"):
+        capped_clock_before_series(capped_board(), rec, ambient="initial")
+
+
 def test_twin_compare_calibrate_cap_notes_the_factor_read(tmp_path):
     from powermodels.cli import main
     from powermodels.recording import write_recording

@@ -97,6 +97,16 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
         assert script.own_cap(label) == own and script.cap_factor(label) is None
         assert script.folder_name(label) == folder
     assert script.own_cap("h200-raw:domains:network:cap=1.0446") is False
+    # "-recorded-ambient": the capped clock fit replays at the recording's ambient (session 28)
+    for label, own, folder in (("h200-raw:domains:network:cap-recorded-ambient", "clock",
+                                "h200-raw-domains-thermal-network-cap-recorded-ambient"),
+                               ("h200-raw:domains:network:cap-probes-recorded-ambient", "probes",
+                                "h200-raw-domains-thermal-network-cap-probes-recorded-ambient")):
+        assert script.parse_label(label) == (["h200-raw"], "domains", "network")
+        assert script.own_cap(label) == own and script.own_cap_ambient(label) == "recorded"
+        assert script.folder_name(label) == folder
+    assert script.own_cap_ambient("h200-raw:domains:network:cap-probes") == "preset"
+    assert script.own_cap_ambient("h200-raw:domains:network") == "preset"
     held = "h200-raw:domains:network:cap-probes@recorded"
     assert script.parse_label(held) == (["h200-raw"], "domains", "network") and script.own_cap(held) == "probes"
     assert script.replay_ambient_of(held) == "recorded"

@@ -54,7 +54,7 @@ from ..recording import Recording
 from ..twin import metrics
 from ..twin.fit_controller import capped_workload, fit_capped_clock
 from ..twin.preset import TwinPreset, TwinWorkload, load_preset
-from .capped_workload import capped_clock_target, probed_cycles_before
+from .capped_workload import capped_clock_target, capped_series_ambient, probed_cycles_before
 from .naming import board_preset_name
 from .thermal import calibrate_board_network, calibrate_board_thermal
 
@@ -238,7 +238,8 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
 
 
 def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False,
-                      network_at_edge: str = "widen", cap: bool | str = False) -> TwinPreset:
+                      network_at_edge: str = "widen", cap: bool | str = False,
+                      cap_ambient: str = "preset") -> TwinPreset:
     """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/-thermal/-cap`` does.
 
     Parameters
@@ -275,6 +276,10 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         clean test). Boards of one model settle at different capped clocks
         (NVML 1 440–1 532 MHz on 21 H200s, docs/twin.md), which the uncapped
         seconds do not tell.
+    cap_ambient : {"preset", "recorded"}, default="preset"
+        With ``cap`` ``"probes"`` or ``"clock"``: the ambient of the capped
+        clock fit's replays (:func:`capped_clock_before_series`'s
+        ``ambient``); ``"rate"`` always replays at the recording's.
 
     Returns
     -------
@@ -303,10 +308,11 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         from .capped_rate import capped_rate_before_series
 
         return capped_rate_before_series(twin, rec)
-    return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes")
+    return capped_clock_before_series(twin, rec, cycles="preset" if cap == "clock" else "probes", ambient=cap_ambient)
 
 
-def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset") -> TwinPreset:
+def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset",
+                               ambient: str = "preset") -> TwinPreset:
     """``preset`` with the clock under the power cap read from ``rec`` before its first series.
 
     The core coefficient with which the twin's *settled* clock over the
@@ -339,38 +345,56 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         A capped workload's energy per launch is its power at the cap times
         its time, so a board whose GEMM takes 1 % more cycles reads 1 % more
         energy at the same clock.
+    ambient : {"preset", "recorded"}, default="preset"
+        The ambient of the twin's own replays of the capped series: the
+        preset's constant (as every session up to 27 fitted it), or the
+        recording's own at the first capped series' start, as ``twin-compare``
+        replays it (:func:`~powermodels.board_calibration.capped_workload.capped_series_ambient`;
+        the preset's constant is restored afterwards). The preset's
+        constant ran 6–9 °C above the H200 recordings of session 27, so the
+        clock fitted there is the clock of a hotter die (session 28 scores
+        the two, ``benchmarks/results/preregistration_twin_session28.md``).
 
     Returns
     -------
     TwinPreset
         With ``fit["board_capped_clock"]`` (and the same in its provenance):
         the recording and board, NVML's reading, the twin's at each step,
-        the factor and, with ``cycles="probes"``, the probed time ratio and
-        the launches and probes it was read from.
+        the factor, the replays' ambient and, with ``cycles="probes"``, the
+        probed time ratio and the launches and probes it was read from.
 
     Raises
     ------
     ValueError
-        On an unknown ``cycles``; when the recording has no capped
+        On an unknown ``cycles`` or ``ambient``; when the recording has no capped
         ``pressure`` entry before its first series, no capped series to
         match, or no finite clock reading there; when the preset's cap
         controller has no averaging window (``cap_window_s`` 0: no settled
         clock to fit); with ``cycles="probes"``, what
-        :func:`probed_cycles_before` raises.
+        :func:`probed_cycles_before` raises; with ``ambient="recorded"``, what
+        :func:`~powermodels.board_calibration.capped_workload.capped_series_ambient` raises.
     """
     if cycles not in ("preset", "probes"):
         raise ValueError(f"capped_clock_before_series: cycles must be 'preset' or 'probes', got {cycles!r}")
-    twin = load_preset(preset)
+    if ambient not in ("preset", "recorded"):
+        raise ValueError(f"capped_clock_before_series: ambient must be 'preset' or 'recorded', got {ambient!r}")
+    original = load_preset(preset)
+    twin = original
     series = rec.phase_rows(kind="series")
     spans, target = capped_clock_target(twin, rec, "capped_clock_before_series")
+    replay_ambient_c = twin.ambient_c
+    if ambient == "recorded":
+        replay_ambient_c = capped_series_ambient(twin, rec, "capped_clock_before_series")
+        twin = replace(twin, ambient_c=replay_ambient_c)
     probed = {}
     if cycles == "probes":
         twin, probed = probed_cycles_before(twin, rec, capped_workload(rec, spans), float(series[schema.T0_S].min()))
     read = {}
     fitted = fit_capped_clock(twin, rec, window="settled", target_mhz=target, report=read)
     report = {**read["capped_clock"], "read_from": f"{len(spans)} capped pressure entries before the first series",
-              "recording": rec.name, "uuid": rec.board,
-              "held_out_series": len(series), **probed}
-    return replace(fitted, name=board_preset_name(twin.name, report["uuid"], "cap-probes" if cycles == "probes" else "cap"),
+              "recording": rec.name, "uuid": rec.board, "replay_ambient": ambient,
+              "replay_ambient_c": replay_ambient_c, "held_out_series": len(series), **probed}
+    # the full replay reads its own ambient profile; the preset keeps the constant it had
+    return replace(fitted, ambient_c=original.ambient_c, name=board_preset_name(twin.name, report["uuid"], "cap-probes" if cycles == "probes" else "cap"),
                    provenance={**fitted.provenance, "board_capped_clock": report},
                    fit={**fitted.fit, "board_capped_clock": report})

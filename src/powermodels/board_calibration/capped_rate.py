@@ -29,7 +29,6 @@ from ..energy_counter import mean_power_between_updates
 from ..recording import Recording
 from ..twin import metrics
 from ..twin.adapt import time_scaled
-from ..twin.ambient import ambient_at, recorded_ambient
 from ..twin.fit_controller import (
     LEAD_S,
     SETTLE_S,
@@ -40,7 +39,7 @@ from ..twin.fit_controller import (
     settled_capped_series,
 )
 from ..twin.preset import TwinPreset, load_preset
-from .capped_workload import capped_clock_target, probed_cycles_before
+from .capped_workload import capped_clock_target, capped_series_ambient, probed_cycles_before
 from .naming import board_preset_name
 
 __all__ = ["capped_rate_before_series", "entries_launch_rate", "series_replay_levels"]
@@ -123,10 +122,7 @@ def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_
         raise ValueError(f"capped_rate_before_series: {rec.name}'s capped entries before its first series have no "
                          f"settled cap power or no timed {workload} launches (record the natural part with "
                          "gpu_raw_recording.py --probe-pressure)")
-    try:
-        ambient = float(ambient_at(recorded_ambient(rec, twin, causal=True), series[0][0]))
-    except ValueError as err:
-        raise ValueError(f"capped_rate_before_series: the replays run at the recording's ambient: {err}") from err
+    ambient = capped_series_ambient(twin, rec, "capped_rate_before_series")
     first_series = float(rec.phase_rows(kind="series")[schema.T0_S].min())
     twin, probed = probed_cycles_before(replace(twin, ambient_c=ambient), rec, workload, first_series)
     time_x = probed["probed_time_ratio"]

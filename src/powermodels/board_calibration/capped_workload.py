@@ -24,6 +24,7 @@ import pandas as pd
 from .. import schema
 from ..recording import Recording
 from ..twin.adapt import adapt_workloads, probed_time_ratio, time_scaled
+from ..twin.ambient import ambient_at, recorded_ambient
 from ..twin.fit_cap_choice import fit_recovery_by_replay
 from ..twin.fit_controller import (
     capped_clock_reading,
@@ -34,7 +35,8 @@ from ..twin.fit_controller import (
 )
 from ..twin.preset import TwinPreset, load_preset
 
-__all__ = ["capped_clock_target", "capped_workload_levels", "capped_workload_preset", "probed_cycles_before"]
+__all__ = ["capped_clock_target", "capped_series_ambient", "capped_workload_levels", "capped_workload_preset",
+           "probed_cycles_before"]
 
 
 def capped_workload_levels(preset, recordings, workload: str) -> pd.DataFrame:
@@ -204,3 +206,26 @@ def capped_clock_target(preset: TwinPreset, rec: Recording, caller: str) -> tupl
     if not np.isfinite(target):
         raise ValueError(f"{caller}: {rec.name} has no NVML clock reading in its capped entries")
     return spans, target
+
+
+def capped_series_ambient(preset: TwinPreset, rec: Recording, caller: str) -> float:
+    """The recording's ambient at its first settled capped series' start, as ``twin-compare`` replays it (°C).
+
+    Read from the idle stretches before that moment through the preset's thermal network, each value held from its
+    stretch's end on (:func:`~powermodels.twin.ambient.recorded_ambient` with ``causal=True``, the replay's
+    default). A capped calibration's own replays of the series run here, not at the preset's constant ambient:
+    on the H200s of session 27 that constant (38.3 °C) sat 6-9 °C above the recordings', the twin's die ran ~8 °C
+    hotter and its capped series ~0.8 % slower than in the scored replay (docs/twin-sessions.md, session 27).
+
+    Raises
+    ------
+    ValueError
+        When the recording has no settled capped series, or no idle stretch to read the ambient from.
+    """
+    series = settled_capped_series(rec)
+    if not series:
+        raise ValueError(f"{caller}: {rec.name} has no capped series to read the ambient before")
+    try:
+        return float(ambient_at(recorded_ambient(rec, preset, causal=True), series[0][0]))
+    except ValueError as err:
+        raise ValueError(f"{caller}: the replays run at the recording's ambient: {err}") from err
