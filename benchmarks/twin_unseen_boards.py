@@ -28,7 +28,7 @@ first series, ``:cap-probes`` its capped cycles from the probed pressure launche
 (``calibrated_preset(cap="clock" | "probes")``, session 23), ``:cap-rate`` then its settled cap power and capped
 launch rate there, matched by replays at the recording's ambient (``cap="rate"``, session 27); ``:cap-recorded-ambient``
 and ``:cap-probes-recorded-ambient`` fit the capped clock at the recording's ambient too, not the preset's constant
-(``cap_ambient="recorded"``, session 28). An ending ``@AMBIENT`` replays with that ambient
+(``cap_ambient="recorded"``; it failed its test in session 28). An ending ``@AMBIENT`` replays with that ambient
 (``twin-compare --ambient``), e.g. ``h200-raw-pooled:domains:network@initial``.
 
 A preset that was fitted to, or pooled over, one of the recordings' boards is refused: the table is held

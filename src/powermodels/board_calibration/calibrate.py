@@ -352,8 +352,12 @@ def capped_clock_before_series(preset, rec: Recording, *, cycles: str = "preset"
         replays it (:func:`~powermodels.board_calibration.capped_workload.capped_series_ambient`;
         the preset's constant is restored afterwards). The preset's
         constant ran 6–9 °C above the H200 recordings of session 27, so the
-        clock fitted there is the clock of a hotter die (session 28 scores
-        the two, ``benchmarks/results/preregistration_twin_session28.md``).
+        clock fitted there is the clock of a hotter die. Yet on 17 probed
+        H200s ``"recorded"`` moved the capped rows the wrong way (median
+        absolute worst second 1.00 → 1.18 %, 8 → 4 within 1 %; session 28): the
+        preset-ambient fit's error partly cancels another, which
+        ``calibrated_preset(cap="rate")`` matches instead. So the default
+        stays; the keyword is for re-scoring.
 
     Returns
     -------
