@@ -279,6 +279,10 @@ ENERGY_PER_LAUNCH_ERROR_PCT = "energy_per_launch_pct"  # a twin's mean error in 
 POWER_ERROR_PCT = "power_pct"                # the same for its power (energy per second), %
 LAUNCH_RATE_ERROR_PCT = "launch_rate_pct"    # the same for its launches per second, %
 DIE_DIFFERENCE_C = "die_difference_c"        # twin's die temperature minus the real one's, mean over the seconds, °C
+SERIES_POWER_W = "series_power_w"            # a workload's mean counter power over its series' warm seconds (3-10 s), W
+BURST_POWER_W = "burst_power_w"              # the same workload's mean power in its bursts at the series' clock and die, W
+BURSTS_MATCHED = "bursts_matched"            # how many bursts ran at the series' clock and die temperature
+SERIES_BURST_GAP_PCT = "series_burst_gap_pct"  # series power over the matched bursts', minus 1, %
 BOARD_PART_NUMBER = "board_part_number"      # NVML's board part number (e.g. 692-2G520-0282-001); "" where not known
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the

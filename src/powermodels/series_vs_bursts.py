@@ -1,0 +1,131 @@
+"""Does a workload draw the same power in a long series as in short bursts, at the same clock and die temperature?
+
+The twin's power is a function of its state: the clock, the activity, the die temperature (leakage) and, through
+the thermal network, nothing else (DSO eq. 1, ``c·f·V²·a`` plus a static part rising with the die). A raw recording
+runs each uncapped workload twice at the top clock: in ~0.9 s ``burst`` entries of its natural part, between capped
+``pressure`` entries that warm the die, and in a 25 s ``series`` of its thermal part. Where a burst and the
+series ran at the same clock and die temperature, a twin draws the same power in both; a board that does not holds
+some state the twin lacks (a voltage regulator's or the board's own temperature, a firmware voltage offset), and a
+calibration read in one part carries that state's difference into the other.
+
+:func:`series_against_bursts` reads it from the recording alone: the series' mean counter power over a window of
+its warm seconds (3-10 s), its die and NVML clock there, and the mean power of the bursts at the same clock whose
+die was within ``match_c`` of the series'. On 56 raw H200 recordings of 53 boards (sessions 6-28; real) the fp32
+GEMM's series drew -1.69 ... +1.88 % against its matched bursts (median -0.01 %, standard deviation 0.66 %;
+GPU-4e3a410b +1.88 %, whose fp32 warm-up rows every twin label misses by -3.6 ... -4.6 %), where 24 twins'
+replays read -0.25 ... +0.20 % (0.13 %). The FMA loop's and the triad's medians (-0.94 %, -0.53 %) are near the
+twins' (-0.39 %, -0.52 %: the matching window's leakage and the twin's memory warming), their spread (0.65 %, 0.62 %)
+is not (0.05 %, 0.03 %). One board can move between runs: GPU-b55f945c's fp32 GEMM read +0.89 % and, 8 minutes
+later, -0.41 % (docs/twin-sessions.md, session 28).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .energy_counter import mean_power_between_updates
+from .recording import Recording
+from .twin import metrics
+
+__all__ = ["DEFAULT_MATCH_C", "series_against_bursts", "series_against_bursts_all"]
+
+#: seconds skipped at each burst's start: the clock and the power are still rising after the capped pressure
+BURST_FROM_S = 0.4
+#: the series' seconds read: past the first second's rise, before the die settles (where the bursts' dies lie)
+SERIES_WINDOW_S = (3.0, 10.0)
+#: a burst is matched to the series when their mean die readings differ by no more than this (NVML reads whole °C)
+DEFAULT_MATCH_C = 1.5
+#: a part ran at the top clock when its median NVML clock reading is within this of the recording's top clock
+TOP_CLOCK_MARGIN_MHZ = 10.0
+#: step of the grid on which the die and clock readings are averaged (a twin's trace keeps only changed readings)
+GRID_S = 0.01
+
+
+def _levels(rec: Recording, counter, start_s: float, end_s: float) -> tuple[float, float, float]:
+    """Mean counter power, mean die reading and median NVML clock over ``[start_s, end_s]``."""
+    grid = np.arange(start_s, end_s, GRID_S)
+    power = mean_power_between_updates(*counter, start_s, end_s)
+    die = float(np.mean(metrics.reading_series(rec, schema.TEMPERATURE_C, grid)))
+    clock = float(np.median(metrics.reading_series(rec, schema.SM_CLOCK_MHZ, grid)))
+    return power, die, clock
+
+
+def series_against_bursts(rec: Recording, workload: str, *, match_c: float = DEFAULT_MATCH_C) -> dict:
+    """The power of ``workload``'s first series against its bursts at the same clock and die temperature.
+
+    Parameters
+    ----------
+    rec : Recording
+        A raw recording with a trace, ``burst`` entries and a ``series`` of ``workload`` (real, or a twin's).
+    workload : str
+        An uncapped workload (a capped one's power is the cap's, not its state's).
+    match_c : float, default=1.5
+        Bursts whose mean die reading lies within this of the series' are matched.
+
+    Returns
+    -------
+    dict
+        ``device_uuid``, ``workload``, ``temperature_c`` (the series' mean die reading over 3-10 s),
+        ``series_power_w`` (its counter's mean power there), ``burst_power_w`` (the matched bursts' mean counter
+        power from 0.4 s into each; NaN with none matched), ``bursts_matched`` (how many of the top-clock bursts)
+        and ``series_burst_gap_pct`` (series over bursts, minus 1, in per cent; NaN with none matched).
+
+    Raises
+    ------
+    ValueError
+        When the recording has no trace, no burst or no series of ``workload``, a series shorter than 3 s, or a
+        series that did not run at the top clock (a capped workload), or ``match_c`` is not positive.
+    """
+    if not match_c > 0:
+        raise ValueError(f"series_against_bursts: match_c must be positive, got {match_c!r}")
+    trace = rec.require_trace("the series and burst power")
+    phases = rec.phases
+    own = phases.loc[phases[schema.WORKLOAD] == workload]
+    bursts = own.loc[own[schema.PHASE_KIND] == "burst"]
+    series = own.loc[own[schema.PHASE_KIND] == "series"]
+    if bursts.empty or series.empty:
+        raise ValueError(f"series_against_bursts: {rec.name} has no burst or no series of {workload!r} (a raw "
+                         "recording's natural and thermal parts)")
+    first = series.iloc[0]
+    start_s = float(first[schema.T0_S]) + SERIES_WINDOW_S[0]
+    end_s = min(float(first[schema.T0_S]) + SERIES_WINDOW_S[1], float(first[schema.T1_S]))
+    if end_s <= start_s:
+        raise ValueError(f"series_against_bursts: {rec.name}'s {workload} series is shorter than "
+                         f"{SERIES_WINDOW_S[0]:g} s")
+    # the top clock the board ran at: a percentile, so that a stray high sample does not set it
+    top = float(np.percentile(trace[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
+    counter = metrics.counter_updates(rec)
+    power, die, clock = _levels(rec, counter, start_s, end_s)
+    if clock < top - TOP_CLOCK_MARGIN_MHZ:
+        raise ValueError(f"series_against_bursts: {rec.name}'s {workload} series ran at {clock:.0f} MHz, below the "
+                         f"top clock {top:.0f} MHz (capped: its power is the cap's)")
+    matched = []
+    for _, burst in bursts.iterrows():
+        levels = _levels(rec, counter, float(burst[schema.T0_S]) + BURST_FROM_S, float(burst[schema.T1_S]))
+        if np.isfinite(levels[0]) and levels[2] >= top - TOP_CLOCK_MARGIN_MHZ and abs(levels[1] - die) <= match_c:
+            matched.append(levels[0])
+    burst_power = float(np.mean(matched)) if matched else float("nan")
+    return {schema.DEVICE_UUID: rec.board, schema.WORKLOAD: workload, schema.TEMPERATURE_C: die,
+            schema.SERIES_POWER_W: power, schema.BURST_POWER_W: burst_power, schema.BURSTS_MATCHED: len(matched),
+            schema.SERIES_BURST_GAP_PCT: 100.0 * (power / burst_power - 1.0)}
+
+
+def series_against_bursts_all(recordings, *, match_c: float = DEFAULT_MATCH_C) -> pd.DataFrame:
+    """:func:`series_against_bursts` for every uncapped workload with bursts and a series in each recording.
+
+    A workload whose series ran below the top clock (capped) or whose recording lacks a part is left out; the
+    table's ``attrs["left_out"]`` says which and why.
+    """
+    rows, left_out = [], []
+    for rec in recordings:
+        phases = rec.phases
+        for workload in dict.fromkeys(phases.loc[phases[schema.PHASE_KIND] == "burst", schema.WORKLOAD]):
+            try:
+                rows.append({schema.RECORDING_NAME: rec.name, **series_against_bursts(rec, workload, match_c=match_c)})
+            except ValueError as err:
+                left_out.append(str(err))
+    table = pd.DataFrame(rows)
+    table.attrs["left_out"] = left_out
+    return table

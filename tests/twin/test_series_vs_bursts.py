@@ -1,0 +1,95 @@
+"""A workload's series against its bursts at the same clock and die temperature (powermodels.series_vs_bursts)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark_scripts import load_benchmark
+from powermodels import schema
+from powermodels.recording import Recording, write_recording
+from powermodels.series_vs_bursts import series_against_bursts, series_against_bursts_all
+
+DT = 0.01  # trace and counter every 10 ms
+#: (kind, start, end, die °C, power W, clock MHz): five bursts at 56-64 °C, then a 12 s series at 60 °C
+PARTS = [("burst", 2.0, 2.9, 56, 590.0, 1980), ("burst", 4.0, 4.9, 58, 595.0, 1980),
+         ("burst", 6.0, 6.9, 60, 600.0, 1980), ("burst", 8.0, 8.9, 61, 601.0, 1980),
+         ("burst", 10.0, 10.9, 64, 610.0, 1980), ("series", 14.0, 26.0, 60, 612.0, 1980)]
+
+
+def hand_made(parts=PARTS, uuid="GPU-0000aaaa-1111") -> Recording:
+    """Idle at 40 °C and 80 W between the parts; each part holds its die, power and clock from start to end."""
+    t = np.arange(0.0, 28.0, DT)
+    die, power, clock = np.full(t.size, 40.0), np.full(t.size, 80.0), np.full(t.size, 345.0)
+    for _, a, b, d, p, f in parts:
+        inside = (t >= a) & (t < b)
+        die[inside], power[inside], clock[inside] = d, p, f
+    counter = 5000.0 + np.concatenate([[0.0], np.cumsum(power[:-1] * DT)])
+    trace = pd.DataFrame({schema.T_S: t, schema.POWER_INSTANT_W: power, schema.POWER_AVERAGE_W: power,
+                          schema.SM_CLOCK_MHZ: clock, schema.MEM_CLOCK_MHZ: 3201.0, schema.TEMPERATURE_C: die,
+                          schema.THROTTLE_REASONS: 0, schema.READ_S: 2e-5})
+    energy = pd.DataFrame({schema.T_S: t, schema.ENERGY_COUNTER_J: counter})
+    phases = pd.DataFrame({schema.RECORDING_PHASE: ["natural"] * (len(parts) - 1) + ["thermal"],
+                           schema.WORKLOAD: "gemm", schema.REPEAT: 0, schema.PHASE_KIND: [p[0] for p in parts],
+                           schema.T0_S: [p[1] for p in parts], schema.T1_S: [p[2] for p in parts]})
+    launches = pd.DataFrame({schema.WORKLOAD: "gemm", schema.RECORDING_PHASE: "thermal", schema.REPEAT: 0,
+                             schema.BATCH: [0], schema.START_S: [14.0], schema.END_S: [26.0],
+                             schema.LAUNCHES: [1000], schema.TIME_S: [0.012]})
+    prov = {"gpu": "hand-made", "uuid": uuid, "power_limit_w": 700.0, "max_sm_clock_mhz": 1980}
+    return Recording(trace, energy, launches, phases, prov)
+
+
+def test_the_series_is_held_against_the_bursts_at_its_own_die_temperature():
+    row = series_against_bursts(hand_made(), "gemm")
+    # the bursts at 60 and 61 °C are matched (within 1.5 °C of the series' 60 °C); 56, 58 and 64 °C are not
+    assert row[schema.BURSTS_MATCHED] == 2 and row[schema.TEMPERATURE_C] == pytest.approx(60.0)
+    assert row[schema.BURST_POWER_W] == pytest.approx(600.5, abs=0.05)
+    assert row[schema.SERIES_POWER_W] == pytest.approx(612.0, abs=0.05)
+    assert row[schema.SERIES_BURST_GAP_PCT] == pytest.approx(100 * (612.0 / 600.5 - 1), abs=0.02)
+    # a wider match takes the 58 °C burst too; a narrower one only the 60 °C burst
+    assert series_against_bursts(hand_made(), "gemm", match_c=2.5)[schema.BURSTS_MATCHED] == 3
+    assert series_against_bursts(hand_made(), "gemm", match_c=0.5)[schema.BURST_POWER_W] == pytest.approx(600.0, abs=0.05)
+
+
+def test_a_board_without_hidden_state_reads_no_gap():
+    # the same power at the same die in the series as in the bursts: what the twin's physics assumes
+    same = [p if p[0] == "burst" else ("series", 14.0, 26.0, 60, 600.0, 1980) for p in PARTS]
+    assert series_against_bursts(hand_made(same), "gemm", match_c=0.5)[schema.SERIES_BURST_GAP_PCT] == pytest.approx(
+        0.0, abs=0.01)
+    # matched over 60-61 °C the bursts' mean includes a degree of leakage: the window's own bias, here -0.08 %
+    assert series_against_bursts(hand_made(same), "gemm")[schema.SERIES_BURST_GAP_PCT] == pytest.approx(
+        100 * (600.0 / 600.5 - 1), abs=0.01)
+
+
+def test_bursts_below_the_top_clock_and_unmatched_series_are_said_so():
+    slow = [(k, a, b, d, p, 1800 if k == "burst" and d in (60, 61) else f) for k, a, b, d, p, f in PARTS]
+    row = series_against_bursts(hand_made(slow), "gemm")
+    assert row[schema.BURSTS_MATCHED] == 0 and np.isnan(row[schema.SERIES_BURST_GAP_PCT])
+    capped = [(k, a, b, d, p, 1500 if k == "series" else f) for k, a, b, d, p, f in PARTS]
+    with pytest.raises(ValueError, match="below the top clock"):
+        series_against_bursts(hand_made(capped), "gemm")
+    with pytest.raises(ValueError, match="no burst or no series of 'fma'"):
+        series_against_bursts(hand_made(), "fma")
+    with pytest.raises(ValueError, match="match_c must be positive"):
+        series_against_bursts(hand_made(), "gemm", match_c=0.0)
+    short = PARTS[:-1] + [("series", 14.0, 16.0, 60, 612.0, 1980)]
+    with pytest.raises(ValueError, match="shorter than 3 s"):
+        series_against_bursts(hand_made(short), "gemm")
+    table = series_against_bursts_all([hand_made(), hand_made(capped, uuid="GPU-capped")])
+    assert list(table[schema.DEVICE_UUID]) == ["GPU-0000aaaa-1111"]
+    assert len(table.attrs["left_out"]) == 1 and "below the top clock" in table.attrs["left_out"][0]
+
+
+def test_script_prints_each_workload_and_writes_every_row(tmp_path, capsys):
+    script = load_benchmark("series_vs_bursts")
+    folders = [write_recording(hand_made(), tmp_path / "a"),
+               write_recording(hand_made([p if p[0] == "burst" else ("series", 14.0, 26.0, 60, 600.0, 1980)
+                                          for p in PARTS], uuid="GPU-0000bbbb-2222"), tmp_path / "b")]
+    assert script.main([*map(str, folders), "--match-c", "0.5", "--out", str(tmp_path / "gaps.csv")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| gemm |")).split("|")
+    assert int(row[2]) == 2 and int(row[3]) == 2 and float(row[4]) == pytest.approx(0.0, abs=0.02)  # rows, boards, min
+    assert float(row[6]) == pytest.approx(2.0, abs=0.02)  # max gap: 612 W against the 60 °C burst's 600 W
+    written = pd.read_csv(tmp_path / "gaps.csv")
+    assert len(written) == 2 and set(written[schema.DEVICE_UUID]) == {"GPU-0000aaaa-1111", "GPU-0000bbbb-2222"}
+    assert script.main([str(tmp_path / "nothing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
