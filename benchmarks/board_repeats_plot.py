@@ -103,8 +103,9 @@ def main(argv=None) -> int:
         summary.to_csv(args.csv, index=False)
     print(markdown_table(floor_table(summary, capped)))
     if args.out:
-        plot(seconds, args.out, f"{len(boards)} real boards, each warmed up {min(map(len, boards))}+ times: "
-                                "every repeat against the board's first run")
+        who = f"{len(boards)} real boards, each" if len(boards) > 1 else "One real board,"
+        plot(seconds, args.out, f"{who} warmed up {min(map(len, boards))}+ times: every repeat against the board's "
+                                "first run")
     return 0
 
 
