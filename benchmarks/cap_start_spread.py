@@ -15,6 +15,7 @@ whether the boards differ at all (Kruskal–Wallis, between-board share of varia
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -101,6 +102,10 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", type=Path, default=None, help="write the figure here (PNG)")
     args = ap.parse_args(argv)
     starts = cap_start_spread.board_starts(read_recording(p) for p in args.recordings)
+    if starts[schema.DEVICE_UUID].nunique() < 2:  # every figure here sets a board against the others
+        print("cap_start_spread: the recordings hold the capped starts of one board; the spread between boards "
+              "needs two or more (a board's own starts: benchmarks/cap_starts_plot.py)", file=sys.stderr)
+        return 2
     ceilings = {c: cap_start_spread.median_ceiling(starts, c) for c in cap_start_spread.SCORED}
     guesses = {c: cap_start_spread.pooled_guess(starts, c) for c in cap_start_spread.SCORED}
     boards = board_table(starts, ceilings, guesses)

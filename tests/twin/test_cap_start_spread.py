@@ -119,6 +119,10 @@ def test_the_script_tables_two_real_boards_and_draws_the_figure(tmp_path, capsys
     assert sorted(boards[schema.DEVICE_UUID]) == ["15b35cd8", "c0b62778"]
     assert boards[script.BOTH].between(0, 1).all()
     assert (tmp_path / "spread.png").stat().st_size > 10_000
+    # one board's starts, even from two recordings: no spread between boards to read; said so, no traceback
+    assert script.main([str(REAL), str(REAL)]) == 2
+    err = capsys.readouterr().err
+    assert "one board" in err and "Traceback" not in err
 
 
 def test_the_board_scores_script_pools_its_boards():
