@@ -13,7 +13,8 @@ This is the issue's own test: "we keep real recordings you have not seen and rep
 ``powermodels twin-compare REC --preset NAME --out DIR/NAME/RECORDING`` does (recorded-causal ambient, five
 sensor seeds for the capped start). ``NAME:SCALE`` first brings the preset to the recording's board from
 the recording itself (:func:`powermodels.board_calibration.calibrated_preset`, ``--calibrate-board SCALE``;
-its read seconds are in-sample and not scored): that row is a calibrated twin, not a board-blind one, and
+its read seconds are in-sample and not scored; ``SCALE-bursts`` reads the natural part's bursts instead, no
+series, session 28): that row is a calibrated twin, not a board-blind one, and
 its memory factor tells the board's group (docs/twin.md, session 15). ``NAME:SCALE:THERMAL`` (``THERMAL`` one
 of ``scale``, ``network`` (widened at a band edge), ``network-keep``, ``network-preset``; ``SCALE`` may be empty: ``NAME::network``)
 calibrates the thermal network too, as
@@ -102,6 +103,9 @@ def board_of(path: Path) -> str:
 
 #: the power scales and thermal calibrations a label may name (``calibrated_preset``'s ``scale`` and ``thermal``)
 SCALES = ("", "board", "workload", "domains")
+#: a scale's ending "-bursts": its factors read from the natural part's bursts, no series (``read="bursts"``,
+#: session 28's candidate (b)); every warm-up second is then held out
+BURSTS = "-bursts"
 THERMALS = ("", "scale", "network", "network-widen", "network-keep", "network-preset")
 
 
@@ -190,9 +194,10 @@ def replay_one(label: str, path: str, folder: str) -> str:
     preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])
     if scale or thermal or own_cap(label):
         network, _, at_edge = thermal.partition("-")  # network-keep: session 19's network, kept at a band edge
-        preset = calibrated_preset(preset, real, scale=scale or None, thermal=network or False,
+        preset = calibrated_preset(preset, real, scale=scale.removesuffix(BURSTS) or None, thermal=network or False,
                                    network_at_edge=at_edge or "widen", cap=own_cap(label),
-                                   cap_ambient=own_cap_ambient(label))
+                                   cap_ambient=own_cap_ambient(label),
+                                   read="bursts" if scale.endswith(BURSTS) else "series")
     factor = cap_factor(label)
     if factor is not None:  # a factor pooled over other boards, on top of this board's calibration
         preset = scaled_core(preset, factor)
@@ -292,8 +297,8 @@ def main(argv=None) -> int:
     boards = {str(p): board_of(p) for p in args.recordings}
     for label in args.preset:
         names, scale, thermal = parse_label(label)
-        if scale not in SCALES:
-            ap.error(f"{label}: the scale after ':' must be board, workload or domains")
+        if scale.removesuffix(BURSTS) not in SCALES or scale == BURSTS:
+            ap.error(f"{label}: the scale after ':' must be board, workload or domains (each may end in -bursts)")
         if cap_factor(label) is not None and own_cap(label):
             ap.error(f"{label}: a pooled ':cap=F' and the board's own ':cap' / ':cap-probes' / ':cap-rate' exclude each other")
         if replay_ambient_of(label) not in AMBIENTS:

@@ -193,3 +193,49 @@ def test_a_workload_in_two_series_is_read_in_both():
     assert gemm["ratio"] == pytest.approx(float(np.median(gemm["ratios"])))
     assert report["dynamic_scale"] == pytest.approx(1.05, abs=0.02)
     assert report["series_read_s"] == pytest.approx([0.2, 1.2])
+
+
+#: the SCHEDULE with a natural part first: idle, then three short bursts of each workload
+BURSTS = (("natural", "-", -1, "idle", 0.0, 5.0), ("natural", "gemm", 0, "burst", 5.0, 6.0),
+          ("natural", "triad", 0, "burst", 6.5, 7.5), ("natural", "gemm", 1, "burst", 8.0, 9.0),
+          ("natural", "triad", 1, "burst", 9.5, 10.5), ("natural", "gemm", 2, "burst", 11.0, 12.0),
+          ("natural", "triad", 2, "burst", 12.5, 13.5), ("thermal", "-", -1, "idle", 13.5, 18.0),
+          ("thermal", "gemm", 0, "series", 18.0, 22.0), ("thermal", "-", -1, "idle", 22.0, 26.0),
+          ("thermal", "triad", 0, "series", 26.0, 30.0), ("thermal", "-", -1, "idle", 30.0, 32.0))
+
+
+def test_domains_read_from_the_bursts_leave_every_series_second_out(tmp_path):
+    """``read="bursts"`` (session 28's candidate (b)): the factors from the natural part's bursts, no series read."""
+    from powermodels.twin.compare import twin_compare
+
+    preset = board()
+    ph = preset.physics
+    other = replace(preset, physics=replace(ph, core_w_per_ghz=ph.core_w_per_ghz * 1.08,
+                                            mem_w_per_ghz=ph.mem_w_per_ghz * 0.85))
+    rec = replay(schedule(BURSTS), other, seed=2, poll_s=2e-3, start_temperature_c=40.0)
+    cal = calibrate_board(preset, rec, scale="domains", read="bursts")
+    report = cal.fit["board_calibration"]
+    assert report["core_scale"] == pytest.approx(1.08, abs=0.02)
+    assert report["memory_scale"] == pytest.approx(0.85, abs=0.04)
+    assert report["series_read_s"] == [0.0, 0.0] and "bursts" in report["read"]
+    assert [len(r["ratios"]) for r in report["series"].values()] == [3, 3]
+    # the series' energy is never read: scaling it changes nothing
+    en = rec.energy
+    tampered = replace(rec, energy=en.assign(**{schema.ENERGY_COUNTER_J: np.where(
+        en[schema.T_S] > 18.0, en[schema.ENERGY_COUNTER_J] * 1.05, en[schema.ENERGY_COUNTER_J])}))
+    again = calibrate_board(preset, tampered, scale="domains", read="bursts").fit["board_calibration"]
+    assert again["core_scale"] == pytest.approx(report["core_scale"], rel=1e-12)
+    assert calibrate_board(preset, tampered, scale="domains").fit["board_calibration"]["core_scale"] != pytest.approx(
+        report["core_scale"], rel=1e-3)  # the series' first second is what the default reads
+    # no series second read: the comparison scores the warm-up from second 0 and says why
+    table = twin_compare(rec, calibrated_preset(preset, rec, scale="domains", read="bursts"), tmp_path / "cmp",
+                         cap_seeds=(0,))
+    warm = table.loc[table[schema.CHECK_METRIC].str.startswith("warm-up energy")]
+    assert (warm[schema.CHECK_METRIC] == "warm-up energy per launch, worst second").all()
+    assert "no series read, so every warm-up second is held out" in " ".join(table.attrs["not_compared"])
+    with pytest.raises(ValueError, match="no burst entry"):
+        calibrate_board(preset, rec.__class__(rec.trace, rec.energy, rec.launches,
+                                              rec.phases.loc[rec.phases[schema.PHASE_KIND] != "burst"],
+                                              rec.provenance), read="bursts")
+    with pytest.raises(ValueError, match="read must be one of series, bursts"):
+        calibrate_board(preset, rec, read="natural")

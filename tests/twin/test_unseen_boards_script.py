@@ -70,6 +70,10 @@ def test_an_unknown_scale_is_refused_before_any_replay(script, unseen, tmp_path,
     with pytest.raises(SystemExit):
         script.main([str(path), "--preset", f"{preset}:memory", "--out", str(tmp_path)])
     assert "must be board, workload or domains" in capsys.readouterr().err
+    for bare in ("-bursts", "memory-bursts"):  # "-bursts" ends a scale; it is not one
+        with pytest.raises(SystemExit):
+            script.main([str(path), "--preset", f"{preset}:{bare}", "--out", str(tmp_path)])
+        assert "must be board, workload or domains (each may end in -bursts)" in capsys.readouterr().err
 
 
 def test_labels_name_the_power_and_thermal_calibrations(script):
@@ -106,6 +110,9 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
         assert script.own_cap(label) == own and script.own_cap_ambient(label) == "recorded"
         assert script.folder_name(label) == folder
     assert script.own_cap_ambient("h200-raw:domains:network:cap-probes") == "preset"
+    # a scale ending in "-bursts" reads the natural part's bursts instead of the series (session 28)
+    assert script.parse_label("h200-raw:domains-bursts:network") == (["h200-raw"], "domains-bursts", "network")
+    assert script.folder_name("h200-raw:domains-bursts:network") == "h200-raw-domains-bursts-thermal-network"
     assert script.own_cap_ambient("h200-raw:domains:network") == "preset"
     held = "h200-raw:domains:network:cap-probes@recorded"
     assert script.parse_label(held) == (["h200-raw"], "domains", "network") and script.own_cap(held) == "probes"

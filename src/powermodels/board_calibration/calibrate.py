@@ -63,6 +63,11 @@ __all__ = ["SCALES", "calibrate_board", "calibrated_preset", "capped_clock_befor
 
 #: what :func:`calibrate_board` can scale: the board's dynamic power, each workload's, or core and memory apart
 SCALES = ("board", "workload", "domains")
+#: where :func:`calibrate_board` reads each workload's power: its series' first second, or its natural-part bursts
+READS = ("series", "bursts")
+#: seconds skipped at each burst's start when read: the clock and the power are still rising after the capped
+#: pressure entry before it (as :mod:`powermodels.series_vs_bursts` reads them)
+BURST_SKIP_S = 0.4
 #: least ratio of the smaller to the larger singular value of the core / memory columns (each scaled to unit
 #: length) for ``scale="domains"``: below it the series cannot tell the core's factor from the memory's
 DOMAIN_CONDITION = 0.1
@@ -118,8 +123,8 @@ def _capped(rec: Recording, a: float, b: float, f_max: float) -> bool | None:
 
 def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: float = 1.0,
                     skip_s: float = 0.2, cap_share: float = 0.97, scale: str = "board",
-                    same_kernel: float = 0.02) -> TwinPreset:
-    """``preset`` brought to the board of ``rec`` from its first idle and each series' first second.
+                    same_kernel: float = 0.02, read: str = "series") -> TwinPreset:
+    """``preset`` brought to the board of ``rec`` from its first idle and each series' first second (or its bursts).
 
     Parameters
     ----------
@@ -148,6 +153,14 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
         percentile of the recording's launches) beyond which a workload is
         another kernel: left out of the board's factors (``scale="board"`` or
         ``"domains"``).
+    read : {"series", "bursts"}, default="series"
+        Where each uncapped workload's power is read: the first ``first_s``
+        of each of its series (from ``skip_s``), or each of its ``burst``
+        entries in a raw recording's natural part from 0.4 s in to its end,
+        at the top clock (``_capped`` leaves out a burst still recovering
+        from the pressure before it). With ``"bursts"`` no second of any
+        series is read, so every warm-up second stays held out
+        (``series_read_s`` is ``[0, 0]``; session 28's candidate (b)).
 
     Returns
     -------
@@ -161,6 +174,8 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     twin = load_preset(preset)
     if scale not in SCALES:
         raise ValueError(f"calibrate_board: scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    if read not in READS:
+        raise ValueError(f"calibrate_board: read must be one of {', '.join(READS)}, got {read!r}")
     if not rec.has_trace:
         raise ValueError(f"calibrate_board: {rec.name} has no trace (the temperature readings are needed)")
     ph = twin.physics
@@ -177,12 +192,17 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     idle_offset = p_idle - float(ph.power_w(f, fm, t_idle))
     cal = replace(ph, p0_w=ph.p0_w + idle_offset)
     rows = {}
-    for s in rec.phase_rows(kind="series").itertuples(index=False):
+    entries = rec.phase_rows(kind="series" if read == "series" else "burst")
+    if read == "bursts" and not len(entries):
+        raise ValueError(f"calibrate_board: {rec.name} has no burst entry (read='bursts' reads a raw recording's "
+                         "natural part)")
+    for s in entries.itertuples(index=False):
         w = getattr(s, schema.WORKLOAD)
         if w not in twin.workloads:
             continue
         t0 = float(getattr(s, schema.T0_S))
-        a1, b1 = t0 + skip_s, t0 + skip_s + first_s
+        a1, b1 = ((t0 + skip_s, t0 + skip_s + first_s) if read == "series"
+                  else (t0 + BURST_SKIP_S, float(getattr(s, schema.T1_S))))
         p, t = mean_power_between_updates(*updates, a1, b1), _temperature(rec, a1, b1)
         capped = _capped(rec, a1, b1, f)
         if capped is None:
@@ -229,9 +249,10 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
     report = {"recording": rec.name, "uuid": uuid, "idle_w": p_idle, "idle_temperature_c": t_idle,
               "idle_read_s": [a, b], "idle_offset_w": idle_offset, "scale": scale, "dynamic_scale": factor,
               **(domains or {}), "series": rows,
-              "series_read_s": [skip_s, skip_s + first_s],
-              "read": f"first idle entry from {settle_s:g} s; each uncapped series from {skip_s:g} s for "
-                      f"{first_s:g} s"}
+              "series_read_s": [skip_s, skip_s + first_s] if read == "series" else [0.0, 0.0],
+              "read": f"first idle entry from {settle_s:g} s; "
+                      + (f"each uncapped series from {skip_s:g} s for {first_s:g} s" if read == "series" else
+                         f"each uncapped workload's top-clock bursts from {BURST_SKIP_S:g} s in (no series)")}
     prov = {**twin.provenance, "board_calibration": report}
     return replace(twin, name=board_preset_name(twin.name, uuid, scale), physics=cal, workloads=workloads,
                    provenance=prov, fit={**twin.fit, "board_calibration": report})
@@ -239,7 +260,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
 
 def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, thermal: bool | str = False,
                       network_at_edge: str = "widen", cap: bool | str = False,
-                      cap_ambient: str = "preset") -> TwinPreset:
+                      cap_ambient: str = "preset", read: str = "series") -> TwinPreset:
     """``preset`` brought to the board of ``rec`` as ``twin-compare --calibrate-board/-thermal/-cap`` does.
 
     Parameters
@@ -280,6 +301,9 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
         With ``cap`` ``"probes"`` or ``"clock"``: the ambient of the capped
         clock fit's replays (:func:`capped_clock_before_series`'s
         ``ambient``); ``"rate"`` always replays at the recording's.
+    read : {"series", "bursts"}, default="series"
+        :func:`calibrate_board`'s ``read``: where each workload's power is
+        read for ``scale``.
 
     Returns
     -------
@@ -298,7 +322,7 @@ def calibrated_preset(preset, rec: Recording, *, scale: str | None = None, therm
     if thermal == "network":
         twin = calibrate_board_network(twin, rec, at_edge=network_at_edge)
     if scale is not None:
-        twin = calibrate_board(twin, rec, scale=scale)
+        twin = calibrate_board(twin, rec, scale=scale, read=read)
     if thermal in (True, "scale"):
         twin = calibrate_board_thermal(twin, rec)
     if not cap:

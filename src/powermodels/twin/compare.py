@@ -369,9 +369,12 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     table.attrs["ambient"] = ambient_note
     if cal:
         table.attrs["not_compared"].append(
-            f"board calibration ({cal['scale']}; its seconds are in-sample, so the warm-up rows start at second "
-            f"{int(np.ceil(read_s[1] - 1e-9))}): idle {cal['idle_offset_w']:+.1f} W, dynamic power x "
-            + ", ".join(f"{r['ratio']:.3f} ({w}" + (f", {len(r['ratios'])} series)" if len(r["ratios"]) > 1 else ")")
+            f"board calibration ({cal['scale']}; "
+            + (f"its seconds are in-sample, so the warm-up rows start at second {int(np.ceil(read_s[1] - 1e-9))}"
+               if read_s[1] > 0 else "no series read, so every warm-up second is held out")
+            + f"): idle {cal['idle_offset_w']:+.1f} W, dynamic power x "
+            + ", ".join(f"{r['ratio']:.3f} ({w}" + (f", {len(r['ratios'])} {'series' if read_s[1] > 0 else 'bursts'})"
+                                                    if len(r["ratios"]) > 1 else ")")
                         for w, r in cal["series"].items())
             + (f", board x {cal['dynamic_scale']:.3f}" if cal["scale"] == "board" else "")
             + (f", core x {cal['core_scale']:.3f}, memory x {cal['memory_scale']:.3f}" if cal["scale"] == "domains"
