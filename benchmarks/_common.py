@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["board_label", "mape", "write_report"]
+__all__ = ["board_label", "mape", "save_figure", "write_report"]
 
 
 def board_label(uuid) -> str:
@@ -27,3 +27,14 @@ def write_report(text: str, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return 0
+
+
+def save_figure(fig, path) -> None:
+    """Lay ``fig`` out, write it to ``path`` as the benchmarks' figures are (110 dpi; folders made) and close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from _common import board_label
+from _common import board_label, save_figure
 
 from powermodels import cap_start_spread, schema
 from powermodels.recording import read_recording
@@ -89,10 +89,7 @@ def plot(starts: pd.DataFrame, boards: pd.DataFrame, by_starts: dict, path: Path
     ax.minorticks_off()
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> int:

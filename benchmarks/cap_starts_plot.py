@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import save_figure
 
 from powermodels import schema
 from powermodels.recording import read_recording
@@ -28,7 +29,7 @@ METRICS = ((schema.OVERSHOOT_W, "cap overshoot", "overshoot: first-second mean a
            (schema.SETTLING_S, "cap settling", "settling time: 1 s mean within 1 % (s)"))
 
 
-def load_set(label: str, recording: str, cmp: str | None) -> dict:
+def load_set(label: str, recording: str, cmp: str | None = None) -> dict:
     rec = read_recording(recording)
     (workload,) = capped_series(rec) or ["torch_bf16_matmul_8192"]
     starts = metrics.cap_starts(rec, workload)
@@ -66,9 +67,7 @@ def plot(sets: list[dict], path: str) -> None:
         ax.set_ylim(bottom=0)
     axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle("The bf16 GEMM's capped start from idle, repeated (real; twin simulated)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> int:

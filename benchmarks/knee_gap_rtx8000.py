@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import write_report
+from _common import save_figure, write_report
 
 from powermodels.models.frequency import FrequencyPowerModel, KneeInGapWarning
 from powermodels.models.grouped import GroupedEstimator
@@ -102,10 +102,7 @@ def figure(df: pd.DataFrame, path: Path) -> str:
     ax.set_ylabel("mean power (W)")
     ax.set_title(f"RTX 8000, {kernel} (NV-DVFS-Benchmark)", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
     return kernel
 
 

@@ -16,6 +16,7 @@ import argparse
 import time
 
 import pandas as pd
+from _common import save_figure
 
 from powermodels import schema
 from powermodels.natural_dvfs.clock_windows import clock_windows, idle_power
@@ -79,9 +80,7 @@ def plot_errors(windows: pd.DataFrame, path: str, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.set_ylim(-20, 20)
     ax.legend(fontsize=8, loc="lower left", ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import save_figure
 
 from powermodels import schema
 from powermodels.files import atomic_open
@@ -60,10 +61,7 @@ def plot(real: pd.DataFrame, twin: pd.DataFrame | None, path: Path) -> None:
     ax.set_yticks(range(len(workloads)), workloads)
     ax.set_xlabel("series power over its bursts' at the same clock and die temperature − 1, %")
     ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> int:

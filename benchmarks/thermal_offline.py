@@ -27,13 +27,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import save_figure
 
 from powermodels import schema
 from powermodels.reporting import markdown_table
 from powermodels.thermal.alpha import pooled_alpha, regime_of
-from powermodels.thermal.spans import counter_spans
 from powermodels.thermal.normalise import AlphaEstimate, assumed_alpha, normalise
 from powermodels.thermal.series import series_states
+from powermodels.thermal.spans import counter_spans
 
 TRACE_FIELDS = (schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W, schema.SM_CLOCK_MHZ, schema.MEM_CLOCK_MHZ,
                 schema.TEMPERATURE_C, schema.THROTTLE_REASONS)
@@ -242,10 +243,7 @@ def plot(table: pd.DataFrame, path: Path, title: str) -> None:
     axes[0][0].set_ylabel("energy per launch − reference at T_ref (%)")
     axes[0][-1].legend(fontsize=6, loc="best")
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_rows(rows: pd.DataFrame, path: Path, title: str) -> None:
@@ -269,9 +267,7 @@ def plot_rows(rows: pd.DataFrame, path: Path, title: str) -> None:
         ax.set_ylabel("energy per launch (J)")
         ax.legend(fontsize=6)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def simulated_table(seconds: float = 25.0) -> pd.DataFrame:

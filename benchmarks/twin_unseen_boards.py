@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import board_label
+from _common import board_label, save_figure
 
 from powermodels import schema
 from powermodels.board_calibration import calibrated_preset
@@ -271,10 +271,7 @@ def plot(rows: pd.DataFrame, path: Path) -> None:
                  "(real recordings, twin replays)", fontsize=10)
     # below the axes: inside, the legend hid the boards farthest from the target
     ax.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> int:

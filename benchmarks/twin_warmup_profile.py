@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import board_label
+from _common import board_label, save_figure
 
 from powermodels import schema
 from powermodels.recording import read_recording
@@ -80,9 +80,7 @@ def plot(table: pd.DataFrame, workload: str, path: Path) -> None:
     over = f"{boards} boards" if boards == recordings else f"{recordings} recordings of {boards} boards"
     ax.set_title(f"{workload}: median over {over}, range shaded (twin vs real)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> int:

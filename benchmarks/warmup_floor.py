@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _common import save_figure
 
 from powermodels import schema
 from powermodels.files import atomic_open
@@ -60,10 +61,7 @@ def plot(floors, path: Path, degree: int = DEFAULT_DEGREE) -> None:
     shape = {0: "a constant", 1: "a line", 2: "a parabola"}.get(degree, f"a degree-{degree} polynomial")
     ax.set_xlabel(f"least worst second of a twin on {shape}, % (real series; black: median)")
     ax.legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv=None) -> int:

@@ -161,3 +161,12 @@ def test_the_held_out_pool_reads_kept_twin_starts_against_the_boards_recordings(
     with pytest.raises(SystemExit):  # and so is a preset not replayed on every board (q lacks c0b62778)
         script.main([str(tmp_path / "gap.csv"), "--real", str(REAL), str(other)])
     assert "no twin starts of q on c0b62778" in capsys.readouterr().err
+
+
+def test_the_starts_plot_takes_a_set_without_its_twin_folder(tmp_path, capsys):
+    """``--set LABEL RECORDING`` (the twin's folder optional, as its help says): fails before with a TypeError."""
+    from benchmark_scripts import load_benchmark
+
+    script = load_benchmark("cap_starts_plot")
+    assert script.main(["--set", "one", str(REAL), "--out", str(tmp_path / "sub" / "starts.png")]) == 0
+    assert "one: " in capsys.readouterr().out and (tmp_path / "sub" / "starts.png").stat().st_size > 10_000
