@@ -186,7 +186,7 @@ def folder_name(label: str) -> str:
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
-def replay_one(label: str, path: str, folder: str) -> str:
+def replay_one(label: str, path: str, folder: str, counter_timing: str = "seed") -> str:
     """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
     an optional last ``:cap=F``, ``:cap``, ``:cap-probes`` or ``:cap-rate`` and an ending ``@AMBIENT``) into ``folder``."""
     real = read_recording(path)
@@ -201,7 +201,7 @@ def replay_one(label: str, path: str, folder: str) -> str:
     factor = cap_factor(label)
     if factor is not None:  # a factor pooled over other boards, on top of this board's calibration
         preset = scaled_core(preset, factor)
-    table = twin_compare(real, preset, folder, ambient=replay_ambient_of(label))
+    table = twin_compare(real, preset, folder, ambient=replay_ambient_of(label), counter_timing=counter_timing)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
         (Path(folder) / "memory_scale.txt").write_text(f"{memory:.4f}\n")
@@ -289,6 +289,10 @@ def main(argv=None) -> int:
                          "recorded-causal)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--counter-timing", choices=("seed", "recorded"), default="seed",
+                    help="the twins' energy counter: at a phase drawn from the seed (default), or on each recording's "
+                         "own update period and phase read before its first series (session 28); give each its own "
+                         "--out")
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
     boards = {str(p): board_of(p) for p in args.recordings}
@@ -306,7 +310,7 @@ def main(argv=None) -> int:
             seen = preset_boards(name) & set(boards.values())
             if seen:
                 ap.error(f"{name} was fitted to or pooled over {', '.join(sorted(seen))}: not an unseen board")
-    jobs = [(label, path, str(args.out / folder_name(label) / Path(path).name))
+    jobs = [(label, path, str(args.out / folder_name(label) / Path(path).name), args.counter_timing)
             for label in args.preset for path in boards
             if not (args.out / folder_name(label) / Path(path).name / "comparison.csv").exists()]
     print(f"{len(jobs)} replays to run ({len(args.preset) * len(boards) - len(jobs)} read back)", flush=True)

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -94,10 +94,15 @@ class SimulatedGPU(SimulationEngine, SimulatedReadout, Device):
         that advances time (that call's own span is always kept, however
         long); asking about older times raises ``ValueError``. Bounds memory
         in long campaigns (~230 kB per kept second). ``None`` keeps everything.
+    energy_timing : (float, float), optional
+        The energy counter's update period and phase (s): updates at
+        ``phase + n·period``. Default: the preset's period, at a phase drawn
+        from ``seed`` (a replay of a recording can pass the recording's own,
+        :func:`powermodels.twin.counter_timing.counter_timing_before`).
     """
 
     def __init__(self, preset="hopper", seed=0, reference_meter=False, physics=None,
-                 ambient_c=30.0, history_s=120.0):
+                 ambient_c=30.0, history_s=120.0, energy_timing=None):
         if isinstance(preset, str):
             if preset not in PRESETS:
                 raise ValueError(f"SimulatedGPU: preset must be one of {sorted(PRESETS)} or a "
@@ -127,6 +132,15 @@ class SimulatedGPU(SimulationEngine, SimulatedReadout, Device):
         # the firmware's update phase is fixed at boot and unknown to the user (Yang §IV-C)
         self._phase = float(rng.uniform(0.0, preset.update_period_s))
         self._energy_phase = float(math.fmod(self._phase, preset.energy_period_s))
+        if energy_timing is not None:
+            period, phase = (finite(f"SimulatedGPU: energy_timing {name}", value, minimum=0.0)
+                             for name, value in zip(("period", "phase"), energy_timing, strict=True))
+            if not period > 2.0 * preset.energy_jitter_s:
+                raise ValueError(f"SimulatedGPU: energy_timing period must exceed twice the counter's jitter "
+                                 f"({preset.energy_jitter_s:g} s), got {period!r}")
+            preset = replace(preset, energy_period_s=period)
+            self._preset = preset
+            self._energy_phase = float(math.fmod(phase, period))
         # the counter counts from driver load, so it never starts at 0
         self._counter_start_j = float(np.round(rng.uniform(1e5, 1e7), 3))
         self._noise_blocks: dict[tuple[int, int], np.ndarray] = {}

@@ -284,7 +284,8 @@ def adaptation_note(workload: str, adapted: dict) -> str:
 
 
 def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=None, protocol_tables=(),
-                 sensor_window=None, ambient: str = "recorded-causal", cap_seeds=CAP_SEEDS) -> pd.DataFrame:
+                 sensor_window=None, ambient: str = "recorded-causal", cap_seeds=CAP_SEEDS,
+                 counter_timing: str = "seed") -> pd.DataFrame:
     """Replay ``real``'s schedule on ``preset``, write the twin's recording, the table and the plots.
 
     Writes ``OUT/twin/`` (the twin's recording: the same files as the real
@@ -328,6 +329,9 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
     (:func:`read_from`). The thermal calibration reads only the part before
     the first series, which no scored row but clock recovery reads.
 
+    ``counter_timing`` (:func:`~powermodels.twin.replay.replay`'s): ``"recorded"`` runs the twin's energy
+    counter on the recording's own update period and phase, read before its first series (session 28).
+
     ``cap_seeds``: each capped series (with the idle before it) is replayed
     once per sensor seed and its overshoot and settling rows take the
     median, with the range in the unit (:mod:`~powermodels.twin.cap_seeds`:
@@ -346,7 +350,8 @@ def twin_compare(real: Recording, preset, out_dir, *, seed: int = 0, progress=No
                             for key in ("board_calibration", "board_thermal", "board_capped_clock"))
     profile, ambient_note = replay_ambient(real, preset, ambient)
     preset, adapted = adapt_workloads(preset, real)
-    twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note)
+    twin = replay(real, preset, seed=seed, progress=progress, ambient=profile, ambient_source=ambient_note,
+                  counter_timing=counter_timing)
     twin.provenance["workloads_adapted"] = adapted
     write_recording(twin, out / "twin")
     read_s = cal["series_read_s"] if cal else [0.0, 0.0]

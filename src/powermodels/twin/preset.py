@@ -100,11 +100,12 @@ class TwinPreset:
     fit: dict = field(default_factory=dict)
 
     def gpu(self, *, seed: int = 0, ambient_c: float | None = None, history_s: float | None = 120.0,
-            reference_meter: bool = False) -> SimulatedGPU:
-        """A :class:`SimulatedGPU` with this preset's physics and sensor."""
+            reference_meter: bool = False, energy_timing: tuple[float, float] | None = None) -> SimulatedGPU:
+        """A :class:`SimulatedGPU` with this preset's physics and sensor (``energy_timing``: its counter's
+        period and phase, default the sensor's period at a phase drawn from ``seed``)."""
         return SimulatedGPU(preset=self.sensor, physics=self.physics, seed=seed,
                             ambient_c=self.ambient_c if ambient_c is None else ambient_c,
-                            history_s=history_s, reference_meter=reference_meter)
+                            history_s=history_s, reference_meter=reference_meter, energy_timing=energy_timing)
 
     def at_power(self, workload: SimulatedWorkload, power_w: float, *, clock_mhz: float | None = None,
                  temperature_c: float = 50.0) -> SimulatedWorkload:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from .. import schema
 from ..recording import PHASES_SPEC, Recording, downsample_trace, validate_recording_table
+from .counter_timing import counter_timing_before
 from .preset import TwinPreset, load_preset
 
 __all__ = ["host_stalls", "ladder_cycles", "replay"]
@@ -45,7 +46,7 @@ CHUNK_S = 0.25
 
 def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_temperature_c: float | None = None,
            progress: Callable[[float, float], None] | None = None, ambient: pd.DataFrame | None = None,
-           ambient_source: str | None = None) -> Recording:
+           ambient_source: str | None = None, counter_timing: str = "seed") -> Recording:
     """Run a schedule on a twin preset and return the recording it makes.
 
     Parameters
@@ -71,6 +72,13 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
         twin follows (updated every ≤ 0.25 s); default the preset's constant.
     ambient_source : str, optional
         Where ``ambient`` came from, for the provenance.
+    counter_timing : {"seed", "recorded"}, default="seed"
+        When the twin's energy counter updates: the preset's period at a
+        phase drawn from ``seed``, or (``schedule`` a recording) the
+        recording's own period and phase, fitted to its counter updates
+        before its first series
+        (:func:`~powermodels.twin.counter_timing.counter_timing_before`;
+        session 28's candidate (c)).
 
     Returns
     -------
@@ -92,8 +100,17 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
         profile = (np.asarray(ambient[schema.T_S], float), np.asarray(ambient[schema.AMBIENT_C], float))
         if not (profile[0].size and np.all(np.isfinite(profile[1])) and np.all(np.diff(profile[0]) >= 0)):
             raise ValueError("replay: ambient needs finite ambient_c at increasing t_s, at least one row")
+    if counter_timing not in ("seed", "recorded"):
+        raise ValueError(f"replay: counter_timing must be 'seed' or 'recorded', got {counter_timing!r}")
+    timing = None
+    if counter_timing == "recorded":
+        if not isinstance(schedule, Recording):
+            raise ValueError("replay: counter_timing='recorded' needs a recording as the schedule (its counter's "
+                             "updates are read), not a phases table")
+        timing = counter_timing_before(schedule)
     gpu = twin.gpu(seed=seed, history_s=60.0,
-                   ambient_c=None if profile is None else float(np.interp(0.0, *profile)))
+                   ambient_c=None if profile is None else float(np.interp(0.0, *profile)),
+                   energy_timing=None if timing is None else (timing["period_s"], timing["phase_s"]))
     if start_temperature_c is not None:
         gpu.start_at_temperature(start_temperature_c)
     run = _Run(gpu, twin, poll_s, profile)
@@ -120,6 +137,7 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
                                  "range_c": [float(profile[1].min()), float(profile[1].max())],
                                  "points": [[float(a), float(b)] for a, b in zip(*profile)]},
         "workloads": {k: {"launches_per_batch": w.launches_per_batch} for k, w in twin.workloads.items()},
+        "counter_timing": {"source": "seed"} if timing is None else {"source": f"recorded ({source})", **timing},
         "simulated": True,
     }
     return Recording(run.trace_table(), run.energy_table(), run.launch_table(), phases.reset_index(drop=True),
