@@ -160,7 +160,11 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
         at the top clock (``_capped`` leaves out a burst still recovering
         from the pressure before it). With ``"bursts"`` no second of any
         series is read, so every warm-up second stays held out
-        (``series_read_s`` is ``[0, 0]``; session 28's candidate (b)).
+        (``series_read_s`` is ``[0, 0]``). Session 28's candidate (b)
+        failed its rule: on 23 H200s, with the thermal network, 1.07 %,
+        39 of 92 rows within 1 % from second 2 against 0.99 %, 47 of 92
+        from the series (1.58 %, 19 of 92 from second 0); kept for
+        re-scoring.
 
     Returns
     -------
