@@ -14,7 +14,7 @@ What its files do identify, and from which file:
   (``datasets/h200-2026-11-27/sensor_window_c314a989``, session 9); read-out noise from the idle
   part of ``harness_fp32_steady_trace.parquet``;
 * **thermal network** — two Foster poles shared by two H200 boards, fitted at once
-  (:func:`~powermodels.twin.fit_thermal.fit_foster_segments`, each board its own ambient and
+  (:func:`~powermodels.thermal.foster.fit_foster_segments`, each board its own ambient and
   start): this board's ``harness_fp32_steady_trace`` (5 s idle, 63 s of an fp32 kernel at 354 W)
   cannot see a pole slower than its 63 s, so the slow pole comes from
   ``datasets/h200-2026-11-27/thermal_0a8f0427/traces.parquet`` (another H200, GPU-0a8f0427: six
@@ -47,7 +47,7 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.devices.simulated_workload import SimulatedWorkload
-from powermodels.twin.fit_thermal import fit_foster_segments
+from powermodels.thermal.foster import fit_foster_segments
 from powermodels.twin.preset import PRESET_DIR, TwinPreset, TwinWorkload, load_preset, save_preset
 
 DATA = Path(__file__).resolve().parents[1] / "datasets" / "h200"

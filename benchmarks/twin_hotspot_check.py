@@ -12,7 +12,7 @@ clock (thesis eq. 4.6 with the hot spot added)::
     P = c_w + α·T_die + α·R_h·lag(u, τ_h)
 
 with ``c_w`` one intercept per workload (and idle), ``T_die`` the two-pole Foster network's die
-temperature driven by the counter's power (:func:`powermodels.twin.fit_thermal.fit_foster`), and
+temperature driven by the counter's power (:func:`powermodels.thermal.foster.fit_foster`), and
 ``u`` each schedule entry at its workload's median power (exogenous: driving the lag with the
 measured power itself would regress the power on a smoothed copy of itself, which "fits" at any
 short ``τ_h``). The rows are the ones the twin's leakage fit uses (top clock, idle / burst /
@@ -33,8 +33,8 @@ import pandas as pd
 
 from powermodels import schema
 from powermodels.recording import read_recording
+from powermodels.thermal.foster import fit_foster, foster_temperature, simulate_foster
 from powermodels.twin.fit import power_intervals
-from powermodels.twin.fit_thermal import fit_foster, foster_temperature, simulate_foster
 
 
 def hotspot_table(rec, taus) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -186,7 +186,7 @@ def folder_name(label: str) -> str:
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
-def replay_one(label: str, path: str, folder: str, counter_timing: str = "seed") -> str:
+def replay_one(label: str, path: str, folder: str, counter_timing: str = "auto") -> str:
     """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
     an optional last ``:cap=F``, ``:cap``, ``:cap-probes`` or ``:cap-rate`` and an ending ``@AMBIENT``) into ``folder``."""
     real = read_recording(path)
@@ -289,10 +289,11 @@ def main(argv=None) -> int:
                          "recorded-causal)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--counter-timing", choices=("seed", "recorded"), default="seed",
-                    help="the twins' energy counter: at a phase drawn from the seed (default), or on each recording's "
-                         "own update period and phase read before its first series (session 28); give each its own "
-                         "--out")
+    ap.add_argument("--counter-timing", choices=("auto", "recorded", "seed"), default="auto",
+                    help="the twins' energy counter (twin_compare's counter_timing): each recording's own update "
+                         "period and phase read before its first series (auto, the default since session 28, where "
+                         "it can be read; recorded) or a phase drawn from the seed (seed, as before session 28); "
+                         "give each its own --out")
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
     boards = {str(p): board_of(p) for p in args.recordings}

@@ -146,3 +146,15 @@ def test_old_natural_dvfs_names_are_the_new_objects():
     assert Ladder is natural_recording.Ladder
     assert record_natural_dvfs is natural_recording.record_natural_dvfs
     assert power_at_heldout_clocks is clock_power.power_at_heldout_clocks
+
+
+def test_the_twins_foster_fit_moved_to_the_thermal_package():
+    """``powermodels.twin.fit_thermal`` became ``powermodels.thermal.foster`` (session 28: the twin package had grown
+    past 4 000 lines): the old path warns and is the new module itself."""
+    old, new = "powermodels.twin.fit_thermal", "powermodels.thermal.foster"
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    err = subprocess.run([sys.executable, "-c", f"import {old}"], capture_output=True, text=True, check=True).stderr
+    assert f"<string>:1: DeprecationWarning: {old} moved to " in err, err

@@ -1,11 +1,11 @@
-"""The energy counter's update timing read from a recording and replayed (powermodels.twin.counter_timing)."""
+"""The energy counter's update timing read from a recording and replayed (powermodels.counter_timing)."""
 
 import numpy as np
 import pytest
 
 from powermodels import energy_counter, schema
+from powermodels.counter_timing import counter_timing_before, first_series_start
 from powermodels.devices.simulated import SimulatedGPU
-from powermodels.twin.counter_timing import counter_timing_before, first_series_start
 from powermodels.twin.preset import TwinPreset
 from powermodels.twin.replay import replay
 
@@ -75,3 +75,24 @@ def test_bad_timing_is_one_clear_error(recorded):
         SimulatedGPU(energy_timing=(0.0, 0.01))
     with pytest.raises(ValueError, match="energy_timing phase must be"):
         SimulatedGPU(energy_timing=(0.1, float("nan")))
+
+
+def test_twin_compare_takes_the_recordings_timing_where_it_can_and_says_so(recorded, tmp_path):
+    from powermodels.counter_timing import resolve_counter_timing
+    from powermodels.twin.compare import twin_compare
+
+    table = twin_compare(recorded, board(), tmp_path / "auto", cap_seeds=(0,))
+    notes = " ".join(table.attrs["not_compared"])
+    assert "energy counter: the recording's, every 101.0" in notes
+    twin = (tmp_path / "auto" / "twin" / "provenance.json").read_text()
+    assert '"source": "recorded' in twin
+    # a recording with too few updates before its first series: auto keeps the seed's phase and says why;
+    # recorded refuses
+    short = replay(schedule(), board(), seed=1, poll_s=1e-3, start_temperature_c=40.0)
+    assert resolve_counter_timing(short, "auto")[0] == "seed"
+    assert "100 or more are needed" in resolve_counter_timing(short, "auto")[1]
+    with pytest.raises(ValueError, match="100 or more are needed"):
+        resolve_counter_timing(short, "recorded")
+    with pytest.raises(ValueError, match="counter_timing must be one of auto, recorded, seed"):
+        resolve_counter_timing(recorded, "phase")
+    assert resolve_counter_timing(recorded, "seed")[0] == "seed"

@@ -14,11 +14,10 @@ from powermodels.devices.physics import GPUPhysics
 from powermodels.devices.sensor_emulation import PRESETS
 from powermodels.devices.simulated_workload import SimulatedWorkload
 from powermodels.recording import read_recording, write_recording
-from powermodels.twin import load_preset, preset_names, save_preset
-from powermodels.twin import metrics
+from powermodels.thermal.foster import fit_foster, simulate_foster
+from powermodels.twin import load_preset, metrics, preset_names, save_preset
 from powermodels.twin.fit import fit_twin
 from powermodels.twin.fit_controller import fit_cap_gains
-from powermodels.twin.fit_thermal import fit_foster, simulate_foster
 from powermodels.twin.preset import TwinPreset, TwinWorkload
 from powermodels.twin.replay import replay
 

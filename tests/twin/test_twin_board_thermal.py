@@ -19,8 +19,8 @@ from powermodels.board_calibration.thermal import (
     widened_band,
 )
 from powermodels.recording import read_recording
+from powermodels.thermal.foster import pole_bands, simulate_foster
 from powermodels.twin.ambient import die_heat
-from powermodels.twin.fit_thermal import pole_bands, simulate_foster
 from powermodels.twin.replay import replay
 
 from .test_twin import known_preset, schedule

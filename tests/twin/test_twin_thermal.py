@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from powermodels.twin.fit_thermal import fit_foster, fit_foster_segments, simulate_foster
+from powermodels.thermal.foster import fit_foster, fit_foster_segments, simulate_foster
 
 POLES = ((0.04, 0.3), (0.02, 120.0))
 

@@ -35,8 +35,8 @@ import numpy as np
 
 from .. import schema
 from ..recording import Recording
+from ..thermal.foster import fit_foster, pole_bands
 from ..twin.ambient import die_heat, network_rise
-from ..twin.fit_thermal import fit_foster, pole_bands
 from ..twin.preset import TwinPreset, load_preset
 from .naming import board_preset_name
 
@@ -258,8 +258,8 @@ def calibrate_board_network(preset, rec: Recording, *, min_rise_c: float = 5.0, 
     in-sample over whole recordings (15 of 24 within 2 °C), while each board's
     own pair of time constants (slow pole 8–60 s) met 23 of 24 (docs/twin.md,
     session 18). This fits the preset's number of Foster poles, each in its
-    default band (:func:`~powermodels.twin.fit_thermal.pole_bands`), with
-    :func:`~powermodels.twin.fit_thermal.fit_foster`, to the die readings
+    default band (:func:`~powermodels.thermal.foster.pole_bands`), with
+    :func:`~powermodels.thermal.foster.fit_foster`, to the die readings
     *before the recording's first thermal series* (the lead idle, the natural
     part, the ladder), driven by the recording's own heating power
     (:func:`~powermodels.twin.ambient.die_heat`). Nothing a thermal series or

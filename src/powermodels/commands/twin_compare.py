@@ -37,6 +37,10 @@ def add_arguments(parser) -> None:
                              "every idle stretch, each value from its stretch's end on (recorded-causal, the "
                              "default since session 11), from the first idle stretch before any load (initial), "
                              "from every stretch interpolated (recorded), or the preset's constant (preset)")
+    parser.add_argument("--counter-timing", choices=("auto", "recorded", "seed"), default="auto",
+                        help="when the twin's energy counter updates: on the recording's own period and phase, "
+                             "fitted to its updates before its first series (recorded; auto, the default since "
+                             "session 28, where 100 or more precede it), or at the seed's phase (seed)")
     parser.add_argument("--calibrate-board", choices=("board", "workload", "domains"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "
                              "each uncapped series' first second (board_calibration.calibrate_board): one "
@@ -112,7 +116,7 @@ def run(args) -> int:
             raise ValueError(f"twin-compare: {path} is not a file")
     table = twin_compare(real, preset, args.out, seed=args.seed, progress=progress,
                          protocol_tables=args.protocol_comparison, sensor_window=args.sensor_window,
-                         ambient=args.ambient,
+                         ambient=args.ambient, counter_timing=args.counter_timing,
                          cap_seeds=range(args.seed, args.seed + max(args.cap_seeds, 1)))
     for row in table.itertuples(index=False):
         mark = "ok " if row.within else "MISS"

@@ -98,7 +98,7 @@ class SimulatedGPU(SimulationEngine, SimulatedReadout, Device):
         The energy counter's update period and phase (s): updates at
         ``phase + n·period``. Default: the preset's period, at a phase drawn
         from ``seed`` (a replay of a recording can pass the recording's own,
-        :func:`powermodels.twin.counter_timing.counter_timing_before`).
+        :func:`powermodels.counter_timing.counter_timing_before`).
     """
 
     def __init__(self, preset="hopper", seed=0, reference_meter=False, physics=None,

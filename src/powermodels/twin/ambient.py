@@ -8,7 +8,7 @@ while the preset's physics — leakage slope, thermal poles, controller — stay
 as fitted.
 
 :func:`recorded_ambient` drives the preset's Foster network
-(:mod:`~powermodels.twin.fit_thermal`: ``T = T_amb + Σ_i x_i``,
+(:mod:`~powermodels.thermal.foster`: ``T = T_amb + Σ_i x_i``,
 ``τ_i·dx_i/dt = R_i·P − x_i``) with the recording's own power (the energy
 counter's mean between updates, less the memory's dynamic power that does
 not heat the die sensor, as in the twin) and reads the ambient as
@@ -26,8 +26,8 @@ import pandas as pd
 
 from .. import schema
 from ..recording import Recording
+from ..thermal.foster import simulate_foster
 from .fit import power_intervals
-from .fit_thermal import simulate_foster
 from .preset import load_preset
 
 __all__ = ["ambient_at", "die_heat", "initial_ambient", "network_rise", "recorded_ambient"]

@@ -8,7 +8,7 @@
   the clock-reference workload's launch times, the real clock); instant
   window and delay from a ``characterize`` result where given;
 * **thermal network** — Foster poles and ambient from power (energy
-  counter) and temperature (:mod:`~powermodels.twin.fit_thermal`);
+  counter) and temperature (:mod:`~powermodels.thermal.foster`);
 * **idle power and leakage** — at the top clock, power = idle power + α·T
   + each load's power above idle × (1 + μ·(T − T_ref)), pooled over idle and
   every load (thesis eq. 4.6: α is the board's at a clock, not the
@@ -39,12 +39,12 @@ from .. import schema
 from ..devices.physics import GPUPhysics
 from ..devices.sensor_emulation import PRESETS
 from ..recording import Recording
+from ..thermal.foster import fit_with_memory_share, foster_temperature
 from . import metrics
 from .fit_bursts import burst_power_at_top_clock, since_burst
 from .fit_cap_choice import CAP_CONTROLLER_FITS, fit_cap_controller
 from .fit_controller import fit_capped_clock, fit_recovery
 from .fit_power import CAPPED_MEM_ACTIVITY, power_stage
-from .fit_thermal import fit_with_memory_share, foster_temperature
 from .preset import TwinPreset, load_preset
 
 __all__ = ["fit_twin", "power_intervals", "refit_power", "series_holdout"]

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from .. import schema
+from ..counter_timing import counter_timing_before
 from ..recording import PHASES_SPEC, Recording, downsample_trace, validate_recording_table
-from .counter_timing import counter_timing_before
 from .preset import TwinPreset, load_preset
 
 __all__ = ["host_stalls", "ladder_cycles", "replay"]
@@ -77,7 +77,7 @@ def replay(schedule, preset, *, seed: int = 0, poll_s: float = 1e-3, start_tempe
         phase drawn from ``seed``, or (``schedule`` a recording) the
         recording's own period and phase, fitted to its counter updates
         before its first series
-        (:func:`~powermodels.twin.counter_timing.counter_timing_before`;
+        (:func:`~powermodels.counter_timing.counter_timing_before`;
         session 28's candidate (c)).
 
     Returns

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import energy_counter, schema
-from ..recording import Recording
+from . import energy_counter, schema
+from .recording import Recording
 
-__all__ = ["MIN_UPDATES", "counter_timing_before", "first_series_start"]
+__all__ = ["COUNTER_TIMINGS", "MIN_UPDATES", "counter_timing_before", "first_series_start", "resolve_counter_timing"]
 
 #: fewer counter updates than this before the cut cannot pin a period to the microsecond (~10 s at 100 ms)
 MIN_UPDATES = 100
@@ -70,3 +70,32 @@ def counter_timing_before(rec: Recording, before_s: float | None = None) -> dict
     residual = times - (intercept + period * index)
     return {"period_s": float(period), "phase_s": float(np.mod(intercept, period)), "updates": int(times.size),
             "residual_s": float(np.sqrt(np.mean(residual ** 2))), "before_s": cut}
+
+
+#: ``twin_compare``'s counter timings: the recording's where it can be read, the recording's, the seed's
+COUNTER_TIMINGS = ("auto", "recorded", "seed")
+
+
+def resolve_counter_timing(real: Recording, counter_timing: str) -> tuple[str, str]:
+    """``replay``'s ``counter_timing`` for ``real`` (``"auto"`` resolved) and a note saying what was used.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``counter_timing``, or ``"recorded"`` where the recording shows too few counter updates
+        before its first series (:func:`~powermodels.counter_timing.counter_timing_before`).
+    """
+    if counter_timing not in COUNTER_TIMINGS:
+        raise ValueError(f"counter_timing must be one of {', '.join(COUNTER_TIMINGS)}, "
+                         f"got {counter_timing!r}")
+    if counter_timing == "seed":
+        return "seed", "energy counter: the preset's period at the seed's phase (counter_timing='seed')"
+    try:
+        timing = counter_timing_before(real)
+    except ValueError as err:
+        if counter_timing == "recorded":
+            raise
+        return "seed", f"energy counter: the preset's period at the seed's phase ({err})"
+    return "recorded", (f"energy counter: the recording's, every {timing['period_s'] * 1e3:.4f} ms at phase "
+                        f"{timing['phase_s'] * 1e3:.1f} ms, fitted to its {timing['updates']} updates before "
+                        f"{timing['before_s']:.1f} s (their rms {timing['residual_s'] * 1e3:.1f} ms)")
