@@ -11,7 +11,7 @@ Usage::
 This is the issue's own test: "we keep real recordings you have not seen and replay them". Each
 ``--preset`` replays every recording through :func:`powermodels.twin.compare.twin_compare`, as the command
 ``powermodels twin-compare REC --preset NAME --out DIR/NAME/RECORDING`` does (recorded-causal ambient, five
-sensor seeds for the capped start). ``NAME:SCALE`` first brings the preset to the recording's board from
+sensor seeds for the capped start, and since session 28 the recording's own energy-counter timing: ``--counter-timing``). ``NAME:SCALE`` first brings the preset to the recording's board from
 the recording itself (:func:`powermodels.board_calibration.calibrated_preset`, ``--calibrate-board SCALE``;
 its read seconds are in-sample and not scored; ``SCALE-bursts`` reads the natural part's bursts instead, no
 series, session 28): that row is a calibrated twin, not a board-blind one, and
