@@ -31,8 +31,6 @@ from .twin import metrics
 
 __all__ = ["DEFAULT_MATCH_C", "series_against_bursts", "series_against_bursts_all"]
 
-#: seconds skipped at each burst's start: the clock and the power are still rising after the capped pressure
-BURST_FROM_S = 0.4
 #: the series' seconds read: past the first second's rise, before the die settles (where the bursts' dies lie)
 SERIES_WINDOW_S = (3.0, 10.0)
 #: a burst is matched to the series when their mean die readings differ by no more than this (NVML reads whole °C)
@@ -103,7 +101,8 @@ def series_against_bursts(rec: Recording, workload: str, *, match_c: float = DEF
                          f"top clock {top:.0f} MHz (capped: its power is the cap's)")
     matched = []
     for _, burst in bursts.iterrows():
-        levels = _levels(rec, counter, float(burst[schema.T0_S]) + BURST_FROM_S, float(burst[schema.T1_S]))
+        burst_from_s = float(burst[schema.T0_S]) + metrics.BURST_SETTLE_S
+        levels = _levels(rec, counter, burst_from_s, float(burst[schema.T1_S]))
         if np.isfinite(levels[0]) and levels[2] >= top - TOP_CLOCK_MARGIN_MHZ and abs(levels[1] - die) <= match_c:
             matched.append(levels[0])
     burst_power = float(np.mean(matched)) if matched else float("nan")

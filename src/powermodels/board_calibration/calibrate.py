@@ -65,9 +65,6 @@ __all__ = ["SCALES", "calibrate_board", "calibrated_preset", "capped_clock_befor
 SCALES = ("board", "workload", "domains")
 #: where :func:`calibrate_board` reads each workload's power: its series' first second, or its natural-part bursts
 READS = ("series", "bursts")
-#: seconds skipped at each burst's start when read: the clock and the power are still rising after the capped
-#: pressure entry before it (as :mod:`powermodels.series_vs_bursts` reads them)
-BURST_SKIP_S = 0.4
 #: least ratio of the smaller to the larger singular value of the core / memory columns (each scaled to unit
 #: length) for ``scale="domains"``: below it the series cannot tell the core's factor from the memory's
 DOMAIN_CONDITION = 0.1
@@ -206,7 +203,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
             continue
         t0 = float(getattr(s, schema.T0_S))
         a1, b1 = ((t0 + skip_s, t0 + skip_s + first_s) if read == "series"
-                  else (t0 + BURST_SKIP_S, float(getattr(s, schema.T1_S))))
+                  else (t0 + metrics.BURST_SETTLE_S, float(getattr(s, schema.T1_S))))
         p, t = mean_power_between_updates(*updates, a1, b1), _temperature(rec, a1, b1)
         capped = _capped(rec, a1, b1, f)
         if capped is None:
@@ -256,7 +253,7 @@ def calibrate_board(preset, rec: Recording, *, settle_s: float = 2.0, first_s: f
               "series_read_s": [skip_s, skip_s + first_s] if read == "series" else [0.0, 0.0],
               "read": f"first idle entry from {settle_s:g} s; "
                       + (f"each uncapped series from {skip_s:g} s for {first_s:g} s" if read == "series" else
-                         f"each uncapped workload's top-clock bursts from {BURST_SKIP_S:g} s in (no series)")}
+                         f"each uncapped workload's top-clock bursts from {metrics.BURST_SETTLE_S:g} s in (no series)")}
     prov = {**twin.provenance, "board_calibration": report}
     return replace(twin, name=board_preset_name(twin.name, uuid, scale), physics=cal, workloads=workloads,
                    provenance=prov, fit={**twin.fit, "board_calibration": report})

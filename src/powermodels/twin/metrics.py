@@ -31,9 +31,13 @@ from .. import clock_events, energy_counter, schema
 from ..natural_dvfs.clock_windows import local_grid_updates
 from ..recording import Recording
 
-__all__ = ["bursts_after_pressure", "cap_overshoot", "cap_starts", "capped_series", "clock_recovery", "counter_updates", "energy_between",
+__all__ = ["BURST_SETTLE_S", "bursts_after_pressure", "cap_overshoot", "cap_starts", "capped_series", "clock_recovery", "counter_updates", "energy_between",
            "implied_clock", "ladder_steps", "merge_late_updates", "probe_clock_recovery", "reading_at_seconds",
            "reading_series", "update_period", "warmup_energy_per_launch"]
+
+#: seconds at a burst's start in which its clock and power still rise from the capped pressure entry before it: a
+#: burst's own level is read after them (``series_vs_bursts``, ``calibrate_board(read="bursts")``; session 28)
+BURST_SETTLE_S = 0.4
 
 
 def counter_updates(rec: Recording) -> tuple[np.ndarray, np.ndarray]:
