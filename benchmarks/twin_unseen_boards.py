@@ -301,6 +301,9 @@ def main(argv=None) -> int:
         names, scale, thermal = parse_label(label)
         if scale.removesuffix(BURSTS) not in SCALES or scale == BURSTS:
             ap.error(f"{label}: the scale after ':' must be board, workload or domains (each may end in -bursts)")
+        if own_cap(label) == "rate" and own_cap_ambient(label) == "recorded":
+            ap.error(f"{label}: ':cap-rate' always fits at the recording's ambient; '-recorded-ambient' is for ':cap' "
+                     "and ':cap-probes'")
         if cap_factor(label) is not None and own_cap(label):
             ap.error(f"{label}: a pooled ':cap=F' and the board's own ':cap' / ':cap-probes' / ':cap-rate' exclude each other")
         if replay_ambient_of(label) not in AMBIENTS:

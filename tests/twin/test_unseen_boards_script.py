@@ -127,6 +127,7 @@ def test_labels_name_the_power_and_thermal_calibrations(script):
     (":board:poles", "must be scale, network, network-widen, network-keep or network-preset"),
     (":board@warmest", "the ambient after '@' must be one of"),
     (":board::cap-probes:cap=1.02", "exclude each other"),
+    (":board::cap-rate-recorded-ambient", "':cap-rate' always fits at the recording's ambient"),
 ])
 def test_an_unknown_thermal_calibration_or_ambient_is_refused_before_any_replay(script, unseen, tmp_path, capsys,
                                                                                 suffix, message):
