@@ -17,6 +17,12 @@ replays read -0.25 ... +0.20 % (0.13 %). The FMA loop's and the triad's medians 
 twins' (-0.39 %, -0.52 %: the matching window's leakage and the twin's memory warming), their spread (0.65 %, 0.62 %)
 is not (0.05 %, 0.03 %). One board can move between runs: GPU-b55f945c's fp32 GEMM read +0.89 % and, 8 minutes
 later, -0.41 % (docs/twin-sessions.md, session 28).
+
+:func:`burst_levels` looks at the bursts alone, one by one: each top-clock burst's power brought to one die
+temperature (the workload's median burst die, through a leakage slope), as a level relative to the recording's
+median burst. :func:`level_persistence` says how far those levels spread and whether consecutive bursts share
+theirs (lag-1 correlation): a state that holds for several bursts and then moves shows as a spread the twin lacks
+with a positive correlation; the sensors' noise alone would give a correlation near ``-1/n``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from .energy_counter import mean_power_between_updates
 from .recording import Recording
 from .twin import metrics
 
-__all__ = ["DEFAULT_MATCH_C", "series_against_bursts", "series_against_bursts_all"]
+__all__ = ["DEFAULT_MATCH_C", "burst_levels", "burst_levels_all", "level_persistence", "series_against_bursts",
+           "series_against_bursts_all"]
 
 #: the series' seconds read: past the first second's rise, before the die settles (where the bursts' dies lie)
 SERIES_WINDOW_S = (3.0, 10.0)
@@ -39,6 +46,8 @@ DEFAULT_MATCH_C = 1.5
 TOP_CLOCK_MARGIN_MHZ = 10.0
 #: step of the grid on which the die and clock readings are averaged (a twin's trace keeps only changed readings)
 GRID_S = 0.01
+#: fewest top-clock bursts of one workload for a spread and a lag-1 correlation to mean anything
+MIN_BURSTS_FOR_PERSISTENCE = 6
 
 
 def _levels(rec: Recording, counter, start_s: float, end_s: float) -> tuple[float, float, float]:
@@ -109,6 +118,109 @@ def series_against_bursts(rec: Recording, workload: str, *, match_c: float = DEF
     return {schema.DEVICE_UUID: rec.board, schema.WORKLOAD: workload, schema.TEMPERATURE_C: die,
             schema.SERIES_POWER_W: power, schema.BURST_POWER_W: burst_power, schema.BURSTS_MATCHED: len(matched),
             schema.SERIES_BURST_GAP_PCT: 100.0 * (power / burst_power - 1.0)}
+
+
+def burst_levels(rec: Recording, workload: str, *, alpha_w_per_c: float) -> pd.DataFrame:
+    """Each top-clock burst of ``workload``: its power at one die temperature, relative to the recording's median.
+
+    A burst is read from :data:`~powermodels.twin.metrics.BURST_SETTLE_S` after its start (the clock and power rise
+    after a capped pressure entry) to its end: the energy counter's mean power, the mean die reading and the median
+    NVML clock, as :func:`series_against_bursts` reads them. Bursts below the top clock are left out. Each burst's
+    power is brought to the workload's median burst die with ``alpha_w_per_c`` (the leakage slope, W/°C; DSO eq. 1's
+    static part taken as linear over the bursts' few degrees), so what is left is the burst's *level*.
+
+    Parameters
+    ----------
+    rec : Recording
+        A raw recording with a trace and ``burst`` entries of ``workload`` (real, or a twin's).
+    workload : str
+        The workload's name.
+    alpha_w_per_c : float
+        Leakage slope used to bring each burst to the median die, W/°C (non-negative; 0 reads the power as is).
+
+    Returns
+    -------
+    DataFrame
+        One row per top-clock burst in time order: ``recording``, ``device_uuid``, ``workload``, ``repeat``,
+        ``t0_s``, ``temperature_c`` (its mean die), ``counter_power_w`` (as read) and ``burst_level_pct``.
+
+    Raises
+    ------
+    ValueError
+        ``alpha_w_per_c`` negative or not finite, or the recording has no burst of ``workload``.
+    """
+    if not (np.isfinite(alpha_w_per_c) and alpha_w_per_c >= 0):
+        raise ValueError(f"burst_levels: alpha_w_per_c must be a finite slope >= 0 W/°C, got {alpha_w_per_c!r}")
+    trace = rec.require_trace("the burst levels")
+    phases = rec.phases
+    bursts = phases.loc[(phases[schema.WORKLOAD] == workload) & (phases[schema.PHASE_KIND] == "burst")]
+    if bursts.empty:
+        raise ValueError(f"burst_levels: {rec.name} has no burst of {workload!r} (a raw recording's natural part)")
+    top = float(np.percentile(trace[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
+    counter = metrics.counter_updates(rec)
+    rows = []
+    for _, burst in bursts.sort_values(schema.T0_S).iterrows():
+        power, die, clock = _levels(rec, counter, float(burst[schema.T0_S]) + metrics.BURST_SETTLE_S,
+                                    float(burst[schema.T1_S]))
+        if np.isfinite(power) and clock >= top - TOP_CLOCK_MARGIN_MHZ:
+            rows.append({schema.RECORDING_NAME: rec.name, schema.DEVICE_UUID: rec.board, schema.WORKLOAD: workload,
+                         schema.REPEAT: int(burst[schema.REPEAT]), schema.T0_S: float(burst[schema.T0_S]),
+                         schema.TEMPERATURE_C: die, schema.COUNTER_POWER_W: power})
+    if not rows:
+        return _empty_levels()
+    table = pd.DataFrame(rows)
+    at_median_die = table[schema.COUNTER_POWER_W] - alpha_w_per_c * (
+        table[schema.TEMPERATURE_C] - table[schema.TEMPERATURE_C].median())
+    table[schema.BURST_LEVEL_PCT] = 100.0 * (at_median_die / at_median_die.median() - 1.0)
+    return table
+
+
+def burst_levels_all(recordings, *, alpha_w_per_c: float) -> pd.DataFrame:
+    """:func:`burst_levels` for every workload with bursts in each recording, one table."""
+    tables = []
+    for rec in recordings:
+        phases = rec.phases
+        for workload in dict.fromkeys(phases.loc[phases[schema.PHASE_KIND] == "burst", schema.WORKLOAD]):
+            tables.append(burst_levels(rec, workload, alpha_w_per_c=alpha_w_per_c))
+    return pd.concat(tables, ignore_index=True) if tables else _empty_levels()
+
+
+def _empty_levels() -> pd.DataFrame:
+    """The columns of :func:`burst_levels`, no rows."""
+    return pd.DataFrame(columns=[schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD, schema.REPEAT,
+                                 schema.T0_S, schema.TEMPERATURE_C, schema.COUNTER_POWER_W, schema.BURST_LEVEL_PCT])
+
+
+def level_persistence(levels: pd.DataFrame, *, min_bursts: int = MIN_BURSTS_FOR_PERSISTENCE) -> pd.DataFrame:
+    """Per recording and workload: how far the burst levels spread and whether consecutive bursts share theirs.
+
+    Parameters
+    ----------
+    levels : DataFrame
+        :func:`burst_levels` (or :func:`burst_levels_all`) output.
+    min_bursts : int, default=6
+        Recordings with fewer top-clock bursts of a workload are left out.
+
+    Returns
+    -------
+    DataFrame
+        ``recording``, ``device_uuid``, ``workload``, ``bursts``, ``level_sd_pct`` (sample standard deviation of the
+        levels) and ``level_lag1_corr`` (Pearson correlation of each burst's level with the next one's, in time
+        order; for independent levels its expectation is about ``-1/bursts``).
+    """
+    if min_bursts < 3:
+        raise ValueError(f"level_persistence: min_bursts must be at least 3, got {min_bursts!r}")
+    rows = []
+    for (name, uuid, workload), one in levels.groupby(
+            [schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD], sort=False):
+        level = one.sort_values(schema.T0_S)[schema.BURST_LEVEL_PCT].to_numpy(float)
+        if level.size < min_bursts:
+            continue
+        rows.append({schema.RECORDING_NAME: name, schema.DEVICE_UUID: uuid, schema.WORKLOAD: workload,
+                     "bursts": int(level.size), schema.LEVEL_SD_PCT: float(np.std(level, ddof=1)),
+                     schema.LEVEL_LAG1_CORR: float(np.corrcoef(level[:-1], level[1:])[0, 1])})
+    return pd.DataFrame(rows, columns=[schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD, "bursts",
+                                       schema.LEVEL_SD_PCT, schema.LEVEL_LAG1_CORR])
 
 
 def series_against_bursts_all(recordings, *, match_c: float = DEFAULT_MATCH_C) -> pd.DataFrame:

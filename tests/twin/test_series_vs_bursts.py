@@ -71,7 +71,7 @@ def test_bursts_below_the_top_clock_and_unmatched_series_are_said_so():
         series_against_bursts(hand_made(), "fma")
     with pytest.raises(ValueError, match="match_c must be positive"):
         series_against_bursts(hand_made(), "gemm", match_c=0.0)
-    short = PARTS[:-1] + [("series", 14.0, 16.0, 60, 612.0, 1980)]
+    short = [*PARTS[:-1], ("series", 14.0, 16.0, 60, 612.0, 1980)]
     with pytest.raises(ValueError, match="shorter than 3 s"):
         series_against_bursts(hand_made(short), "gemm")
     table = series_against_bursts_all([hand_made(), hand_made(capped, uuid="GPU-capped")])
@@ -93,3 +93,77 @@ def test_script_prints_each_workload_and_writes_every_row(tmp_path, capsys):
     assert len(written) == 2 and set(written[schema.DEVICE_UUID]) == {"GPU-0000aaaa-1111", "GPU-0000bbbb-2222"}
     assert script.main([str(tmp_path / "nothing")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def stepped(levels_w, *, alpha=1.5, uuid="GPU-0000cccc-3333", slow=()):
+    """Bursts 2 s apart whose dies rise 55 → 60 °C; each draws 600 W + alpha·(die − 57.5) + its level, then a series."""
+    dies = np.linspace(55.0, 60.0, len(levels_w))
+    parts = [("burst", 2.0 + 2 * i, 2.9 + 2 * i, d, 600.0 + alpha * (d - 57.5) + lw, 1800 if i in slow else 1980)
+             for i, (d, lw) in enumerate(zip(dies, levels_w, strict=True))]
+    end = 2.0 + 2 * len(levels_w)
+    return hand_made([*parts, ("series", end, end + 4.0, 58, 600.0, 1980)], uuid=uuid)
+
+
+def test_burst_levels_bring_each_burst_to_the_median_die_and_read_its_level():
+    from powermodels.series_vs_bursts import burst_levels
+
+    # four bursts on one level, four 9 W (1.5 %) higher: the leakage slope taken out, only the step is left
+    rec = stepped([0, 0, 0, 0, 9, 9, 9, 9])
+    levels = burst_levels(rec, "gemm", alpha_w_per_c=1.5)
+    assert list(levels[schema.T0_S]) == [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0]
+    assert levels[schema.BURST_LEVEL_PCT].iloc[:4].to_numpy() == pytest.approx(100 * (600 / 604.5 - 1), abs=0.02)
+    assert levels[schema.BURST_LEVEL_PCT].iloc[4:].to_numpy() == pytest.approx(100 * (609 / 604.5 - 1), abs=0.02)
+    # without the slope the dies' 7.5 W rise stays in the levels
+    as_read = burst_levels(rec, "gemm", alpha_w_per_c=0.0)[schema.BURST_LEVEL_PCT]
+    assert as_read.iloc[-1] - as_read.iloc[4] == pytest.approx(100 * (3 * 1.5 * 5 / 7) / 604.5, abs=0.05)
+    # a burst below the top clock is left out, not read as a level
+    assert len(burst_levels(stepped([0] * 8, slow=(3,)), "gemm", alpha_w_per_c=1.5)) == 7
+
+
+def test_level_persistence_tells_a_held_level_from_noise():
+    from powermodels.series_vs_bursts import burst_levels, burst_levels_all, level_persistence
+
+    held = level_persistence(burst_levels(stepped([0, 0, 0, 0, 9, 9, 9, 9]), "gemm", alpha_w_per_c=1.5))
+    flipping = level_persistence(burst_levels(stepped([0, 9] * 4, uuid="GPU-flip"), "gemm", alpha_w_per_c=1.5))
+    assert held[schema.LEVEL_LAG1_CORR].iloc[0] > 0.5 and flipping[schema.LEVEL_LAG1_CORR].iloc[0] < -0.9
+    # the same two levels, the same spread: only the order tells them apart
+    assert held[schema.LEVEL_SD_PCT].iloc[0] == pytest.approx(flipping[schema.LEVEL_SD_PCT].iloc[0], rel=1e-3)
+    assert int(held["bursts"].iloc[0]) == 8
+    # too few bursts: left out
+    few = burst_levels_all([stepped([0, 9, 0, 9]), stepped([0, 0, 0, 0, 9, 9, 9, 9], uuid="GPU-b")], alpha_w_per_c=1.5)
+    assert list(level_persistence(few)[schema.DEVICE_UUID]) == ["GPU-b"]
+    assert len(level_persistence(few, min_bursts=4)) == 2
+
+
+def test_burst_levels_refuse_what_they_cannot_read():
+    from powermodels.series_vs_bursts import burst_levels, burst_levels_all, level_persistence
+
+    with pytest.raises(ValueError, match="alpha_w_per_c must be a finite slope"):
+        burst_levels(stepped([0] * 6), "gemm", alpha_w_per_c=-1.0)
+    with pytest.raises(ValueError, match="no burst of 'fma'"):
+        burst_levels(stepped([0] * 6), "fma", alpha_w_per_c=1.5)
+    with pytest.raises(ValueError, match="min_bursts must be at least 3"):
+        level_persistence(burst_levels_all([stepped([0] * 6)], alpha_w_per_c=1.5), min_bursts=2)
+    none_at_top = burst_levels(stepped([0] * 3, slow=(0, 1, 2)), "gemm", alpha_w_per_c=1.5)
+    assert none_at_top.empty and schema.BURST_LEVEL_PCT in none_at_top.columns
+    assert level_persistence(none_at_top).empty
+
+
+def test_burst_levels_script_reads_real_and_twin_and_draws(tmp_path, capsys):
+    script = load_benchmark("burst_levels")
+    real = write_recording(stepped([0, 0, 0, 0, 9, 9, 9, 9]), tmp_path / "raw_recording_a")
+    twin = write_recording(stepped([0] * 8, uuid="GPU-twin"), tmp_path / "preset" / "raw_recording_a" / "twin")
+    assert script.main([str(real), "--alpha-w-per-c", "1.5", "--twin", str(twin), "--out", str(tmp_path / "l.csv"),
+                        "--plot", str(tmp_path / "l.png"), "--show", "raw_recording_a"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| gemm |")]
+    assert len(rows) == 2 and float(rows[0][3]) > 0.5 and float(rows[1][3]) == pytest.approx(0.0, abs=0.01)
+    written = pd.read_csv(tmp_path / "l.csv")
+    assert sorted(written["source"].unique()) == ["real", "twin"] and len(written) == 16
+    assert set(written.loc[written["source"] == "twin", schema.RECORDING_NAME]) == {"preset/raw_recording_a"}
+    assert (tmp_path / "l.png").stat().st_size > 0
+    assert script.main([str(real), "--show", "raw_recording_b"]) == 2
+    assert "not one of the recordings given" in capsys.readouterr().err
+    short = write_recording(stepped([0, 9]), tmp_path / "short")
+    assert script.main([str(short)]) == 2
+    assert "no workload with enough top-clock bursts" in capsys.readouterr().err
