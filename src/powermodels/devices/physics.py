@@ -42,7 +42,10 @@ import numpy as np
 
 from ._checks import positive_fields
 
-__all__ = ["GPUPhysics", "clock_table"]
+__all__ = ["LEVEL_IDLE_GAP_S", "GPUPhysics", "clock_table"]
+
+#: a launch after this long without one starts a new load (the level state may move; ``core_level_*``)
+LEVEL_IDLE_GAP_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,16 @@ class GPUPhysics:
         How long the power must have allowed a higher clock before the
         controller starts raising it (the onset of the recovery after a cap
         load; the climb then runs at ``clock_recovery_mhz_per_s``).
+    core_level_sd, core_level_keep : float, default=0
+        The board's level state (session 29, docs/twin.md): at each load start
+        (another workload than the last, or the first launch after an idle of
+        :data:`LEVEL_IDLE_GAP_S` or more) the level is kept with probability
+        ``core_level_keep``, else drawn anew from N(0, ``core_level_sd``); the
+        core dynamic power ``c·f·V²·(1 − a_idle)·a·θ`` is multiplied by
+        ``1 + level`` from the next control step. Real H200s' power at a fixed
+        clock and die moves between loads by ~0.5 % and holds within one
+        (``benchmarks/burst_levels.py``); 0 (the default) is a board that
+        repeats itself exactly.
     dynamic_per_c : float, default=0
         μ: relative rise per °C above ``t_ref_c`` of the power a load draws
         above the idle board (the activity terms ``Bc·a + Bm·m``); the idle
@@ -204,6 +217,8 @@ class GPUPhysics:
     cap_on_period: bool = False
     dynamic_per_c: float = 0.0
     cap_response_s: float = 0.0
+    core_level_sd: float = 0.0
+    core_level_keep: float = 0.0
 
     def __post_init__(self):
         clocks = self.mem_clocks_mhz
@@ -217,7 +232,7 @@ class GPUPhysics:
                                 "voltage_slope_per_ghz", "t_ref_c", "voltage_knee_mhz",
                                 "cap_window_s", "cap_headroom_w", "cap_gain_per_s", "clock_period_s",
                                 "cap_proportional", "clock_recovery_delay_s", "mem_heat_share", "cap_repeat",
-                                "dynamic_per_c", "cap_response_s"),
+                                "dynamic_per_c", "cap_response_s", "core_level_sd", "core_level_keep"),
                         any_sign=("cap_offset_w",))
         poles = tuple(tuple(float(v) for v in pole) for pole in self.thermal_poles)
         if any(len(pole) != 2 or not all(math.isfinite(v) and v > 0 for v in pole) for pole in poles):
@@ -228,7 +243,7 @@ class GPUPhysics:
             raise ValueError("GPUPhysics: sm_clock_min_mhz must not exceed sm_clock_max_mhz")
         if not self.power_limit_min_w <= self.power_limit_w <= self.power_limit_max_w:
             raise ValueError("GPUPhysics: power_limit_w must lie within [power_limit_min_w, power_limit_max_w]")
-        for name in ("idle_activity", "mem_idle_activity", "mem_heat_share"):
+        for name in ("idle_activity", "mem_idle_activity", "mem_heat_share", "core_level_keep"):
             if getattr(self, name) > 1:
                 raise ValueError(f"GPUPhysics: {name} must be <= 1")
         ratio = self.control_step_s / self.fine_step_s

@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .cap_controller import THROTTLE_SW_POWER_CAP, CapController
-from .physics import clock_table
+from .physics import LEVEL_IDLE_GAP_S, clock_table
 from .simulated_workload import SimulatedWorkload
 
 __all__ = ["THROTTLE_SW_POWER_CAP", "SimulationEngine"]
@@ -69,6 +69,12 @@ class SimulationEngine:
         # Foster network (per pole: decay over one control step, steady-state rise per watt)
         self._pole_decay = np.array([math.exp(-self._dc / tau) for _, tau in ph.poles])
         self._pole_gain = np.array([r for r, _ in ph.poles]) * (1.0 - self._pole_decay)
+        # the level state (physics.core_level_*): its own random stream, so that a board without one
+        # (core_level_sd = 0, the default) draws nothing and replays exactly as before
+        self._level = 0.0
+        self._level_rng = np.random.default_rng([getattr(self, "seed", 0), 29])
+        self._level_workload: str | None = None
+        self._level_last_end_s = -math.inf
         self._clocks = clock_table(ph)
         v = ph.relative_voltage(self._clocks)
         self._leak_c = (ph.leakage_w * v).tolist()
@@ -182,7 +188,19 @@ class SimulationEngine:
         mem = ph.mem_w_per_ghz * fm / 1000.0
         base = ph.p0_w + leak + core * ph.idle_activity + mem * ph.mem_idle_activity
         theta = 1.0 + ph.dynamic_per_c * (temp - ph.t_ref_c)  # the load's own temperature slope (physics.py)
-        return base, core * (1.0 - ph.idle_activity) * theta, mem * (1.0 - ph.mem_idle_activity) * theta
+        return (base, core * (1.0 - ph.idle_activity) * theta * (1.0 + self._level),
+                mem * (1.0 - ph.mem_idle_activity) * theta)
+
+    def _start_load(self, workload_name: str) -> None:
+        """A launch is about to run: at a load start the level state is kept or drawn anew (physics.py)."""
+        ph = self.physics
+        if ph.core_level_sd <= 0.0:
+            return
+        new_load = (workload_name != self._level_workload
+                    or self._tick * self._df - self._level_last_end_s >= LEVEL_IDLE_GAP_S)
+        if new_load and self._level_rng.random() >= ph.core_level_keep:
+            self._level = float(self._level_rng.normal(0.0, ph.core_level_sd))
+        self._level_workload = workload_name
 
     def _set_step(self, k: int, fi: int, fm: float, temp: float, thr: int) -> None:
         i = k - self._k0
@@ -236,6 +254,7 @@ class SimulationEngine:
 
     def _execute(self, w: SimulatedWorkload, launches: int, gap: float) -> np.ndarray:
         """March control steps, placing launches; returns ``(launches, 2)`` start/end times."""
+        self._start_load(w.name)
         df, dc, r, k0 = self._df, self._dc, self._r, self._k0
         tick0 = self._tick
         k = tick0 // r
@@ -308,6 +327,7 @@ class SimulationEngine:
         e = np.concatenate([np.atleast_1d(np.asarray(x, dtype=float)) for x in ends])
         self._place(tick0, end_tick, s, e, w.activity, w.mem_activity)
         self._tick = end_tick
+        self._level_last_end_s = float(e[-1]) if e.size else self._level_last_end_s
         return np.column_stack([s, e])
 
     def _place(self, tick0: int, tick1: int, s: np.ndarray, e: np.ndarray, activity: float,
