@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["board_label", "mape", "save_figure", "write_report"]
+__all__ = ["board_label", "mape", "read_twin_tables", "save_figure", "write_real_and_twin", "write_report"]
 
 
 def board_label(uuid) -> str:
@@ -38,3 +38,33 @@ def save_figure(fig, path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def read_twin_tables(folders, read_table):
+    """``read_table(recording)`` of each twin recording, one table, each named ``PRESET/RECORDING``.
+
+    A ``twin-compare`` output's ``twin/`` folder is named by its parents (``OUT/PRESET/RECORDING/twin``); ``None``
+    when no folder is given.
+    """
+    import pandas as pd
+
+    from powermodels import schema
+    from powermodels.recording import read_recording
+
+    if not folders:
+        return None
+    return pd.concat([read_table(read_recording(p)).assign(**{schema.RECORDING_NAME: f"{p.parent.parent.name}/"
+                                                                                      f"{p.parent.name}"})
+                      for p in map(Path, folders)], ignore_index=True)
+
+
+def write_real_and_twin(path, real, twin, **to_csv) -> None:
+    """Write the real rows and the twins' (or none) as one CSV whose ``source`` column says which, whole or not at all."""
+    import pandas as pd
+
+    from powermodels.files import atomic_open
+
+    rows = pd.concat([real.assign(source="real")] + ([twin.assign(source="twin")] if twin is not None else []),
+                     ignore_index=True)
+    with atomic_open(path, "w") as fh:  # the folder made, the file replaced whole or not at all
+        rows.to_csv(fh, index=False, **to_csv)

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import save_figure
+from _common import read_twin_tables, save_figure, write_real_and_twin
 
 from powermodels import schema
-from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.series_vs_bursts import burst_levels_all, level_persistence
@@ -109,10 +108,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         levels = burst_levels_all((read_recording(p) for p in args.recordings), alpha_w_per_c=args.alpha_w_per_c)
-        twin_levels = pd.concat([burst_levels_all([read_recording(p)], alpha_w_per_c=args.alpha_w_per_c)
-                                 # a twin-compare output's twin/ is named by its folders: PRESET/RECORDING
-                                 .assign(**{schema.RECORDING_NAME: f"{p.parent.parent.name}/{p.parent.name}"})
-                                 for p in args.twin], ignore_index=True) if args.twin else None
+        twin_levels = read_twin_tables(args.twin, lambda rec: burst_levels_all([rec], alpha_w_per_c=args.alpha_w_per_c))
     except (RecordingError, ValueError) as err:
         print(f"burst_levels: {err}", file=sys.stderr)
         return 2
@@ -132,10 +128,7 @@ def main(argv=None) -> int:
         print(f"\n{len(twin)} workload runs of twins' recordings\n")
         print(markdown_table(summary(twin)))
     if args.out:
-        rows = pd.concat([levels.assign(source="real")]
-                         + ([twin_levels.assign(source="twin")] if twin_levels is not None else []), ignore_index=True)
-        with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
-            rows.to_csv(fh, index=False, float_format="%.6g")
+        write_real_and_twin(args.out, levels, twin_levels, float_format="%.6g")
     if args.plot:
         plot(real, twin, levels, twin_levels, args.show, args.plot)
     return 0

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import save_figure
+from _common import read_twin_tables, save_figure, write_real_and_twin
 
 from powermodels import schema
-from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.series_vs_bursts import DEFAULT_MATCH_C, series_against_bursts_all
@@ -75,10 +74,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         real = series_against_bursts_all((read_recording(p) for p in args.recordings), match_c=args.match_c)
-        twin = pd.concat([series_against_bursts_all([read_recording(p)], match_c=args.match_c)
-                          # a twin-compare output's twin/ is named by its folders: PRESET/RECORDING
-                          .assign(**{schema.RECORDING_NAME: f"{p.parent.parent.name}/{p.parent.name}"})
-                          for p in args.twin], ignore_index=True) if args.twin else None
+        twin = read_twin_tables(args.twin, lambda rec: series_against_bursts_all([rec], match_c=args.match_c))
     except (RecordingError, ValueError) as err:
         print(f"series_vs_bursts: {err}", file=sys.stderr)
         return 2
@@ -93,10 +89,7 @@ def main(argv=None) -> int:
         print(f"\n{len(twin)} series of twins' recordings\n")
         print(markdown_table(summary(twin)))
     if args.out:
-        rows = pd.concat([real.assign(source="real")] + ([twin.assign(source="twin")] if twin is not None else []),
-                         ignore_index=True)
-        with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
-            rows.to_csv(fh, index=False)
+        write_real_and_twin(args.out, real, twin)
     if args.plot:
         plot(real, twin, args.plot)
     return 0

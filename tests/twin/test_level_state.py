@@ -10,31 +10,22 @@ import pytest
 
 from benchmark_scripts import load_benchmark
 from powermodels import schema
-from powermodels.devices.physics import GPUPhysics
-from powermodels.devices.sensor_emulation import PRESETS
-from powermodels.devices.simulated_workload import SimulatedWorkload
 from powermodels.level_state import core_dynamic_share, fit_level_state
 from powermodels.recording import write_recording
 from powermodels.series_vs_bursts import burst_levels, level_persistence
 from powermodels.twin import load_preset, save_preset
-from powermodels.twin.preset import TwinPreset, TwinWorkload
+from powermodels.twin.preset import TwinPreset
 from powermodels.twin.replay import replay
+from twin.test_twin import known_preset
 
 BURSTS = 16
 
 
 def preset(level_sd: float = 0.0, keep: float = 0.0) -> TwinPreset:
-    """An H100-like twin whose gemm runs uncapped and whose bf16 pressure is capped."""
-    physics = GPUPhysics(thermal_poles=((0.025, 0.1), (0.025, 20.0)), core_w_per_ghz=230.0,
-                         core_level_sd=level_sd, core_level_keep=keep)
-    sensor = replace(PRESETS["hopper"], name="levels", noise_w=0.0, energy_read_s=3e-3)
-    workloads = {
-        "gemm": TwinWorkload(SimulatedWorkload("gemm", core_work=2.0e-3 * 1980, t0_s=5e-4, activity=0.45,
-                                               mem_activity=0.2), 2e-5, 1),
-        "bf16": TwinWorkload(SimulatedWorkload("bf16", core_work=1.5e-3 * 1980, activity=1.0, mem_activity=0.5),
-                             0.0, 1),
-    }
-    return TwinPreset("levels", physics, sensor, 30.0, workloads, {"made_by": "tests"})
+    """test_twin's known H100-like twin (its gemm uncapped, its bf16 pressure capped), with a level state."""
+    known = known_preset()
+    return replace(known, name="levels", physics=replace(known.physics, core_level_sd=level_sd, core_level_keep=keep),
+                   workloads={w: known.workloads[w] for w in ("gemm", "bf16")})
 
 
 def schedule() -> pd.DataFrame:
@@ -67,13 +58,13 @@ def read_back():
 
 
 def test_fit_reads_the_level_state_back_from_twin_made_recordings(read_back):
-    plain, stated, without, with_state = read_back
+    plain, _, without, with_state = read_back
     # the state spreads the bursts' levels and makes consecutive ones alike; the twin without it does neither
     assert with_state[schema.LEVEL_SD_PCT].median() > 2 * without[schema.LEVEL_SD_PCT].median()
     assert with_state[schema.LEVEL_LAG1_CORR].median() > without[schema.LEVEL_LAG1_CORR].median() + 0.15
     share = core_dynamic_share(plain, "gemm", 60.0)
     fit = fit_level_state(with_state, without, [share])
-    # moments of 8 recordings of 16 bursts (here σ 0.0092, keep 0.71): a level kept over several bursts gives a
+    # moments of 8 recordings of 16 bursts (here σ 0.0092, keep 0.72): a level kept over several bursts gives a
     # recording fewer independent draws, so its sample spread and the fitted σ read low (the real boards' fitted
     # keep, ~0.4, puts that bias near 1 %; at 0.8 it is ~10 % before the medians)
     assert fit["core_level_sd"] == pytest.approx(0.012, rel=0.35)
