@@ -16,6 +16,10 @@ multiplies the core dynamic power). :func:`fit_level_state` reads σ and *k* by 
   times ``sd_real² / v``; between two bursts of a workload lie two load starts (its capped pressure entry and its
   own), so ``k = √ρ``.
 
+Fitted on 23 H200s' fp32 GEMM (σ 0.86 %, *k* 0.42), this board-wide state **failed** its rule (session 29,
+docs/twin-sessions.md): replayed, it spread the FMA loop and the triad as much as the fp32 GEMM, where the real boards
+spread the fp32 GEMM most and the triad not at all. It is kept for re-scoring against a later candidate.
+
 No hardware is touched: the inputs are tables and twin presets.
 """
 

@@ -286,6 +286,7 @@ SERIES_BURST_GAP_PCT = "series_burst_gap_pct"  # series power over the matched b
 BURST_LEVEL_PCT = "burst_level_pct"          # a top-clock burst's power at its workload's median burst die, over the median burst's, minus 1, %
 LEVEL_LAG1_CORR = "level_lag1_corr"          # correlation of consecutive bursts' levels (same recording and workload)
 LEVEL_SD_PCT = "level_sd_pct"                # standard deviation of a recording's burst levels of one workload, %
+BURST_COUNT = "bursts"                       # top-clock bursts of one workload read in a recording
 BOARD_PART_NUMBER = "board_part_number"      # NVML's board part number (e.g. 692-2G520-0282-001); "" where not known
 #: Where a row's α came from: a calibration file, learned on this GPU from the workload's own warm-up
 #: (cached per board, workload and configuration), pooled over the board's other learned α at the

@@ -35,8 +35,8 @@ from .energy_counter import mean_power_between_updates
 from .recording import Recording
 from .twin import metrics
 
-__all__ = ["DEFAULT_MATCH_C", "burst_levels", "burst_levels_all", "level_persistence", "series_against_bursts",
-           "series_against_bursts_all"]
+__all__ = ["DEFAULT_MATCH_C", "burst_levels", "burst_levels_all", "lag1_correlation", "level_persistence",
+           "series_against_bursts", "series_against_bursts_all"]
 
 #: the series' seconds read: past the first second's rise, before the die settles (where the bursts' dies lie)
 SERIES_WINDOW_S = (3.0, 10.0)
@@ -206,7 +206,7 @@ def level_persistence(levels: pd.DataFrame, *, min_bursts: int = MIN_BURSTS_FOR_
     DataFrame
         ``recording``, ``device_uuid``, ``workload``, ``bursts``, ``level_sd_pct`` (sample standard deviation of the
         levels) and ``level_lag1_corr`` (Pearson correlation of each burst's level with the next one's, in time
-        order; for independent levels its expectation is about ``-1/bursts``).
+        order; for independent levels its expectation is about ``-1/bursts``; NaN for levels that do not move).
     """
     if min_bursts < 3:
         raise ValueError(f"level_persistence: min_bursts must be at least 3, got {min_bursts!r}")
@@ -217,10 +217,19 @@ def level_persistence(levels: pd.DataFrame, *, min_bursts: int = MIN_BURSTS_FOR_
         if level.size < min_bursts:
             continue
         rows.append({schema.RECORDING_NAME: name, schema.DEVICE_UUID: uuid, schema.WORKLOAD: workload,
-                     "bursts": int(level.size), schema.LEVEL_SD_PCT: float(np.std(level, ddof=1)),
-                     schema.LEVEL_LAG1_CORR: float(np.corrcoef(level[:-1], level[1:])[0, 1])})
-    return pd.DataFrame(rows, columns=[schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD, "bursts",
+                     schema.BURST_COUNT: int(level.size), schema.LEVEL_SD_PCT: float(np.std(level, ddof=1)),
+                     schema.LEVEL_LAG1_CORR: lag1_correlation(level)})
+    return pd.DataFrame(rows, columns=[schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD, schema.BURST_COUNT,
                                        schema.LEVEL_SD_PCT, schema.LEVEL_LAG1_CORR])
+
+
+def lag1_correlation(values) -> float:
+    """Pearson correlation of each value with the next; NaN where either side does not vary (no warning)."""
+    x = np.asarray(values, dtype=float)
+    a, b = x[:-1], x[1:]
+    if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
 
 
 def series_against_bursts_all(recordings, *, match_c: float = DEFAULT_MATCH_C) -> pd.DataFrame:

@@ -128,7 +128,7 @@ def test_level_persistence_tells_a_held_level_from_noise():
     assert held[schema.LEVEL_LAG1_CORR].iloc[0] > 0.5 and flipping[schema.LEVEL_LAG1_CORR].iloc[0] < -0.9
     # the same two levels, the same spread: only the order tells them apart
     assert held[schema.LEVEL_SD_PCT].iloc[0] == pytest.approx(flipping[schema.LEVEL_SD_PCT].iloc[0], rel=1e-3)
-    assert int(held["bursts"].iloc[0]) == 8
+    assert int(held[schema.BURST_COUNT].iloc[0]) == 8
     # too few bursts: left out
     few = burst_levels_all([stepped([0, 9, 0, 9]), stepped([0, 0, 0, 0, 9, 9, 9, 9], uuid="GPU-b")], alpha_w_per_c=1.5)
     assert list(level_persistence(few)[schema.DEVICE_UUID]) == ["GPU-b"]
@@ -144,6 +144,11 @@ def test_burst_levels_refuse_what_they_cannot_read():
         burst_levels(stepped([0] * 6), "fma", alpha_w_per_c=1.5)
     with pytest.raises(ValueError, match="min_bursts must be at least 3"):
         level_persistence(burst_levels_all([stepped([0] * 6)], alpha_w_per_c=1.5), min_bursts=2)
+    # levels that do not move have no correlation: NaN, not a warning
+    from powermodels.series_vs_bursts import lag1_correlation
+
+    assert np.isnan(lag1_correlation([0.0] * 8)) and np.isnan(lag1_correlation([1.0, 2.0]))
+    assert lag1_correlation([0, 0, 1, 1, 0, 0, 1, 1]) == pytest.approx(1 / 6)  # as numpy.corrcoef reads it
     none_at_top = burst_levels(stepped([0] * 3, slow=(0, 1, 2)), "gemm", alpha_w_per_c=1.5)
     assert none_at_top.empty and schema.BURST_LEVEL_PCT in none_at_top.columns
     assert level_persistence(none_at_top).empty

@@ -147,15 +147,17 @@ class GPUPhysics:
         controller starts raising it (the onset of the recovery after a cap
         load; the climb then runs at ``clock_recovery_mhz_per_s``).
     core_level_sd, core_level_keep : float, default=0
-        The board's level state (session 29, docs/twin.md): at each load start
+        The board's level state (session 29, docs/simulated-gpu.md): at each load start
         (another workload than the last, or the first launch after an idle of
         :data:`LEVEL_IDLE_GAP_S` or more) the level is kept with probability
         ``core_level_keep``, else drawn anew from N(0, ``core_level_sd``); the
         core dynamic power ``c·f·V²·(1 − a_idle)·a·θ`` is multiplied by
         ``1 + level`` from the next control step. Real H200s' power at a fixed
         clock and die moves between loads by ~0.5 % and holds within one
-        (``benchmarks/burst_levels.py``); 0 (the default) is a board that
-        repeats itself exactly.
+        (``benchmarks/burst_levels.py``), but on the fp32 GEMM most and the
+        triad not at all, which this board-wide level does not reproduce (it
+        failed its rule; no shipped preset sets it). 0 (the default) is a
+        board that repeats itself exactly.
     dynamic_per_c : float, default=0
         μ: relative rise per °C above ``t_ref_c`` of the power a load draws
         above the idle board (the activity terms ``Bc·a + Bm·m``); the idle
