@@ -2,16 +2,17 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/burst_levels.py [--alpha-w-per-c 1.409] [--out levels.csv] \\
-        [--twin OUT/PRESET/RECORDING/twin ...] [--show raw_recording_b55f945c] [--plot docs/img/burst_levels_h200.png] \\
-        datasets/h200-2026-11-2*/raw_recording_*
+    PYTHONPATH=src python benchmarks/burst_levels.py datasets/h200-2026-11-2*/raw_recording_* \\
+        [--alpha-w-per-c 1.409] [--out levels.csv] [--show raw_recording_b55f945c] \\
+        [--plot docs/img/burst_levels_h200.png] [--twin OUT/PRESET/RECORDING/twin ...]
 
 A raw recording's natural part runs each uncapped workload in ~16 short bursts at the top clock, between capped
 pressure entries. :func:`powermodels.series_vs_bursts.burst_levels` brings each burst's counter power to one die
 temperature (the leakage slope ``--alpha-w-per-c``) and :func:`~powermodels.series_vs_bursts.level_persistence`
 reads, per recording and workload, the spread of those levels and the correlation of consecutive bursts' levels.
 The twin's power depends on the clock, activity and die alone, so its replays show what the method reads without
-such a state (``--twin``). Prints both per workload; ``--out`` writes every burst, ``--plot`` draws the spread
+such a state (``--twin``, given last: it takes every path after it). Prints both per workload and the real
+recordings against the twins; ``--out`` writes every burst, ``--plot`` draws the spread
 against the correlation and, with ``--show``, one recording's levels in time.
 """
 
@@ -34,17 +35,40 @@ from powermodels.series_vs_bursts import burst_levels_all, level_persistence
 DEFAULT_ALPHA_W_PER_C = 1.409
 
 
-def summary(persistence: pd.DataFrame) -> pd.DataFrame:
-    """Per workload: recordings, the median spread of the burst levels and their median lag-1 correlation."""
+#: a change of level between consecutive bursts counted as a step (the ~1.5 % apart levels seen in session 29)
+STEP_PCT = 1.25
+
+
+def summary(persistence: pd.DataFrame, levels: pd.DataFrame) -> pd.DataFrame:
+    """Per workload: recordings, the burst levels' median and largest spread, their median lag-1 correlation, and
+    how many changes between consecutive bursts of a recording exceed :data:`STEP_PCT`."""
     by = persistence.groupby(schema.WORKLOAD)
+    changes = (levels.sort_values(schema.T0_S).groupby([schema.RECORDING_NAME, schema.WORKLOAD])[schema.BURST_LEVEL_PCT]
+               .diff().abs().dropna())
+    steps = changes.groupby(levels.loc[changes.index, schema.WORKLOAD])
     table = pd.DataFrame({
         "recordings": by.size(),
         "median level sd %": by[schema.LEVEL_SD_PCT].median().round(2),
         "max level sd %": by[schema.LEVEL_SD_PCT].max().round(2),
         "median lag-1 corr": by[schema.LEVEL_LAG1_CORR].median().round(2),
         "lag-1 corr > 0": by[schema.LEVEL_LAG1_CORR].apply(lambda c: f"{int((c > 0).sum())} of {c.size}"),
+        f"steps > {STEP_PCT:g} %": steps.apply(lambda c: f"{int((c > STEP_PCT).sum())} of {c.size}"),
     })
     return table.reset_index()
+
+
+def real_against_twin(real: pd.DataFrame, twin: pd.DataFrame) -> pd.DataFrame:
+    """Per workload: two-sided Mann-Whitney p of the real recordings' level spreads and lag-1 correlations against
+    the twins' (are the boards' levels wider, more persistent, than what the reading spreads on its own?)."""
+    from scipy.stats import mannwhitneyu
+
+    rows = []
+    for workload in sorted(set(real[schema.WORKLOAD]) & set(twin[schema.WORKLOAD])):
+        r, t = (x.loc[x[schema.WORKLOAD] == workload] for x in (real, twin))
+        rows.append({schema.WORKLOAD: workload, **{
+            f"{name} p": float(f"{mannwhitneyu(r[col].dropna(), t[col].dropna()).pvalue:.2g}")
+            for name, col in (("level sd", schema.LEVEL_SD_PCT), ("lag-1 corr", schema.LEVEL_LAG1_CORR))}})
+    return pd.DataFrame(rows)
 
 
 def broken_line(levels: pd.DataFrame, gap_s: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
@@ -123,10 +147,12 @@ def main(argv=None) -> int:
     print(f"{len(real)} workload runs of {real[schema.RECORDING_NAME].nunique()} recordings on "
           f"{real[schema.DEVICE_UUID].nunique()} boards (real); each burst's counter power from "
           f"{args.alpha_w_per_c:g} W/°C to its workload's median burst die\n")
-    print(markdown_table(summary(real)))
+    print(markdown_table(summary(real, levels)))
     if twin is not None and not twin.empty:
         print(f"\n{len(twin)} workload runs of twins' recordings\n")
-        print(markdown_table(summary(twin)))
+        print(markdown_table(summary(twin, twin_levels)))
+        print("\nreal against twins (two-sided Mann-Whitney)\n")
+        print(markdown_table(real_against_twin(real, twin)))
     if args.out:
         write_real_and_twin(args.out, levels, twin_levels, float_format="%.6g")
     if args.plot:

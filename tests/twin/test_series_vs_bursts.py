@@ -162,7 +162,11 @@ def test_burst_levels_script_reads_real_and_twin_and_draws(tmp_path, capsys):
                         "--plot", str(tmp_path / "l.png"), "--show", "raw_recording_a"]) == 0
     out = capsys.readouterr().out
     rows = [line.split("|") for line in out.splitlines() if line.startswith("| gemm |")]
-    assert len(rows) == 2 and float(rows[0][3]) > 0.5 and float(rows[1][3]) == pytest.approx(0.0, abs=0.01)
+    # real, then twin: the real recording's levels spread (two levels 1.5 % apart, one step), the twin's do not
+    assert len(rows) == 3 and float(rows[0][3]) > 0.5 and float(rows[1][3]) == pytest.approx(0.0, abs=0.01)
+    assert rows[0][7].strip() == "1 of 7" and rows[1][7].strip() == "0 of 7"
+    assert "real against twins (two-sided Mann-Whitney)" in out  # then one p per statistic (one recording each: 1)
+    assert float(rows[2][2]) == pytest.approx(1.0)
     written = pd.read_csv(tmp_path / "l.csv")
     assert sorted(written["source"].unique()) == ["real", "twin"] and len(written) == 16
     assert set(written.loc[written["source"] == "twin", schema.RECORDING_NAME]) == {"preset/raw_recording_a"}
