@@ -18,7 +18,10 @@ multiplies the core dynamic power). :func:`fit_level_state` reads σ and *k* by 
 
 Fitted on 23 H200s' fp32 GEMM (σ 0.86 %, *k* 0.42), this board-wide state **failed** its rule (session 29,
 docs/twin-sessions.md): replayed, it spread the FMA loop and the triad as much as the fp32 GEMM, where the real boards
-spread the fp32 GEMM most and the triad not at all. It is kept for re-scoring against a later candidate.
+spread the fp32 GEMM most and the triad not at all. Its *k* also reads low: the lag-1 correlation of a recording's
+16 bursts is biased down by about ``(1 + 4ρ)/n``, and the fit takes it at face value (a Monte Carlo of the fitted
+process gives 0.03 where the boards read 0.14, which needs *k* ≈ 0.6). It is kept for re-scoring against a later
+candidate.
 
 No hardware is touched: the inputs are tables and twin presets.
 """
