@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["board_label", "mape", "read_twin_tables", "save_figure", "write_real_and_twin", "write_report"]
+__all__ = ["board_label", "mape", "read_real_and_twin", "save_figure", "write_real_and_twin", "write_report"]
 
 
 def board_label(uuid) -> str:
@@ -40,22 +40,25 @@ def save_figure(fig, path) -> None:
     plt.close(fig)
 
 
-def read_twin_tables(folders, read_table):
-    """``read_table(recording)`` of each twin recording, one table, each named ``PRESET/RECORDING``.
+def read_real_and_twin(recordings, twins, read_tables):
+    """``read_tables`` (a function of an iterable of recordings) on the real recordings, and on each twin's.
 
-    A ``twin-compare`` output's ``twin/`` folder is named by its parents (``OUT/PRESET/RECORDING/twin``); ``None``
-    when no folder is given.
+    Returns ``(real, twin)``: the real recordings' table, and the twins' as one table whose rows are named
+    ``PRESET/RECORDING`` after a ``twin-compare`` output's folders (``OUT/PRESET/RECORDING/twin``), or ``None``
+    when no twin is given.
     """
     import pandas as pd
 
     from powermodels import schema
     from powermodels.recording import read_recording
 
-    if not folders:
-        return None
-    return pd.concat([read_table(read_recording(p)).assign(**{schema.RECORDING_NAME: f"{p.parent.parent.name}/"
-                                                                                      f"{p.parent.name}"})
-                      for p in map(Path, folders)], ignore_index=True)
+    real = read_tables(read_recording(p) for p in recordings)
+    if not twins:
+        return real, None
+    twin = pd.concat([read_tables([read_recording(t)]).assign(**{schema.RECORDING_NAME: f"{t.parent.parent.name}/"
+                                                                                     f"{t.parent.name}"})
+                      for t in map(Path, twins)], ignore_index=True)
+    return real, twin
 
 
 def write_real_and_twin(path, real, twin, **to_csv) -> None:

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import read_twin_tables, save_figure, write_real_and_twin
+from _common import read_real_and_twin, save_figure, write_real_and_twin
 
 from powermodels import schema
-from powermodels.recording import RecordingError, read_recording
+from powermodels.recording import RecordingError
 from powermodels.reporting import markdown_table
 from powermodels.series_vs_bursts import burst_levels_all, level_persistence
 
@@ -131,8 +131,8 @@ def main(argv=None) -> int:
     ap.add_argument("--show", help="a real recording's name (folder) whose levels --plot draws in time")
     args = ap.parse_args(argv)
     try:
-        levels = burst_levels_all((read_recording(p) for p in args.recordings), alpha_w_per_c=args.alpha_w_per_c)
-        twin_levels = read_twin_tables(args.twin, lambda rec: burst_levels_all([rec], alpha_w_per_c=args.alpha_w_per_c))
+        levels, twin_levels = read_real_and_twin(
+            args.recordings, args.twin, lambda recs: burst_levels_all(recs, alpha_w_per_c=args.alpha_w_per_c))
     except (RecordingError, ValueError) as err:
         print(f"burst_levels: {err}", file=sys.stderr)
         return 2

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _common import read_twin_tables, save_figure, write_real_and_twin
+from _common import read_real_and_twin, save_figure, write_real_and_twin
 
 from powermodels import schema
-from powermodels.recording import RecordingError, read_recording
+from powermodels.recording import RecordingError
 from powermodels.reporting import markdown_table
 from powermodels.series_vs_bursts import DEFAULT_MATCH_C, series_against_bursts_all
 
@@ -73,8 +73,8 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", type=Path, help="draw the gaps per workload here (PNG)")
     args = ap.parse_args(argv)
     try:
-        real = series_against_bursts_all((read_recording(p) for p in args.recordings), match_c=args.match_c)
-        twin = read_twin_tables(args.twin, lambda rec: series_against_bursts_all([rec], match_c=args.match_c))
+        real, twin = read_real_and_twin(
+            args.recordings, args.twin, lambda recs: series_against_bursts_all(recs, match_c=args.match_c))
     except (RecordingError, ValueError) as err:
         print(f"series_vs_bursts: {err}", file=sys.stderr)
         return 2

@@ -48,6 +48,14 @@ TOP_CLOCK_MARGIN_MHZ = 10.0
 GRID_S = 0.01
 #: fewest top-clock bursts of one workload for a spread and a lag-1 correlation to mean anything
 MIN_BURSTS_FOR_PERSISTENCE = 6
+#: :func:`burst_levels`' columns, in order (the level last: computed from the others)
+LEVEL_COLUMNS = (schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD, schema.REPEAT, schema.T0_S,
+                 schema.TEMPERATURE_C, schema.COUNTER_POWER_W, schema.BURST_LEVEL_PCT)
+
+
+def _top_clock_mhz(trace: pd.DataFrame) -> float:
+    """The top clock the board ran at: a percentile of the NVML readings, so that a stray high sample does not set it."""
+    return float(np.percentile(trace[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
 
 
 def _levels(rec: Recording, counter, start_s: float, end_s: float) -> tuple[float, float, float]:
@@ -101,8 +109,7 @@ def series_against_bursts(rec: Recording, workload: str, *, match_c: float = DEF
     if end_s <= start_s:
         raise ValueError(f"series_against_bursts: {rec.name}'s {workload} series is shorter than "
                          f"{SERIES_WINDOW_S[0]:g} s")
-    # the top clock the board ran at: a percentile, so that a stray high sample does not set it
-    top = float(np.percentile(trace[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
+    top = _top_clock_mhz(trace)
     counter = metrics.counter_updates(rec)
     power, die, clock = _levels(rec, counter, start_s, end_s)
     if clock < top - TOP_CLOCK_MARGIN_MHZ:
@@ -156,7 +163,7 @@ def burst_levels(rec: Recording, workload: str, *, alpha_w_per_c: float) -> pd.D
     bursts = phases.loc[(phases[schema.WORKLOAD] == workload) & (phases[schema.PHASE_KIND] == "burst")]
     if bursts.empty:
         raise ValueError(f"burst_levels: {rec.name} has no burst of {workload!r} (a raw recording's natural part)")
-    top = float(np.percentile(trace[schema.SM_CLOCK_MHZ].to_numpy(float), 99))
+    top = _top_clock_mhz(trace)
     counter = metrics.counter_updates(rec)
     rows = []
     for _, burst in bursts.sort_values(schema.T0_S).iterrows():
@@ -166,9 +173,7 @@ def burst_levels(rec: Recording, workload: str, *, alpha_w_per_c: float) -> pd.D
             rows.append({schema.RECORDING_NAME: rec.name, schema.DEVICE_UUID: rec.board, schema.WORKLOAD: workload,
                          schema.REPEAT: int(burst[schema.REPEAT]), schema.T0_S: float(burst[schema.T0_S]),
                          schema.TEMPERATURE_C: die, schema.COUNTER_POWER_W: power})
-    if not rows:
-        return _empty_levels()
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=list(LEVEL_COLUMNS[:-1]))
     at_median_die = table[schema.COUNTER_POWER_W] - alpha_w_per_c * (
         table[schema.TEMPERATURE_C] - table[schema.TEMPERATURE_C].median())
     table[schema.BURST_LEVEL_PCT] = 100.0 * (at_median_die / at_median_die.median() - 1.0)
@@ -187,8 +192,7 @@ def burst_levels_all(recordings, *, alpha_w_per_c: float) -> pd.DataFrame:
 
 def _empty_levels() -> pd.DataFrame:
     """The columns of :func:`burst_levels`, no rows."""
-    return pd.DataFrame(columns=[schema.RECORDING_NAME, schema.DEVICE_UUID, schema.WORKLOAD, schema.REPEAT,
-                                 schema.T0_S, schema.TEMPERATURE_C, schema.COUNTER_POWER_W, schema.BURST_LEVEL_PCT])
+    return pd.DataFrame(columns=list(LEVEL_COLUMNS))
 
 
 def level_persistence(levels: pd.DataFrame, *, min_bursts: int = MIN_BURSTS_FOR_PERSISTENCE) -> pd.DataFrame:
