@@ -36,7 +36,14 @@ import pandas as pd
 from . import schema
 from .twin.preset import TwinPreset
 
-__all__ = ["LOAD_STARTS_BETWEEN_BURSTS", "core_dynamic_share", "fit_level_state"]
+__all__ = ["LOAD_STARTS_BETWEEN_BURSTS", "core_dynamic_share", "fit_level_state", "fit_workload_level",
+           "simulated_persistence"]
+
+#: the grids :func:`fit_workload_level` searches: the level's sd in % of the burst power, and the keep probability
+LEVEL_SD_GRID_PCT = np.round(np.arange(0.0, 1.501, 0.025), 3)
+KEEP_GRID = np.round(np.arange(0.0, 0.951, 0.05), 2)
+#: the rule's tolerances (session 30 note 2), used as the scales of the fit's distance
+SD_TOLERANCE, LAG1_TOLERANCE = 0.2, 0.1
 
 #: load starts between two consecutive bursts of one workload in a raw recording: its pressure entry's and its own
 LOAD_STARTS_BETWEEN_BURSTS = 2
@@ -115,3 +122,131 @@ def fit_level_state(real: pd.DataFrame, twin: pd.DataFrame, shares) -> dict:
     return {"core_level_sd": sigma, "core_level_keep": keep, "workload": workloads.pop(),
             "real_sd_pct": real_sd, "twin_sd_pct": twin_sd, "real_lag1": real_lag1, "level_lag1": level_lag1,
             "core_share": share, "recordings": len(real), "twins": len(twin)}
+
+
+def _sequences(levels: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per recording: its burst levels in time order and the load starts between consecutive ones (repeat steps)."""
+    out = []
+    for _, one in levels.groupby(schema.RECORDING_NAME, sort=False):
+        one = one.sort_values(schema.T0_S)
+        repeats = one[schema.REPEAT].to_numpy(int)
+        starts = np.diff(repeats)
+        if starts.size and np.any(starts < 1):
+            raise ValueError("fit_workload_level: a recording's bursts must have increasing repeat numbers")
+        out.append((one[schema.BURST_LEVEL_PCT].to_numpy(float), starts))
+    return out
+
+
+def _sample_statistics(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sample sd (ddof 1) and lag-1 correlation of each row, as :func:`level_persistence` computes them."""
+    sd = observed.std(axis=1, ddof=1)
+    a, b = observed[:, :-1], observed[:, 1:]
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lag1 = (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    return sd, lag1
+
+
+def simulated_persistence(twin_levels: pd.DataFrame, level_sd_pct: float, keep: float, *, draws: int = 400,
+                          seed: int = 0) -> dict:
+    """The median sample sd and lag-1 of twins' burst levels with a simulated own level added (session 30).
+
+    Each recording's twin levels stand for what the reading spreads by itself; a level path is added to them: drawn
+    at the first burst, and at each load start between bursts (one per repeat step) kept with probability ``keep``,
+    else drawn anew from N(0, ``level_sd_pct``). The medians over the recordings are averaged over ``draws`` paths;
+    the same random numbers serve every ``(level_sd_pct, keep)`` of one ``seed``, so a grid search is smooth.
+
+    Parameters
+    ----------
+    twin_levels : DataFrame
+        :func:`~powermodels.series_vs_bursts.burst_levels` rows of one workload on twins without a level state.
+    level_sd_pct : float
+        The level's sd, % of the burst power (non-negative).
+    keep : float
+        The chance that a load start keeps the level, in [0, 1].
+    draws : int, default=400
+    seed : int, default=0
+
+    Returns
+    -------
+    dict
+        ``level_sd_pct`` and ``level_lag1_corr``: the medians, averaged over the draws.
+    """
+    if not (np.isfinite(level_sd_pct) and level_sd_pct >= 0):
+        raise ValueError(f"simulated_persistence: level_sd_pct must be >= 0, got {level_sd_pct!r}")
+    if not 0.0 <= keep <= 1.0:
+        raise ValueError(f"simulated_persistence: keep must lie in [0, 1], got {keep!r}")
+    sds, lags = [], []
+    rng = np.random.default_rng(seed)
+    for level, starts in _sequences(twin_levels):
+        n = level.size
+        if n < 3:
+            continue
+        uniform = rng.random((draws, n))
+        normal = rng.standard_normal((draws, n))
+        # a burst draws anew unless every load start since the last burst kept the level
+        kept_chance = np.concatenate([[0.0], keep ** starts.astype(float)])
+        drawn = uniform >= kept_chance
+        drawn[:, 0] = True
+        last_draw = np.maximum.accumulate(np.where(drawn, np.arange(n), 0), axis=1)
+        path = level_sd_pct * np.take_along_axis(normal, last_draw, axis=1)
+        sd, lag1 = _sample_statistics(level + path)
+        sds.append(sd)
+        lags.append(lag1)
+    if not sds:
+        raise ValueError("simulated_persistence: no recording with 3 or more bursts")
+    sds, lags = np.column_stack(sds), np.column_stack(lags)
+    return {schema.LEVEL_SD_PCT: float(np.median(sds, axis=1).mean()),
+            schema.LEVEL_LAG1_CORR: float(np.nanmedian(lags, axis=1).mean())}
+
+
+def fit_workload_level(real: pd.DataFrame, twin_levels: pd.DataFrame, *, draws: int = 400, seed: int = 0) -> dict:
+    """One workload's own level (sd and keep) by matching simulated sample statistics to the real ones (session 30).
+
+    The method of moments (:func:`fit_level_state`) reads the keep probability low, because a 16-burst sample's
+    lag-1 correlation is biased down. Here each ``(sd, keep)`` on a grid is simulated on the twins' own burst levels
+    (:func:`simulated_persistence`), and the pair whose median sd and lag-1 come closest to the real medians wins,
+    the distance scaled by the rule's tolerances (20 % on the sd, 0.1 on the lag-1). Where the real median sd does
+    not exceed the twins', the workload gets no level.
+
+    Parameters
+    ----------
+    real : DataFrame
+        :func:`~powermodels.series_vs_bursts.level_persistence` rows of the real recordings, one workload.
+    twin_levels : DataFrame
+        :func:`~powermodels.series_vs_bursts.burst_levels` rows of the same workload on twins without a level state.
+    draws, seed : int
+        As :func:`simulated_persistence`.
+
+    Returns
+    -------
+    dict
+        ``level_sd_pct`` (% of the burst power) and ``level_keep``, what they reach (``fitted_sd_pct``,
+        ``fitted_lag1``), the real and twin medians (``real_sd_pct``, ``real_lag1``, ``twin_sd_pct``,
+        ``twin_lag1``), the ``workload`` and the ``recordings`` / ``twins`` counts.
+    """
+    if real.empty or twin_levels.empty:
+        raise ValueError("fit_workload_level: no real or no twin rows")
+    workloads = set(real[schema.WORKLOAD]) | set(twin_levels[schema.WORKLOAD])
+    if len(workloads) != 1:
+        raise ValueError(f"fit_workload_level: fit one workload at a time, got {sorted(workloads)}")
+    real_sd = float(real[schema.LEVEL_SD_PCT].median())
+    real_lag1 = float(real[schema.LEVEL_LAG1_CORR].median())
+    plain = simulated_persistence(twin_levels, 0.0, 0.0, draws=1, seed=seed)
+    best = (0.0, 0.0, plain)
+    if real_sd > plain[schema.LEVEL_SD_PCT]:
+        best_distance = math.inf
+        for sd_pct in LEVEL_SD_GRID_PCT[1:]:
+            for keep in KEEP_GRID:
+                got = simulated_persistence(twin_levels, float(sd_pct), float(keep), draws=draws, seed=seed)
+                distance = (((got[schema.LEVEL_SD_PCT] / real_sd - 1.0) / SD_TOLERANCE) ** 2
+                            + ((got[schema.LEVEL_LAG1_CORR] - real_lag1) / LAG1_TOLERANCE) ** 2)
+                if distance < best_distance:
+                    best_distance, best = distance, (float(sd_pct), float(keep), got)
+    sd_pct, keep, got = best
+    return {"workload": workloads.pop(), "level_sd_pct": sd_pct, "level_keep": keep,
+            "fitted_sd_pct": got[schema.LEVEL_SD_PCT], "fitted_lag1": got[schema.LEVEL_LAG1_CORR],
+            "real_sd_pct": real_sd, "real_lag1": real_lag1, "twin_sd_pct": plain[schema.LEVEL_SD_PCT],
+            "twin_lag1": plain[schema.LEVEL_LAG1_CORR], "recordings": len(real),
+            "twins": twin_levels[schema.RECORDING_NAME].nunique()}

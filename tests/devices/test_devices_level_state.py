@@ -84,3 +84,44 @@ def test_level_state_is_checked():
         GPUPhysics(core_level_sd=-0.01)
     with pytest.raises(ValueError, match="core_level_keep must be <= 1"):
         GPUPhysics(core_level_keep=1.5)
+
+
+# each workload's own level (SimulatedWorkload.level_*, session 30)
+
+def own_bursts(gemm: SimulatedWorkload, fma: SimulatedWorkload = FMA, *, n: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rounds of an fma load then a gemm load on a warm board: each load's power (fma, gemm)."""
+    gpu = SimulatedGPU(physics=GPUPhysics(), seed=0)
+    gpu.run(GEMM, 2000)
+    fmas, gemms = [], []
+    for _ in range(n):
+        fmas.append(load_power(gpu, fma, 60))
+        gemms.append(load_power(gpu, gemm, 60))
+    return np.asarray(fmas), np.asarray(gemms)
+
+
+def test_a_workload_level_moves_that_workload_only():
+    plain_fma, plain_gemm = own_bursts(GEMM)
+    fma, gemm = own_bursts(dataclasses.replace(GEMM, level_sd=0.01, level_keep=0.0))
+    rel_gemm, rel_fma = gemm / plain_gemm - 1.0, fma / plain_fma - 1.0
+    # the gemm's core dynamic power moves by ~1 % per load, its total power by somewhat less
+    assert 0.003 < np.std(rel_gemm) < 0.012
+    # the fma loop has no level: only the die, warmed a little differently by the gemm, moves it
+    assert np.max(np.abs(rel_fma)) < 0.1 * np.std(rel_gemm)
+    # kept at every load start after the first draw: one level for all the gemm's loads, not zero
+    _, held = own_bursts(dataclasses.replace(GEMM, level_sd=0.01, level_keep=1.0))
+    rel_held = held / plain_gemm - 1.0
+    assert abs(np.mean(rel_held)) > 1e-3 and np.std(rel_held) < 0.05 * abs(np.mean(rel_held))
+
+
+def test_workload_levels_at_zero_draw_nothing():
+    # a workload without a level (the default) leaves the run exactly as before, whatever its keep
+    assert np.array_equal(own_bursts(GEMM, n=6)[1], own_bursts(dataclasses.replace(GEMM, level_keep=0.7), n=6)[1])
+
+
+def test_workload_level_is_checked():
+    with pytest.raises(ValueError, match="level_sd"):
+        dataclasses.replace(GEMM, level_sd=-0.01)
+    with pytest.raises(ValueError, match="level_sd"):
+        dataclasses.replace(GEMM, level_sd=0.8)
+    with pytest.raises(ValueError, match="level_keep"):
+        dataclasses.replace(GEMM, level_keep=1.2)

@@ -10,7 +10,7 @@ import pytest
 
 from benchmark_scripts import load_benchmark
 from powermodels import schema
-from powermodels.level_state import core_dynamic_share, fit_level_state
+from powermodels.level_state import core_dynamic_share, fit_level_state, fit_workload_level, simulated_persistence
 from powermodels.recording import write_recording
 from powermodels.series_vs_bursts import burst_levels, level_persistence
 from powermodels.twin import load_preset, save_preset
@@ -114,13 +114,95 @@ def test_script_fits_and_writes_a_preset_with_the_state(read_back, tmp_path, cap
         save_preset(plain, folder / "preset.json")
     save_preset(plain, tmp_path / "base.json")
     out = tmp_path / "levels.json"
-    assert script.main([*map(str, reals), "--workload", "gemm", "--alpha-w-per-c", str(ALPHA), "--twin", *map(str, twins),
-                        "--base", str(tmp_path / "base.json"), "--preset-out", str(out)]) == 0
+    assert script.main([*map(str, reals), "--method", "board", "--workload", "gemm", "--alpha-w-per-c", str(ALPHA),
+                        "--twin", *map(str, twins), "--base", str(tmp_path / "base.json"), "--preset-out", str(out)]) == 0
     assert '"core_level_sd"' in capsys.readouterr().out
     written = load_preset(out)
     assert written.name == "levels-levels" and written.physics.core_level_sd > 0
     assert written.provenance["level_state"]["workload"] == "gemm"
     assert script.main([*map(str, reals), "--twin", *map(str, twins), "--base", "x"]) == 2
     assert "--base and --preset-out go together" in capsys.readouterr().err
-    assert script.main([*map(str, reals), "--workload", "nope", "--twin", *map(str, twins)]) == 2
+    assert script.main([*map(str, reals), "--method", "board", "--workload", "nope", "--twin", *map(str, twins)]) == 2
     assert "no burst of 'nope'" in capsys.readouterr().err
+
+
+# each workload's own level (session 30): fit_workload_level and the script's --method own
+
+def own_preset(level_sd: float = 0.0, keep: float = 0.0) -> TwinPreset:
+    """The same twin, its gemm with its own level."""
+    plain = preset()
+    gemm = plain.workloads["gemm"]
+    return replace(plain, workloads={**plain.workloads, "gemm": replace(
+        gemm, workload=replace(gemm.workload, level_sd=level_sd, level_keep=keep))})
+
+
+def levels_of(twin: TwinPreset, seeds) -> pd.DataFrame:
+    return pd.concat([burst_levels(replay(schedule(), twin, seed=s, poll_s=2e-3, start_temperature_c=45.0), "gemm",
+                                   alpha_w_per_c=ALPHA).assign(**{schema.RECORDING_NAME: f"seed{s}"}) for s in seeds],
+                     ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def own_read_back():
+    seeds = range(24)  # a median lag-1 of 16-burst samples wanders by ~0.1 over 10 recordings: keep needs more
+    return levels_of(own_preset(), seeds), levels_of(own_preset(level_sd=0.012, keep=0.6), seeds)
+
+
+def test_fit_workload_level_reads_the_own_level_back(own_read_back):
+    plain, stated = own_read_back
+    fit = fit_workload_level(level_persistence(stated), plain, draws=100)
+    share = core_dynamic_share(own_preset(), "gemm", 60.0)
+    # the level moves the burst power by its sd times the core-dynamic share; 24 recordings of 16 bursts pin the
+    # sd to ~15 % and the keep to ~0.15
+    assert fit["level_sd_pct"] == pytest.approx(1.2 * share, rel=0.3)
+    assert fit["level_keep"] == pytest.approx(0.6, abs=0.25)
+    # the fitted process reaches the real medians it was matched to
+    assert fit["fitted_sd_pct"] == pytest.approx(fit["real_sd_pct"], rel=0.1)
+    assert fit["fitted_lag1"] == pytest.approx(fit["real_lag1"], abs=0.05)
+    # recordings without a level spread no more than their twins: no level
+    calm = fit_workload_level(level_persistence(plain), plain, draws=10)
+    assert calm["level_sd_pct"] == 0.0 and calm["level_keep"] == 0.0
+
+
+def test_simulated_persistence_by_hand_and_its_refusals():
+    # a twin that reads every burst alike: all spread and persistence come from the simulated level
+    flat = pd.DataFrame({schema.RECORDING_NAME: np.repeat(["a", "b"], 16), schema.WORKLOAD: "w",
+                         schema.REPEAT: np.tile(np.arange(16), 2), schema.T0_S: np.tile(np.arange(16.0), 2),
+                         schema.BURST_LEVEL_PCT: 0.0})
+    drawn = simulated_persistence(flat, 0.5, 0.0, draws=400)
+    assert drawn[schema.LEVEL_SD_PCT] == pytest.approx(0.5, rel=0.1)
+    assert drawn[schema.LEVEL_LAG1_CORR] == pytest.approx(-1 / 16, abs=0.07)  # independent draws
+    held = simulated_persistence(flat, 0.5, 0.8, draws=400)
+    assert held[schema.LEVEL_LAG1_CORR] > 0.4  # kept at most starts: a sample of 16 still reads below 0.8
+    with pytest.raises(ValueError, match="keep must lie in"):
+        simulated_persistence(flat, 0.5, 1.5)
+    with pytest.raises(ValueError, match="level_sd_pct must be >= 0"):
+        simulated_persistence(flat, -0.1, 0.5)
+    with pytest.raises(ValueError, match="increasing repeat"):
+        simulated_persistence(flat.assign(**{schema.REPEAT: 0}), 0.5, 0.5)
+
+
+def test_script_fits_each_workload_its_own_level(tmp_path, capsys):
+    plain, stated = own_preset(), own_preset(level_sd=0.012, keep=0.6)
+    script = load_benchmark("fit_level_state")
+    reals, twins = [], []
+    for s in range(4):
+        reals.append(write_recording(replay(schedule(), stated, seed=s, poll_s=2e-3, start_temperature_c=45.0),
+                                     tmp_path / f"real{s}"))
+        folder = tmp_path / "plain" / f"real{s}"
+        twins.append(write_recording(replay(schedule(), plain, seed=s, poll_s=2e-3, start_temperature_c=45.0),
+                                     folder / "twin"))
+        save_preset(plain, folder / "preset.json")
+    save_preset(plain, tmp_path / "base.json")
+    out = tmp_path / "levels.json"
+    assert script.main([*map(str, reals), "--alpha-w-per-c", str(ALPHA), "--draws", "40", "--twin", *map(str, twins),
+                        "--base", str(tmp_path / "base.json"), "--preset-out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert '"method": "own"' in captured.out and "gemm: level sd" in captured.err
+    written = load_preset(out)
+    # the gemm (the only workload with bursts) gets its own level, the pressure none, the board-wide state stays off
+    assert written.workloads["gemm"].workload.level_sd > 0 and written.workloads["bf16"].workload.level_sd == 0
+    assert written.physics.core_level_sd == 0.0
+    assert "gemm" in written.provenance["level_state"]["workloads"]
+    assert script.main([*map(str, reals), "--draws", "0", "--twin", *map(str, twins)]) == 2
+    assert "--draws must be at least 1" in capsys.readouterr().err

@@ -69,10 +69,14 @@ class SimulationEngine:
         # Foster network (per pole: decay over one control step, steady-state rise per watt)
         self._pole_decay = np.array([math.exp(-self._dc / tau) for _, tau in ph.poles])
         self._pole_gain = np.array([r for r, _ in ph.poles]) * (1.0 - self._pole_decay)
-        # the level state (physics.core_level_*): its own random stream, so that a board without one
-        # (core_level_sd = 0, the default) draws nothing and replays exactly as before
-        self._level = 0.0
+        # the level states (physics.core_level_*, board-wide; SimulatedWorkload.level_*, each workload's own):
+        # each its own random stream, so that a board without them (sd 0, the default) draws nothing and replays
+        # exactly as before, and switching one on leaves the other's draws as they were
+        self._level = 0.0  # what multiplies the core dynamic power now: the board's level plus the workload's
+        self._board_level = 0.0
         self._level_rng = np.random.default_rng([getattr(self, "seed", 0), 29])
+        self._workload_levels: dict[str, float] = {}
+        self._workload_level_rng = np.random.default_rng([getattr(self, "seed", 0), 30])
         self._level_workload: str | None = None
         self._level_last_end_s = -math.inf
         self._clocks = clock_table(ph)
@@ -191,16 +195,24 @@ class SimulationEngine:
         return (base, core * (1.0 - ph.idle_activity) * theta * (1.0 + self._level),
                 mem * (1.0 - ph.mem_idle_activity) * theta)
 
-    def _start_load(self, workload_name: str) -> None:
-        """A launch is about to run: at a load start the level state is kept or drawn anew (physics.py)."""
+    def _start_load(self, w: SimulatedWorkload) -> None:
+        """A launch is about to run: at a load start the level states are kept or drawn anew.
+
+        The board's (``physics.core_level_*``) and the workload's own (``w.level_*``); the core dynamic power
+        carries their sum from the next control step.
+        """
         ph = self.physics
-        if ph.core_level_sd <= 0.0:
-            return
-        new_load = (workload_name != self._level_workload
+        new_load = (w.name != self._level_workload
                     or self._tick * self._df - self._level_last_end_s >= LEVEL_IDLE_GAP_S)
-        if new_load and self._level_rng.random() >= ph.core_level_keep:
-            self._level = float(self._level_rng.normal(0.0, ph.core_level_sd))
-        self._level_workload = workload_name
+        self._level_workload = w.name
+        if not new_load:
+            return
+        if ph.core_level_sd > 0.0 and self._level_rng.random() >= ph.core_level_keep:
+            self._board_level = float(self._level_rng.normal(0.0, ph.core_level_sd))
+        if w.level_sd > 0.0 and (w.name not in self._workload_levels
+                                 or self._workload_level_rng.random() >= w.level_keep):
+            self._workload_levels[w.name] = float(self._workload_level_rng.normal(0.0, w.level_sd))
+        self._level = self._board_level + self._workload_levels.get(w.name, 0.0)
 
     def _set_step(self, k: int, fi: int, fm: float, temp: float, thr: int) -> None:
         i = k - self._k0
@@ -254,7 +266,7 @@ class SimulationEngine:
 
     def _execute(self, w: SimulatedWorkload, launches: int, gap: float) -> np.ndarray:
         """March control steps, placing launches; returns ``(launches, 2)`` start/end times."""
-        self._start_load(w.name)
+        self._start_load(w)
         df, dc, r, k0 = self._df, self._dc, self._r, self._k0
         tick0 = self._tick
         k = tick0 // r

@@ -41,6 +41,13 @@ class SimulatedWorkload:
         clock in MHz and ``rational = (a, b, c, d)`` (thesis eq. 4.5).
     rational : tuple of 4 floats, optional
         Coefficients of the rational law; required for ``time_model="rational"``.
+    level_sd, level_keep : float, default=0
+        This workload's own level state (session 30, docs/simulated-gpu.md): at each of its load starts (a launch
+        of it after another workload's, or after :data:`~powermodels.devices.physics.LEVEL_IDLE_GAP_S` or more
+        without one) its level is kept with probability ``level_keep``, else drawn anew from N(0, ``level_sd``)
+        (always drawn at its first start); while it runs, the core dynamic power is multiplied by ``1 + level``.
+        Real H200s' fp32 GEMM moves between load starts by ~0.5 % and holds within one, the triad does not
+        (``benchmarks/burst_levels.py``). 0 (the default): the workload repeats itself exactly.
     """
 
     name: str = "workload"
@@ -51,14 +58,18 @@ class SimulatedWorkload:
     mem_activity: float = 0.0
     time_model: str = "dso"
     rational: tuple | None = None
+    level_sd: float = 0.0
+    level_keep: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"SimulatedWorkload: name must be a non-empty string, got {self.name!r}")
         for arg in ("core_work", "mem_work", "t0_s"):
             finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0)
-        for arg in ("activity", "mem_activity"):
+        for arg in ("activity", "mem_activity", "level_keep"):
             finite(f"SimulatedWorkload: {arg}", getattr(self, arg), minimum=0.0, maximum=1.0)
+        # a level sd of 1 would let the core dynamic power reach zero in one draw in six: no board does that
+        finite("SimulatedWorkload: level_sd", self.level_sd, minimum=0.0, maximum=0.5)
         if self.time_model not in ("dso", "rational"):
             raise ValueError(
                 f"SimulatedWorkload: time_model must be 'dso' or 'rational', got {self.time_model!r}")
