@@ -101,18 +101,25 @@ def test_core_dynamic_share_on_a_shipped_preset():
         core_dynamic_share(shipped, "nope", 60.0)
 
 
+def script_inputs(plain: TwinPreset, stated: TwinPreset, recordings: int, folder) -> tuple[list, list]:
+    """Recordings the script reads: ``stated``'s replays as the real ones, ``plain``'s as their twins (a
+    ``preset.json`` beside each twin, as twin-compare leaves it), and ``plain`` as ``base.json``."""
+    reals, twins = [], []
+    for s in range(recordings):
+        reals.append(write_recording(replay(schedule(), stated, seed=s, poll_s=2e-3, start_temperature_c=45.0),
+                                     folder / f"real{s}"))
+        beside = folder / "plain" / f"real{s}"
+        twins.append(write_recording(replay(schedule(), plain, seed=s, poll_s=2e-3, start_temperature_c=45.0),
+                                     beside / "twin"))
+        save_preset(plain, beside / "preset.json")
+    save_preset(plain, folder / "base.json")
+    return reals, twins
+
+
 def test_script_fits_and_writes_a_preset_with_the_state(read_back, tmp_path, capsys):
     plain, stated, _, _ = read_back
     script = load_benchmark("fit_level_state")
-    reals, twins = [], []
-    for s in range(3):
-        reals.append(write_recording(replay(schedule(), stated, seed=s, poll_s=2e-3, start_temperature_c=45.0),
-                                     tmp_path / f"real{s}"))
-        folder = tmp_path / "plain" / f"real{s}"
-        twins.append(write_recording(replay(schedule(), plain, seed=s, poll_s=2e-3, start_temperature_c=45.0),
-                                     folder / "twin"))
-        save_preset(plain, folder / "preset.json")
-    save_preset(plain, tmp_path / "base.json")
+    reals, twins = script_inputs(plain, stated, 3, tmp_path)
     out = tmp_path / "levels.json"
     assert script.main([*map(str, reals), "--method", "board", "--workload", "gemm", "--alpha-w-per-c", str(ALPHA),
                         "--twin", *map(str, twins), "--base", str(tmp_path / "base.json"), "--preset-out", str(out)]) == 0
@@ -185,15 +192,7 @@ def test_simulated_persistence_by_hand_and_its_refusals():
 def test_script_fits_each_workload_its_own_level(tmp_path, capsys):
     plain, stated = own_preset(), own_preset(level_sd=0.012, keep=0.6)
     script = load_benchmark("fit_level_state")
-    reals, twins = [], []
-    for s in range(4):
-        reals.append(write_recording(replay(schedule(), stated, seed=s, poll_s=2e-3, start_temperature_c=45.0),
-                                     tmp_path / f"real{s}"))
-        folder = tmp_path / "plain" / f"real{s}"
-        twins.append(write_recording(replay(schedule(), plain, seed=s, poll_s=2e-3, start_temperature_c=45.0),
-                                     folder / "twin"))
-        save_preset(plain, folder / "preset.json")
-    save_preset(plain, tmp_path / "base.json")
+    reals, twins = script_inputs(plain, stated, 4, tmp_path)
     out = tmp_path / "levels.json"
     assert script.main([*map(str, reals), "--alpha-w-per-c", str(ALPHA), "--draws", "40", "--twin", *map(str, twins),
                         "--base", str(tmp_path / "base.json"), "--preset-out", str(out)]) == 0
