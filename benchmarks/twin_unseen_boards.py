@@ -186,9 +186,10 @@ def folder_name(label: str) -> str:
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
-def replay_one(label: str, path: str, folder: str, counter_timing: str = "auto") -> str:
+def replay_one(label: str, path: str, folder: str, counter_timing: str = "auto", seed: int = 0) -> str:
     """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
-    an optional last ``:cap=F``, ``:cap``, ``:cap-probes`` or ``:cap-rate`` and an ending ``@AMBIENT``) into ``folder``."""
+    an optional last ``:cap=F``, ``:cap``, ``:cap-probes`` or ``:cap-rate`` and an ending ``@AMBIENT``) into ``folder``
+    with the twin's ``seed``."""
     real = read_recording(path)
     names, scale, thermal = parse_label(label)
     preset = part_preset(real, names) if label.startswith(PART) else load_preset(names[0])
@@ -201,7 +202,8 @@ def replay_one(label: str, path: str, folder: str, counter_timing: str = "auto")
     factor = cap_factor(label)
     if factor is not None:  # a factor pooled over other boards, on top of this board's calibration
         preset = scaled_core(preset, factor)
-    table = twin_compare(real, preset, folder, ambient=replay_ambient_of(label), counter_timing=counter_timing)
+    table = twin_compare(real, preset, folder, seed=seed, ambient=replay_ambient_of(label),
+                         counter_timing=counter_timing)
     memory = preset.provenance.get("board_calibration", {}).get("memory_scale") if scale else None
     if memory is not None:
         (Path(folder) / "memory_scale.txt").write_text(f"{memory:.4f}\n")
@@ -294,6 +296,11 @@ def main(argv=None) -> int:
                          "period and phase read before its first series (auto, the default since session 28, where "
                          "it can be read; recorded) or a phase drawn from the seed (seed, as before session 28); "
                          "give each its own --out")
+    ap.add_argument("--seeds", choices=("same", "each"), default="same",
+                    help="same: every replay with seed 0 (as before session 30); each: every recording its own seed, "
+                         "its position in the list from 1, so that what the seed draws (the sensor's phase and noise, "
+                         "and a level state's path: SimulatedWorkload.level_*) differs from board to board as it "
+                         "does between real boards; give each its own --out")
     ap.add_argument("--plot", type=Path)
     args = ap.parse_args(argv)
     boards = {str(p): board_of(p) for p in args.recordings}
@@ -314,7 +321,8 @@ def main(argv=None) -> int:
             seen = preset_boards(name) & set(boards.values())
             if seen:
                 ap.error(f"{name} was fitted to or pooled over {', '.join(sorted(seen))}: not an unseen board")
-    jobs = [(label, path, str(args.out / folder_name(label) / Path(path).name), args.counter_timing)
+    seeds = {path: (position if args.seeds == "each" else 0) for position, path in enumerate(boards, start=1)}
+    jobs = [(label, path, str(args.out / folder_name(label) / Path(path).name), args.counter_timing, seeds[path])
             for label in args.preset for path in boards
             if not (args.out / folder_name(label) / Path(path).name / "comparison.csv").exists()]
     print(f"{len(jobs)} replays to run ({len(args.preset) * len(boards) - len(jobs)} read back)", flush=True)
