@@ -23,6 +23,12 @@ spread the fp32 GEMM most and the triad not at all. Its *k* also reads low: the 
 process gives 0.03 where the boards read 0.14, which needs *k* ≈ 0.6). It is kept for re-scoring against a later
 candidate.
 
+Session 30's candidate gives each workload its own level (:class:`~powermodels.devices.simulated_workload.
+SimulatedWorkload`'s ``level_sd`` and ``level_keep``): :func:`fit_workload_level` fits each workload on its own by
+matching simulated sample statistics (:func:`simulated_persistence`: the twins' own burst levels plus simulated level
+paths, the medians over the recordings averaged over many paths), which needs no bias correction. Fitted on the 23
+H200s, it met its rule only when each recording was replayed with its own seed (docs/twin-sessions.md, session 30).
+
 No hardware is touched: the inputs are tables and twin presets.
 """
 

@@ -151,3 +151,22 @@ def test_a_label_s_ambient_reaches_the_replay(script, unseen, tmp_path):
     assert "Ambient temperature of the replay: initial:" in (tmp_path / "initial" / "comparison.md").read_text()
     default = (tmp_path / "default" / "comparison.md").read_text()
     assert "Ambient temperature of the replay: recorded:" in default and "from the past only" in default
+
+
+def test_seeds_each_gives_every_recording_its_own_seed(script, unseen, tmp_path, monkeypatch):
+    import shutil
+
+    path, preset, _ = unseen
+    other = shutil.copytree(path, tmp_path / "copy" / "raw_recording_0123abcd")
+    jobs = []
+    # the replays themselves are tested above: here only the seed each job is given
+    monkeypatch.setattr(script, "replay_one", lambda *job: jobs.append(job) or "done")
+    monkeypatch.setattr(script, "collect", lambda *a: pd.DataFrame())
+    monkeypatch.setattr(script, "summary", lambda rows: pd.DataFrame({"preset": []}))
+    for seeds, expected in (("same", [0, 0]), ("each", [1, 2])):
+        jobs.clear()
+        out = tmp_path / seeds
+        out.mkdir()
+        script.main([str(path), str(other), "--preset", str(preset), "--out", str(out), "--seeds", seeds])
+        # every recording, in the order given, gets its position from 1 (each) or seed 0 (same, the default)
+        assert [(job[1], job[4]) for job in jobs] == list(zip([str(path), str(other)], expected, strict=True))
