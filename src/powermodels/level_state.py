@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
+from .series_vs_bursts import MIN_BURSTS_FOR_PERSISTENCE
 from .twin.preset import TwinPreset
 
 __all__ = ["LOAD_STARTS_BETWEEN_BURSTS", "core_dynamic_share", "fit_level_state", "fit_workload_level",
@@ -138,7 +139,7 @@ def _sequences(levels: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
         repeats = one[schema.REPEAT].to_numpy(int)
         starts = np.diff(repeats)
         if starts.size and np.any(starts < 1):
-            raise ValueError("fit_workload_level: a recording's bursts must have increasing repeat numbers")
+            raise ValueError("burst levels: a recording's bursts must have increasing repeat numbers")
         out.append((one[schema.BURST_LEVEL_PCT].to_numpy(float), starts))
     return out
 
@@ -172,7 +173,9 @@ def simulated_persistence(twin_levels: pd.DataFrame, level_sd_pct: float, keep: 
     keep : float
         The chance that a load start keeps the level, in [0, 1].
     draws : int, default=400
+        Level paths per recording; the medians' average over them is what a grid search compares.
     seed : int, default=0
+        Seeds the paths (the same numbers for every ``level_sd_pct`` and ``keep``).
 
     Returns
     -------
@@ -187,7 +190,7 @@ def simulated_persistence(twin_levels: pd.DataFrame, level_sd_pct: float, keep: 
     rng = np.random.default_rng(seed)
     for level, starts in _sequences(twin_levels):
         n = level.size
-        if n < 3:
+        if n < MIN_BURSTS_FOR_PERSISTENCE:  # as level_persistence leaves such recordings out of the real medians
             continue
         uniform = rng.random((draws, n))
         normal = rng.standard_normal((draws, n))
@@ -201,7 +204,7 @@ def simulated_persistence(twin_levels: pd.DataFrame, level_sd_pct: float, keep: 
         sds.append(sd)
         lags.append(lag1)
     if not sds:
-        raise ValueError("simulated_persistence: no recording with 3 or more bursts")
+        raise ValueError(f"simulated_persistence: no recording with {MIN_BURSTS_FOR_PERSISTENCE} or more bursts")
     sds, lags = np.column_stack(sds), np.column_stack(lags)
     return {schema.LEVEL_SD_PCT: float(np.median(sds, axis=1).mean()),
             schema.LEVEL_LAG1_CORR: float(np.nanmedian(lags, axis=1).mean())}

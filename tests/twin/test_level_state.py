@@ -187,6 +187,9 @@ def test_simulated_persistence_by_hand_and_its_refusals():
         simulated_persistence(flat, -0.1, 0.5)
     with pytest.raises(ValueError, match="increasing repeat"):
         simulated_persistence(flat.assign(**{schema.REPEAT: 0}), 0.5, 0.5)
+    # recordings with fewer bursts than level_persistence reads are left out, as there
+    with pytest.raises(ValueError, match="no recording with 6 or more bursts"):
+        simulated_persistence(flat[flat[schema.REPEAT] < 5], 0.5, 0.5)
 
 
 def test_script_fits_each_workload_its_own_level(tmp_path, capsys):
