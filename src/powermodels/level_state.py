@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema
-from .series_vs_bursts import MIN_BURSTS_FOR_PERSISTENCE
+from .series_vs_bursts import MIN_BURSTS_FOR_PERSISTENCE, lag1_correlations
 from .twin.preset import TwinPreset
 
 __all__ = ["LOAD_STARTS_BETWEEN_BURSTS", "core_dynamic_share", "fit_level_state", "fit_workload_level",
@@ -144,17 +144,6 @@ def _sequences(levels: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def _sample_statistics(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sample sd (ddof 1) and lag-1 correlation of each row, as :func:`level_persistence` computes them."""
-    sd = observed.std(axis=1, ddof=1)
-    a, b = observed[:, :-1], observed[:, 1:]
-    a = a - a.mean(axis=1, keepdims=True)
-    b = b - b.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lag1 = (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
-    return sd, lag1
-
-
 def simulated_persistence(twin_levels: pd.DataFrame, level_sd_pct: float, keep: float, *, draws: int = 400,
                           seed: int = 0) -> dict:
     """The median sample sd and lag-1 of twins' burst levels with a simulated own level added (session 30).
@@ -200,9 +189,10 @@ def simulated_persistence(twin_levels: pd.DataFrame, level_sd_pct: float, keep: 
         drawn[:, 0] = True
         last_draw = np.maximum.accumulate(np.where(drawn, np.arange(n), 0), axis=1)
         path = level_sd_pct * np.take_along_axis(normal, last_draw, axis=1)
-        sd, lag1 = _sample_statistics(level + path)
-        sds.append(sd)
-        lags.append(lag1)
+        observed = level + path
+        # as level_persistence computes them, for every path at once
+        sds.append(observed.std(axis=1, ddof=1))
+        lags.append(lag1_correlations(observed))
     if not sds:
         raise ValueError(f"simulated_persistence: no recording with {MIN_BURSTS_FOR_PERSISTENCE} or more bursts")
     sds, lags = np.column_stack(sds), np.column_stack(lags)

@@ -35,8 +35,8 @@ from .energy_counter import mean_power_between_updates
 from .recording import Recording
 from .twin import metrics
 
-__all__ = ["DEFAULT_MATCH_C", "burst_levels", "burst_levels_all", "lag1_correlation", "level_persistence",
-           "series_against_bursts", "series_against_bursts_all"]
+__all__ = ["DEFAULT_MATCH_C", "burst_levels", "burst_levels_all", "lag1_correlation", "lag1_correlations",
+           "level_persistence", "series_against_bursts", "series_against_bursts_all"]
 
 #: the series' seconds read: past the first second's rise, before the die settles (where the bursts' dies lie)
 SERIES_WINDOW_S = (3.0, 10.0)
@@ -233,7 +233,17 @@ def lag1_correlation(values) -> float:
     a, b = x[:-1], x[1:]
     if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
-    return float(np.corrcoef(a, b)[0, 1])
+    return float(lag1_correlations(x[np.newaxis, :])[0])
+
+
+def lag1_correlations(rows: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each value with the next, for each row of a 2-D array at once (a Monte Carlo's many
+    sequences); NaN where a row's side has no spread at all (0/0, no warning)."""
+    a, b = rows[:, :-1], rows[:, 1:]
+    da = a - a.mean(axis=1, keepdims=True)
+    db = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (da * db).sum(axis=1) / np.sqrt((da * da).sum(axis=1) * (db * db).sum(axis=1))
 
 
 def series_against_bursts_all(recordings, *, match_c: float = DEFAULT_MATCH_C) -> pd.DataFrame:
