@@ -76,8 +76,12 @@ def main(argv=None) -> int:
     ap.add_argument("--listing", type=Path, help="nvidia-smi's index,uuid lines from a file instead of nvidia-smi")
     args = ap.parse_args(argv)
     if args.write:
+        # here, not on the lent machine (--check needs nothing but this file): the list replaced whole or not at all
+        from powermodels.files import atomic_open
+
         known = sorted(known_uuids(args.root or DEFAULT_ROOTS))
-        args.write.write_text("".join(f"{uuid}\n" for uuid in known))
+        with atomic_open(args.write, "w") as fh:
+            fh.write("".join(f"{uuid}\n" for uuid in known))
         print(f"{len(known)} known GPU UUIDs written to {args.write}")
         return 0
     try:
