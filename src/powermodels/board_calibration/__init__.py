@@ -26,7 +26,7 @@ board's levels; these modules move them, and nothing else of the preset:
   before its first series (session 23);
 * :mod:`~powermodels.board_calibration.capped_rate` — :func:`capped_rate_before_series`: the board's settled cap
   power and capped launch rate, read before the first series and matched by replay at the recording's ambient
-  (session 27; opt-in, ``--calibrate-cap rate``);
+  (session 27, ``--calibrate-cap rate``; recommended for capped workloads since session 31);
 * :mod:`~powermodels.board_calibration.naming` — :func:`board_preset_name`: each calibration step in the
   preset's name, then the board once (``h200-raw-pooled-per-workload+network+domains+cap-probes@8a9ced5c``).
 

@@ -14,8 +14,10 @@ preset's constant ambient (38.3 °C for ``h200-raw-pooled``, 6–9 °C above the
 8 °C hotter, so the series ran ~0.8 % slower than in the scored replay and a match there did not carry to it
 (docs/twin-sessions.md, session 27, candidates (u') and (w')). Of the series only their times, NVML's throttle
 reasons and the die temperature just before each capped one are read, so their warm-up rows stay held out.
-Validated on four H200s (design stage, session 27): capped rows 0.94 % median, 2 of 4 within 1 %; opt-in until
-its clean test.
+Validated on four H200s (design stage, session 27): capped rows 0.94 % median, 2 of 4 within 1 %. Its clean test
+(session 31, rule of session 27 note 7, decided on four never-seen H200s and on four not used for any capped
+candidate, both passing): capped rows 0.604 % median, 4 of 4 within 1 %, against 1.385 % with no cap calibration and
+0.818 % with ``probes``; recommended for capped workloads since.
 """
 
 from __future__ import annotations

@@ -61,8 +61,9 @@ def add_arguments(parser) -> None:
                              "--probe-pressure), then the clock under the power cap; 'clock' the clock alone, with "
                              "the preset's cycles (not validated on its own); 'rate' as 'probes', then the board's "
                              "settled cap power and capped launch rate there, matched by replays at the recording's "
-                             "ambient (board_calibration.capped_rate; session 27, opt-in). The series' readings stay "
-                             "held out")
+                             "ambient (board_calibration.capped_rate; session 27; recommended since session 31 with "
+                             "the recommended calibrated preset, after its clean test on four never-seen boards: "
+                             "docs/twin.md). The series' readings stay held out")
     parser.add_argument("--cap-controller", choices=("preset", "step", "period"), default="preset",
                         help="the twin's power-cap controller: as the preset says (default), on each 1 ms step's "
                              "power, or on the mean power over the preset's clock period (a ladder's mix of loads "
