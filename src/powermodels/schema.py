@@ -256,6 +256,7 @@ TEMPERATURE_B_C = "temperature_b_c"
 POWER_A_W = "power_a_w"                      # board A's counter mean over the second, W
 BOARD_DIFF_PCT = "board_diff_pct"            # B's energy per launch over A's − 1, %
 BOARD_DIFF_MATCHED_PCT = "board_diff_matched_pct"  # the same with B's power brought to A's temperature, %
+PART_DIFF_PCT = "part_diff_pct"  # a board's energy per launch at one die temperature over its part's median − 1, %
 MEAN_DIFF_PCT = "mean_diff_pct"              # per workload: board_diff_pct's mean over the seconds
 WORST_DIFF_PCT = "worst_diff_pct"            # and its value at the second farthest from 0
 MEAN_DIFF_MATCHED_PCT = "mean_diff_matched_pct"

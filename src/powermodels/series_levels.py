@@ -69,3 +69,50 @@ def series_levels(rec: Recording, *, from_s: float = DEFAULT_FROM_S) -> pd.DataF
                      schema.SM_CLOCK_MHZ: float(span[schema.SM_CLOCK_MHZ].median()),
                      schema.TIME_S: float(ran[schema.TIME_S].median()) if len(ran) else np.nan})
     return pd.DataFrame(rows)
+
+
+def energy_levels_across_boards(levels: pd.DataFrame, *, alpha_w_per_c: float) -> pd.DataFrame:
+    """Each board's energy per launch at one die temperature, against the median board of its part.
+
+    Two boards of one part differ in energy per launch by their own level and by how warm they ran; a measured
+    leakage slope moves each board's series power to one die temperature per workload (the boards' median), so
+    what is left is the board's own level (docs/twin-sessions.md, session 31). The temperature is the series'
+    highest die reading (:func:`series_levels`), the same reading on every board.
+
+    Parameters
+    ----------
+    levels : pandas.DataFrame
+        One row per board and workload: :func:`series_levels`' ``workload``, ``power_average_w``,
+        ``temperature_c`` and ``time_s``, with ``device_uuid`` and ``board_part_number``. Rows without a time per
+        launch are dropped.
+    alpha_w_per_c : float
+        The leakage slope, W/°C (a measured one: session 15's 1.409 W/°C on the H200s).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows with ``energy_j`` (power × time per launch), ``reference_temperature_c`` (the workload's median
+        die over the boards), ``energy_at_ref_j`` (the power moved there by ``alpha_w_per_c``, times the time) and
+        ``part_diff_pct`` (``energy_at_ref_j`` over the median of the same part and workload − 1, %).
+
+    Raises
+    ------
+    ValueError
+        If ``alpha_w_per_c`` is not a finite number, or a column is missing.
+    """
+    if not np.isfinite(alpha_w_per_c):
+        raise ValueError(f"alpha_w_per_c must be a finite number (W/°C), got {alpha_w_per_c!r}")
+    needed = (schema.DEVICE_UUID, schema.BOARD_PART_NUMBER, schema.WORKLOAD, schema.POWER_AVERAGE_W,
+              schema.TEMPERATURE_C, schema.TIME_S)
+    missing = [c for c in needed if c not in levels]
+    if missing:
+        raise ValueError(f"energy_levels_across_boards: missing columns {missing}")
+    out = levels.dropna(subset=[schema.TIME_S, schema.POWER_AVERAGE_W, schema.TEMPERATURE_C]).copy()
+    out[schema.ENERGY_J] = out[schema.POWER_AVERAGE_W] * out[schema.TIME_S]
+    out[schema.REFERENCE_TEMPERATURE_C] = out.groupby(schema.WORKLOAD)[schema.TEMPERATURE_C].transform("median")
+    moved_w = out[schema.POWER_AVERAGE_W] - alpha_w_per_c * (out[schema.TEMPERATURE_C]
+                                                             - out[schema.REFERENCE_TEMPERATURE_C])
+    out[schema.ENERGY_AT_REF_J] = moved_w * out[schema.TIME_S]
+    part_median = out.groupby([schema.BOARD_PART_NUMBER, schema.WORKLOAD])[schema.ENERGY_AT_REF_J].transform("median")
+    out[schema.PART_DIFF_PCT] = (out[schema.ENERGY_AT_REF_J] / part_median - 1.0) * 100.0
+    return out.reset_index(drop=True)
