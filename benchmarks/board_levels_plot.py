@@ -70,7 +70,7 @@ def plot(levels: pd.DataFrame, marks, path: Path) -> None:
     parts = sorted(levels[schema.BOARD_PART_NUMBER].unique())
     fig, axes = plt.subplots(1, len(workloads), figsize=(4.2 * len(workloads), 4.2), sharey=True, squeeze=False)
     rng = np.random.default_rng(0)  # jitter only, so the strips do not overlap; the same picture every run
-    for ax, workload in zip(axes[0], workloads):
+    for ax, workload in zip(axes[0], workloads, strict=True):
         for k, part in enumerate(parts):
             g = levels.loc[(levels[schema.WORKLOAD] == workload) & (levels[schema.BOARD_PART_NUMBER] == part)]
             x = k + rng.uniform(-0.15, 0.15, len(g))
@@ -78,7 +78,7 @@ def plot(levels: pd.DataFrame, marks, path: Path) -> None:
             marked = np.isin(labels, list(marks))
             ax.scatter(x[~marked], g[schema.PART_DIFF_PCT].to_numpy()[~marked], s=18, color="tab:blue", alpha=0.6)
             ax.scatter(x[marked], g[schema.PART_DIFF_PCT].to_numpy()[marked], s=40, color="tab:red")
-            for xi, yi, name in zip(x[marked], g[schema.PART_DIFF_PCT].to_numpy()[marked], labels[marked]):
+            for xi, yi, name in zip(x[marked], g[schema.PART_DIFF_PCT].to_numpy()[marked], labels[marked], strict=True):
                 ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(6, -3), fontsize=8, color="tab:red")
         ax.axhspan(-1, 1, color="0.9", zorder=0)
         ax.axhline(0, color="0.5", lw=0.8)

@@ -74,10 +74,10 @@ def test_energy_levels_move_each_board_to_the_median_die_and_compare_within_its_
     out = energy_levels_across_boards(levels, alpha_w_per_c=1.409)
     assert out[schema.DEVICE_UUID].tolist() == ["GPU-a", "GPU-b", "GPU-c", "GPU-d"]
     assert (out[schema.REFERENCE_TEMPERATURE_C] == 60.0).all()
-    at_ref = dict(zip(out[schema.DEVICE_UUID], out[schema.ENERGY_AT_REF_J]))
+    at_ref = dict(zip(out[schema.DEVICE_UUID], out[schema.ENERGY_AT_REF_J], strict=True))
     assert at_ref["GPU-b"] == pytest.approx((510.0 - 14.09) * 1e-3)
     assert at_ref["GPU-c"] == pytest.approx((490.0 + 14.09) * 1e-3)
-    diff = dict(zip(out[schema.DEVICE_UUID], out[schema.PART_DIFF_PCT]))
+    diff = dict(zip(out[schema.DEVICE_UUID], out[schema.PART_DIFF_PCT], strict=True))
     # p-000's median board at one die is GPU-a (500 W); GPU-b sits 4.09 W below it, GPU-c 4.09 W above
     assert diff["GPU-a"] == pytest.approx(0.0)
     assert diff["GPU-b"] == pytest.approx(-4.09 / 500.0 * 100.0)
