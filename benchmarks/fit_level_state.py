@@ -9,7 +9,7 @@ Usage::
 Each ``--twin`` is a ``twin-compare`` output's ``twin/`` folder (without a level state), its ``preset.json`` beside
 it: the twin's core-dynamic share of a workload's burst power is read there, at the twin's median burst die.
 
-``--method own`` (session 30, candidate (l')): every workload with bursts gets its own level,
+``--method own`` (session 30, candidates (l') and (l''), which failed their clean test in session 31): every workload with bursts gets its own level,
 :func:`powermodels.level_state.fit_workload_level` matching simulated sample statistics; ``--preset-out`` writes
 ``--base`` with each workload's ``level_sd`` and ``level_keep`` (``-levels`` added to its name).
 ``--method board`` (session 29, candidate (l), which failed its rule): one board-wide level from ``--workload``
