@@ -9,7 +9,10 @@ import pytest
 
 from powermodels import schema
 from powermodels.board_calibration import calibrated_preset, capped_rate_before_series
-from powermodels.board_calibration.capped_rate import entries_launch_rate
+from powermodels.board_calibration.capped_rate import (
+    carries_probed_capped_pressure,
+    entries_launch_rate,
+)
 from powermodels.twin.adapt import time_scaled
 from powermodels.twin.fit_controller import capped_entries_before_series, scaled_core
 from powermodels.twin.replay import replay
@@ -104,10 +107,10 @@ def test_a_recording_without_the_timed_pressure_or_a_capped_entry_is_refused(boa
     schedule = natural_then_series()
     late = replay(schedule.loc[schedule[schema.PHASE_KIND] != "pressure"], capped_board(), seed=4, poll_s=2e-3,
                   start_temperature_c=40.0)
-    with pytest.raises(ValueError, match="capped pressure entry of 1.5 s or more"):
+    with pytest.raises(ValueError, match=r"capped pressure entry of 1\.5 s or more"):
         capped_rate_before_series(capped_board(), late)
     windowless = replace(capped_board(), physics=replace(capped_board().physics, cap_window_s=0.0))
-    with pytest.raises(ValueError, match="capped_rate_before_series: .* has no averaging window"):
+    with pytest.raises(ValueError, match=r"capped_rate_before_series: .* has no averaging window"):
         capped_rate_before_series(windowless, board_recording)
 
 
@@ -122,5 +125,28 @@ def test_twin_compare_calibrate_cap_rate_says_what_it_matched(board_recording, t
                  "--calibrate-cap", "rate", "--cap-seeds", "1"]) == 0
     err = capsys.readouterr().err
     assert "capped power and rate matched before the first series" in err and "launches/s" in err
+    assert "add --calibrate-cap rate" not in err  # asked for already: no suggestion
     note = (tmp_path / "cmp" / "comparison.md").read_text()
     assert "board capped clock: core x" in note and "then power and rate matched: cap offset" in note
+
+
+def test_a_probed_capped_pressure_is_recognised_without_a_replay(board_recording):
+    assert carries_probed_capped_pressure(board_recording)
+    assert not carries_probed_capped_pressure(replace(board_recording, probes=None))
+    # probes only after the first series: not the natural part's pressure
+    late = board_recording.probes.assign(**{schema.T_S: board_recording.probes[schema.T_S] + 1e3})
+    assert not carries_probed_capped_pressure(replace(board_recording, probes=late))
+    # no trace, so no capped series to tell
+    assert not carries_probed_capped_pressure(replace(board_recording, trace=board_recording.trace.iloc[:0]))
+
+
+def test_twin_compare_suggests_the_rate_calibration_on_a_probed_recording(board_recording, tmp_path, capsys):
+    from powermodels.cli import main
+    from powermodels.recording import write_recording
+    from powermodels.twin.preset import save_preset
+
+    folder = write_recording(board_recording, tmp_path / "rec")
+    preset_file = save_preset(capped_board(), tmp_path / "b.json")
+    assert main(["twin-compare", str(folder), "--preset", str(preset_file), "--out", str(tmp_path / "cmp"),
+                 "--calibrate-board", "board", "--cap-seeds", "1"]) == 0
+    assert "add --calibrate-cap rate" in capsys.readouterr().err

@@ -80,6 +80,24 @@ def series_replay_levels(preset, rec: Recording, series, temperatures, workload:
     return float(np.mean(powers)), launches / seconds
 
 
+def carries_probed_capped_pressure(rec: Recording) -> bool:
+    """Whether ``rec`` holds what :func:`capped_rate_before_series` reads: a capped series, and clock probes of its
+    workload before the first series (a natural part recorded with ``gpu_raw_recording.py --probe-pressure``).
+
+    ``twin-compare`` asks it to suggest ``--calibrate-cap rate`` where a board is calibrated without it; it reads
+    the schedule and the probes only, so it costs no replay.
+    """
+    probes = rec.probes
+    if probes is None or probes.empty or not rec.has_trace:
+        return False
+    series = rec.phase_rows(kind="series")
+    capped = metrics.capped_series(rec) if not series.empty else []
+    if not capped:
+        return False
+    first_series = float(series[schema.T0_S].min())
+    return bool(((probes[schema.T_S] < first_series) & probes[schema.WORKLOAD].isin(capped)).any())
+
+
 def capped_rate_before_series(preset, rec: Recording, *, rounds: int = 3, power_tolerance_w: float = 0.3,
                               rate_tolerance: float = 1e-3) -> TwinPreset:
     """``preset`` with the board's capped power and launch rate, read before the first series (session 27).

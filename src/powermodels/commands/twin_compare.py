@@ -82,6 +82,7 @@ def run(args) -> int:
 
     from .. import schema
     from ..board_calibration import calibrated_preset, part_preset
+    from ..board_calibration.capped_rate import carries_probed_capped_pressure
     from ..board_calibration.parts import preset_part_numbers
     from ..recording import read_recording
     from ..twin.compare import twin_compare
@@ -97,6 +98,10 @@ def run(args) -> int:
     else:
         chosen = load_preset(args.preset[0])
     preset = with_cap_controller(chosen, args.cap_controller)
+    if args.calibrate_board and not args.calibrate_cap and carries_probed_capped_pressure(real):
+        print("twin-compare: this recording's capped pressure is clock-probed; add --calibrate-cap rate, the "
+              "recommended capped calibration since session 31 (docs/twin.md, 'Which preset to use')",
+              file=sys.stderr)
     preset = calibrated_preset(preset, real, scale=args.calibrate_board, thermal=args.calibrate_thermal,
                                cap=args.calibrate_cap or False)
     matched = preset.fit.get("board_capped_clock", {}).get("power_and_rate")
