@@ -82,8 +82,8 @@ def plot(levels: pd.DataFrame, marks, path: Path) -> None:
                 ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(6, -3), fontsize=8, color="tab:red")
         ax.axhspan(-1, 1, color="0.9", zorder=0)
         ax.axhline(0, color="0.5", lw=0.8)
-        ax.set_xticks(range(len(parts)), [f"{p[-4:]} ({(levels[schema.BOARD_PART_NUMBER] == p).sum() // len(workloads)})"
-                                          for p in parts])
+        boards = levels.groupby(schema.BOARD_PART_NUMBER)[schema.DEVICE_UUID].nunique()
+        ax.set_xticks(range(len(parts)), [f"{p[-4:]} ({boards[p]})" for p in parts])
         ax.set_title(workload)
         ax.set_xlabel("board part number (boards)")
     axes[0][0].set_ylabel("energy per launch at one die:\nboard / its part's median − 1 (%)")
