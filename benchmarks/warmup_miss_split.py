@@ -2,14 +2,17 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/warmup_miss_split.py [--from-s 2] [--out split.csv] OUT… \\
+    PYTHONPATH=src python benchmarks/warmup_miss_split.py [--from-s 2] [--out split.csv] [--drift drift.csv] OUT… \\
         --real datasets/h200-2026-11-29/raw_recording_*
 
 ``OUT`` is a ``twin-compare`` output folder (its ``twin/`` recording names the real recording it replayed in its
 provenance's ``schedule_from``; the real one is found among ``--real`` by that name). Each series' warm-up miss is
 split into its power and its launches per second (:func:`powermodels.warmup_split.warmup_miss_split`); printed per workload over all the folders:
 the medians of each factor and of the die's difference (twin minus real), and how many rows miss 1 % at their worst
-second. Each column is its own median, so the columns only nearly multiply.
+second. Each column is its own median, so the columns only nearly multiply. ``--drift`` splits the same rows the
+other way (:func:`powermodels.board_pair.warmup_drift`): the board's and the twin's rise from seconds 2-4 to 20-24,
+and the gap at both ends, so a miss of the twin's level (the gap the same at both ends) is told from one of its
+warming (the gap growing).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels import schema
+from powermodels.board_pair import board_pair, warmup_drift
 from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
@@ -45,6 +49,22 @@ def summary(split: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+def drift_summary(drift: pd.DataFrame) -> pd.DataFrame:
+    """Per workload: the medians of the board's and the twin's rise through the warm-up, how often the twin rises
+    more, and the median gap at both ends."""
+    excess = drift[schema.DRIFT_B_PCT] - drift[schema.DRIFT_A_PCT]
+    by = drift.assign(excess=excess).groupby(schema.WORKLOAD)
+    table = by[[schema.DRIFT_A_PCT, schema.DRIFT_B_PCT, "excess", schema.EARLY_DIFF_PCT, schema.LATE_DIFF_PCT,
+                schema.DIE_RISE_A_C, schema.DIE_RISE_B_C]].median().round(2)
+    table = table.rename(columns={schema.DRIFT_A_PCT: "real rise %", schema.DRIFT_B_PCT: "twin rise %",
+                                  "excess": "twin − real, points", schema.EARLY_DIFF_PCT: "gap at 2-4 s %",
+                                  schema.LATE_DIFF_PCT: "gap at 20-24 s %", schema.DIE_RISE_A_C: "real die rise °C",
+                                  schema.DIE_RISE_B_C: "twin die rise °C"})
+    table.insert(0, "rows", by.size())
+    table.insert(4, "twin rises more", by["excess"].apply(lambda x: int((x > 0).sum())))
+    return table.reset_index()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outs", nargs="+", type=Path, help="twin-compare output folders (each with twin/); give them "
@@ -52,19 +72,25 @@ def main(argv=None) -> int:
     ap.add_argument("--real", nargs="+", type=Path, required=True, help="the real recordings they replayed")
     ap.add_argument("--from-s", type=float, default=2.0, help="first second read (the warm-up row's)")
     ap.add_argument("--out", type=Path, help="write every row here (CSV)")
+    ap.add_argument("--drift", type=Path, metavar="CSV",
+                    help="also split each row into its level and its drift (board_pair.warmup_drift: the rise from "
+                         "seconds 2-4 to 20-24, real and twin) and write every row here")
     args = ap.parse_args(argv)
     try:
         reals = {p.name: p for p in args.real}
         if len(reals) < len(args.real):
             raise ValueError("two --real recordings have the same folder name; a twin names only the folder it "
                              "replayed, so give each name once")
-        parts = []
+        parts, drifts = [], []
         for out in args.outs:
             twin = read_recording(out / "twin")
             name = str(twin.provenance.get("schedule_from", ""))
             if name not in reals:
                 raise ValueError(f"{out}: its twin replayed {name or 'an unnamed recording'}, which is not among --real")
-            parts.append(warmup_miss_split(read_recording(reals[name]), twin, from_s=args.from_s))
+            real = read_recording(reals[name])
+            parts.append(warmup_miss_split(real, twin, from_s=args.from_s))
+            if args.drift:
+                drifts.append(warmup_drift(board_pair(real, twin)).assign(**{schema.RECORDING_NAME: name}))
     except (RecordingError, ValueError) as err:
         print(f"warmup_miss_split: {err}", file=sys.stderr)
         return 2
@@ -79,6 +105,13 @@ def main(argv=None) -> int:
     if args.out:
         with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
             split.to_csv(fh, index=False)
+    if args.drift:
+        drift = pd.concat(drifts, ignore_index=True)
+        print("\nThe same rows as level and drift: each one's energy per launch from seconds 2-4 to 20-24 (rise), "
+              "and twin over real at both ends (gap)\n")
+        print(markdown_table(drift_summary(drift)))
+        with atomic_open(args.drift, "w") as fh:
+            drift.to_csv(fh, index=False)
     return 0
 
 

@@ -25,7 +25,7 @@ from .twin.metrics import (
     warmup_energy_per_launch,
 )
 
-__all__ = ["board_pair", "board_pair_summary", "cooling_pair"]
+__all__ = ["board_pair", "board_pair_summary", "cooling_pair", "warmup_drift"]
 
 
 def _series_start(rec: Recording, workload: str) -> int:
@@ -153,4 +153,46 @@ def board_pair_summary(pair: pd.DataFrame, cooling: pd.DataFrame | None = None) 
             c = cooling.loc[cooling[schema.WORKLOAD] == w]
             row[schema.WORST_COOLING_DIFF_C] = worst(c[schema.TEMPERATURE_B_C] - c[schema.TEMPERATURE_A_C])
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def warmup_drift(pair: pd.DataFrame, *, early=(2, 4), late=(20, 24)) -> pd.DataFrame:
+    """Per workload: how much each board's energy per launch rises through the warm-up, and the gap at both ends.
+
+    With a real recording as A and its twin as B, a miss present at both ends with one sign is the twin's level
+    (what a board calibration reads); a gap that grows is the twin warming up more or less than the board
+    (docs/twin-sessions.md, session 31).
+
+    Parameters
+    ----------
+    pair : pandas.DataFrame
+        :func:`board_pair`'s seconds.
+    early, late : tuple of int, default (2, 4) and (20, 24)
+        The seconds averaged (inclusive) at each end; 2 is the first second a calibrated twin is scored from.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``workload``, ``drift_a_pct`` and ``drift_b_pct`` (late mean over early mean − 1, %), ``early_diff_pct``
+        and ``late_diff_pct`` (B over A − 1, each end's mean, %), ``die_rise_a_c`` and ``die_rise_b_c``.
+
+    Raises
+    ------
+    ValueError
+        If a workload's series has no second in either window.
+    """
+    rows = []
+    for w, g in pair.groupby(schema.WORKLOAD, sort=False):
+        seconds = g[schema.SECOND]
+        first = g.loc[seconds.between(*early)]
+        last = g.loc[seconds.between(*late)]
+        if first.empty or last.empty:
+            raise ValueError(f"warmup_drift: workload {w!r} has no second in {early} or in {late}")
+        rows.append({schema.WORKLOAD: w,
+                     schema.DRIFT_A_PCT: (last[schema.ENERGY_A_J].mean() / first[schema.ENERGY_A_J].mean() - 1) * 100,
+                     schema.DRIFT_B_PCT: (last[schema.ENERGY_B_J].mean() / first[schema.ENERGY_B_J].mean() - 1) * 100,
+                     schema.EARLY_DIFF_PCT: float(first[schema.BOARD_DIFF_PCT].mean()),
+                     schema.LATE_DIFF_PCT: float(last[schema.BOARD_DIFF_PCT].mean()),
+                     schema.DIE_RISE_A_C: last[schema.TEMPERATURE_A_C].mean() - first[schema.TEMPERATURE_A_C].mean(),
+                     schema.DIE_RISE_B_C: last[schema.TEMPERATURE_B_C].mean() - first[schema.TEMPERATURE_B_C].mean()})
     return pd.DataFrame(rows)

@@ -81,3 +81,38 @@ def test_the_script_pairs_each_twin_with_its_real_recording_by_name(tmp_path, ca
     other = write_recording(steady_series(400.0, 200, 50), tmp_path / "elsewhere" / "raw_recording_feed0000")
     assert script.main([str(out), "--real", str(real), str(other)]) == 2
     assert "same folder name" in capsys.readouterr().err
+
+
+def test_drift_tells_a_twins_level_from_its_warming(tmp_path, capsys):
+    from powermodels.board_pair import board_pair, warmup_drift
+
+    real = steady_series(400.0, 200, 50)
+    # a twin 1 % low throughout: a level, no drift
+    level = warmup_drift(board_pair(real, steady_series(396.0, 200, 50))).iloc[0]
+    assert level[schema.DRIFT_A_PCT] == pytest.approx(0.0, abs=1e-9)
+    assert level[schema.DRIFT_B_PCT] == pytest.approx(0.0, abs=1e-9)
+    assert level[schema.EARLY_DIFF_PCT] == pytest.approx(-1.0, abs=1e-6)
+    assert level[schema.LATE_DIFF_PCT] == pytest.approx(-1.0, abs=1e-6)
+    # a twin whose first seconds read low but that ends on the board: the gap closes, the twin rises
+    warming = steady_series(400.0, 200, 50)
+    tr = warming.trace
+    early = (tr[schema.T_S] > IDLE_S + 2.0) & (tr[schema.T_S] <= IDLE_S + 5.0)
+    tr.loc[early, [schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W]] = 396.0
+    counter = 500.0 + np.concatenate([[0.0], np.cumsum(tr[schema.POWER_INSTANT_W].to_numpy()[1:] * 0.1)])
+    warming.energy[schema.ENERGY_COUNTER_J] = counter
+    rise = warmup_drift(board_pair(real, warming)).iloc[0]
+    assert rise[schema.EARLY_DIFF_PCT] == pytest.approx(-1.0, abs=1e-6)
+    assert rise[schema.LATE_DIFF_PCT] == pytest.approx(0.0, abs=1e-6)
+    assert rise[schema.DRIFT_B_PCT] == pytest.approx(400.0 / 396.0 * 100 - 100, abs=1e-6)
+    with pytest.raises(ValueError, match="no second in"):
+        warmup_drift(board_pair(real, warming), late=(40, 45))
+    # the script's --drift writes the rows and prints their summary
+    script = load_benchmark("warmup_miss_split")
+    path = write_recording(real, tmp_path / "raw_recording_feed0000")
+    out = tmp_path / "cmp"
+    write_recording(steady_series(396.0, 200, 50, provenance={"schedule_from": "raw_recording_feed0000"}), out / "twin")
+    assert script.main([str(out), "--real", str(path), "--drift", str(tmp_path / "drift.csv")]) == 0
+    assert "twin rises more" in capsys.readouterr().out
+    written = pd.read_csv(tmp_path / "drift.csv")
+    assert written[schema.RECORDING_NAME].tolist() == ["raw_recording_feed0000"]
+    assert written[schema.LATE_DIFF_PCT].iloc[0] == pytest.approx(-1.0, abs=1e-6)
