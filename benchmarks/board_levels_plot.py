@@ -69,6 +69,7 @@ def plot(levels: pd.DataFrame, marks, path: Path) -> None:
     workloads = sorted(levels[schema.WORKLOAD].unique())
     parts = sorted(levels[schema.BOARD_PART_NUMBER].unique())
     fig, axes = plt.subplots(1, len(workloads), figsize=(4.2 * len(workloads), 4.2), sharey=True, squeeze=False)
+    boards = levels.groupby(schema.BOARD_PART_NUMBER)[schema.DEVICE_UUID].nunique()
     rng = np.random.default_rng(0)  # jitter only, so the strips do not overlap; the same picture every run
     for ax, workload in zip(axes[0], workloads, strict=True):
         for k, part in enumerate(parts):
@@ -82,7 +83,6 @@ def plot(levels: pd.DataFrame, marks, path: Path) -> None:
                 ax.annotate(name, (xi, yi), textcoords="offset points", xytext=(6, -3), fontsize=8, color="tab:red")
         ax.axhspan(-1, 1, color="0.9", zorder=0)
         ax.axhline(0, color="0.5", lw=0.8)
-        boards = levels.groupby(schema.BOARD_PART_NUMBER)[schema.DEVICE_UUID].nunique()
         ax.set_xticks(range(len(parts)), [f"{p[-4:]} ({boards[p]})" for p in parts])
         ax.set_title(workload)
         ax.set_xlabel("board part number (boards)")

@@ -88,13 +88,12 @@ def carries_probed_capped_pressure(rec: Recording) -> bool:
     the schedule and the probes only, so it costs no replay.
     """
     probes = rec.probes
-    if probes is None or probes.empty or not rec.has_trace:
+    if probes is None or probes.empty:
         return False
-    series = rec.phase_rows(kind="series")
-    capped = metrics.capped_series(rec) if not series.empty else []
+    capped = metrics.capped_series(rec)  # none without a trace or a series
     if not capped:
         return False
-    first_series = float(series[schema.T0_S].min())
+    first_series = float(rec.phase_rows(kind="series")[schema.T0_S].min())
     return bool(((probes[schema.T_S] < first_series) & probes[schema.WORKLOAD].isin(capped)).any())
 
 
