@@ -2,7 +2,8 @@
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/warmup_miss_split.py [--from-s 2] [--out split.csv] [--drift drift.csv] OUT… \\
+    PYTHONPATH=src python benchmarks/warmup_miss_split.py [--from-s 2] [--out split.csv] [--drift drift.csv] \\
+        [--slopes slopes.csv] OUT… \\
         --real datasets/h200-2026-11-29/raw_recording_*
 
 ``OUT`` is a ``twin-compare`` output folder (its ``twin/`` recording names the real recording it replayed in its
@@ -12,7 +13,8 @@ the medians of each factor and of the die's difference (twin minus real), and ho
 second. Each column is its own median, so the columns only nearly multiply. ``--drift`` splits the same rows the
 other way (:func:`powermodels.board_pair.warmup_drift`): the board's and the twin's rise from seconds 2-4 to 20-24,
 and the gap at both ends, so a miss of the twin's level (the gap the same at both ends) is told from one of its
-warming (the gap growing).
+warming (the gap growing). ``--slopes`` fits each series' energy per launch against its own die over seconds 2-25,
+board and twin (:func:`powermodels.board_pair.warmup_temperature_slope`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels import schema
-from powermodels.board_pair import board_pair, warmup_drift
+from powermodels.board_pair import board_pair, warmup_drift, warmup_temperature_slope
 from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
@@ -65,6 +67,22 @@ def drift_summary(drift: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+def slope_summary(slopes: pd.DataFrame) -> pd.DataFrame:
+    """Per workload: the median warm-up slope of board and twin, and how many series have both slopes and a board
+    slope below the twin's."""
+    both = slopes.dropna(subset=[schema.WARMUP_SLOPE_A_PCT_PER_C, schema.WARMUP_SLOPE_B_PCT_PER_C])
+    by = both.groupby(schema.WORKLOAD)
+    table = by[[schema.WARMUP_SLOPE_A_PCT_PER_C, schema.WARMUP_SLOPE_B_PCT_PER_C, schema.DIE_SPAN_A_C,
+                schema.DIE_SPAN_B_C]].median().round(3)
+    table = table.rename(columns={schema.WARMUP_SLOPE_A_PCT_PER_C: "real %/°C", schema.WARMUP_SLOPE_B_PCT_PER_C:
+                                  "twin %/°C", schema.DIE_SPAN_A_C: "real die span °C",
+                                  schema.DIE_SPAN_B_C: "twin die span °C"})
+    table.insert(0, "rows with both", by.size())
+    table.insert(1, "real below twin", by.apply(
+        lambda g: int((g[schema.WARMUP_SLOPE_A_PCT_PER_C] < g[schema.WARMUP_SLOPE_B_PCT_PER_C]).sum())))
+    return table.reset_index()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outs", nargs="+", type=Path, help="twin-compare output folders (each with twin/); give them "
@@ -75,13 +93,16 @@ def main(argv=None) -> int:
     ap.add_argument("--drift", type=Path, metavar="CSV",
                     help="also split each row into its level and its drift (board_pair.warmup_drift: the rise from "
                          "seconds 2-4 to 20-24, real and twin) and write every row here")
+    ap.add_argument("--slopes", type=Path, metavar="CSV",
+                    help="also fit each series' energy per launch against its die over seconds 2-25, real and twin "
+                         "(board_pair.warmup_temperature_slope), and write every row here")
     args = ap.parse_args(argv)
     try:
         reals = {p.name: p for p in args.real}
         if len(reals) < len(args.real):
             raise ValueError("two --real recordings have the same folder name; a twin names only the folder it "
                              "replayed, so give each name once")
-        parts, drifts = [], []
+        parts, drifts, slopes = [], [], []
         for out in args.outs:
             twin = read_recording(out / "twin")
             name = str(twin.provenance.get("schedule_from", ""))
@@ -89,8 +110,12 @@ def main(argv=None) -> int:
                 raise ValueError(f"{out}: its twin replayed {name or 'an unnamed recording'}, which is not among --real")
             real = read_recording(reals[name])
             parts.append(warmup_miss_split(real, twin, from_s=args.from_s))
+            if args.drift or args.slopes:
+                pair = board_pair(real, twin)
             if args.drift:
-                drifts.append(warmup_drift(board_pair(real, twin)).assign(**{schema.RECORDING_NAME: name}))
+                drifts.append(warmup_drift(pair).assign(**{schema.RECORDING_NAME: name}))
+            if args.slopes:
+                slopes.append(warmup_temperature_slope(pair).assign(**{schema.RECORDING_NAME: name}))
     except (RecordingError, ValueError) as err:
         print(f"warmup_miss_split: {err}", file=sys.stderr)
         return 2
@@ -112,6 +137,13 @@ def main(argv=None) -> int:
         print(markdown_table(drift_summary(drift)))
         with atomic_open(args.drift, "w") as fh:
             drift.to_csv(fh, index=False)
+    if args.slopes:
+        slope = pd.concat(slopes, ignore_index=True)
+        print("\nEach series' energy per launch against its own die over seconds 2-25 (% per °C of its mean; NaN "
+              "where the die moved less than 0.5 °C)\n")
+        print(markdown_table(slope_summary(slope)))
+        with atomic_open(args.slopes, "w") as fh:
+            slope.to_csv(fh, index=False)
     return 0
 
 

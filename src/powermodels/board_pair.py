@@ -196,3 +196,52 @@ def warmup_drift(pair: pd.DataFrame, *, early=(2, 4), late=(20, 24)) -> pd.DataF
                      schema.DIE_RISE_A_C: last[schema.TEMPERATURE_A_C].mean() - first[schema.TEMPERATURE_A_C].mean(),
                      schema.DIE_RISE_B_C: last[schema.TEMPERATURE_B_C].mean() - first[schema.TEMPERATURE_B_C].mean()})
     return pd.DataFrame(rows)
+
+
+def warmup_temperature_slope(pair: pd.DataFrame, *, seconds=(2, 25), min_span_c=0.5) -> pd.DataFrame:
+    """Per workload: each board's energy per launch regressed on its own die temperature through the warm-up.
+
+    With a real recording as A and its twin as B this is the warming a twin's leakage must reproduce, read the way a
+    user sees it (energy per launch against NVML's die reading, second by second), not the leakage itself: the die
+    reading lags the load and moves in whole degrees, so over one series the slope mixes leakage with that lag
+    (docs/twin-sessions.md, session 32). Thesis eq. 4.7 is the same straight line in temperature at a fixed clock.
+
+    Parameters
+    ----------
+    pair : pandas.DataFrame
+        :func:`board_pair`'s seconds.
+    seconds : tuple of int, default (2, 25)
+        The seconds regressed (inclusive); 2 is the first second a calibrated twin is scored from.
+    min_span_c : float, default 0.5
+        A board whose die moved less than this over those seconds gets no slope (NaN): a straight line through
+        one temperature says nothing.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``workload``, ``warmup_slope_a_pct_per_c`` and ``warmup_slope_b_pct_per_c`` (the fitted slope over the
+        mean energy per launch, % per °C), ``die_span_a_c`` and ``die_span_b_c``.
+
+    Raises
+    ------
+    ValueError
+        If a workload's series has fewer than three seconds in ``seconds``.
+    """
+    rows = []
+    for w, g in pair.groupby(schema.WORKLOAD, sort=False):
+        window = g.loc[g[schema.SECOND].between(*seconds)]
+        if len(window) < 3:
+            raise ValueError(f"warmup_temperature_slope: workload {w!r} has {len(window)} seconds in {seconds}; "
+                             "a slope needs three")
+        row = {schema.WORKLOAD: w}
+        for energy, die, slope, span in ((schema.ENERGY_A_J, schema.TEMPERATURE_A_C, schema.WARMUP_SLOPE_A_PCT_PER_C,
+                                          schema.DIE_SPAN_A_C),
+                                         (schema.ENERGY_B_J, schema.TEMPERATURE_B_C, schema.WARMUP_SLOPE_B_PCT_PER_C,
+                                          schema.DIE_SPAN_B_C)):
+            t = window[die].to_numpy(dtype=float)
+            e = window[energy].to_numpy(dtype=float)
+            row[span] = float(t.max() - t.min())
+            row[slope] = (float(np.polyfit(t, e, 1)[0] / e.mean() * 100) if row[span] >= min_span_c
+                          else float("nan"))
+        rows.append(row)
+    return pd.DataFrame(rows)

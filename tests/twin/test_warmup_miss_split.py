@@ -116,3 +116,48 @@ def test_drift_tells_a_twins_level_from_its_warming(tmp_path, capsys):
     written = pd.read_csv(tmp_path / "drift.csv")
     assert written[schema.RECORDING_NAME].tolist() == ["raw_recording_feed0000"]
     assert written[schema.LATE_DIFF_PCT].iloc[0] == pytest.approx(-1.0, abs=1e-6)
+
+
+def warming_series(slope_per_c: float, *, rise_c: int = 5, provenance: dict | None = None) -> Recording:
+    """:func:`steady_series` whose die climbs ``rise_c`` whole degrees over the series, its power following it by
+    ``slope_per_c`` (relative, per °C) at a constant launch rate."""
+    rec = steady_series(400.0, 200, 50, provenance=provenance)
+    tr = rec.trace
+    in_series = tr[schema.T_S] > IDLE_S
+    die = 50 + np.floor((tr[schema.T_S] - IDLE_S).clip(lower=0) / SERIES_S * (rise_c + 1)).clip(upper=rise_c)
+    tr[schema.TEMPERATURE_C] = np.where(in_series, die, 50).astype("int16")
+    power = np.where(in_series, 400.0 * (1 + slope_per_c * (tr[schema.TEMPERATURE_C] - 50)), 80.0)
+    tr[schema.POWER_INSTANT_W] = power
+    tr[schema.POWER_AVERAGE_W] = power
+    rec.energy[schema.ENERGY_COUNTER_J] = 500.0 + np.concatenate([[0.0], np.cumsum(power[1:] * 0.1)])
+    return rec
+
+
+def test_warmup_slope_reads_each_boards_energy_against_its_own_die(tmp_path, capsys):
+    from powermodels.board_pair import board_pair, warmup_temperature_slope
+
+    real = warming_series(0.002)
+    twin = warming_series(0.004)
+    row = warmup_temperature_slope(board_pair(real, twin)).iloc[0]
+    # the fitted slope over the mean energy: 0.2 and 0.4 %/°C, give or take the mean's own rise and the seconds
+    # that straddle a degree step (~4 %)
+    assert row[schema.WARMUP_SLOPE_A_PCT_PER_C] == pytest.approx(0.2, rel=0.05)
+    assert row[schema.WARMUP_SLOPE_B_PCT_PER_C] == pytest.approx(0.4, rel=0.05)
+    assert row[schema.DIE_SPAN_A_C] >= 4
+    # a die that never moves has no slope, not a slope of zero
+    flat = warmup_temperature_slope(board_pair(real, steady_series(400.0, 200, 50))).iloc[0]
+    assert np.isnan(flat[schema.WARMUP_SLOPE_B_PCT_PER_C])
+    assert flat[schema.DIE_SPAN_B_C] == 0
+    with pytest.raises(ValueError, match="a slope needs three"):
+        warmup_temperature_slope(board_pair(real, twin), seconds=(40, 45))
+    # the script's --slopes writes every row and prints how many series read below their twin
+    script = load_benchmark("warmup_miss_split")
+    path = write_recording(real, tmp_path / "raw_recording_feed0000")
+    out = tmp_path / "cmp"
+    write_recording(warming_series(0.004, provenance={"schedule_from": "raw_recording_feed0000"}), out / "twin")
+    assert script.main([str(out), "--real", str(path), "--slopes", str(tmp_path / "slopes.csv")]) == 0
+    printed = capsys.readouterr().out
+    assert "real below twin" in printed
+    written = pd.read_csv(tmp_path / "slopes.csv")
+    assert written[schema.RECORDING_NAME].tolist() == ["raw_recording_feed0000"]
+    assert written[schema.WARMUP_SLOPE_B_PCT_PER_C].iloc[0] == pytest.approx(0.4, rel=0.05)
