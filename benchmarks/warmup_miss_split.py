@@ -130,20 +130,17 @@ def main(argv=None) -> int:
     if args.out:
         with atomic_open(args.out, "w") as fh:  # the folder made, the file replaced whole or not at all
             split.to_csv(fh, index=False)
-    if args.drift:
-        drift = pd.concat(drifts, ignore_index=True)
-        print("\nThe same rows as level and drift: each one's energy per launch from seconds 2-4 to 20-24 (rise), "
-              "and twin over real at both ends (gap)\n")
-        print(markdown_table(drift_summary(drift)))
-        with atomic_open(args.drift, "w") as fh:
-            drift.to_csv(fh, index=False)
-    if args.slopes:
-        slope = pd.concat(slopes, ignore_index=True)
-        print("\nEach series' energy per launch against its own die over seconds 2-25 (% per °C of its mean; NaN "
-              "where the die moved less than 0.5 °C)\n")
-        print(markdown_table(slope_summary(slope)))
-        with atomic_open(args.slopes, "w") as fh:
-            slope.to_csv(fh, index=False)
+    extra = ((args.drift, drifts, drift_summary, "The same rows as level and drift: each one's energy per launch from "
+              "seconds 2-4 to 20-24 (rise), and twin over real at both ends (gap)"),
+             (args.slopes, slopes, slope_summary, "Each series' energy per launch against its own die over seconds "
+              "2-25 (% per °C of its mean; NaN where the die moved less than 0.5 °C)"))
+    for path, frames, summarise, title in extra:
+        if path:
+            rows = pd.concat(frames, ignore_index=True)
+            print(f"\n{title}\n")
+            print(markdown_table(summarise(rows)))
+            with atomic_open(path, "w") as fh:
+                rows.to_csv(fh, index=False)
     return 0
 
 
