@@ -3,7 +3,7 @@
 Usage::
 
     PYTHONPATH=src python benchmarks/warmup_miss_split.py [--from-s 2] [--out split.csv] [--drift drift.csv] \\
-        [--slopes slopes.csv] OUT… \\
+        [--slopes slopes.csv] [--cooling cooling.csv] OUT… \\
         --real datasets/h200-2026-11-29/raw_recording_*
 
 ``OUT`` is a ``twin-compare`` output folder (its ``twin/`` recording names the real recording it replayed in its
@@ -14,7 +14,9 @@ second. Each column is its own median, so the columns only nearly multiply. ``--
 other way (:func:`powermodels.board_pair.warmup_drift`): the board's and the twin's rise from seconds 2-4 to 20-24,
 and the gap at both ends, so a miss of the twin's level (the gap the same at both ends) is told from one of its
 warming (the gap growing). ``--slopes`` fits each series' energy per launch against its own die over seconds 2-25,
-board and twin (:func:`powermodels.board_pair.warmup_temperature_slope`).
+board and twin (:func:`powermodels.board_pair.warmup_temperature_slope`). ``--cooling`` reads the die every second
+of the idle after each series, board and twin (:func:`powermodels.board_pair.cooling_pair`), and prints the median
+twin-minus-board difference per second: where in the cooling a twin's network misses.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels import schema
-from powermodels.board_pair import board_pair, warmup_drift, warmup_temperature_slope
+from powermodels.board_pair import board_pair, cooling_pair, warmup_drift, warmup_temperature_slope
 from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
@@ -83,6 +85,24 @@ def slope_summary(slopes: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+#: the seconds after a series' end that --cooling prints (every one is written)
+COOLING_SECONDS = (1, 2, 3, 4, 5, 10, 30)
+
+
+def cooling_summary(cooling: pd.DataFrame) -> pd.DataFrame:
+    """Per workload, and all together: the median twin − board die (°C) at :data:`COOLING_SECONDS` after the load,
+    and how many series read the twin 1.5 °C or more cooler at second 2."""
+    diff = cooling.assign(d=cooling[schema.TEMPERATURE_B_C] - cooling[schema.TEMPERATURE_A_C])
+    diff = diff.loc[diff[schema.SECOND].isin(COOLING_SECONDS)]
+    wide = diff.pivot_table(index=[schema.RECORDING_NAME, schema.WORKLOAD], columns=schema.SECOND, values="d")
+    rows = [("all", wide)] + [(w, g) for w, g in wide.groupby(level=schema.WORKLOAD)]
+    table = pd.DataFrame([{schema.WORKLOAD: w, "series": len(g),
+                           **{f"{sec} s": round(float(g[sec].median()), 2) for sec in g.columns},
+                           "twin ≥ 1.5 °C cooler at 2 s": int((g[2] <= -1.5).sum()) if 2 in g.columns else 0}
+                          for w, g in rows])
+    return table
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outs", nargs="+", type=Path, help="twin-compare output folders (each with twin/); give them "
@@ -93,6 +113,9 @@ def main(argv=None) -> int:
     ap.add_argument("--drift", type=Path, metavar="CSV",
                     help="also split each row into its level and its drift (board_pair.warmup_drift: the rise from "
                          "seconds 2-4 to 20-24, real and twin) and write every row here")
+    ap.add_argument("--cooling", type=Path, metavar="CSV",
+                    help="also read the die every second of the idle after each series, real and twin "
+                         "(board_pair.cooling_pair), and write every row here")
     ap.add_argument("--slopes", type=Path, metavar="CSV",
                     help="also fit each series' energy per launch against its die over seconds 2-25, real and twin "
                          "(board_pair.warmup_temperature_slope), and write every row here")
@@ -102,7 +125,7 @@ def main(argv=None) -> int:
         if len(reals) < len(args.real):
             raise ValueError("two --real recordings have the same folder name; a twin names only the folder it "
                              "replayed, so give each name once")
-        parts, drifts, slopes = [], [], []
+        parts, drifts, slopes, coolings = [], [], [], []
         for out in args.outs:
             twin = read_recording(out / "twin")
             name = str(twin.provenance.get("schedule_from", ""))
@@ -116,6 +139,8 @@ def main(argv=None) -> int:
                 drifts.append(warmup_drift(pair).assign(**{schema.RECORDING_NAME: name}))
             if args.slopes:
                 slopes.append(warmup_temperature_slope(pair).assign(**{schema.RECORDING_NAME: name}))
+            if args.cooling:
+                coolings.append(cooling_pair(real, twin).assign(**{schema.RECORDING_NAME: name}))
     except (RecordingError, ValueError) as err:
         print(f"warmup_miss_split: {err}", file=sys.stderr)
         return 2
@@ -133,7 +158,9 @@ def main(argv=None) -> int:
     extra = ((args.drift, drifts, drift_summary, "The same rows as level and drift: each one's energy per launch from "
               "seconds 2-4 to 20-24 (rise), and twin over real at both ends (gap)"),
              (args.slopes, slopes, slope_summary, "Each series' energy per launch against its own die over seconds "
-              "2-25 (% per °C of its mean; NaN where the die moved less than 0.5 °C)"))
+              "2-25 (% per °C of its mean; NaN where the die moved less than 0.5 °C)"),
+             (args.cooling, coolings, cooling_summary, "The cooling after each series: twin − real die (°C) at each "
+              "second after the load, medians"))
     for path, frames, summarise, title in extra:
         if path:
             rows = pd.concat(frames, ignore_index=True)

@@ -25,7 +25,7 @@ from .twin.metrics import (
     warmup_energy_per_launch,
 )
 
-__all__ = ["board_pair", "board_pair_summary", "cooling_pair", "warmup_drift"]
+__all__ = ["board_pair", "board_pair_summary", "cooling_pair", "warmup_drift", "warmup_temperature_slope"]
 
 
 def _series_start(rec: Recording, workload: str) -> int:

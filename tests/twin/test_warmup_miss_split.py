@@ -118,6 +118,21 @@ def test_drift_tells_a_twins_level_from_its_warming(tmp_path, capsys):
     assert written[schema.LATE_DIFF_PCT].iloc[0] == pytest.approx(-1.0, abs=1e-6)
 
 
+def run_with_option(tmp_path, capsys, real: Recording, make_twin, args, option: str):
+    """Run the script on ``real`` and a twin ``make_twin(*args)`` that replayed it, with ``option`` writing a CSV.
+
+    Returns what it printed and the CSV it wrote (checked to name the real recording on every row)."""
+    script = load_benchmark("warmup_miss_split")
+    path = write_recording(real, tmp_path / "raw_recording_feed0000")
+    out = tmp_path / "cmp"
+    write_recording(make_twin(*args, provenance={"schedule_from": "raw_recording_feed0000"}), out / "twin")
+    csv = tmp_path / "rows.csv"
+    assert script.main([str(out), "--real", str(path), option, str(csv)]) == 0
+    written = pd.read_csv(csv)
+    assert set(written[schema.RECORDING_NAME]) == {"raw_recording_feed0000"}
+    return capsys.readouterr().out, written
+
+
 def warming_series(slope_per_c: float, *, rise_c: int = 5, provenance: dict | None = None) -> Recording:
     """:func:`steady_series` whose die climbs ``rise_c`` whole degrees over the series, its power following it by
     ``slope_per_c`` (relative, per °C) at a constant launch rate."""
@@ -151,13 +166,38 @@ def test_warmup_slope_reads_each_boards_energy_against_its_own_die(tmp_path, cap
     with pytest.raises(ValueError, match="a slope needs three"):
         warmup_temperature_slope(board_pair(real, twin), seconds=(40, 45))
     # the script's --slopes writes every row and prints how many series read below their twin
-    script = load_benchmark("warmup_miss_split")
-    path = write_recording(real, tmp_path / "raw_recording_feed0000")
-    out = tmp_path / "cmp"
-    write_recording(warming_series(0.004, provenance={"schedule_from": "raw_recording_feed0000"}), out / "twin")
-    assert script.main([str(out), "--real", str(path), "--slopes", str(tmp_path / "slopes.csv")]) == 0
-    printed = capsys.readouterr().out
+    printed, written = run_with_option(tmp_path, capsys, real, warming_series, (0.004,), "--slopes")
     assert "real below twin" in printed
-    written = pd.read_csv(tmp_path / "slopes.csv")
     assert written[schema.RECORDING_NAME].tolist() == ["raw_recording_feed0000"]
     assert written[schema.WARMUP_SLOPE_B_PCT_PER_C].iloc[0] == pytest.approx(0.4, rel=0.05)
+
+
+def cooling_series(cool_c_per_s: float, *, provenance: dict | None = None) -> Recording:
+    """:func:`steady_series` (die 60 °C) followed by 10 s idle whose die falls by ``cool_c_per_s`` each second down
+    to 40 °C (stepping half a second before each whole second, so that every whole second reads the new step)."""
+    rec = steady_series(400.0, 200, 60, provenance=provenance)
+    end = IDLE_S + SERIES_S
+    t_more = np.arange(end + 0.1, end + 10.0 + 1e-9, 0.1)
+    more = rec.trace.iloc[[-1] * t_more.size].reset_index(drop=True)
+    more[schema.T_S] = t_more
+    more[[schema.POWER_INSTANT_W, schema.POWER_AVERAGE_W]] = 80.0
+    more[schema.TEMPERATURE_C] = np.maximum(60 - cool_c_per_s * np.floor(t_more - end + 0.5), 40).astype("int16")
+    rec.trace = pd.concat([rec.trace, more], ignore_index=True)
+    counter = rec.energy[schema.ENERGY_COUNTER_J].iloc[-1] + 8.0 * np.arange(1, t_more.size + 1)
+    rec.energy = pd.concat([rec.energy, pd.DataFrame({schema.T_S: t_more, schema.ENERGY_COUNTER_J: counter})],
+                           ignore_index=True)
+    rec.phases = pd.concat([rec.phases, pd.DataFrame({
+        schema.RECORDING_PHASE: ["thermal"], schema.WORKLOAD: ["-"], schema.REPEAT: [1], schema.PHASE_KIND: ["idle"],
+        schema.T0_S: [end], schema.T1_S: [end + 10.0]})], ignore_index=True)
+    return rec
+
+
+def test_cooling_prints_where_a_twin_cools_faster_than_its_board(tmp_path, capsys):
+    # the twin falls 4 °C a second where the board falls 2: 2 °C cooler at second 1, 4 °C at second 2
+    printed, written = run_with_option(tmp_path, capsys, cooling_series(2.0), cooling_series, (4.0,), "--cooling")
+    assert "twin ≥ 1.5 °C cooler at 2 s" in printed
+    diff = (written[schema.TEMPERATURE_B_C] - written[schema.TEMPERATURE_A_C]).to_numpy()
+    assert diff[:2].tolist() == [-2.0, -4.0]
+    table = load_benchmark("warmup_miss_split").cooling_summary(written)
+    assert table.loc[table[schema.WORKLOAD] == "all", "2 s"].item() == -4.0
+    assert table.loc[table[schema.WORKLOAD] == "all", "twin ≥ 1.5 °C cooler at 2 s"].item() == 1
