@@ -24,6 +24,7 @@ from _common import board_label, save_figure
 
 from powermodels import schema
 from powermodels.board_calibration.parts import board_part_number
+from powermodels.files import atomic_open
 from powermodels.recording import RecordingError, read_recording
 from powermodels.reporting import markdown_table
 from powermodels.series_levels import energy_levels_across_boards, series_levels
@@ -108,8 +109,8 @@ def main(argv=None) -> int:
           f"{args.alpha_w_per_c} W/°C\n")
     print(markdown_table(spread_table(levels, args.mark)))
     if args.csv:
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        levels.to_csv(args.csv, index=False)
+        with atomic_open(args.csv, "w") as fh:  # the folder made, the file replaced whole or not at all
+            levels.to_csv(fh, index=False)
     if args.out:
         plot(levels, args.mark, args.out)
     return 0
