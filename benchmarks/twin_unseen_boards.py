@@ -11,7 +11,8 @@ Usage::
 This is the issue's own test: "we keep real recordings you have not seen and replay them". Each
 ``--preset`` replays every recording through :func:`powermodels.twin.compare.twin_compare`, as the command
 ``powermodels twin-compare REC --preset NAME --out DIR/NAME/RECORDING`` does (recorded-causal ambient, five
-sensor seeds for the capped start, and since session 28 the recording's own energy-counter timing: ``--counter-timing``). ``NAME:SCALE`` first brings the preset to the recording's board from
+sensor seeds for the capped start, the energy counter at the seed's phase: ``--counter-timing``, the recording's own
+timing in sessions 28-32). ``NAME:SCALE`` first brings the preset to the recording's board from
 the recording itself (:func:`powermodels.board_calibration.calibrated_preset`, ``--calibrate-board SCALE``;
 its read seconds are in-sample and not scored; ``SCALE-bursts`` reads the natural part's bursts instead, no
 series, session 28): that row is a calibrated twin, not a board-blind one, and
@@ -186,7 +187,7 @@ def folder_name(label: str) -> str:
             + (f"-ambient-{ambient}" if ambient != "recorded-causal" else ""))
 
 
-def replay_one(label: str, path: str, folder: str, counter_timing: str = "auto", seed: int = 0) -> str:
+def replay_one(label: str, path: str, folder: str, counter_timing: str = "seed", seed: int = 0) -> str:
     """Replay ``path`` on the preset ``label`` (``NAME``, ``NAME:SCALE[:THERMAL]``, ``part:A,B[:SCALE[:THERMAL]]``, each with
     an optional last ``:cap=F``, ``:cap``, ``:cap-probes`` or ``:cap-rate`` and an ending ``@AMBIENT``) into ``folder``
     with the twin's ``seed``."""
@@ -291,11 +292,11 @@ def main(argv=None) -> int:
                          "recorded-causal)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--counter-timing", choices=("auto", "recorded", "seed"), default="auto",
-                    help="the twins' energy counter (twin_compare's counter_timing): each recording's own update "
-                         "period and phase read before its first series (auto, the default since session 28, where "
-                         "it can be read; recorded) or a phase drawn from the seed (seed, as before session 28); "
-                         "give each its own --out")
+    ap.add_argument("--counter-timing", choices=("auto", "recorded", "seed"), default="seed",
+                    help="the twins' energy counter (twin_compare's counter_timing): a phase drawn from the seed "
+                         "(seed, the default; auto was the default in sessions 28-32 and lost on never-seen boards "
+                         "in session 33) or each recording's own update period and phase read before its first "
+                         "series (auto, where it can be read; recorded); give each its own --out")
     ap.add_argument("--seeds", choices=("same", "each"), default="same",
                     help="same: every replay with seed 0 (as before session 30); each: every recording its own seed, "
                          "its position in the list from 1, so that what the seed draws (the sensor's phase and noise, "

@@ -37,10 +37,11 @@ def add_arguments(parser) -> None:
                              "every idle stretch, each value from its stretch's end on (recorded-causal, the "
                              "default since session 11), from the first idle stretch before any load (initial), "
                              "from every stretch interpolated (recorded), or the preset's constant (preset)")
-    parser.add_argument("--counter-timing", choices=("auto", "recorded", "seed"), default="auto",
-                        help="when the twin's energy counter updates: on the recording's own period and phase, "
-                             "fitted to its updates before its first series (recorded; auto, the default since "
-                             "session 28, where 100 or more precede it), or at the seed's phase (seed)")
+    parser.add_argument("--counter-timing", choices=("auto", "recorded", "seed"), default="seed",
+                        help="when the twin's energy counter updates: at the seed's phase (seed, the default; it "
+                             "was auto in sessions 28-32 and lost on the four never-seen boards of session 33), "
+                             "or on the recording's own period and phase, fitted to its updates before its first "
+                             "series (recorded; auto where 100 or more precede it)")
     parser.add_argument("--calibrate-board", choices=("board", "workload", "domains"), default=None,
                         help="first bring the preset to the recording's board from its first idle entry and "
                              "each uncapped series' first second (board_calibration.calibrate_board): one "
