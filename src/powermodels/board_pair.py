@@ -25,7 +25,8 @@ from .twin.metrics import (
     warmup_energy_per_launch,
 )
 
-__all__ = ["board_pair", "board_pair_summary", "cooling_pair", "warmup_drift", "warmup_temperature_slope"]
+__all__ = ["board_pair", "board_pair_summary", "cooling_pair", "repeat_as_twin", "warmup_drift",
+           "warmup_temperature_slope"]
 
 
 def _series_start(rec: Recording, workload: str) -> int:
@@ -244,4 +245,55 @@ def warmup_temperature_slope(pair: pd.DataFrame, *, seconds=(2, 25), min_span_c=
             row[slope] = (float(np.polyfit(t, e, 1)[0] / e.mean() * 100) if row[span] >= min_span_c
                           else float("nan"))
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def repeat_as_twin(pair: pd.DataFrame, *, from_second: int = 2, level_second: int = 1) -> pd.DataFrame:
+    """Per workload: B scored as a calibrated twin of A is, its worst second as measured and levelled.
+
+    With one board's run as A and the same board's run minutes later as B, this is how close a perfect copy of the
+    board comes to issue 27's warm-up row (1 % at every second): a twin calibrated to a board reads the board's
+    first second and is scored from second 2 (:func:`powermodels.board_calibration.calibrate_board`), so B is
+    scored over the same seconds, as measured and with its energy per launch scaled so that its ``level_second``
+    equals A's (what a calibration from the first second does at best). Real data only; docs/twin-sessions.md,
+    session 33.
+
+    Parameters
+    ----------
+    pair : pandas.DataFrame
+        :func:`board_pair`'s seconds.
+    from_second : int, default=2
+        First second scored (the calibrated twin's).
+    level_second : int, default=1
+        The second at which B is brought to A's level; it must come before ``from_second``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``workload``, ``worst_diff_pct`` (B over A − 1 at the scored second farthest from 0, %) and
+        ``worst_diff_levelled_pct`` (the same after the levelling).
+
+    Raises
+    ------
+    ValueError
+        If ``level_second`` is not before ``from_second``, or a workload lacks the level second or any scored one.
+    """
+    if not 0 <= level_second < from_second:
+        raise ValueError(f"repeat_as_twin: level_second ({level_second}) must be before from_second "
+                         f"({from_second}) and not negative")
+
+    def worst(x: np.ndarray) -> float:
+        return float(x[int(np.argmax(np.abs(x)))])
+
+    rows = []
+    for w, g in pair.groupby(schema.WORKLOAD, sort=False):
+        level = g.loc[g[schema.SECOND] == level_second]
+        scored = g.loc[g[schema.SECOND] >= from_second]
+        if level.empty or scored.empty:
+            raise ValueError(f"repeat_as_twin: workload {w!r} has no second {level_second} or none from "
+                             f"{from_second} on")
+        ratio = float(level[schema.ENERGY_B_J].iloc[0] / level[schema.ENERGY_A_J].iloc[0])
+        e_a, e_b = scored[schema.ENERGY_A_J].to_numpy(float), scored[schema.ENERGY_B_J].to_numpy(float)
+        rows.append({schema.WORKLOAD: w, schema.WORST_DIFF_PCT: worst((e_b / e_a - 1.0) * 100.0),
+                     schema.WORST_DIFF_LEVELLED_PCT: worst((e_b / ratio / e_a - 1.0) * 100.0)})
     return pd.DataFrame(rows)

@@ -269,6 +269,7 @@ DIE_SPAN_B_C = "die_span_b_c"
 PART_DIFF_PCT = "part_diff_pct"  # a board's energy per launch at one die temperature over its part's median − 1, %
 MEAN_DIFF_PCT = "mean_diff_pct"              # per workload: board_diff_pct's mean over the seconds
 WORST_DIFF_PCT = "worst_diff_pct"            # and its value at the second farthest from 0
+WORST_DIFF_LEVELLED_PCT = "worst_diff_levelled_pct"  # the same with B scaled to A at one second (a calibration's best)
 MEAN_DIFF_MATCHED_PCT = "mean_diff_matched_pct"
 WORST_DIFF_MATCHED_PCT = "worst_diff_matched_pct"
 MEAN_TEMPERATURE_DIFF_C = "mean_temperature_diff_c"  # B − A under load, °C

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from powermodels import schema
-from powermodels.board_pair import board_pair, board_pair_summary, cooling_pair
+from powermodels.board_pair import board_pair, board_pair_summary, cooling_pair, repeat_as_twin
 from powermodels.twin.replay import replay
 
 from .test_twin import known_preset
@@ -65,3 +65,24 @@ def test_bad_input_is_refused(boards):
         board_pair(a, b_hot, workloads=["fma"])
     with pytest.raises(ValueError, match="finite"):
         board_pair(a, b_hot, alpha_w_per_c=float("nan"))
+
+
+def test_repeat_as_twin_scores_from_second_two_as_measured_and_levelled_at_second_one():
+    seconds = np.arange(25)
+    a = np.full(25, 1.0)
+    b = np.full(25, 1.02)          # the repeat 2 % above run 1 throughout ...
+    b[5] *= 1.015                  # ... with one second 1.5 % above that
+    b[0] = 0.90                    # second 0 is not scored (a calibration reads it)
+    pair = pd.DataFrame({schema.WORKLOAD: "gemm", schema.SECOND: seconds, schema.ENERGY_A_J: a,
+                         schema.ENERGY_B_J: b})
+    row = repeat_as_twin(pair).iloc[0]
+    assert row[schema.WORKLOAD] == "gemm"
+    assert row[schema.WORST_DIFF_PCT] == pytest.approx((1.02 * 1.015 - 1) * 100)
+    assert row[schema.WORST_DIFF_LEVELLED_PCT] == pytest.approx(1.5)
+    # a level taken at second 5 puts the blip into the level: every other second then reads 1.5 % low
+    assert repeat_as_twin(pair, from_second=6, level_second=5).iloc[0][schema.WORST_DIFF_LEVELLED_PCT] == \
+        pytest.approx((1 / 1.015 - 1) * 100)
+    with pytest.raises(ValueError, match="must be before from_second"):
+        repeat_as_twin(pair, from_second=2, level_second=2)
+    with pytest.raises(ValueError, match="has no second 1 or none from 30 on"):
+        repeat_as_twin(pair, from_second=30)

@@ -1,0 +1,103 @@
+"""The same board 15 minutes later, scored as a calibrated twin of its first run: the 1 % target against the board itself (real data, no GPU).
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/repeat_as_twin.py \\
+        --pair datasets/h200-2026-11-30/raw_recording_deeee79b datasets/h200-2026-11-30/raw_recording_repeat_deeee79b \\
+        --pair ... [--twin-rows benchmarks/results/twin_unseen_rows_h200_session33.csv \\
+        --twin-preset h200-raw-pooled-per-workload:domains:network:cap-rate] [--out rows.csv]
+
+Each ``--pair`` is one board's run and its repeat of the same raw-recording schedule. Every workload's
+series is scored as issue 27's warm-up row scores a calibrated twin (:func:`powermodels.board_pair.repeat_as_twin`):
+the repeat's worst second of energy per launch against the run's from second 2 on, as measured and levelled at
+second 1. ``--twin-rows`` (``twin_unseen_boards.py`` rows CSVs) adds the twin's warm-up rows under
+``--twin-preset`` on the same boards, where it has them, for the side-by-side count.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from powermodels import schema
+from powermodels.board_pair import board_pair, repeat_as_twin
+from powermodels.files import atomic_open
+from powermodels.recording import read_recording
+from powermodels.reporting import markdown_table
+
+#: the issue's warm-up target, per cent at every second
+TARGET_PCT = 1.0
+
+
+def score_pairs(pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    """One row per board and workload: the repeat's worst seconds as a twin of the run."""
+    frames = []
+    for run, repeat in pairs:
+        a, b = read_recording(run), read_recording(repeat)
+        uuid_a, uuid_b = a.provenance.get("uuid"), b.provenance.get("uuid")
+        if uuid_a != uuid_b:
+            raise SystemExit(f"--pair {run} {repeat}: two boards ({uuid_a}, {uuid_b}); a pair is one board twice")
+        frames.append(repeat_as_twin(board_pair(a, b)).assign(board=str(uuid_a)[4:12], run=a.name, repeat=b.name))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per workload and over all: rows, within the target as measured and levelled, median |worst second|."""
+    out = []
+    for name, g in [*rows.groupby(schema.WORKLOAD, sort=False), ("all", rows)]:
+        measured, levelled = g[schema.WORST_DIFF_PCT].abs(), g[schema.WORST_DIFF_LEVELLED_PCT].abs()
+        out.append({"workload": name, "rows": len(g),
+                    "as measured: within 1 %": int((measured <= TARGET_PCT).sum()),
+                    "median |worst| (%)": round(float(measured.median()), 3),
+                    "levelled at second 1: within 1 %": int((levelled <= TARGET_PCT).sum()),
+                    "levelled median |worst| (%)": round(float(levelled.median()), 3)})
+    return pd.DataFrame(out)
+
+
+def twin_side(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.DataFrame:
+    """The twin's warm-up rows under ``preset`` on the boards of ``rows`` (their run), beside the repeat's."""
+    t = pd.concat([pd.read_csv(p, dtype={"board": str}) for p in twin_rows], ignore_index=True)
+    t = t[(t["preset"] == preset) & t["metric"].str.startswith("warm-up") & t["recording"].isin(set(rows["run"]))]
+    if t.empty:
+        raise SystemExit(f"--twin-rows: no warm-up row of {preset!r} on these runs")
+    twice = t[t.duplicated(["recording", "workload"], keep=False)]
+    if len(twice):  # two replays of one row (another set, another timing) would count a board twice
+        raise SystemExit(f"--twin-rows: {preset!r} has {len(twice)} rows of one run and workload more than once "
+                         f"({', '.join(sorted(set(twice['recording'])))}); give files with one set each")
+    mine = rows[rows["run"].isin(set(t["recording"]))]
+    return pd.DataFrame([
+        {"on the same boards": "the repeat, levelled at second 1", "boards": mine["board"].nunique(),
+         "rows": len(mine), "within 1 %": int((mine[schema.WORST_DIFF_LEVELLED_PCT].abs() <= TARGET_PCT).sum()),
+         "median |worst| (%)": round(float(mine[schema.WORST_DIFF_LEVELLED_PCT].abs().median()), 3)},
+        {"on the same boards": f"the twin, {preset}", "boards": t["board"].nunique(), "rows": len(t),
+         "within 1 %": int(t["within"].sum()), "median |worst| (%)": round(float(t["error"].abs().median()), 3)}])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pair", nargs=2, action="append", required=True, metavar=("RUN", "REPEAT"),
+                    help="one board's raw recording and its repeat of the same schedule")
+    ap.add_argument("--twin-rows", type=Path, nargs="+",
+                    help="twin_unseen_boards.py rows CSVs (one replay per run and workload), for the twin's side")
+    ap.add_argument("--twin-preset", help="the label whose rows --twin-rows gives")
+    ap.add_argument("--out", type=Path, help="write every board's rows here (CSV)")
+    args = ap.parse_args(argv)
+    if (args.twin_rows is None) != (args.twin_preset is None):
+        ap.error("--twin-rows and --twin-preset go together")
+    rows = score_pairs([tuple(p) for p in args.pair])
+    print(f"{rows['board'].nunique()} boards, each run again ~15 minutes later (real): the repeat scored as a "
+          "calibrated twin of the run, worst second from second 2\n")
+    print(markdown_table(summary(rows)))
+    if args.twin_rows is not None:
+        print()
+        print(markdown_table(twin_side(rows, args.twin_rows, args.twin_preset)))
+    if args.out is not None:
+        with atomic_open(args.out, "w") as fh:
+            rows.to_csv(fh, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""benchmarks/repeat_as_twin.py: a board's repeat scored as a calibrated twin of its run, beside the twin's rows."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmark_scripts import load_benchmark
+from powermodels import schema
+
+script = load_benchmark("repeat_as_twin")
+REAL = Path(__file__).resolve().parents[2] / "datasets" / "h200-2026-11-30"
+
+
+def _rows() -> pd.DataFrame:
+    # two boards, two workloads: as measured 3 of 4 within 1 %, levelled 2 of 4
+    return pd.DataFrame({schema.WORKLOAD: ["gemm", "triad", "gemm", "triad"],
+                         schema.WORST_DIFF_PCT: [0.5, -1.5, 0.9, 0.2],
+                         schema.WORST_DIFF_LEVELLED_PCT: [0.4, -0.8, 1.2, -1.1],
+                         "board": ["aaaa0000", "aaaa0000", "bbbb1111", "bbbb1111"],
+                         "run": ["raw_recording_aaaa0000"] * 2 + ["raw_recording_bbbb1111"] * 2})
+
+
+def test_summary_counts_each_workload_and_all_rows_against_one_per_cent():
+    table = script.summary(_rows()).set_index("workload")
+    assert table.loc["all", "rows"] == 4
+    assert table.loc["all", "as measured: within 1 %"] == 3
+    assert table.loc["all", "levelled at second 1: within 1 %"] == 2
+    assert table.loc["gemm", "levelled median |worst| (%)"] == pytest.approx(0.8)
+    assert table.loc["triad", "median |worst| (%)"] == pytest.approx(0.85)
+
+
+def test_twin_side_reads_the_twins_rows_on_the_same_runs_only_and_refuses_a_row_given_twice(tmp_path):
+    twin = pd.DataFrame({"preset": ["p", "p", "p", "q"], "board": ["aaaa0000", "aaaa0000", "cccc2222", "aaaa0000"],
+                         "recording": ["raw_recording_aaaa0000"] * 2 + ["raw_recording_cccc2222",
+                                                                         "raw_recording_aaaa0000"],
+                         "metric": ["warm-up energy per launch, worst second"] * 4,
+                         "workload": ["gemm", "triad", "gemm", "gemm"], "error": [0.3, 1.4, 0.1, 9.0],
+                         "within": [True, False, True, False]})
+    path = tmp_path / "rows.csv"
+    twin.to_csv(path, index=False)
+    side = script.twin_side(_rows(), [path], "p").set_index("on the same boards")
+    # the twin has board aaaa0000 only: the repeat's side is cut to that board too
+    assert side.loc["the repeat, levelled at second 1", "rows"] == 2
+    assert side.loc["the repeat, levelled at second 1", "within 1 %"] == 2
+    assert side.loc["the twin, p", "rows"] == 2
+    assert side.loc["the twin, p", "within 1 %"] == 1
+    assert side.loc["the twin, p", "median |worst| (%)"] == pytest.approx(0.85)
+    with pytest.raises(SystemExit, match="more than once"):
+        script.twin_side(_rows(), [path, path], "p")
+    with pytest.raises(SystemExit, match="no warm-up row of 'r'"):
+        script.twin_side(_rows(), [path], "r")
+
+
+def test_the_twins_rows_need_their_preset():
+    with pytest.raises(SystemExit):
+        script.main(["--pair", "A", "B", "--twin-rows", "rows.csv"])
+
+
+def test_a_real_board_and_its_repeat_give_a_row_per_workload_and_two_boards_are_refused():
+    run, repeat = str(REAL / "raw_recording_deeee79b"), str(REAL / "raw_recording_repeat_deeee79b")
+    rows = script.score_pairs([(run, repeat)])
+    assert sorted(rows[schema.WORKLOAD]) == ["cupy_fma_loop", "cupy_fp32_matmul_4096", "cupy_triad_256MiB",
+                                             "torch_bf16_matmul_8192"]
+    assert set(rows["board"]) == {"deeee79b"}
+    # session 33: this board's repeat stays within 1.2 % of its run at every scored second (real)
+    assert np.all(np.isfinite(rows[schema.WORST_DIFF_LEVELLED_PCT]))
+    assert rows[schema.WORST_DIFF_PCT].abs().max() < 1.2
+    with pytest.raises(SystemExit, match="a pair is one board twice"):
+        script.score_pairs([(run, str(REAL / "raw_recording_10c33659"))])
