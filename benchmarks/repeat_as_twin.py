@@ -5,13 +5,14 @@ Usage::
     PYTHONPATH=src python benchmarks/repeat_as_twin.py \\
         --pair datasets/h200-2026-11-30/raw_recording_deeee79b datasets/h200-2026-11-30/raw_recording_repeat_deeee79b \\
         --pair ... [--twin-rows benchmarks/results/twin_unseen_rows_h200_session33.csv \\
-        --twin-preset h200-raw-pooled-per-workload:domains:network:cap-rate] [--out rows.csv]
+        --twin-preset h200-raw-pooled-per-workload:domains:network:cap-rate] [--out rows.csv] [--plot fig.png]
 
 Each ``--pair`` is one board's run and its repeat of the same raw-recording schedule. Every workload's
 series is scored as issue 27's warm-up row scores a calibrated twin (:func:`powermodels.board_pair.repeat_as_twin`):
 the repeat's worst second of energy per launch against the run's from second 2 on, as measured and levelled at
 second 1. ``--twin-rows`` (``twin_unseen_boards.py`` rows CSVs) adds the twin's warm-up rows under
-``--twin-preset`` on the same boards, where it has them, for the side-by-side count.
+``--twin-preset`` on the same boards, where it has them, for the side-by-side count; ``--plot`` draws the
+share of rows within each |worst second|, the repeat's and the twin's.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def twin_side(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.DataFrame:
-    """The twin's warm-up rows under ``preset`` on the boards of ``rows`` (their run), beside the repeat's."""
+def twin_rows_on(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.DataFrame:
+    """The twin's warm-up rows under ``preset`` on the runs of ``rows``, one per run and workload."""
     t = pd.concat([pd.read_csv(p, dtype={"board": str}) for p in twin_rows], ignore_index=True)
     t = t[(t["preset"] == preset) & t["metric"].str.startswith("warm-up") & t["recording"].isin(set(rows["run"]))]
     if t.empty:
@@ -66,6 +67,11 @@ def twin_side(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.Data
     if len(twice):  # two replays of one row (another set, another timing) would count a board twice
         raise SystemExit(f"--twin-rows: {preset!r} has {len(twice)} rows of one run and workload more than once "
                          f"({', '.join(sorted(set(twice['recording'])))}); give files with one set each")
+    return t
+
+
+def twin_side(rows: pd.DataFrame, t: pd.DataFrame, preset: str) -> pd.DataFrame:
+    """The twin's rows (:func:`twin_rows_on`) beside the repeat's on the same boards: counts and medians."""
     mine = rows[rows["run"].isin(set(t["recording"]))]
     return pd.DataFrame([
         {"on the same boards": "the repeat, levelled at second 1", "boards": mine["board"].nunique(),
@@ -73,6 +79,35 @@ def twin_side(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.Data
          "median |worst| (%)": round(float(mine[schema.WORST_DIFF_LEVELLED_PCT].abs().median()), 3)},
         {"on the same boards": f"the twin, {preset}", "boards": t["board"].nunique(), "rows": len(t),
          "within 1 %": int(t["within"].sum()), "median |worst| (%)": round(float(t["error"].abs().median()), 3)}])
+
+
+def plot(rows: pd.DataFrame, twin: pd.DataFrame | None, preset: str | None, path: Path) -> None:
+    """The share of rows within each |worst second|: the repeat as measured and levelled, and the twin's rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    curves = [("the board's repeat, as measured", rows[schema.WORST_DIFF_PCT]),
+              ("the board's repeat, levelled at second 1", rows[schema.WORST_DIFF_LEVELLED_PCT])]
+    if twin is not None:
+        curves.append((f"the twin ({preset})", twin["error"]))
+    for label, values in curves:
+        x = np.sort(np.abs(values.to_numpy(float)))
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post",
+                label=f"{label}: {int((x <= TARGET_PCT).sum())} of {len(x)} within 1 %")
+    ax.axvline(TARGET_PCT, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("|worst second| of energy per launch from second 2 (%)")
+    ax.set_ylabel("share of warm-up rows")
+    ax.set_title(f"{rows['board'].nunique()} real H200s run twice, ~15 min apart", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_ylim(0, 1.02)
+    fig.tight_layout()
+    with atomic_open(path) as fh:
+        fig.savefig(fh, dpi=120, format="png")
+    plt.close(fig)
 
 
 def main(argv=None) -> int:
@@ -83,6 +118,7 @@ def main(argv=None) -> int:
                     help="twin_unseen_boards.py rows CSVs (one replay per run and workload), for the twin's side")
     ap.add_argument("--twin-preset", help="the label whose rows --twin-rows gives")
     ap.add_argument("--out", type=Path, help="write every board's rows here (CSV)")
+    ap.add_argument("--plot", type=Path, help="draw the repeat's and the twin's rows here (PNG)")
     args = ap.parse_args(argv)
     if (args.twin_rows is None) != (args.twin_preset is None):
         ap.error("--twin-rows and --twin-preset go together")
@@ -90,9 +126,12 @@ def main(argv=None) -> int:
     print(f"{rows['board'].nunique()} boards, each run again ~15 minutes later (real): the repeat scored as a "
           "calibrated twin of the run, worst second from second 2\n")
     print(markdown_table(summary(rows)))
-    if args.twin_rows is not None:
+    twin = None if args.twin_rows is None else twin_rows_on(rows, args.twin_rows, args.twin_preset)
+    if twin is not None:
         print()
-        print(markdown_table(twin_side(rows, args.twin_rows, args.twin_preset)))
+        print(markdown_table(twin_side(rows, twin, args.twin_preset)))
+    if args.plot is not None:
+        plot(rows, twin, args.twin_preset, args.plot)
     if args.out is not None:
         with atomic_open(args.out, "w") as fh:
             rows.to_csv(fh, index=False)

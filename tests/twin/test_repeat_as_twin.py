@@ -40,7 +40,7 @@ def test_twin_side_reads_the_twins_rows_on_the_same_runs_only_and_refuses_a_row_
                          "within": [True, False, True, False]})
     path = tmp_path / "rows.csv"
     twin.to_csv(path, index=False)
-    side = script.twin_side(_rows(), [path], "p").set_index("on the same boards")
+    side = script.twin_side(_rows(), script.twin_rows_on(_rows(), [path], "p"), "p").set_index("on the same boards")
     # the twin has board aaaa0000 only: the repeat's side is cut to that board too
     assert side.loc["the repeat, levelled at second 1", "rows"] == 2
     assert side.loc["the repeat, levelled at second 1", "within 1 %"] == 2
@@ -48,9 +48,11 @@ def test_twin_side_reads_the_twins_rows_on_the_same_runs_only_and_refuses_a_row_
     assert side.loc["the twin, p", "within 1 %"] == 1
     assert side.loc["the twin, p", "median |worst| (%)"] == pytest.approx(0.85)
     with pytest.raises(SystemExit, match="more than once"):
-        script.twin_side(_rows(), [path, path], "p")
+        script.twin_rows_on(_rows(), [path, path], "p")
     with pytest.raises(SystemExit, match="no warm-up row of 'r'"):
-        script.twin_side(_rows(), [path], "r")
+        script.twin_rows_on(_rows(), [path], "r")
+    script.plot(_rows(), script.twin_rows_on(_rows(), [path], "p"), "p", tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_the_twins_rows_need_their_preset():
