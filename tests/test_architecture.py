@@ -34,8 +34,6 @@ MAX_PACKAGE_LINES = 4000
 LONG_MODULES = {
     "schema.py": "every column name of every table lives here by design (DESIGN.md ◆); splitting "
                  "it is a migration of its own",
-    "models/instruction.py": "not split yet: the per-instruction model and its table export; next to split",
-    "models/smoothing.py": "not split yet: five filters in one module (one module per filter family is the plan)",
 }
 #: package folder (under src/powermodels) -> why it may stay over MAX_PACKAGE_LINES for now
 LARGE_PACKAGES = {

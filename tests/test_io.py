@@ -140,6 +140,23 @@ def test_crafted_skops_payload_naming_a_function_is_refused(tmp_path):
     assert not marker.exists()
 
 
+def test_a_file_naming_an_estimators_former_module_still_loads(tmp_path, monkeypatch):
+    """KalmanFilter1D moved from models/smoothing.py to models/kalman.py; older files name smoothing."""
+    import skops.io as sio
+
+    from powermodels.models.kalman import KalmanFilter1D
+
+    Z = 200.0 + np.abs(np.random.default_rng(0).normal(0.0, 20.0, (2, 50)))
+    fitted = KalmanFilter1D(Q=0.1).fit(Z)
+    with monkeypatch.context() as patch:  # the file the version before the move wrote
+        patch.setattr(KalmanFilter1D, "__module__", "powermodels.models.smoothing")
+        payload = sio.dumps(fitted)
+    assert sio.get_untrusted_types(data=payload) == ["powermodels.models.smoothing.KalmanFilter1D"]
+    loaded = pmio.load_calibration(_write_raw(tmp_path / "kalman.pmcal", _header("skops"), payload))
+    assert type(loaded) is KalmanFilter1D
+    np.testing.assert_array_equal(loaded.transform(Z), fitted.transform(Z))
+
+
 def test_old_pickle_file_loads_only_when_trusted(tmp_path, model):
     import io as _io
 

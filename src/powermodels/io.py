@@ -72,6 +72,12 @@ _VETTED_SKLEARN = (
         "RepeatedStratifiedKFold", "ShuffleSplit", "StratifiedGroupKFold", "StratifiedKFold",
         "StratifiedShuffleSplit", "TimeSeriesSplit", "_CVIterableWrapper")),
 )
+# Former path -> current path of an estimator that a module split moved. A safe-format file
+# names each class by the module it was defined in when the file was written; the old module
+# still re-exports the class, so a file written before the move loads as it did.
+_FORMER_PATHS = {
+    "powermodels.models.smoothing.KalmanFilter1D": "powermodels.models.kalman.KalmanFilter1D",
+}
 
 
 class CalibrationError(ValueError):
@@ -97,6 +103,7 @@ def _trusted() -> tuple[str, ...]:
     for _, cls in all_estimators():
         names.add(_type_name(cls))
         modules.add(cls.__module__)
+    names.update(former for former, current in _FORMER_PATHS.items() if current in names)
     # powermodels' data classes our estimator modules use (e.g. DVFSParams in a fitted DVFS
     # model, defined in models/dvfs_params.py and imported by the estimators' module)
     for module in modules:
@@ -116,8 +123,9 @@ def _trusted() -> tuple[str, ...]:
 def trusted_types() -> list[str]:
     """Types the default loader builds besides those skops trusts itself.
 
-    Every public estimator of powermodels (``powermodels.utils.all_estimators()``),
-    the data classes defined in their modules, scikit-learn's named scorers
+    Every public estimator of powermodels (``powermodels.utils.all_estimators()``)
+    and the path it had before a module split moved it (files written then
+    name that path), the data classes defined in their modules, scikit-learn's named scorers
     with their metric functions, its cross-validation splitters and the MLP
     optimiser state. Nothing else — a file naming another type is refused.
 

@@ -27,6 +27,13 @@ other benchmarks pin down. Coverage of opcodes never fitted is extended
 :meth:`InstructionEnergyModel.transfer` implements the affine transfer of §6:
 fit a new system from a fraction of its benchmarks and map the reference
 system's energy table onto it with a least-squares line.
+
+This module holds the estimator (parameters, fit, predict); its jobs live in
+sibling modules: the opcode vocabulary and grouping rules in
+:mod:`.instruction_opcodes`, reading an instruction table into features in
+:mod:`.instruction_features`, the non-negative solve in :mod:`.instruction_solve`,
+the extension tables, energy lookup, breakdown and coverage in
+:mod:`.instruction_attribution`, and the transfer in :mod:`.instruction_transfer`.
 """
 
 from __future__ import annotations
@@ -47,25 +54,27 @@ from sklearn.utils.validation import (
 
 from .. import schema
 from ._plain_state import PlainStateMixin
+from .instruction_attribution import (
+    ExtensionTables,
+    covered_share,
+    energy_breakdown,
+    energy_table,
+    extension_tables,
+)
+from .instruction_features import table_features
 from .instruction_opcodes import (
     BUCKETS,
-    closest_variant,
-    LEVELS,
-    STATIC,
-    TRAFFIC,
     TRAFFIC_FEATURES,
-    UNCOALESCED,
     alu_base,
     group_opcode,
-    mma_family,
     mma_macs,
     opcode_bucket,
-    split_levels,
-    uncoalesced_sectors,
 )
 from .instruction_solve import identifiability, solve_energies
 from .instruction_transfer import affine_transfer
 
+# BUCKETS, group_opcode, mma_macs and opcode_bucket live in instruction_opcodes; re-exported
+# because tests and callers import them from here
 __all__ = ["BUCKETS", "InstructionEnergyModel", "group_opcode", "mma_macs", "opcode_bucket"]
 
 
@@ -223,54 +232,14 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
     def _parse(self, X, *, fit: bool, y=None):
         """Counts (DataFrame of grouped/split features), time, static power, y."""
         if self._is_table(X):
-            ops = schema.opcode_columns(X)
             if fit and y is None:
                 schema.validate_instruction_table(X)
                 y = X[schema.ENERGY_J].to_numpy(dtype=float)
-            for name in ops:
-                values = pd.to_numeric(X[name], errors="coerce").to_numpy(dtype=float)
-                if not np.all(np.isfinite(values)):
-                    raise ValueError(f"instruction table: column {name!r} has NaN or infinite counts")
-                if (values < 0).any():
-                    raise ValueError(f"instruction table: column {name!r} has negative counts")
-            if fit and not (X[ops].to_numpy(dtype=float) != 0).any():  # a singular NNLS system
-                raise ValueError("instruction table: every opcode count is zero; there is no "
-                                 "instruction to attribute energy to")
-            if schema.TIME_S not in X.columns:
-                raise ValueError(f"instruction table: column {schema.TIME_S!r} is missing")
-            time = X[schema.TIME_S].to_numpy(dtype=float)
-            if not np.all(np.isfinite(time)) or (time < 0).any():
-                raise ValueError(f"instruction table: column {schema.TIME_S!r} has NaN, "
-                                 "infinite or negative values")
-            static = None
-            if schema.STATIC_POWER_W in X.columns:
-                static = X[schema.STATIC_POWER_W].to_numpy(dtype=float)
-                if np.isnan(static).all():
-                    static = None
-                elif not np.all(np.isfinite(static)):
-                    raise ValueError(f"instruction table: column {schema.STATIC_POWER_W!r} "
-                                     "has NaN values in some rows")
-            raw = X[ops].astype(float)
-            raw.columns = [c[len(schema.OPCODE_PREFIX):] for c in ops]
-            counts = raw.T.groupby(lambda op: self._group(op), sort=False).sum().T
-            hits = None
-            if self.memory_levels and schema.L1_HIT_RATE in X.columns \
-                    and schema.L2_HIT_RATE in X.columns:
-                h1 = np.clip(X[schema.L1_HIT_RATE].to_numpy(dtype=float), 0.0, 1.0)
-                h2 = np.clip(X[schema.L2_HIT_RATE].to_numpy(dtype=float), 0.0, 1.0)
-                hits = (np.nan_to_num(h1, nan=0.0), np.nan_to_num(h2, nan=1.0))
-            counts = split_levels(counts.reset_index(drop=True), hits)
-            if self.memory_traffic and all(c in X.columns for c in TRAFFIC.values()):
-                for feature, col in TRAFFIC.items():
-                    v = X[col].to_numpy(dtype=float)
-                    if not np.all(np.isfinite(v)) or (v < 0).any():
-                        raise ValueError(f"instruction table: column {col!r} has NaN, "
-                                         "infinite or negative sector counts")
-                    counts[feature] = v
-                if self.uncoalesced:  # needs the widths of the profiled names, before grouping
-                    counts[UNCOALESCED] = uncoalesced_sectors(raw.reset_index(drop=True),
-                                                              X[schema.L1_SECTORS].to_numpy(dtype=float))
+            counts, time, static = table_features(
+                X, self._group, memory_levels=self.memory_levels, memory_traffic=self.memory_traffic,
+                uncoalesced=self.uncoalesced, require_instructions=fit)
             if fit:
+                ops = schema.opcode_columns(X)
                 self.n_features_in_ = len(ops)
                 self.feature_names_in_ = np.asarray(ops, dtype=object)
                 self._table_mode = True
@@ -352,70 +321,21 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         return self
 
     def _derive_extension_tables(self):
-        buckets: dict[tuple[str, str], list[float]] = {}
-        sure: dict[tuple[str, str], list[float]] = {}
-        for op, v in self.energies_.items():
-            level = op.split("@")[1] if "@" in op else ""
-            key = (opcode_bucket(op), level)
-            buckets.setdefault(key, []).append(float(v))
-            if self.identifiable_[op]:
-                sure.setdefault(key, []).append(float(v))
-        # bucket mean over identifiable members, else over all fitted members
-        self.bucket_energies_ = {k: float(np.mean(sure.get(k, v))) for k, v in buckets.items()}
-        e = self.energies_
-        by_op: dict[str, dict[str, float]] = {}
-        for op, v in e.items():
-            if "@" in op:
-                name, level = op.split("@")
-                by_op.setdefault(name, {})[level] = float(v)
-        ratios = {}
-        for a in LEVELS:
-            for b in LEVELS:
-                r = [lv[b] / lv[a] for lv in by_op.values() if a in lv and b in lv and lv[a] > 0]
-                if a != b and r:
-                    ratios[(a, b)] = float(np.median(r))
-        self.level_ratios_ = ratios
-        self._by_op_levels = by_op
-        macs: dict[str, list[float]] = {}
-        for op, v in e.items():
-            m = mma_macs(op)
-            if m:
-                macs.setdefault(mma_family(op), []).append(float(v) / m)
-                macs.setdefault("", []).append(float(v) / m)
-        self.mac_energies_ = {k: float(np.mean(v)) for k, v in macs.items()}
+        """Set the extension's tables from ``energies_`` (the transfer calls it after editing them)."""
+        tables = extension_tables(self.energies_, self.identifiable_)
+        self.bucket_energies_ = tables.bucket_energies
+        self.level_ratios_ = tables.level_ratios
+        self._by_op_levels = tables.levels_by_opcode
+        self.mac_energies_ = tables.mac_energies
 
     # ------------------------------------------------------------------ predict
 
-    def _lookup(self, op: str, extension: str) -> tuple[float, str]:
-        """Energy per instruction of a feature and where it came from."""
-        if op in self.energies_.index:
-            return float(self.energies_[op]), "fitted"
-        if extension == "none":
-            return 0.0, "none"
-        if "@" in op:  # memory level scaling from another level of the same opcode first
-            name, level = op.split("@")
-            known = self._by_op_levels.get(name, {})
-            for src in ("L2", "L1", "DRAM"):
-                if src in known and (src, level) in self.level_ratios_:
-                    return known[src] * self.level_ratios_[(src, level)], "scaled"
-        m = mma_macs(op)  # a tensor op of another shape: by its multiply-accumulates
-        if m:
-            per_mac = self.mac_energies_.get(mma_family(op), self.mac_energies_.get(""))
-            if per_mac is not None:
-                return m * per_mac, "scaled"
-        grouped = closest_variant(op, self.energies_)
-        if grouped is not None:
-            return grouped, "grouped"
-        level = op.split("@")[1] if "@" in op else ""
-        key = (opcode_bucket(op), level)
-        if key in self.bucket_energies_:
-            return self.bucket_energies_[key], "bucket"
-        return 0.0, "none"
-
     def _energy_table(self, counts: pd.DataFrame, extension: str | None = None) -> pd.DataFrame:
+        """Energy per instruction and its source for each column of ``counts``."""
         ext = self.extension if extension is None else extension
-        rows = [(op, *self._lookup(op, ext)) for op in counts.columns]
-        return pd.DataFrame(rows, columns=[schema.OPCODE, schema.ENERGY_PER_INSTRUCTION_J, schema.ENERGY_SOURCE])
+        tables = ExtensionTables(self.bucket_energies_, self.level_ratios_, self._by_op_levels,
+                                 self.mac_energies_)
+        return energy_table(counts.columns, self.energies_, tables, ext)
 
     def predict(self, X):
         """Total energy per run: ``time·(P_const + P_static) + Σ count·e`` (Wattchmen §3.5).
@@ -478,32 +398,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         table = self._energy_table(counts).set_index(schema.OPCODE)
         names = (X[schema.WORKLOAD].to_numpy() if isinstance(X, pd.DataFrame)
                  and schema.WORKLOAD in X.columns else None)
-        frames = []
-        for i in range(len(counts)):
-            c = counts.iloc[i]
-            part = pd.DataFrame({
-                schema.RUN_INDEX: i,
-                schema.OPCODE: counts.columns,
-                schema.COMPONENT: [opcode_bucket(op) for op in counts.columns],
-                schema.INSTRUCTION_COUNT: c.to_numpy(),
-                schema.ENERGY_PER_INSTRUCTION_J: table[schema.ENERGY_PER_INSTRUCTION_J].to_numpy(),
-                schema.ENERGY_SOURCE: table[schema.ENERGY_SOURCE].to_numpy(),
-            })
-            part = part[part[schema.INSTRUCTION_COUNT] > 0]
-            part = pd.concat([part, pd.DataFrame({
-                schema.RUN_INDEX: [i], schema.OPCODE: [STATIC], schema.COMPONENT: [STATIC],
-                schema.INSTRUCTION_COUNT: [time[i]], schema.ENERGY_PER_INSTRUCTION_J: [static[i]],
-                schema.ENERGY_SOURCE: ["time"]})],
-                ignore_index=True)
-            frames.append(part)
-        out = pd.concat(frames, ignore_index=True)
-        out[schema.ENERGY_J] = out[schema.INSTRUCTION_COUNT] * out[schema.ENERGY_PER_INSTRUCTION_J]
-        if names is not None:
-            out.insert(1, schema.WORKLOAD, names[out[schema.RUN_INDEX].to_numpy()])
-        if by == "component":
-            return out.pivot_table(index=schema.RUN_INDEX, columns=schema.COMPONENT, values=schema.ENERGY_J,
-                                   aggfunc="sum", fill_value=0.0)
-        return out
+        return energy_breakdown(counts, time, static, table, workloads=names, by=by)
 
     def coverage(self, X, extension: str | None = None) -> np.ndarray:
         """Fraction of each run's instructions that have an energy (Wattchmen §5.2 "coverage").
@@ -516,11 +411,7 @@ class InstructionEnergyModel(PlainStateMixin, RegressorMixin, BaseEstimator):
         counts, _, _ = self._predict_inputs(X)
         instr = [c for c in counts.columns if c not in TRAFFIC_FEATURES]  # sectors are not instructions
         counts = counts[instr]
-        table = self._energy_table(counts, extension)
-        covered = (table["source"] != "none").to_numpy()
-        total = counts.to_numpy().sum(axis=1)
-        return np.where(total > 0, counts.to_numpy()[:, covered].sum(axis=1)
-                        / np.where(total > 0, total, 1.0), 0.0)
+        return covered_share(counts, self._energy_table(counts, extension))
 
     # ------------------------------------------------------------------ transfer (§6)
 
