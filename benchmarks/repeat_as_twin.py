@@ -82,18 +82,23 @@ def twin_side(rows: pd.DataFrame, t: pd.DataFrame, preset: str) -> pd.DataFrame:
 
 
 def plot(rows: pd.DataFrame, twin: pd.DataFrame | None, preset: str | None, path: Path) -> None:
-    """The share of rows within each |worst second|: the repeat as measured and levelled, and the twin's rows."""
+    """The share of rows within each |worst second|: the repeat as measured and levelled, and the twin's rows.
+
+    With the twin's rows every curve is drawn on the boards the twin has.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
+    if twin is not None:  # every curve on the same boards
+        rows = rows[rows["run"].isin(set(twin["recording"]))]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     curves = [("the board's repeat, as measured", rows[schema.WORST_DIFF_PCT]),
               ("the board's repeat, levelled at second 1", rows[schema.WORST_DIFF_LEVELLED_PCT])]
     if twin is not None:
-        curves.append((f"the twin ({preset})", twin["error"]))
+        curves.append((f"the twin of run 1, {preset}", twin["error"]))
     for label, values in curves:
         x = np.sort(np.abs(values.to_numpy(float)))
         ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post",
@@ -101,7 +106,8 @@ def plot(rows: pd.DataFrame, twin: pd.DataFrame | None, preset: str | None, path
     ax.axvline(TARGET_PCT, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("|worst second| of energy per launch from second 2 (%)")
     ax.set_ylabel("share of warm-up rows")
-    ax.set_title(f"{rows['board'].nunique()} real H200s run twice, ~15 min apart", fontsize=10)
+    ax.set_title(f"{rows['board'].nunique()} real boards run twice, ~15 min apart: run 2 and a twin against run 1",
+                 fontsize=9)
     ax.legend(fontsize=7, loc="lower right")
     ax.set_ylim(0, 1.02)
     fig.tight_layout()
