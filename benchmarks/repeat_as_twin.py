@@ -10,9 +10,10 @@ Usage::
 Each ``--pair`` is one board's run and its repeat of the same raw-recording schedule. Every workload's
 series is scored as issue 27's warm-up row scores a calibrated twin (:func:`powermodels.board_pair.repeat_as_twin`):
 the repeat's worst second of energy per launch against the run's from second 2 on, as measured and levelled at
-second 1. ``--twin-rows`` (``twin_unseen_boards.py`` rows CSVs) adds the twin's warm-up rows under
-``--twin-preset`` on the same boards, where it has them, for the side-by-side count; ``--plot`` draws the
-share of rows within each |worst second|, the repeat's and the twin's.
+second 1, and its worst second of die temperature in the 30 s after each series (issue 27's cooling row, 2 °C).
+``--twin-rows`` (``twin_unseen_boards.py`` rows CSVs) adds the twin's warm-up and cooling rows under
+``--twin-preset`` on the same boards, where it has them, for the side-by-side count; ``--plot`` draws the share of
+warm-up rows within each |worst second|, the repeat's and the twin's.
 """
 
 from __future__ import annotations
@@ -23,29 +24,34 @@ from pathlib import Path
 import pandas as pd
 
 from powermodels import schema
-from powermodels.board_pair import board_pair, repeat_as_twin
+from powermodels.board_pair import board_pair, board_pair_summary, cooling_pair, repeat_as_twin
 from powermodels.files import atomic_open
 from powermodels.recording import read_recording
 from powermodels.reporting import markdown_table
 
 #: the issue's warm-up target, per cent at every second
 TARGET_PCT = 1.0
+#: the issue's cooling target, °C at every second of the 30 s after a load
+COOLING_TARGET_C = 2.0
 
 
 def score_pairs(pairs: list[tuple[str, str]]) -> pd.DataFrame:
-    """One row per board and workload: the repeat's worst seconds as a twin of the run."""
+    """One row per board and workload: the repeat's worst seconds as a twin of the run, warm-up and cooling."""
     frames = []
     for run, repeat in pairs:
         a, b = read_recording(run), read_recording(repeat)
         uuid_a, uuid_b = a.provenance.get("uuid"), b.provenance.get("uuid")
         if uuid_a != uuid_b:
             raise SystemExit(f"--pair {run} {repeat}: two boards ({uuid_a}, {uuid_b}); a pair is one board twice")
-        frames.append(repeat_as_twin(board_pair(a, b)).assign(board=str(uuid_a)[4:12], run=a.name, repeat=b.name))
+        pair = board_pair(a, b)
+        cooling = board_pair_summary(pair, cooling_pair(a, b))[[schema.WORKLOAD, schema.WORST_COOLING_DIFF_C]]
+        frames.append(repeat_as_twin(pair).merge(cooling, on=schema.WORKLOAD)
+                      .assign(board=str(uuid_a)[4:12], run=a.name, repeat=b.name))
     return pd.concat(frames, ignore_index=True)
 
 
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per workload and over all: rows, within the target as measured and levelled, median |worst second|."""
+    """Per workload and over all: rows, within the targets as measured and levelled, median |worst second|."""
     out = []
     for name, g in [*rows.groupby(schema.WORKLOAD, sort=False), ("all", rows)]:
         measured, levelled = g[schema.WORST_DIFF_PCT].abs(), g[schema.WORST_DIFF_LEVELLED_PCT].abs()
@@ -53,16 +59,17 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
                     "as measured: within 1 %": int((measured <= TARGET_PCT).sum()),
                     "median |worst| (%)": round(float(measured.median()), 3),
                     "levelled at second 1: within 1 %": int((levelled <= TARGET_PCT).sum()),
-                    "levelled median |worst| (%)": round(float(levelled.median()), 3)})
+                    "levelled median |worst| (%)": round(float(levelled.median()), 3),
+                    "cooling within 2 °C": int((g[schema.WORST_COOLING_DIFF_C].abs() <= COOLING_TARGET_C).sum())})
     return pd.DataFrame(out)
 
 
-def twin_rows_on(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.DataFrame:
-    """The twin's warm-up rows under ``preset`` on the runs of ``rows``, one per run and workload."""
+def twin_rows_on(rows: pd.DataFrame, twin_rows: list[Path], preset: str, metric: str = "warm-up") -> pd.DataFrame:
+    """The twin's ``metric`` rows (``"warm-up"`` or ``"cooling"``) under ``preset`` on the runs of ``rows``."""
     t = pd.concat([pd.read_csv(p, dtype={"board": str}) for p in twin_rows], ignore_index=True)
-    t = t[(t["preset"] == preset) & t["metric"].str.startswith("warm-up") & t["recording"].isin(set(rows["run"]))]
+    t = t[(t["preset"] == preset) & t["metric"].str.startswith(metric) & t["recording"].isin(set(rows["run"]))]
     if t.empty:
-        raise SystemExit(f"--twin-rows: no warm-up row of {preset!r} on these runs")
+        raise SystemExit(f"--twin-rows: no {metric} row of {preset!r} on these runs")
     twice = t[t.duplicated(["recording", "workload"], keep=False)]
     if len(twice):  # two replays of one row (another set, another timing) would count a board twice
         raise SystemExit(f"--twin-rows: {preset!r} has {len(twice)} rows of one run and workload more than once "
@@ -70,15 +77,18 @@ def twin_rows_on(rows: pd.DataFrame, twin_rows: list[Path], preset: str) -> pd.D
     return t
 
 
-def twin_side(rows: pd.DataFrame, t: pd.DataFrame, preset: str) -> pd.DataFrame:
-    """The twin's rows (:func:`twin_rows_on`) beside the repeat's on the same boards: counts and medians."""
+def twin_side(rows: pd.DataFrame, t: pd.DataFrame, preset: str, cooling: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The twin's warm-up rows (:func:`twin_rows_on`), and its ``cooling`` rows, beside the repeat's on its boards."""
     mine = rows[rows["run"].isin(set(t["recording"]))]
-    return pd.DataFrame([
-        {"on the same boards": "the repeat, levelled at second 1", "boards": mine["board"].nunique(),
-         "rows": len(mine), "within 1 %": int((mine[schema.WORST_DIFF_LEVELLED_PCT].abs() <= TARGET_PCT).sum()),
-         "median |worst| (%)": round(float(mine[schema.WORST_DIFF_LEVELLED_PCT].abs().median()), 3)},
-        {"on the same boards": f"the twin, {preset}", "boards": t["board"].nunique(), "rows": len(t),
-         "within 1 %": int(t["within"].sum()), "median |worst| (%)": round(float(t["error"].abs().median()), 3)}])
+    repeat = {"on the same boards": "the repeat, levelled at second 1", "boards": mine["board"].nunique(),
+              "rows": len(mine), "within 1 %": int((mine[schema.WORST_DIFF_LEVELLED_PCT].abs() <= TARGET_PCT).sum()),
+              "median |worst| (%)": round(float(mine[schema.WORST_DIFF_LEVELLED_PCT].abs().median()), 3)}
+    twin = {"on the same boards": f"the twin, {preset}", "boards": t["board"].nunique(), "rows": len(t),
+            "within 1 %": int(t["within"].sum()), "median |worst| (%)": round(float(t["error"].abs().median()), 3)}
+    if cooling is not None:
+        repeat["cooling within 2 °C"] = int((mine[schema.WORST_COOLING_DIFF_C].abs() <= COOLING_TARGET_C).sum())
+        twin["cooling within 2 °C"] = int(cooling["within"].sum())
+    return pd.DataFrame([repeat, twin])
 
 
 def plot(rows: pd.DataFrame, twin: pd.DataFrame | None, preset: str | None, path: Path) -> None:
@@ -134,8 +144,9 @@ def main(argv=None) -> int:
     print(markdown_table(summary(rows)))
     twin = None if args.twin_rows is None else twin_rows_on(rows, args.twin_rows, args.twin_preset)
     if twin is not None:
+        cooling = twin_rows_on(rows, args.twin_rows, args.twin_preset, metric="cooling")
         print()
-        print(markdown_table(twin_side(rows, twin, args.twin_preset)))
+        print(markdown_table(twin_side(rows, twin, args.twin_preset, cooling)))
     if args.plot is not None:
         plot(rows, twin, args.twin_preset, args.plot)
     if args.out is not None:

@@ -18,6 +18,7 @@ def _rows() -> pd.DataFrame:
     return pd.DataFrame({schema.WORKLOAD: ["gemm", "triad", "gemm", "triad"],
                          schema.WORST_DIFF_PCT: [0.5, -1.5, 0.9, 0.2],
                          schema.WORST_DIFF_LEVELLED_PCT: [0.4, -0.8, 1.2, -1.1],
+                         schema.WORST_COOLING_DIFF_C: [-2.0, 1.0, 3.0, -2.5],
                          "board": ["aaaa0000", "aaaa0000", "bbbb1111", "bbbb1111"],
                          "run": ["raw_recording_aaaa0000"] * 2 + ["raw_recording_bbbb1111"] * 2})
 
@@ -29,6 +30,7 @@ def test_summary_counts_each_workload_and_all_rows_against_one_per_cent():
     assert table.loc["all", "levelled at second 1: within 1 %"] == 2
     assert table.loc["gemm", "levelled median |worst| (%)"] == pytest.approx(0.8)
     assert table.loc["triad", "median |worst| (%)"] == pytest.approx(0.85)
+    assert table.loc["all", "cooling within 2 °C"] == 2  # -2.0 and 1.0: the target's edge counts as within
 
 
 def test_twin_side_reads_the_twins_rows_on_the_same_runs_only_and_refuses_a_row_given_twice(tmp_path):
@@ -38,15 +40,21 @@ def test_twin_side_reads_the_twins_rows_on_the_same_runs_only_and_refuses_a_row_
                          "metric": ["warm-up energy per launch, worst second"] * 4,
                          "workload": ["gemm", "triad", "gemm", "gemm"], "error": [0.3, 1.4, 0.1, 9.0],
                          "within": [True, False, True, False]})
+    cooling = twin.assign(metric="cooling temperature, worst second of 30 s", error=[-1.0, -3.0, 0.0, 0.0],
+                          within=[True, False, True, True])
+    twin = pd.concat([twin, cooling], ignore_index=True)
     path = tmp_path / "rows.csv"
     twin.to_csv(path, index=False)
-    side = script.twin_side(_rows(), script.twin_rows_on(_rows(), [path], "p"), "p").set_index("on the same boards")
+    side = script.twin_side(_rows(), script.twin_rows_on(_rows(), [path], "p"), "p",
+                            script.twin_rows_on(_rows(), [path], "p", metric="cooling")).set_index("on the same boards")
     # the twin has board aaaa0000 only: the repeat's side is cut to that board too
     assert side.loc["the repeat, levelled at second 1", "rows"] == 2
     assert side.loc["the repeat, levelled at second 1", "within 1 %"] == 2
     assert side.loc["the twin, p", "rows"] == 2
     assert side.loc["the twin, p", "within 1 %"] == 1
     assert side.loc["the twin, p", "median |worst| (%)"] == pytest.approx(0.85)
+    assert side.loc["the repeat, levelled at second 1", "cooling within 2 °C"] == 2
+    assert side.loc["the twin, p", "cooling within 2 °C"] == 1
     with pytest.raises(SystemExit, match="more than once"):
         script.twin_rows_on(_rows(), [path, path], "p")
     with pytest.raises(SystemExit, match="no warm-up row of 'r'"):
@@ -69,5 +77,6 @@ def test_a_real_board_and_its_repeat_give_a_row_per_workload_and_two_boards_are_
     # session 33: this board's repeat stays within 1.2 % of its run at every scored second (real)
     assert np.all(np.isfinite(rows[schema.WORST_DIFF_LEVELLED_PCT]))
     assert rows[schema.WORST_DIFF_PCT].abs().max() < 1.2
+    assert rows[schema.WORST_COOLING_DIFF_C].abs().max() <= 3
     with pytest.raises(SystemExit, match="a pair is one board twice"):
         script.score_pairs([(run, str(REAL / "raw_recording_10c33659"))])
