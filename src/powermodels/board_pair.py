@@ -251,17 +251,17 @@ def warmup_temperature_slope(pair: pd.DataFrame, *, seconds=(2, 25), min_span_c=
 def repeat_as_twin(pair: pd.DataFrame, *, from_second: int = 2, level_second: int = 1) -> pd.DataFrame:
     """Per workload: B scored as a calibrated twin of A is, its worst second as measured and levelled.
 
-    With one board's run as A and the same board's run minutes later as B, this is how close a perfect copy of the
-    board comes to issue 27's warm-up row (1 % at every second): a twin calibrated to a board reads the board's
-    first second and is scored from second 2 (:func:`powermodels.board_calibration.calibrate_board`), so B is
-    scored over the same seconds, as measured and with its energy per launch scaled so that its ``level_second``
-    equals A's (what a calibration from the first second does at best). Real data only; docs/twin-sessions.md,
-    session 33.
+    With one board's run as A and the same board's run minutes later as B, this is how close the board itself comes
+    to issue 27's warm-up row (1 % at every second). A twin calibrated to a board is scored from second 2
+    (:func:`powermodels.board_calibration.calibrate_board` reads 0.2–1.2 s of each series), so B is scored over the
+    same seconds, as measured and with its energy per launch scaled so that its ``level_second`` equals A's. That
+    levelling is a stand-in for a calibration, not what the calibration reads: one second's ratio carries that
+    second's noise into every scored second (docs/twin-sessions.md, session 33).
 
     Parameters
     ----------
     pair : pandas.DataFrame
-        :func:`board_pair`'s seconds.
+        :func:`board_pair`'s seconds (``workload``, ``second``, ``energy_a_j``, ``energy_b_j``).
     from_second : int, default=2
         First second scored (the calibrated twin's).
     level_second : int, default=1
@@ -270,17 +270,28 @@ def repeat_as_twin(pair: pd.DataFrame, *, from_second: int = 2, level_second: in
     Returns
     -------
     pandas.DataFrame
-        ``workload``, ``worst_diff_pct`` (B over A − 1 at the scored second farthest from 0, %) and
-        ``worst_diff_levelled_pct`` (the same after the levelling).
+        ``workload``, ``worst_scored_diff_pct`` (B over A − 1 at the scored second farthest from 0, %) and
+        ``worst_scored_diff_levelled_pct`` (the same after the levelling).
 
     Raises
     ------
     ValueError
-        If ``level_second`` is not before ``from_second``, or a workload lacks the level second or any scored one.
+        If ``level_second`` is not before ``from_second``, ``pair`` lacks a column or holds no row, an energy is not
+        finite and positive, or a workload lacks the level second or any scored one.
     """
     if not 0 <= level_second < from_second:
         raise ValueError(f"repeat_as_twin: level_second ({level_second}) must be before from_second "
                          f"({from_second}) and not negative")
+    columns = (schema.WORKLOAD, schema.SECOND, schema.ENERGY_A_J, schema.ENERGY_B_J)
+    missing = [c for c in columns if c not in pair.columns]
+    if missing:
+        raise ValueError(f"repeat_as_twin: pair lacks column(s) {', '.join(missing)} (board_pair's seconds)")
+    if pair.empty:
+        raise ValueError("repeat_as_twin: pair holds no second")
+    energies = pair[[schema.ENERGY_A_J, schema.ENERGY_B_J]].to_numpy(float)
+    if not (np.isfinite(energies).all() and (energies > 0).all()):
+        raise ValueError("repeat_as_twin: every energy per launch must be finite and positive (a second without a "
+                         "launch reads none)")
 
     def worst(x: np.ndarray) -> float:
         return float(x[int(np.argmax(np.abs(x)))])
@@ -294,6 +305,6 @@ def repeat_as_twin(pair: pd.DataFrame, *, from_second: int = 2, level_second: in
                              f"{from_second} on")
         ratio = float(level[schema.ENERGY_B_J].iloc[0] / level[schema.ENERGY_A_J].iloc[0])
         e_a, e_b = scored[schema.ENERGY_A_J].to_numpy(float), scored[schema.ENERGY_B_J].to_numpy(float)
-        rows.append({schema.WORKLOAD: w, schema.WORST_DIFF_PCT: worst((e_b / e_a - 1.0) * 100.0),
-                     schema.WORST_DIFF_LEVELLED_PCT: worst((e_b / ratio / e_a - 1.0) * 100.0)})
+        rows.append({schema.WORKLOAD: w, schema.WORST_SCORED_DIFF_PCT: worst((e_b / e_a - 1.0) * 100.0),
+                     schema.WORST_SCORED_DIFF_LEVELLED_PCT: worst((e_b / ratio / e_a - 1.0) * 100.0)})
     return pd.DataFrame(rows)

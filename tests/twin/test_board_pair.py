@@ -77,12 +77,21 @@ def test_repeat_as_twin_scores_from_second_two_as_measured_and_levelled_at_secon
                          schema.ENERGY_B_J: b})
     row = repeat_as_twin(pair).iloc[0]
     assert row[schema.WORKLOAD] == "gemm"
-    assert row[schema.WORST_DIFF_PCT] == pytest.approx((1.02 * 1.015 - 1) * 100)
-    assert row[schema.WORST_DIFF_LEVELLED_PCT] == pytest.approx(1.5)
+    assert row[schema.WORST_SCORED_DIFF_PCT] == pytest.approx((1.02 * 1.015 - 1) * 100)
+    assert row[schema.WORST_SCORED_DIFF_LEVELLED_PCT] == pytest.approx(1.5)
     # a level taken at second 5 puts the blip into the level: every other second then reads 1.5 % low
-    assert repeat_as_twin(pair, from_second=6, level_second=5).iloc[0][schema.WORST_DIFF_LEVELLED_PCT] == \
+    assert repeat_as_twin(pair, from_second=6, level_second=5).iloc[0][schema.WORST_SCORED_DIFF_LEVELLED_PCT] == \
         pytest.approx((1 / 1.015 - 1) * 100)
     with pytest.raises(ValueError, match="must be before from_second"):
         repeat_as_twin(pair, from_second=2, level_second=2)
     with pytest.raises(ValueError, match="has no second 1 or none from 30 on"):
         repeat_as_twin(pair, from_second=30)
+    with pytest.raises(ValueError, match="lacks column"):
+        repeat_as_twin(pair.drop(columns=schema.ENERGY_B_J))
+    with pytest.raises(ValueError, match="holds no second"):
+        repeat_as_twin(pair.iloc[:0])
+    for bad in (np.nan, 0.0):  # a second without a launch: no ratio, no level
+        broken = pair.copy()
+        broken.loc[7, schema.ENERGY_B_J] = bad
+        with pytest.raises(ValueError, match="finite and positive"):
+            repeat_as_twin(broken)

@@ -243,7 +243,7 @@ def covered_share(counts: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
     ndarray of shape (n_runs,)
         Covered instructions / all instructions; 0 for a run without instructions.
     """
-    covered = (table["source"] != "none").to_numpy()
+    covered = (table[schema.ENERGY_SOURCE] != "none").to_numpy()
     total = counts.to_numpy().sum(axis=1)
     return np.where(total > 0, counts.to_numpy()[:, covered].sum(axis=1)
                     / np.where(total > 0, total, 1.0), 0.0)

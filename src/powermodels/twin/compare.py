@@ -31,7 +31,7 @@ from .sensor_check import sensor_window_check
 
 # capped_series and the plots live in metrics and overlays; named here too, where a comparison's caller looks
 __all__ = ["AMBIENTS", "WARM_START_C", "capped_series", "compare_recordings", "plot_cap_settling", "plot_overlays",
-           "protocol_rows", "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note"]
+           "protocol_rows", "replay_ambient", "sensor_rows", "twin_compare", "warm_start_note", "warmup_metric"]
 
 #: targets (issue 27): warm-up energy per launch within 1 % at every second, cooling within 2 °C,
 #: clock recovery within 25 %, clock reading period within 10 %, cap overshoot within 25 %
@@ -42,6 +42,15 @@ def _row(metric, workload, real, twin, error, target, unit):
     return {schema.CHECK_METRIC: metric, schema.WORKLOAD: workload, schema.CHECK_REAL: real, schema.CHECK_TWIN: twin,
             schema.CHECK_ERROR: error, schema.CHECK_TARGET: target, schema.CHECK_UNIT: unit,
             schema.CHECK_WITHIN: bool(np.isfinite(error) and abs(error) <= target)}
+
+
+def warmup_metric(first_second: int) -> str:
+    """The warm-up row's ``metric`` label when it is scored from ``first_second`` on (0: every second).
+
+    A calibrated twin's rows read "… from second 2 on"; a table of rows scored from different seconds must not be
+    pooled, and this label is how a reader tells them apart.
+    """
+    return "warm-up energy per launch, worst second" + (f" from second {first_second} on" if first_second > 0 else "")
 
 
 def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str | None = None,
@@ -79,7 +88,7 @@ def compare_recordings(real: Recording, twin: Recording, *, clock_workload: str 
     names = list(dict.fromkeys(workloads if workloads is not None else series[schema.WORKLOAD]))
     ph = real.phases.reset_index(drop=True)
     first = int(np.ceil(from_s - 1e-9))
-    label = "warm-up energy per launch, worst second" + (f" from second {first} on" if first > 0 else "")
+    label = warmup_metric(first)
     for w in names:
         a, b = metrics.warmup_energy_per_launch(real, w), metrics.warmup_energy_per_launch(twin, w)
         err = (b[schema.ENERGY_J].to_numpy() / a[schema.ENERGY_J].to_numpy() - 1.0) * 100.0
