@@ -45,7 +45,7 @@ SOURCES = {PART: SEED_SETS, RECOMMENDED: SEED_SETS,
 #: the recommended calibration as a row: :cap-rate where the board was probed, else the label without it
 RECOMMENDED_ROW = "recommended calibration (--calibrate-cap rate where probed)"
 #: a twin_unseen_boards.py rows table's columns that are its own (not the check table's)
-SET, PRESET, BOARD, RECORDING = "set", "preset", "board", "recording"
+SET, PRESET, BOARD = "set", "preset", "board"
 
 
 def gather(results: Path) -> pd.DataFrame:
