@@ -128,6 +128,13 @@ def cooling_pair(rec_a: Recording, rec_b: Recording, *, workloads=None, seconds:
     return pd.concat(frames, ignore_index=True)
 
 
+def _farthest_from_zero(values) -> float:
+    """The value farthest from 0, its sign kept (a worst second); NaNs left out, NaN when none is left."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x[int(np.argmax(np.abs(x)))]) if x.size else np.nan
+
+
 def board_pair_summary(pair: pd.DataFrame, cooling: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per workload: the mean and worst-second difference, as measured and at one temperature.
 
@@ -138,21 +145,18 @@ def board_pair_summary(pair: pd.DataFrame, cooling: pd.DataFrame | None = None) 
         ``worst_diff_matched_pct``, ``mean_temperature_diff_c`` (B − A under load) and, with
         ``cooling``, ``worst_cooling_diff_c`` (B − A, the second farthest apart).
     """
-    def worst(x: pd.Series) -> float:
-        x = x.dropna()
-        return float(x.iloc[int(np.argmax(np.abs(x.to_numpy())))]) if len(x) else np.nan
-
     rows = []
     for w, g in pair.groupby(schema.WORKLOAD, sort=False):
         row = {schema.WORKLOAD: w, schema.MEAN_DIFF_PCT: float(g[schema.BOARD_DIFF_PCT].mean()),
-               schema.WORST_DIFF_PCT: worst(g[schema.BOARD_DIFF_PCT]),
+               schema.WORST_DIFF_PCT: _farthest_from_zero(g[schema.BOARD_DIFF_PCT]),
                schema.MEAN_DIFF_MATCHED_PCT: float(g[schema.BOARD_DIFF_MATCHED_PCT].mean()),
-               schema.WORST_DIFF_MATCHED_PCT: worst(g[schema.BOARD_DIFF_MATCHED_PCT]),
+               schema.WORST_DIFF_MATCHED_PCT: _farthest_from_zero(g[schema.BOARD_DIFF_MATCHED_PCT]),
                schema.MEAN_TEMPERATURE_DIFF_C: float((g[schema.TEMPERATURE_B_C]
                                                       - g[schema.TEMPERATURE_A_C]).mean())}
         if cooling is not None:
             c = cooling.loc[cooling[schema.WORKLOAD] == w]
-            row[schema.WORST_COOLING_DIFF_C] = worst(c[schema.TEMPERATURE_B_C] - c[schema.TEMPERATURE_A_C])
+            row[schema.WORST_COOLING_DIFF_C] = _farthest_from_zero(c[schema.TEMPERATURE_B_C]
+                                                                   - c[schema.TEMPERATURE_A_C])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -293,9 +297,6 @@ def repeat_as_twin(pair: pd.DataFrame, *, from_second: int = 2, level_second: in
         raise ValueError("repeat_as_twin: every energy per launch must be finite and positive (a second without a "
                          "launch reads none)")
 
-    def worst(x: np.ndarray) -> float:
-        return float(x[int(np.argmax(np.abs(x)))])
-
     rows = []
     for w, g in pair.groupby(schema.WORKLOAD, sort=False):
         level = g.loc[g[schema.SECOND] == level_second]
@@ -305,6 +306,7 @@ def repeat_as_twin(pair: pd.DataFrame, *, from_second: int = 2, level_second: in
                              f"{from_second} on")
         ratio = float(level[schema.ENERGY_B_J].iloc[0] / level[schema.ENERGY_A_J].iloc[0])
         e_a, e_b = scored[schema.ENERGY_A_J].to_numpy(float), scored[schema.ENERGY_B_J].to_numpy(float)
-        rows.append({schema.WORKLOAD: w, schema.WORST_SCORED_DIFF_PCT: worst((e_b / e_a - 1.0) * 100.0),
-                     schema.WORST_SCORED_DIFF_LEVELLED_PCT: worst((e_b / ratio / e_a - 1.0) * 100.0)})
+        rows.append({schema.WORKLOAD: w,
+                     schema.WORST_SCORED_DIFF_PCT: _farthest_from_zero((e_b / e_a - 1.0) * 100.0),
+                     schema.WORST_SCORED_DIFF_LEVELLED_PCT: _farthest_from_zero((e_b / ratio / e_a - 1.0) * 100.0)})
     return pd.DataFrame(rows)
