@@ -75,15 +75,21 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def twin_rows_on(rows: pd.DataFrame, twin_rows: list[Path], preset: str, metric: str = "warm-up",
+def read_twin_rows(paths: list[Path]) -> pd.DataFrame:
+    """``twin_unseen_boards.py`` rows CSVs, one table."""
+    return pd.concat([pd.read_csv(p, dtype={"board": str}) for p in paths], ignore_index=True)
+
+
+def twin_rows_on(rows: pd.DataFrame, table: pd.DataFrame, preset: str, metric: str = "warm-up",
                  set_part: str | None = None) -> pd.DataFrame:
-    """The twin's rows under ``preset`` on the runs of ``rows``, one per run and workload.
+    """The twin's rows of ``table`` (:func:`read_twin_rows`) under ``preset`` on the runs of ``rows``, one per run and
+    workload.
 
     ``metric`` ``"warm-up"`` takes the warm-up rows scored from :data:`FROM_SECOND` on (the repeat's seconds; a
     board-blind preset's rows, scored from second 0, are not taken), ``"cooling"`` the cooling rows. ``set_part``
     keeps the rows whose set's name contains it.
     """
-    t = pd.concat([pd.read_csv(p, dtype={"board": str}) for p in twin_rows], ignore_index=True)
+    t = table
     if set_part is not None:
         if SET not in t.columns:
             raise SystemExit("--twin-set: the --twin-rows files have no set column")
@@ -179,8 +185,9 @@ def main(argv=None) -> int:
     print(markdown_table(summary(rows)))
     twin = None
     if args.twin_rows is not None:
-        twin = twin_rows_on(rows, args.twin_rows, args.twin_preset, set_part=args.twin_set)
-        cooling = twin_rows_on(rows, args.twin_rows, args.twin_preset, metric="cooling", set_part=args.twin_set)
+        table = read_twin_rows(args.twin_rows)
+        twin = twin_rows_on(rows, table, args.twin_preset, set_part=args.twin_set)
+        cooling = twin_rows_on(rows, table, args.twin_preset, metric="cooling", set_part=args.twin_set)
         print()
         print(markdown_table(twin_side(rows, twin, args.twin_preset, cooling)))
     if args.out is not None:

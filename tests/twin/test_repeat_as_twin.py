@@ -53,10 +53,11 @@ def _twin_table() -> pd.DataFrame:
 def test_twin_side_reads_the_twins_calibrated_rows_on_the_same_runs_only(tmp_path):
     path = tmp_path / "rows.csv"
     _twin_table().to_csv(path, index=False)
-    warm = script.twin_rows_on(_rows(), [path], "p")
+    table = script.read_twin_rows([path])
+    warm = script.twin_rows_on(_rows(), table, "p")
     # bbbb1111's row is scored from second 0 (board-blind): not beside a repeat scored from second 2
     assert set(warm["board"]) == {"aaaa0000"}
-    side = script.twin_side(_rows(), warm, "p", script.twin_rows_on(_rows(), [path], "p", metric="cooling"))
+    side = script.twin_side(_rows(), warm, "p", script.twin_rows_on(_rows(), table, "p", metric="cooling"))
     side = side.set_index("on the same boards")
     # the twin has board aaaa0000 only: the repeat's side is cut to that board too
     assert side.loc["the repeat, levelled at second 1", "rows"] == 2
@@ -76,13 +77,13 @@ def test_twin_rows_refuse_a_row_given_twice_unless_one_set_is_chosen(tmp_path):
     table = _twin_table()
     pd.concat([table, table.assign(set="repeats")], ignore_index=True).to_csv(path, index=False)
     with pytest.raises(SystemExit, match=r"more than once.*--twin-set"):
-        script.twin_rows_on(_rows(), [path], "p")
-    assert len(script.twin_rows_on(_rows(), [path], "p", set_part="run 1")) == 2
+        script.twin_rows_on(_rows(), script.read_twin_rows([path]), "p")
+    assert len(script.twin_rows_on(_rows(), script.read_twin_rows([path]), "p", set_part="run 1")) == 2
     with pytest.raises(SystemExit, match=r"no warm-up row of 'r'.*scored from second 2"):
-        script.twin_rows_on(_rows(), [path], "r")
+        script.twin_rows_on(_rows(), script.read_twin_rows([path]), "r")
     table.drop(columns="set").to_csv(path, index=False)
     with pytest.raises(SystemExit, match="no set column"):
-        script.twin_rows_on(_rows(), [path], "p", set_part="run 1")
+        script.twin_rows_on(_rows(), script.read_twin_rows([path]), "p", set_part="run 1")
 
 
 def test_the_twins_rows_need_their_preset(capsys):
